@@ -1,0 +1,63 @@
+#!/bin/sh
+# contrib/install-deps.sh: installs (Debian 12) everything needed to build
+# ohbox and run its test suite. Idempotent and quiet; nothing is asked.
+# When every package is already installed it does nothing (no network).
+#
+# Usage: contrib/install-deps.sh [--update]   (--update: apt-get update even
+# when nothing is missing)
+set -eu
+
+# Build: autotools, compilers, and the -dev packages configure.ac checks.
+BUILD="autoconf automake libtool pkg-config gcc make clang xz-utils
+  libcurl4-openssl-dev libjansson-dev libssl-dev libarchive-dev libseccomp-dev
+  libcap-dev libmnl-dev libnftables-dev libmicrohttpd-dev libvterm-dev libzstd-dev"
+# Tests (tests/lib, tests/integration): a real registry, skopeo/umoci to push
+# and read images, htpasswd for Basic auth, busybox-static and zstd for the
+# test images, jq/openssl/curl, Debian's python3 for the token server and the
+# fault proxy, iproute2, util-linux (setpriv, flock), debootstrap for the
+# optional Debian image; python3-httpx for tests/integration/executor.sh.
+TEST="docker-registry skopeo umoci apache2-utils busybox-static zstd jq openssl curl
+  ca-certificates python3 iproute2 util-linux coreutils tar gzip debootstrap
+  python3-httpx"
+
+PACKAGES=$(echo $BUILD $TEST)
+
+missing=
+for p in $PACKAGES; do
+  status=$(dpkg-query -W -f='${db:Status-Status}' "$p" 2>/dev/null || true)
+  [ "$status" = installed ] || missing="$missing $p"
+done
+
+if [ -z "$missing" ] && [ "${1:-}" != --update ]; then
+  echo "install-deps: all $(echo $PACKAGES | wc -w) packages are installed"
+  exit 0
+fi
+
+SUDO=
+if [ "$(id -u)" -ne 0 ]; then
+  if command -v sudo >/dev/null 2>&1; then
+    SUDO="sudo -n"
+  else
+    echo "install-deps: run as root (missing:$missing)" >&2
+    exit 1
+  fi
+fi
+
+export DEBIAN_FRONTEND=noninteractive
+echo "install-deps: installing:${missing:- (none; updating)}"
+log=$(mktemp)
+trap 'rm -f "$log"' EXIT
+# apt's chatter goes to a log, shown only when something fails.
+run ()
+{
+  if ! "$@" </dev/null >>"$log" 2>&1; then
+    cat "$log" >&2
+    echo "install-deps: failed: $*" >&2
+    exit 1
+  fi
+}
+run $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -qq update
+# busybox-static replaces the dynamic busybox package when that one is installed.
+run $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -qq -y --no-install-recommends \
+  -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold install $PACKAGES
+echo "install-deps: done"

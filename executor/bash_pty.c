@@ -1,0 +1,306 @@
+/* bash_pty.c: the terminal side of the bash session: spawning bash on a
+ * pseudo-terminal (as another user when asked), the reader thread that
+ * feeds libvterm, and typing keys.  See bash_private.h. */
+#include "config.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <poll.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <sys/ioctl.h>
+#include <sys/syscall.h>
+#include <termios.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bash_private.h"
+#include "utils.h"
+
+extern char **environ;
+
+double
+bash_now (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+int
+bash_write_all_until (int fd, const char *data, size_t len, double deadline)
+{
+  while (len)
+    {
+      ssize_t w = write (fd, data, len);
+      if (w > 0)
+        {
+          data += w;
+          len -= (size_t) w;
+          continue;
+        }
+      if (w < 0 && errno == EINTR)
+        continue;
+      if (w < 0 && errno != EAGAIN)
+        return -1;
+      double left = deadline - bash_now ();
+      if (left <= 0)
+        {
+          errno = ETIMEDOUT;
+          return -1;
+        }
+      struct pollfd p = { .fd = fd, .events = POLLOUT };
+      poll (&p, 1, (int) (left * 1000) + 1);
+    }
+  return 0;
+}
+
+void
+bash_term_answer (const char *data, size_t len, void *user)
+{
+  struct bash_session *s = user;
+  /* Terminal answers (cursor reports) are tiny; drop them if the input
+   * queue is full rather than block the reader. */
+  if (write (s->master, data, len) < 0)
+    return;
+}
+
+void *
+bash_reader_main (void *arg)
+{
+  struct bash_session *s = arg;
+  char buf[65536];
+  for (;;)
+    {
+      struct pollfd p[2] = { { .fd = s->master, .events = POLLIN }, { .fd = s->wake[0], .events = POLLIN } };
+      if (poll (p, 2, -1) < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          break;
+        }
+      if (p[1].revents)
+        break;
+      ssize_t n = read (s->master, buf, sizeof (buf));
+      if (n < 0 && (errno == EINTR || errno == EAGAIN))
+        continue;
+      pthread_mutex_lock (&s->lock);
+      if (n <= 0)
+        {
+          /* EIO: every process holding the terminal is gone. */
+          s->dead = true;
+          pthread_cond_broadcast (&s->cond);
+          pthread_mutex_unlock (&s->lock);
+          break;
+        }
+      term_feed (s->term, buf, (size_t) n);
+      pthread_cond_broadcast (&s->cond);
+      pthread_mutex_unlock (&s->lock);
+    }
+  return NULL;
+}
+
+/* tmux send-keys in non-literal mode: a whole string that names a key is
+ * sent as that key. */
+static const struct
+{
+  const char *name;
+  const char *seq;
+} key_names[] = {
+  { "Enter", "\r" },       { "Escape", "\033" },     { "Tab", "\t" },          { "BTab", "\033[Z" },
+  { "Space", " " },        { "BSpace", "\177" },     { "Up", "\033[A" },       { "Down", "\033[B" },
+  { "Right", "\033[C" },   { "Left", "\033[D" },     { "Home", "\033[1~" },    { "End", "\033[4~" },
+  { "PageUp", "\033[5~" }, { "PgUp", "\033[5~" },    { "PPage", "\033[5~" },   { "PageDown", "\033[6~" },
+  { "PgDn", "\033[6~" },   { "NPage", "\033[6~" },   { "Insert", "\033[2~" },  { "IC", "\033[2~" },
+  { "Delete", "\033[3~" }, { "DC", "\033[3~" },      { "F1", "\033OP" },       { "F2", "\033OQ" },
+  { "F3", "\033OR" },      { "F4", "\033OS" },       { "F5", "\033[15~" },     { "F6", "\033[17~" },
+  { "F7", "\033[18~" },    { "F8", "\033[19~" },     { "F9", "\033[20~" },     { "F10", "\033[21~" },
+  { "F11", "\033[23~" },   { "F12", "\033[24~" },
+};
+
+int
+bash_send_keys (struct bash_session *s, const char *text, bool enter, double deadline)
+{
+  char key[3];
+  const char *data = text;
+  size_t len = strlen (text);
+  if (len == 3 && (text[0] == 'C' || text[0] == 'M') && text[1] == '-')
+    {
+      unsigned char c = (unsigned char) text[2];
+      if (text[0] == 'C')
+        {
+          if (c == '?')
+            key[0] = 0x7f;
+          else if (isalpha (c))
+            key[0] = (char) (toupper (c) - 'A' + 1);
+          else if (c == ' ' || c == '@' || c == '2')
+            key[0] = 0;
+          else
+            key[0] = (char) (c & 0x1f);
+          data = key;
+          len = 1;
+        }
+      else
+        {
+          key[0] = '\033';
+          key[1] = (char) c;
+          data = key;
+          len = 2;
+        }
+    }
+  else
+    for (size_t i = 0; i < sizeof (key_names) / sizeof (key_names[0]); i++)
+      if (strcasecmp (text, key_names[i].name) == 0)
+        {
+          data = key_names[i].seq;
+          len = strlen (data);
+          break;
+        }
+  if (len && bash_write_all_until (s->master, data, len, deadline) < 0)
+    return -1;
+  if (enter && bash_write_all_until (s->master, "\r", 1, deadline) < 0)
+    return -1;
+  return 0;
+}
+
+static char *
+find_bash (const char *given)
+{
+  if (given)
+    return xstrdup (given);
+  const char *path = getenv ("PATH");
+  cleanup_free char *copy = xstrdup (path ? path : "/usr/local/bin:/usr/bin:/bin");
+  char *save = NULL;
+  for (char *d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save))
+    {
+      char *cand = xasprintf ("%s/bash", d);
+      if (access (cand, X_OK) == 0)
+        return cand;
+      free (cand);
+    }
+  return xstrdup ("/bin/bash");
+}
+
+static char **
+build_env (const struct bash_opts *o, const char *bash)
+{
+  size_t n = 0, cap = 16;
+  char **env = xmalloc (cap * sizeof (char *));
+#define ADD(...)                                                                                               \
+  do                                                                                                           \
+    {                                                                                                          \
+      if (n + 2 > cap)                                                                                         \
+        env = xrealloc (env, (cap *= 2) * sizeof (char *));                                                    \
+      env[n++] = xasprintf (__VA_ARGS__);                                                                      \
+    }                                                                                                          \
+  while (0)
+  if (o->switch_user)
+    {
+      /* `su USER -`: a clean login environment. */
+      ADD ("HOME=%s", o->home ? o->home : "/");
+      ADD ("SHELL=%s", bash);
+      ADD ("USER=%s", o->username);
+      ADD ("LOGNAME=%s", o->username);
+      ADD ("PATH=%s", o->uid == 0 ? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+                                  : "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games");
+    }
+  else
+    for (char **e = environ; *e; e++)
+      {
+        /* The session key authenticates the client; the agent has no use for it. */
+        if (strncmp (*e, "SESSION_API_KEY=", 16) == 0 || strncmp (*e, "TERM=", 5) == 0)
+          continue;
+        ADD ("%s", *e);
+      }
+  ADD ("TERM=xterm-256color");
+#undef ADD
+  env[n] = NULL;
+  return env;
+}
+
+static void
+free_strv (char **v)
+{
+  if (v == NULL)
+    return;
+  for (char **p = v; *p; p++)
+    free (*p);
+  free (v);
+}
+
+int
+bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *err)
+{
+  cleanup_free char *bash = find_bash (o->bash_path);
+  s->master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (s->master < 0)
+    return ohbox_error_errno (err, "open a pseudo-terminal (`/dev/ptmx`)");
+  char slave_name[128];
+  if (grantpt (s->master) < 0 || unlockpt (s->master) < 0
+      || ptsname_r (s->master, slave_name, sizeof (slave_name)) != 0)
+    return ohbox_error_errno (err, "set up the pseudo-terminal");
+  struct winsize ws = { .ws_row = TERM_ROWS, .ws_col = TERM_COLS };
+  ioctl (s->master, TIOCSWINSZ, &ws);
+
+  /* Everything the child needs is prepared before fork(): the server is
+   * multi-threaded, so the child may only make async-signal-safe calls. */
+  char **env = build_env (o, bash);
+  char *argv[] = { o->switch_user ? "-bash" : "bash", NULL };
+  gid_t groups[256];
+  int ngroups = 0;
+  if (o->switch_user)
+    {
+      ngroups = sizeof (groups) / sizeof (groups[0]);
+      if (getgrouplist (o->username, o->gid, groups, &ngroups) < 0)
+        {
+          groups[0] = o->gid;
+          ngroups = 1;
+        }
+    }
+  const char *dir = o->work_dir ? o->work_dir : "/";
+
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      free_strv (env);
+      return ohbox_error_errno (err, "fork the bash session");
+    }
+  if (pid == 0)
+    {
+      sigset_t all;
+      sigemptyset (&all);
+      sigprocmask (SIG_SETMASK, &all, NULL);
+      for (int sig = 1; sig < NSIG; sig++)
+        signal (sig, SIG_DFL);
+      setsid ();
+      int slave = open (slave_name, O_RDWR);
+      if (slave < 0)
+        _exit (126);
+      ioctl (slave, TIOCSCTTY, 0);
+      dup2 (slave, 0);
+      dup2 (slave, 1);
+      dup2 (slave, 2);
+      syscall (SYS_close_range, 3U, ~0U, 0U);
+      if (o->switch_user)
+        {
+          if (setgroups ((size_t) ngroups, groups) < 0 || setgid (o->gid) < 0 || setuid (o->uid) < 0)
+            _exit (126);
+        }
+      if (chdir (dir) < 0 && chdir ("/") < 0)
+        _exit (126);
+      execve (bash, argv, env);
+      _exit (127);
+    }
+  free_strv (env);
+  s->pid = pid;
+  int fl = fcntl (s->master, F_GETFL);
+  fcntl (s->master, F_SETFL, fl | O_NONBLOCK);
+  return 0;
+}
+

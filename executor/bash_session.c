@@ -1,0 +1,669 @@
+/* bash_session.c: see bash_session.h.  Texts and the order of the checks
+ * follow openhands/runtime/utils/bash.py so that agents see the same
+ * observations. */
+#include "config.h"
+#include "bash_session.h"
+
+#include <ctype.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bash_private.h"
+#include "cmdsplit.h"
+#include "obs.h"
+#include "utils.h"
+
+#define PS1_BEGIN "###PS1JSON###"
+#define PS1_END "###PS1END###"
+
+#define TIMEOUT_MESSAGE_TEMPLATE                                                                               \
+  "You may wait longer to see additional output by sending empty command '', send other commands to interact " \
+  "with the current process, send keys (\"C-c\", \"C-z\", \"C-d\") to interrupt/kill the previous command "    \
+  "before sending your new command, or use the timeout parameter in execute_bash for future commands."
+
+#define CONTINUE_PREFIX "[Below is the output of the previous command.]\n"
+
+/* The prompt: PROMPT_COMMAND computes the values without forking (the
+ * Python server's PS1 runs `$(pwd)` and `$(which python)`, two forks per
+ * prompt), then PS1 renders exactly the block the Python server parses. */
+static const char setup_line[]
+    = "__oh_prompt() { __oh_rc=$?; local d p=\"$PATH:\"; __oh_py=; while [ -n \"$p\" ]; do d=${p%%%%:*}; "
+      "p=${p#*:}; if [ -f \"${d:-.}/python\" ] && [ -x \"${d:-.}/python\" ]; then __oh_py=${d:-.}/python; "
+      "break; fi; done; PS1='\\n" PS1_BEGIN "\\n{\\n  \"pid\": \"$!\",\\n  \"exit_code\": \"$__oh_rc\",\\n  "
+      "\"username\": \"\\u\",\\n  \"hostname\": \"\\h\",\\n  \"working_dir\": \"$PWD\",\\n  "
+      "\"py_interpreter_path\": \"$__oh_py\"\\n}\\n" PS1_END "\\n'; }; PROMPT_COMMAND=__oh_prompt; PS2=; "
+      "alias git=\"git --no-pager\"; cd -- %s\r";
+
+static void
+deadline_ts (double when, struct timespec *ts)
+{
+  ts->tv_sec = (time_t) when;
+  ts->tv_nsec = (long) ((when - (double) ts->tv_sec) * 1e9);
+  if (ts->tv_nsec >= 1000000000L)
+    {
+      ts->tv_sec++;
+      ts->tv_nsec -= 1000000000L;
+    }
+}
+
+static bool
+is_space (char c)
+{
+  return c == ' ' || c == '\t' || c == '\n' || c == '\r' || c == '\v' || c == '\f';
+}
+
+static char *
+strip_dup (const char *s)
+{
+  while (is_space (*s))
+    s++;
+  size_t n = strlen (s);
+  while (n && is_space (s[n - 1]))
+    n--;
+  return xstrndup (s, n);
+}
+
+/* Python's rstrip() for ASCII whitespace, in place. */
+static void
+rstrip_inplace (char *s)
+{
+  size_t n = strlen (s);
+  while (n && is_space (s[n - 1]))
+    n--;
+  s[n] = '\0';
+}
+
+static bool
+ends_with_ps1_end (const char *pane)
+{
+  size_t n = strlen (pane);
+  while (n && is_space (pane[n - 1]))
+    n--;
+  size_t m = sizeof (PS1_END) - 1;
+  return n >= m && memcmp (pane + n - m, PS1_END, m) == 0;
+}
+
+/* ---- prompt blocks ---------------------------------------------------- */
+
+struct ps1_match
+{
+  size_t start, end; /* of "###PS1JSON###" .. end of "###PS1END###" */
+  size_t inner_start, inner_end;
+};
+
+/* Finds the prompt blocks as CMD_OUTPUT_METADATA_PS1_REGEX with finditer
+ * does ('^###PS1JSON###(.*?)###PS1END###', DOTALL|MULTILINE), keeping only
+ * those whose inner text parses as JSON. */
+static size_t
+find_ps1 (const char *pane, struct ps1_match **out)
+{
+  size_t n = 0, cap = 0;
+  struct ps1_match *m = NULL;
+  const char *p = pane;
+  const size_t bl = sizeof (PS1_BEGIN) - 1, el = sizeof (PS1_END) - 1;
+  while ((p = strstr (p, PS1_BEGIN)) != NULL)
+    {
+      if (p != pane && p[-1] != '\n')
+        {
+          p += bl;
+          continue;
+        }
+      const char *e = strstr (p + bl, PS1_END);
+      if (e == NULL)
+        break;
+      json_t *j = json_loadb (p + bl, (size_t) (e - p - bl), JSON_DECODE_ANY, NULL);
+      if (j != NULL)
+        {
+          json_decref (j);
+          if (n == cap)
+            {
+              cap = cap ? cap * 2 : 4;
+              m = xrealloc (m, cap * sizeof (*m));
+            }
+          m[n].start = (size_t) (p - pane);
+          m[n].end = (size_t) (e - pane) + el;
+          m[n].inner_start = m[n].start + bl;
+          m[n].inner_end = (size_t) (e - pane);
+          n++;
+        }
+      p = e + el;
+    }
+  *out = m;
+  return n;
+}
+
+/* Python int(float(str(v))), -1 on failure. */
+static int
+ps1_int (json_t *v)
+{
+  if (json_is_integer (v))
+    return (int) json_integer_value (v);
+  if (json_is_real (v))
+    return (int) json_real_value (v);
+  if (!json_is_string (v))
+    return -1;
+  const char *s = json_string_value (v);
+  char *end;
+  errno = 0;
+  double d = strtod (s, &end);
+  while (is_space (*end))
+    end++;
+  if (end == s || *end || errno)
+    return -1;
+  return (int) d;
+}
+
+static char *
+ps1_str (json_t *o, const char *key)
+{
+  json_t *v = json_object_get (o, key);
+  if (json_is_string (v))
+    return xstrdup (json_string_value (v));
+  return NULL;
+}
+
+static void
+meta_from_ps1 (const char *pane, const struct ps1_match *m, struct run_meta *meta)
+{
+  run_meta_init (meta);
+  json_t *j = json_loadb (pane + m->inner_start, m->inner_end - m->inner_start, JSON_DECODE_ANY, NULL);
+  if (j == NULL)
+    return;
+  if (json_is_object (j))
+    {
+      if (json_object_get (j, "pid"))
+        meta->pid = ps1_int (json_object_get (j, "pid"));
+      if (json_object_get (j, "exit_code"))
+        meta->exit_code = ps1_int (json_object_get (j, "exit_code"));
+      meta->username = ps1_str (j, "username");
+      meta->hostname = ps1_str (j, "hostname");
+      meta->working_dir = ps1_str (j, "working_dir");
+      meta->py_interpreter_path = ps1_str (j, "py_interpreter_path");
+    }
+  json_decref (j);
+}
+
+static char *
+slice (const char *s, size_t from, size_t to)
+{
+  size_t len = strlen (s);
+  if (from > len)
+    from = len;
+  if (to > len)
+    to = len;
+  if (to < from)
+    to = from;
+  return xstrndup (s + from, to - from);
+}
+
+/* _combine_outputs_between_matches. */
+static char *
+combine_outputs (const char *pane, const struct ps1_match *m, size_t n, bool before_last)
+{
+  if (n == 1)
+    return before_last ? slice (pane, 0, m[0].start) : slice (pane, m[0].end + 1, SIZE_MAX);
+  if (n == 0)
+    return xstrdup (pane);
+  struct ohbox_buf b = { 0 };
+  for (size_t i = 0; i + 1 < n; i++)
+    {
+      cleanup_free char *seg = slice (pane, m[i].end + 1, m[i + 1].start);
+      ohbox_buf_append (&b, seg, strlen (seg));
+      ohbox_buf_append (&b, "\n", 1);
+    }
+  cleanup_free char *tail = slice (pane, m[n - 1].end + 1, SIZE_MAX);
+  ohbox_buf_append (&b, tail, strlen (tail));
+  return b.data;
+}
+
+/* _get_command_output: drops what an earlier reply already showed, then
+ * the echoed command. */
+static char *
+command_output (struct bash_session *s, const char *command, const char *raw, struct run_meta *meta,
+                const char *continue_prefix)
+{
+  const char *out = raw;
+  if (s->prev_output && *s->prev_output)
+    {
+      size_t pl = strlen (s->prev_output);
+      if (strncmp (raw, s->prev_output, pl) == 0)
+        out = raw + pl;
+      free (meta->prefix);
+      meta->prefix = xstrdup (continue_prefix);
+    }
+  char *new_prev = xstrdup (raw);
+  /* lstrip, removeprefix(command.lstrip()), lstrip, rstrip. */
+  while (is_space (*out))
+    out++;
+  const char *c = command;
+  while (is_space (*c))
+    c++;
+  size_t cl = strlen (c);
+  if (cl && strncmp (out, c, cl) == 0)
+    out += cl;
+  while (is_space (*out))
+    out++;
+  char *result = xstrdup (out);
+  rstrip_inplace (result);
+  free (s->prev_output);
+  s->prev_output = new_prev;
+  return result;
+}
+
+static bool
+is_special_key (const char *command)
+{
+  return strncmp (command, "C-", 2) == 0 && strlen (command) == 3;
+}
+
+/* ---- the terminal side -------------------------------------------------- */
+
+/* Waits (lock held) until the terminal changes or DEADLINE passes. */
+static void
+wait_change (struct bash_session *s, uint64_t seen, double deadline)
+{
+  struct timespec ts;
+  deadline_ts (deadline, &ts);
+  while (!s->dead && term_generation (s->term) == seen)
+    if (pthread_cond_timedwait (&s->cond, &s->lock, &ts) == ETIMEDOUT)
+      break;
+}
+
+/* After a completed command the Python server clears the pane (C-l, which
+ * makes readline redraw the prompt, and clear-history): keep only the last
+ * prompt block. */
+static void
+ready_for_next_command (struct bash_session *s, const char *pane, const struct ps1_match *last)
+{
+  cleanup_free char *block = slice (pane, last->start, last->end);
+  cleanup_free char *text = xasprintf ("\n%s\n", block);
+  term_reset_to (s->term, text);
+}
+
+/* ---- start ---------------------------------------------------------------- */
+
+static char *
+shell_quote (const char *s)
+{
+  struct ohbox_buf b = { 0 };
+  ohbox_buf_append (&b, "'", 1);
+  for (; *s; s++)
+    {
+      if (*s == '\'')
+        ohbox_buf_append (&b, "'\\''", 4);
+      else
+        ohbox_buf_append (&b, s, 1);
+    }
+  ohbox_buf_append (&b, "'", 1);
+  return b.data;
+}
+
+int
+bash_session_start (const struct bash_opts *o, struct bash_session **out, ohbox_error_t *err)
+{
+  struct bash_session *s = xcalloc (1, sizeof (*s));
+  pthread_condattr_t ca;
+  pthread_condattr_init (&ca);
+  pthread_condattr_setclock (&ca, CLOCK_MONOTONIC);
+  pthread_cond_init (&s->cond, &ca);
+  pthread_condattr_destroy (&ca);
+  pthread_mutex_init (&s->lock, NULL);
+  s->master = -1;
+  s->wake[0] = s->wake[1] = -1;
+  s->no_change_timeout = o->no_change_timeout > 0 ? o->no_change_timeout : 10;
+  s->cwd = xstrdup (o->work_dir ? o->work_dir : "/");
+  s->term = term_new (TERM_ROWS, TERM_COLS, HISTORY_LIMIT, bash_term_answer, s);
+  if (pipe2 (s->wake, O_CLOEXEC) < 0)
+    {
+      bash_session_free (s);
+      return ohbox_error_errno (err, "create a pipe");
+    }
+  if (bash_spawn (s, o, err) < 0)
+    {
+      bash_session_free (s);
+      return ohbox_error_prefix (err, "start bash in `%s`", s->cwd);
+    }
+  if (pthread_create (&s->reader, NULL, bash_reader_main, s) != 0)
+    {
+      bash_session_free (s);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "start the terminal reader thread");
+    }
+  s->reader_started = true;
+
+  /* Install the prompt, then wait for the first prompt block. */
+  cleanup_free char *q = shell_quote (s->cwd);
+  cleanup_free char *line = xasprintf (setup_line, q);
+  double deadline = bash_now () + STARTUP_TIMEOUT;
+  pthread_mutex_lock (&s->lock);
+  if (bash_send_keys (s, line, false, deadline) < 0)
+    {
+      pthread_mutex_unlock (&s->lock);
+      bash_session_free (s);
+      return ohbox_error_errno (err, "type the prompt setup into bash");
+    }
+  for (;;)
+    {
+      uint64_t gen = term_generation (s->term);
+      cleanup_free char *pane = term_render (s->term, NULL);
+      struct ps1_match *m = NULL;
+      size_t n = find_ps1 (pane, &m);
+      if (n > 0 && ends_with_ps1_end (pane))
+        {
+          ready_for_next_command (s, pane, &m[n - 1]);
+          free (m);
+          break;
+        }
+      free (m);
+      if (s->dead || bash_now () >= deadline)
+        {
+          bool dead = s->dead;
+          pthread_mutex_unlock (&s->lock);
+          bash_session_free (s);
+          if (dead)
+            return ohbox_error (err, OHBOX_ERR_GENERIC, 0,
+                                "bash exited at start: is bash installed in the sandbox image (`%s`)?",
+                                o->bash_path ? o->bash_path : "bash");
+          return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "bash showed no prompt within %.0f s", STARTUP_TIMEOUT);
+        }
+      wait_change (s, gen, deadline);
+    }
+  s->prev_status = ST_NONE;
+  pthread_mutex_unlock (&s->lock);
+  *out = s;
+  return 0;
+}
+
+void
+bash_session_free (struct bash_session *s)
+{
+  if (s == NULL)
+    return;
+  if (s->pid > 0)
+    {
+      /* The whole session: bash, its jobs and their children. */
+      kill (-s->pid, SIGHUP);
+      kill (-s->pid, SIGKILL);
+      kill (s->pid, SIGKILL);
+    }
+  if (s->reader_started)
+    {
+      if (write (s->wake[1], "x", 1) < 0)
+        pthread_cancel (s->reader);
+      pthread_join (s->reader, NULL);
+    }
+  if (s->pid > 0)
+    waitpid (s->pid, NULL, 0);
+  if (s->master >= 0)
+    close (s->master);
+  if (s->wake[0] >= 0)
+    close (s->wake[0]);
+  if (s->wake[1] >= 0)
+    close (s->wake[1]);
+  term_free (s->term);
+  free (s->cwd);
+  free (s->prev_output);
+  pthread_mutex_destroy (&s->lock);
+  pthread_cond_destroy (&s->cond);
+  free (s);
+}
+
+char *
+bash_session_cwd (struct bash_session *s)
+{
+  pthread_mutex_lock (&s->lock);
+  char *r = xstrdup (s->cwd);
+  pthread_mutex_unlock (&s->lock);
+  return r;
+}
+
+bool
+bash_session_dead (struct bash_session *s)
+{
+  pthread_mutex_lock (&s->lock);
+  bool d = s->dead;
+  pthread_mutex_unlock (&s->lock);
+  return d;
+}
+
+pid_t
+bash_session_pid (struct bash_session *s)
+{
+  return s->pid;
+}
+
+/* ---- run -------------------------------------------------------------------- */
+
+static char *
+fmt_seconds (double v)
+{
+  /* NO_CHANGE_TIMEOUT_SECONDS is an int in the Python server. */
+  if (v == (double) (long long) v)
+    return xasprintf ("%lld", (long long) v);
+  return py_float_repr (v);
+}
+
+static json_t *
+run_locked (struct bash_session *s, const struct run_request *req, const char *command)
+{
+  struct run_meta meta;
+  run_meta_init (&meta);
+
+  if (s->prev_status != ST_NO_CHANGE_TIMEOUT && s->prev_status != ST_HARD_TIMEOUT)
+    {
+      if (*command == '\0')
+        return obs_run ("ERROR: No previous running command to retrieve logs from.", "", &meta, req->hidden);
+      if (req->is_input)
+        return obs_run ("ERROR: No previous running command to interact with.", "", &meta, req->hidden);
+    }
+
+  char **pieces = NULL;
+  size_t npieces = split_bash_commands (command, &pieces);
+  if (npieces > 1)
+    {
+      struct ohbox_buf b = { 0 };
+      const char *head = "ERROR: Cannot execute multiple commands at once.\nPlease run each command separately OR "
+                         "chain them into a single command via && or ;\nProvided commands:";
+      ohbox_buf_append (&b, head, strlen (head));
+      for (size_t i = 0; i < npieces; i++)
+        {
+          cleanup_free char *item = xasprintf ("\n(%zu) %s", i + 1, pieces[i]);
+          ohbox_buf_append (&b, item, strlen (item));
+        }
+      split_free (pieces);
+      /* A hidden action must get a `run` observation: the client forces
+       * extras.hidden onto whatever comes back, which only `run` accepts. */
+      json_t *o = req->hidden ? obs_run (b.data, command, &meta, true) : obs_error (b.data);
+      free (b.data);
+      return o;
+    }
+  split_free (pieces);
+
+  double start = bash_now ();
+  uint64_t gen = term_generation (s->term);
+  char *last_pane = term_render (s->term, NULL);
+  struct ps1_match *m = NULL;
+  size_t initial_count = find_ps1 (last_pane, &m);
+
+  if ((s->prev_status == ST_NO_CHANGE_TIMEOUT || s->prev_status == ST_HARD_TIMEOUT)
+      && !ends_with_ps1_end (last_pane) && !req->is_input && *command)
+    {
+      cleanup_free char *raw = combine_outputs (last_pane, m, initial_count, false);
+      meta.suffix = xasprintf ("\n[Your command \"%s\" is NOT executed. The previous command is still running - "
+                               "You CANNOT send new commands until the previous command is completed. By setting "
+                               "`is_input` to `true`, you can interact with the current process: "
+                               TIMEOUT_MESSAGE_TEMPLATE "]",
+                               command);
+      cleanup_free char *out = command_output (s, command, raw, &meta, CONTINUE_PREFIX);
+      json_t *o = obs_run (out, command, &meta, req->hidden);
+      run_meta_release (&meta);
+      free (m);
+      free (last_pane);
+      return o;
+    }
+  free (m);
+  m = NULL;
+
+  if (*command)
+    {
+      bool special = is_special_key (command);
+      double wdeadline = start + (req->timeout > 0 ? req->timeout : 30.0);
+      if (bash_send_keys (s, command, !special, wdeadline) < 0)
+        {
+          free (last_pane);
+          return obs_errorf ("Failed to send the command to bash: %s", strerror (errno));
+        }
+    }
+
+  /* Right after typing, the pane still ends with the old prompt: only a
+   * pane that changed since can show completion that way. */
+  cleanup_free char *sent_pane = *command ? xstrdup (last_pane) : NULL;
+  double last_change = start;
+  double throttle_until = 0;
+  json_t *result = NULL;
+  while (result == NULL)
+    {
+      double t0 = bash_now ();
+      gen = term_generation (s->term);
+      char *pane = term_render (s->term, NULL);
+      size_t count = find_ps1 (pane, &m);
+      double t1 = bash_now ();
+      /* A flood of output would make every render rebuild a large pane:
+       * render at most once per four render times. */
+      throttle_until = t1 + 4 * (t1 - t0);
+
+      if (strcmp (pane, last_pane) != 0)
+        {
+          free (last_pane);
+          last_pane = xstrdup (pane);
+          last_change = t1;
+        }
+
+      if (count > initial_count || (ends_with_ps1_end (pane) && (sent_pane == NULL || strcmp (pane, sent_pane) != 0)))
+        {
+          /* _handle_completed_command */
+          bool special = is_special_key (command);
+          if (count == 0)
+            {
+              free (pane);
+              free (m);
+              m = NULL;
+              goto wait; /* cannot happen: the end marker implies a block */
+            }
+          meta_from_ps1 (pane, &m[count - 1], &meta);
+          bool before_last = count == 1;
+          if (meta.working_dir && *meta.working_dir && strcmp (meta.working_dir, s->cwd) != 0)
+            {
+              free (s->cwd);
+              s->cwd = xstrdup (meta.working_dir);
+            }
+          cleanup_free char *raw = combine_outputs (pane, m, count, before_last);
+          if (before_last)
+            {
+              size_t lines = 0, rl = strlen (raw);
+              for (size_t i = 0; i < rl; i++)
+                if (raw[i] == '\n')
+                  lines++;
+              if (rl && raw[rl - 1] != '\n')
+                lines++;
+              meta.prefix = xasprintf ("[Previous command outputs are truncated. Showing the last %zu lines of the "
+                                       "output below.]\n",
+                                       lines);
+            }
+          if (special)
+            meta.suffix = xasprintf ("\n[The command completed with exit code %d. CTRL+%c was sent.]", meta.exit_code,
+                                     toupper ((unsigned char) command[strlen (command) - 1]));
+          else
+            meta.suffix = xasprintf ("\n[The command completed with exit code %d.]", meta.exit_code);
+          cleanup_free char *out = command_output (s, command, raw, &meta, "");
+          s->prev_status = ST_COMPLETED;
+          free (s->prev_output);
+          s->prev_output = NULL;
+          ready_for_next_command (s, pane, &m[count - 1]);
+          result = obs_run (out, command, &meta, req->hidden);
+          free (pane);
+          break;
+        }
+
+      if (!req->blocking && t1 - last_change >= s->no_change_timeout)
+        {
+          s->prev_status = ST_NO_CHANGE_TIMEOUT;
+          cleanup_free char *raw = combine_outputs (pane, m, count, false);
+          cleanup_free char *secs = fmt_seconds (s->no_change_timeout);
+          meta.suffix = xasprintf ("\n[The command has no new output after %s seconds. " TIMEOUT_MESSAGE_TEMPLATE "]",
+                                   secs);
+          cleanup_free char *out = command_output (s, command, raw, &meta, CONTINUE_PREFIX);
+          result = obs_run (out, command, &meta, req->hidden);
+          free (pane);
+          break;
+        }
+
+      if (req->timeout > 0 && t1 - start >= req->timeout)
+        {
+          s->prev_status = ST_HARD_TIMEOUT;
+          cleanup_free char *raw = combine_outputs (pane, m, count, false);
+          meta.suffix = xasprintf ("\n[The command timed out after %s seconds. " TIMEOUT_MESSAGE_TEMPLATE "]",
+                                   req->timeout_str ? req->timeout_str : "?");
+          cleanup_free char *out = command_output (s, command, raw, &meta, CONTINUE_PREFIX);
+          result = obs_run (out, command, &meta, req->hidden);
+          free (pane);
+          break;
+        }
+      free (pane);
+      free (m);
+      m = NULL;
+
+    wait:
+      if (s->dead)
+        {
+          s->prev_status = ST_NONE;
+          result = obs_error ("The bash session exited (was `exit` run?). A new session is started for the next "
+                              "command.");
+          break;
+        }
+      {
+        double deadline = t1 + 3600;
+        if (!req->blocking)
+          deadline = last_change + s->no_change_timeout;
+        if (req->timeout > 0 && start + req->timeout < deadline)
+          deadline = start + req->timeout;
+        wait_change (s, gen, deadline);
+        double now = bash_now ();
+        if (now < throttle_until && term_generation (s->term) != gen)
+          {
+            pthread_mutex_unlock (&s->lock);
+            struct timespec ts;
+            double d = throttle_until - now;
+            ts.tv_sec = (time_t) d;
+            ts.tv_nsec = (long) ((d - (double) ts.tv_sec) * 1e9);
+            nanosleep (&ts, NULL);
+            pthread_mutex_lock (&s->lock);
+          }
+      }
+    }
+  free (m);
+  free (last_pane);
+  run_meta_release (&meta);
+  return result;
+}
+
+json_t *
+bash_session_run (struct bash_session *s, const struct run_request *req)
+{
+  cleanup_free char *command = strip_dup (req->command ? req->command : "");
+  pthread_mutex_lock (&s->lock);
+  json_t *o;
+  if (s->dead)
+    o = obs_error ("The bash session exited (was `exit` run?). A new session is started for the next command.");
+  else
+    o = run_locked (s, req, command);
+  pthread_mutex_unlock (&s->lock);
+  return o;
+}

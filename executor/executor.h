@@ -1,0 +1,69 @@
+/* executor.h: the state of one ohbox-executor process and the entry points
+ * of its request handlers.  One `struct executor` per process; actions run
+ * one at a time under action_lock while /alive and /server_info answer from
+ * other connection threads. */
+#ifndef OHBOX_EXECUTOR_EXECUTOR_H
+#define OHBOX_EXECUTOR_EXECUTOR_H
+
+#include <jansson.h>
+#include <pthread.h>
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "bash_session.h"
+#include "error.h"
+
+struct editor;
+struct ipython;
+
+struct executor
+{
+  int port;
+  char *work_dir;
+  char *username;
+  uid_t uid;
+  gid_t gid;
+  char *home;
+  bool switch_user;        /* running as root: the shell becomes USERNAME (`su USER -`) */
+  bool browser_enabled;    /* --enable-browser (there is no browser either way) */
+  char **plugins;          /* --plugins values, NULL-terminated */
+  char *api_key;           /* SESSION_API_KEY; NULL: no authentication */
+  double no_change_timeout;
+  uint64_t max_upload;     /* bytes */
+  char *bash_path;
+
+  pthread_mutex_t action_lock;
+  struct bash_session *bash;
+  struct editor *editor;
+  struct ipython *ipython;
+
+  double start_time;       /* monotonic */
+  double last_exec_time;   /* monotonic, end of the last action */
+  pthread_mutex_t stats_lock;
+};
+
+/* Starts (or restarts) the main bash session. */
+int executor_bash_start (struct executor *ex, ohbox_error_t *err);
+
+/* Request handlers (server.c routes to them). */
+/* POST /execute_action: BODY is the request JSON.  Returns the observation,
+ * or NULL with *STATUS and *DETAIL set for a request the protocol rejects. */
+json_t *executor_execute_action (struct executor *ex, json_t *body, int *status, char **detail);
+/* POST /list_files */
+json_t *executor_list_files (struct executor *ex, json_t *body);
+/* GET /server_info */
+json_t *executor_server_info (struct executor *ex);
+
+/* Action handlers, called with action_lock held; ARGS is action.args. */
+json_t *action_read (struct executor *ex, json_t *args);
+json_t *action_write (struct executor *ex, json_t *args);
+json_t *action_edit (struct executor *ex, json_t *args);
+json_t *action_run_ipython (struct executor *ex, json_t *args, double timeout);
+/* Stops the Python interpreter of run_ipython, if any. */
+void ipython_free (struct ipython *py);
+
+/* Resolves PATH against the bash session's cwd when relative. */
+char *executor_resolve (struct executor *ex, const char *path);
+
+#endif

@@ -1,0 +1,37 @@
+# executor/: the in-sandbox server (issue 4).  Built as its own program; it
+# shares only error.c and utils.c with libohbox.  executor/closure.sh packs
+# it with its shared-library closure and loader (see executor/main.c).
+pkglibexec_PROGRAMS += ohbox-executor
+ohbox_executor_SOURCES = \
+	executor/main.c executor/executor.h \
+	executor/server.c executor/server.h \
+	executor/actions.c \
+	executor/bash_session.c executor/bash_session.h executor/bash_pty.c executor/bash_private.h \
+	executor/terminal.c executor/terminal.h \
+	executor/cmdsplit.c executor/cmdsplit.h \
+	executor/obs.c executor/obs.h \
+	executor/files.c \
+	executor/editor.c executor/editor.h executor/editor_view.c executor/editor_private.h \
+	executor/diff.c \
+	executor/archive.c \
+	executor/ipython.c \
+	src/libohbox/error.c src/libohbox/error.h \
+	src/libohbox/utils.c src/libohbox/utils.h
+ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
+ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS) $(ARCHIVE_LIBS) -lm
+
+# The closure directory (binary + every shared library it loads + the loader).
+executor-closure: ohbox-executor
+	$(SHELL) $(top_srcdir)/executor/closure.sh ohbox-executor executor-closure
+
+EXTRA_DIST += executor/closure.sh executor/README.md
+.PHONY: executor-closure
+
+# Unit tests of the executor's pure pieces (run by tests/integration/executor-units.sh).
+check_PROGRAMS += tests/executor/test-executor-units
+tests_executor_test_executor_units_SOURCES = tests/executor/test-executor-units.c tests/unit/unit.h \
+	executor/cmdsplit.c executor/terminal.c executor/diff.c executor/obs.c \
+	src/libohbox/error.c src/libohbox/utils.c
+tests_executor_test_executor_units_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/executor -I$(top_srcdir)/tests/unit \
+	$(JANSSON_CFLAGS) $(VTERM_CFLAGS)
+tests_executor_test_executor_units_LDADD = $(JANSSON_LIBS) $(VTERM_LIBS) -lm

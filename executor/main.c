@@ -1,0 +1,385 @@
+/* ohbox-executor: the in-sandbox server of the OpenHands REST action
+ * protocol (shared/protocol/ACTION-PROTOCOL.md).
+ *
+ *   ohbox-executor PORT [--working-dir DIR] [--plugins P...] [--username U]
+ *                  [--user-id N] [--enable-browser|--no-enable-browser]
+ *                  [--browsergym-eval-env ...]
+ *
+ * It accepts the argv of `python -m openhands.runtime.action_execution_server`
+ * and its environment knobs (SESSION_API_KEY, NO_CHANGE_TIMEOUT_SECONDS,
+ * SU_TO_USER), plus OHBOX_EXECUTOR_BASH (the bash to drive) and
+ * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB).
+ *
+ * How it runs in any base image (busybox, Alpine/musl, Debian, distroless):
+ * it is NOT linked statically.  Debian 12 ships static archives for
+ * libmicrohttpd, jansson and libvterm but a static glibc binary cannot use
+ * NSS modules reliably and libarchive's static closure drags in a dozen
+ * compression libraries built for dynamic use; and a static build would
+ * leave the sanitizer and the normal test builds different from the shipped
+ * one.  Instead the executor ships with its exact shared-library closure
+ * and the dynamic loader under a private prefix (executor/closure.sh makes
+ * it: /.ohbox/bin/ohbox-executor, /.ohbox/lib/<every DT_NEEDED library,
+ * recursively>, /.ohbox/lib/ld-linux-x86-64.so.2) and is started as
+ *
+ *   /.ohbox/lib/ld-linux-x86-64.so.2 --library-path /.ohbox/lib /.ohbox/bin/ohbox-executor PORT ...
+ *
+ * so it never touches the image's libc or loader.  Passing the library path
+ * to the loader (rather than setting LD_LIBRARY_PATH) keeps it out of the
+ * environment of bash and of everything the agent runs, which must use the
+ * image's own libraries.  glibc >= 2.34 has the `files` NSS module built
+ * in, so user lookups work from the closure too.  tests/integration/
+ * executor-closure.sh runs it this way in a busybox rootfs without glibc.
+ *
+ * bash comes from the image (the build layers one in when the base has
+ * none); python3 for run_ipython too, and is optional. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <pwd.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "editor.h"
+#include "executor.h"
+#include "server.h"
+#include "utils.h"
+
+static double
+now_mono (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+static void
+usage (FILE *f)
+{
+  fprintf (f, "Usage: ohbox-executor PORT [--working-dir DIR] [--plugins NAME...] [--username USER]\n"
+              "                      [--user-id UID] [--enable-browser|--no-enable-browser]\n"
+              "Serves the OpenHands action execution protocol on 0.0.0.0:PORT.\n");
+}
+
+static bool
+env_true (const char *name, bool def)
+{
+  const char *v = getenv (name);
+  if (v == NULL || *v == '\0')
+    return def;
+  return strcasecmp (v, "true") == 0 || strcmp (v, "1") == 0 || strcasecmp (v, "yes") == 0;
+}
+
+/* argparse-like: "--opt VALUE" or "--opt=VALUE". */
+static const char *
+opt_value (int argc, char **argv, int *i, const char *name)
+{
+  size_t n = strlen (name);
+  if (strncmp (argv[*i], name, n) != 0)
+    return NULL;
+  if (argv[*i][n] == '=')
+    return argv[*i] + n + 1;
+  if (argv[*i][n] != '\0')
+    return NULL;
+  if (*i + 1 >= argc)
+    {
+      fprintf (stderr, "ohbox-executor: option %s needs a value\n", name);
+      exit (2);
+    }
+  return argv[++*i];
+}
+
+static int
+parse_args (struct executor *ex, int argc, char **argv)
+{
+  const char *port = NULL;
+  size_t nplugins = 0;
+  ex->plugins = xcalloc (1, sizeof (char *));
+  for (int i = 1; i < argc; i++)
+    {
+      const char *v;
+      if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
+        {
+          usage (stdout);
+          exit (0);
+        }
+      else if ((v = opt_value (argc, argv, &i, "--working-dir")))
+        {
+          free (ex->work_dir);
+          ex->work_dir = xstrdup (v);
+        }
+      else if ((v = opt_value (argc, argv, &i, "--username")))
+        {
+          free (ex->username);
+          ex->username = xstrdup (v);
+        }
+      else if ((v = opt_value (argc, argv, &i, "--user-id")))
+        ex->uid = (uid_t) strtoul (v, NULL, 10);
+      else if ((v = opt_value (argc, argv, &i, "--browsergym-eval-env")))
+        {
+          /* nargs: the browser is not available anyway */
+          while (i + 1 < argc && strncmp (argv[i + 1], "--", 2) != 0)
+            i++;
+        }
+      else if (strcmp (argv[i], "--plugins") == 0)
+        {
+          while (i + 1 < argc && strncmp (argv[i + 1], "--", 2) != 0)
+            {
+              ex->plugins = xrealloc (ex->plugins, (nplugins + 2) * sizeof (char *));
+              ex->plugins[nplugins++] = xstrdup (argv[++i]);
+              ex->plugins[nplugins] = NULL;
+            }
+        }
+      else if (strcmp (argv[i], "--enable-browser") == 0)
+        ex->browser_enabled = true;
+      else if (strcmp (argv[i], "--no-enable-browser") == 0)
+        ex->browser_enabled = false;
+      else if (argv[i][0] == '-' && argv[i][1])
+        {
+          fprintf (stderr, "ohbox-executor: unknown option `%s`\n", argv[i]);
+          usage (stderr);
+          return -1;
+        }
+      else if (port == NULL)
+        port = argv[i];
+      else
+        {
+          fprintf (stderr, "ohbox-executor: unexpected argument `%s`\n", argv[i]);
+          return -1;
+        }
+    }
+  if (port == NULL)
+    {
+      usage (stderr);
+      return -1;
+    }
+  char *end;
+  long p = strtol (port, &end, 10);
+  if (*end || p < 0 || p > 65535)
+    {
+      fprintf (stderr, "ohbox-executor: invalid port `%s`\n", port);
+      return -1;
+    }
+  ex->port = (int) p;
+  return 0;
+}
+
+/* As the Python server's init_user_and_working_directory, when root:
+ * make sure USER exists (appending to /etc/passwd when the image has no
+ * useradd, e.g. busybox) and the working directory exists and is theirs. */
+static int
+init_user (struct executor *ex, ohbox_error_t *err)
+{
+  struct passwd *pw = getpwnam (ex->username);
+  if (pw == NULL && strcmp (ex->username, "root") != 0)
+    {
+      struct passwd *other = getpwuid (ex->uid);
+      if (other)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "create user `%s`: uid %u already belongs to `%s`; pass a free --user-id",
+                            ex->username, (unsigned) ex->uid, other->pw_name);
+      /* useradd -rm -d /home/U -s /bin/bash -g root -u UID U */
+      cleanup_free char *home = xasprintf ("/home/%s", ex->username);
+      cleanup_free char *line = xasprintf ("%s:x:%u:0::%s:/bin/bash\n", ex->username, (unsigned) ex->uid, home);
+      int fd = open ("/etc/passwd", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
+      if (fd < 0 || ohbox_write_all (fd, line, strlen (line)) < 0)
+        {
+          int e = errno;
+          if (fd >= 0)
+            close (fd);
+          return ohbox_error (err, OHBOX_ERR_GENERIC, e, "add user `%s` to `/etc/passwd`", ex->username);
+        }
+      close (fd);
+      if (access ("/etc/shadow", F_OK) == 0)
+        {
+          cleanup_free char *sline = xasprintf ("%s:!:19000:0:99999:7:::\n", ex->username);
+          int sfd = open ("/etc/shadow", O_WRONLY | O_APPEND | O_CLOEXEC);
+          if (sfd >= 0)
+            {
+              ohbox_write_all (sfd, sline, strlen (sline));
+              close (sfd);
+            }
+        }
+      if (mkdir ("/home", 0755) < 0 && errno != EEXIST)
+        return ohbox_error_errno (err, "create `/home`");
+      if (mkdir (home, 0750) == 0 && chown (home, ex->uid, 0) < 0)
+        return ohbox_error_errno (err, "chown `%s`", home);
+      pw = getpwnam (ex->username);
+    }
+  if (pw)
+    {
+      /* An existing user keeps its uid (the Python server does the same). */
+      ex->uid = pw->pw_uid;
+      ex->gid = pw->pw_gid;
+      free (ex->home);
+      ex->home = xstrdup (pw->pw_dir);
+    }
+  else if (strcmp (ex->username, "root") == 0)
+    {
+      ex->uid = 0;
+      ex->gid = 0;
+      ex->home = xstrdup ("/root");
+    }
+  else
+    {
+      ex->gid = 0;
+      ex->home = xasprintf ("/home/%s", ex->username);
+    }
+  struct stat st;
+  bool existed = stat (ex->work_dir, &st) == 0;
+  if (ohbox_mkdir_p (AT_FDCWD, ex->work_dir, 0755, err) < 0)
+    return ohbox_error_prefix (err, "create the working directory");
+  if (!existed && ex->uid != 0 && chown (ex->work_dir, ex->uid, 0) < 0)
+    return ohbox_error_errno (err, "chown `%s`", ex->work_dir);
+  return 0;
+}
+
+static void
+executor_release (struct executor *ex)
+{
+  free (ex->work_dir);
+  free (ex->username);
+  free (ex->home);
+  free (ex->api_key);
+  free (ex->bash_path);
+  if (ex->plugins)
+    for (char **p = ex->plugins; *p; p++)
+      free (*p);
+  free (ex->plugins);
+}
+
+static void
+on_stop_signal (int sig OHBOX_UNUSED)
+{
+}
+
+/* As PID 1 of a sandbox the executor inherits every orphan: reap them. */
+static void *
+reaper_main (void *arg OHBOX_UNUSED)
+{
+  for (;;)
+    {
+      if (waitpid (-1, NULL, 0) < 0 && errno == ECHILD)
+        sleep (1);
+    }
+  return NULL;
+}
+
+int
+main (int argc, char **argv)
+{
+  struct executor ex = { 0 };
+  ex.work_dir = xstrdup ("/workspace");
+  ex.username = xstrdup ("openhands");
+  ex.uid = 1000;
+  ex.browser_enabled = true;
+  if (parse_args (&ex, argc, argv) < 0)
+    {
+      executor_release (&ex);
+      return 2;
+    }
+
+  const char *key = getenv ("SESSION_API_KEY");
+  ex.api_key = key && *key ? xstrdup (key) : NULL;
+  const char *nc = getenv ("NO_CHANGE_TIMEOUT_SECONDS");
+  ex.no_change_timeout = nc && *nc ? strtod (nc, NULL) : 10;
+  if (ex.no_change_timeout <= 0)
+    ex.no_change_timeout = 10;
+  const char *mu = getenv ("OHBOX_EXECUTOR_MAX_UPLOAD");
+  ex.max_upload = mu && *mu ? strtoull (mu, NULL, 10) : (2ULL << 30);
+  const char *bp = getenv ("OHBOX_EXECUTOR_BASH");
+  ex.bash_path = bp && *bp ? xstrdup (bp) : NULL;
+  pthread_mutex_init (&ex.action_lock, NULL);
+  pthread_mutex_init (&ex.stats_lock, NULL);
+  ex.start_time = ex.last_exec_time = now_mono ();
+
+  /* Signals: a closed client socket must not kill the server; TERM/INT are
+   * taken synchronously below, so block them before any thread starts. */
+  signal (SIGPIPE, SIG_IGN);
+  /* As PID 1 the kernel drops signals whose disposition is the default:
+   * give them a handler so that sigwait() below receives them. */
+  struct sigaction sa = { .sa_handler = on_stop_signal };
+  sigaction (SIGTERM, &sa, NULL);
+  sigaction (SIGINT, &sa, NULL);
+  sigaction (SIGHUP, &sa, NULL);
+  sigset_t stop;
+  sigemptyset (&stop);
+  sigaddset (&stop, SIGTERM);
+  sigaddset (&stop, SIGINT);
+  sigaddset (&stop, SIGHUP);
+  pthread_sigmask (SIG_BLOCK, &stop, NULL);
+
+  cleanup_error ohbox_error_t err = NULL;
+  if (geteuid () == 0)
+    {
+      if (init_user (&ex, &err) < 0)
+        {
+          fprintf (stderr, "ohbox-executor: %s\n", err->msg);
+          executor_release (&ex);
+          return 1;
+        }
+      ex.switch_user = env_true ("SU_TO_USER", true);
+    }
+  else
+    {
+      /* A plain process: the shell runs as whoever started the executor. */
+      struct passwd *pw = getpwuid (geteuid ());
+      free (ex.username);
+      ex.username = xstrdup (pw ? pw->pw_name : "user");
+      ex.uid = geteuid ();
+      ex.gid = getegid ();
+      ex.home = xstrdup (pw ? pw->pw_dir : "/");
+      if (ohbox_mkdir_p (AT_FDCWD, ex.work_dir, 0755, &err) < 0)
+        {
+          fprintf (stderr, "ohbox-executor: create the working directory: %s\n", err->msg);
+          executor_release (&ex);
+          return 1;
+        }
+    }
+
+  if (getpid () == 1)
+    {
+      pthread_t reaper;
+      pthread_create (&reaper, NULL, reaper_main, NULL);
+      pthread_detach (reaper);
+    }
+
+  ex.editor = editor_new (ex.work_dir);
+  /* Without bash (a busybox or distroless image before the build layers
+   * one in) the server still serves files; `run` reports the problem. */
+  if (executor_bash_start (&ex, &err) < 0)
+    {
+      fprintf (stderr, "ohbox-executor: warning: %s\n", err->msg);
+      ohbox_error_release (&err);
+    }
+
+  struct server *srv = NULL;
+  if (server_start (&ex, &srv, &err) < 0)
+    {
+      fprintf (stderr, "ohbox-executor: %s\n", err->msg);
+      bash_session_free (ex.bash);
+      editor_free (ex.editor);
+      executor_release (&ex);
+      return 1;
+    }
+  fprintf (stderr, "ohbox-executor: listening on port %d, working directory %s, user %s\n", ex.port, ex.work_dir,
+           ex.username);
+
+  int sig = 0;
+  sigwait (&stop, &sig);
+  server_stop (srv);
+  pthread_mutex_lock (&ex.action_lock);
+  bash_session_free (ex.bash);
+  ex.bash = NULL;
+  editor_free (ex.editor);
+  ipython_free (ex.ipython);
+  pthread_mutex_unlock (&ex.action_lock);
+  executor_release (&ex);
+  return 0;
+}

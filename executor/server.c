@@ -1,0 +1,399 @@
+/* server.c: see server.h.  Status codes and bodies follow the FastAPI
+ * server (ACTION-PROTOCOL.md section 1), except that failures the Python
+ * server reports as 500 "400: ..." get their real status here (the client
+ * treats every status >= 400 alike). */
+#include "config.h"
+#include "server.h"
+
+#include <errno.h>
+#include <microhttpd.h>
+#include <stdlib.h>
+#include <string.h>
+#include <strings.h>
+#include <unistd.h>
+
+#include "obs.h"
+#include "utils.h"
+
+/* Body limits: an attacker-controlled size is never buffered unbounded.
+ * `write` actions carry file contents, hence the larger action limit;
+ * uploads stream to disk and are bounded by executor.max_upload. */
+#define MAX_ACTION_BODY (64u << 20)
+#define MAX_SMALL_BODY (1u << 20)
+#define POST_BUFFER 65536
+
+enum route
+{
+  R_NOT_FOUND,
+  R_ALIVE,
+  R_SERVER_INFO,
+  R_EXECUTE_ACTION,
+  R_LIST_FILES,
+  R_UPLOAD_FILE,
+  R_DOWNLOAD_FILES,
+  R_VSCODE_TOKEN,
+  R_UPDATE_MCP,
+};
+
+static const struct
+{
+  const char *path;
+  const char *method;
+  enum route route;
+} routes[] = {
+  { "/alive", "GET", R_ALIVE },
+  { "/server_info", "GET", R_SERVER_INFO },
+  { "/execute_action", "POST", R_EXECUTE_ACTION },
+  { "/list_files", "POST", R_LIST_FILES },
+  { "/upload_file", "POST", R_UPLOAD_FILE },
+  { "/download_files", "GET", R_DOWNLOAD_FILES },
+  { "/vscode/connection_token", "GET", R_VSCODE_TOKEN },
+  { "/update_mcp_server", "POST", R_UPDATE_MCP },
+};
+
+struct server
+{
+  struct MHD_Daemon *daemon;
+  struct executor *ex;
+};
+
+struct request
+{
+  struct executor *ex;
+  enum route route;
+  struct ohbox_buf body;
+  size_t limit;
+  bool too_big;
+  bool answered;
+  /* An error decided before the body arrived: answered once the body has
+   * been read (and dropped), so the client never writes into a closed
+   * connection. */
+  unsigned int deferred_status;
+  char *deferred_detail;
+  /* upload_file */
+  struct MHD_PostProcessor *pp;
+  struct upload *up;
+  char *dest;
+  bool recursive;
+  int up_status;
+  char *up_detail;
+};
+
+static enum MHD_Result
+reply_json (struct MHD_Connection *c, unsigned int status, json_t *j)
+{
+  char *s = json_dumps (j, JSON_COMPACT | JSON_ENCODE_ANY);
+  json_decref (j);
+  if (s == NULL)
+    s = xstrdup ("{\"detail\":\"An unexpected error occurred. Please try again later.\"}");
+  struct MHD_Response *r = MHD_create_response_from_buffer (strlen (s), s, MHD_RESPMEM_MUST_FREE);
+  MHD_add_response_header (r, "Content-Type", "application/json");
+  enum MHD_Result ret = MHD_queue_response (c, status, r);
+  MHD_destroy_response (r);
+  return ret;
+}
+
+static enum MHD_Result
+reply_detail (struct MHD_Connection *c, unsigned int status, const char *detail)
+{
+  return reply_json (c, status, json_pack ("{s:s}", "detail", detail));
+}
+
+/* Compares in time that depends only on the expected key's length. */
+static bool
+key_matches (const char *expected, const char *given)
+{
+  if (given == NULL)
+    return false;
+  size_t el = strlen (expected), gl = strlen (given);
+  unsigned char diff = el != gl;
+  for (size_t i = 0; i < el; i++)
+    diff |= (unsigned char) (expected[i] ^ (i < gl ? given[i] : 0));
+  return diff == 0;
+}
+
+static bool
+query_bool (const char *v)
+{
+  return v && (strcasecmp (v, "true") == 0 || strcmp (v, "1") == 0 || strcasecmp (v, "yes") == 0
+               || strcasecmp (v, "on") == 0);
+}
+
+static enum MHD_Result
+post_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *key, const char *filename,
+           const char *content_type OHBOX_UNUSED, const char *transfer_encoding OHBOX_UNUSED, const char *data,
+           uint64_t off OHBOX_UNUSED, size_t size)
+{
+  struct request *rq = cls;
+  if (rq->up_status)
+    return MHD_NO;
+  if (strcmp (key, "file") != 0)
+    return MHD_YES; /* other form fields are ignored, as FastAPI does */
+  if (rq->up == NULL)
+    {
+      if (upload_begin (rq->ex, rq->dest, filename ? filename : "upload", &rq->up, &rq->up_status, &rq->up_detail) < 0)
+        return MHD_NO;
+    }
+  if (size && upload_data (rq->up, data, size, &rq->up_status, &rq->up_detail) < 0)
+    return MHD_NO;
+  return MHD_YES;
+}
+
+static void
+request_completed (void *cls OHBOX_UNUSED, struct MHD_Connection *c OHBOX_UNUSED, void **con_cls,
+                   enum MHD_RequestTerminationCode toe OHBOX_UNUSED)
+{
+  struct request *rq = *con_cls;
+  if (rq == NULL)
+    return;
+  if (rq->pp)
+    MHD_destroy_post_processor (rq->pp);
+  if (rq->up)
+    upload_abort (rq->up);
+  free (rq->body.data);
+  free (rq->dest);
+  free (rq->up_detail);
+  free (rq->deferred_detail);
+  free (rq);
+  *con_cls = NULL;
+}
+
+static json_t *
+parse_body (struct request *rq, json_error_t *jerr)
+{
+  return json_loadb (rq->body.data ? rq->body.data : "", rq->body.len, JSON_DECODE_ANY, jerr);
+}
+
+static enum MHD_Result
+finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
+{
+  struct executor *ex = srv->ex;
+  switch (rq->route)
+    {
+    case R_ALIVE:
+      return reply_json (c, 200, json_pack ("{s:s}", "status", "ok"));
+
+    case R_SERVER_INFO:
+      return reply_json (c, 200, executor_server_info (ex));
+
+    case R_VSCODE_TOKEN:
+      /* No VSCode server in ohbox sandboxes: the client then shows no URL. */
+      return reply_json (c, 200, json_pack ("{s:n}", "token"));
+
+    case R_UPDATE_MCP:
+      {
+        json_error_t jerr;
+        json_t *body = parse_body (rq, &jerr);
+        if (!json_is_array (body))
+          {
+            json_decref (body);
+            return reply_detail (c, 400, "Invalid request: the body must be a JSON array of MCP server configs");
+          }
+        size_t n = json_array_size (body);
+        json_decref (body);
+        cleanup_free char *log = n ? xasprintf ("ohbox-executor has no MCP proxy: %zu stdio MCP server(s) were "
+                                                "not started and /mcp/sse is not served",
+                                                n)
+                                   : xstrdup ("");
+        return reply_json (c, 200, json_pack ("{s:s, s:s}", "detail", "MCP server updated successfully",
+                                              "router_error_log", log));
+      }
+
+    case R_EXECUTE_ACTION:
+      {
+        json_error_t jerr;
+        json_t *body = parse_body (rq, &jerr);
+        if (body == NULL)
+          {
+            cleanup_free char *d = xasprintf ("Invalid request: the body is not JSON: %s", jerr.text);
+            return reply_detail (c, 400, d);
+          }
+        int status = 500;
+        cleanup_free char *detail = NULL;
+        json_t *obs = executor_execute_action (ex, body, &status, &detail);
+        json_decref (body);
+        if (obs == NULL)
+          return reply_detail (c, (unsigned) status, detail);
+        return reply_json (c, 200, obs);
+      }
+
+    case R_LIST_FILES:
+      {
+        json_error_t jerr;
+        json_t *body = rq->body.len ? parse_body (rq, &jerr) : json_object ();
+        json_t *list = executor_list_files (ex, body);
+        json_decref (body);
+        return reply_json (c, 200, list);
+      }
+
+    case R_UPLOAD_FILE:
+      {
+        if (rq->up_status)
+          return reply_detail (c, (unsigned) rq->up_status, rq->up_detail ? rq->up_detail : "upload failed");
+        if (rq->up == NULL)
+          return reply_detail (c, 400, "Invalid request: no multipart part named `file`");
+        int status = 500;
+        cleanup_free char *detail = NULL;
+        struct upload *up = steal_pointer (&rq->up);
+        json_t *r = upload_finish (up, rq->recursive, &status, &detail);
+        if (r == NULL)
+          return reply_detail (c, (unsigned) status, detail);
+        return reply_json (c, 200, r);
+      }
+
+    case R_DOWNLOAD_FILES:
+      {
+        const char *path = MHD_lookup_connection_value (c, MHD_GET_ARGUMENT_KIND, "path");
+        int status = 500;
+        cleanup_free char *detail = NULL;
+        if (path == NULL)
+          return reply_detail (c, 400, "Invalid request: the query parameter `path` is required");
+        int fd = download_start (path, &status, &detail);
+        if (fd < 0)
+          return reply_detail (c, (unsigned) status, detail);
+        struct MHD_Response *r = MHD_create_response_from_pipe (fd);
+        if (r == NULL)
+          {
+            close (fd);
+            return reply_detail (c, 500, "cannot create the response");
+          }
+        const char *base = strrchr (path, '/');
+        base = base && base[1] ? base + 1 : path;
+        cleanup_free char *disp = xasprintf ("attachment; filename=\"%s.zip\"", base);
+        MHD_add_response_header (r, "Content-Type", "application/zip");
+        MHD_add_response_header (r, "Content-Disposition", disp);
+        enum MHD_Result ret = MHD_queue_response (c, 200, r);
+        MHD_destroy_response (r);
+        return ret;
+      }
+
+    case R_NOT_FOUND:
+    default:
+      return reply_detail (c, 404, "Not Found");
+    }
+}
+
+static enum MHD_Result
+handler (void *cls, struct MHD_Connection *c, const char *url, const char *method, const char *version OHBOX_UNUSED,
+         const char *upload_data, size_t *upload_data_size, void **con_cls)
+{
+  struct server *srv = cls;
+  struct executor *ex = srv->ex;
+  struct request *rq = *con_cls;
+
+  if (rq == NULL)
+    {
+      rq = xcalloc (1, sizeof (*rq));
+      rq->ex = ex;
+      *con_cls = rq;
+      rq->route = R_NOT_FOUND;
+      bool path_known = false;
+      for (size_t i = 0; i < sizeof (routes) / sizeof (routes[0]); i++)
+        if (strcmp (url, routes[i].path) == 0)
+          {
+            path_known = true;
+            if (strcmp (method, routes[i].method) == 0)
+              rq->route = routes[i].route;
+          }
+      if (rq->route == R_NOT_FOUND)
+        {
+          rq->deferred_status = path_known ? 405 : 404;
+          rq->deferred_detail = xstrdup (path_known ? "Method Not Allowed" : "Not Found");
+          return MHD_YES;
+        }
+      if (ex->api_key && rq->route != R_ALIVE && rq->route != R_SERVER_INFO
+          && !key_matches (ex->api_key, MHD_lookup_connection_value (c, MHD_HEADER_KIND, "X-Session-API-Key")))
+        {
+          rq->deferred_status = 403;
+          rq->deferred_detail = xstrdup ("Invalid API Key");
+          return MHD_YES;
+        }
+      rq->limit = rq->route == R_EXECUTE_ACTION ? MAX_ACTION_BODY : MAX_SMALL_BODY;
+      if (rq->route == R_UPLOAD_FILE)
+        {
+          const char *dest = MHD_lookup_connection_value (c, MHD_GET_ARGUMENT_KIND, "destination");
+          rq->dest = xstrdup (dest ? dest : "/");
+          rq->recursive = query_bool (MHD_lookup_connection_value (c, MHD_GET_ARGUMENT_KIND, "recursive"));
+          if (rq->dest[0] != '/')
+            {
+              rq->deferred_status = 400;
+              rq->deferred_detail = xstrdup ("Destination must be an absolute path");
+              return MHD_YES;
+            }
+          rq->pp = MHD_create_post_processor (c, POST_BUFFER, post_iter, rq);
+          if (rq->pp == NULL)
+            {
+              rq->deferred_status = 400;
+              rq->deferred_detail = xstrdup ("Invalid request: upload_file expects multipart/form-data");
+              return MHD_YES;
+            }
+        }
+      return MHD_YES;
+    }
+
+  if (*upload_data_size)
+    {
+      if (rq->answered || rq->deferred_status)
+        {
+          *upload_data_size = 0;
+          return MHD_YES;
+        }
+      if (rq->route == R_UPLOAD_FILE)
+        {
+          if (!rq->up_status && MHD_post_process (rq->pp, upload_data, *upload_data_size) != MHD_YES
+              && !rq->up_status)
+            {
+              rq->up_status = 400;
+              rq->up_detail = xstrdup ("Invalid request: malformed multipart body");
+            }
+        }
+      else if (rq->body.len + *upload_data_size > rq->limit)
+        rq->too_big = true;
+      else if (!rq->too_big)
+        ohbox_buf_append (&rq->body, upload_data, *upload_data_size);
+      *upload_data_size = 0;
+      return MHD_YES;
+    }
+
+  if (rq->answered)
+    return MHD_YES;
+  rq->answered = true;
+  if (rq->deferred_status)
+    return reply_detail (c, rq->deferred_status, rq->deferred_detail);
+  if (rq->too_big)
+    {
+      cleanup_free char *d = xasprintf ("Request body too large (limit %zu bytes)", rq->limit);
+      return reply_detail (c, 413, d);
+    }
+  return finish (srv, c, rq);
+}
+
+int
+server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
+{
+  struct server *s = xcalloc (1, sizeof (*s));
+  s->ex = ex;
+  unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+  for (int attempt = 0; attempt < 2 && s->daemon == NULL; attempt++)
+    s->daemon = MHD_start_daemon (flags | (attempt == 0 ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port, NULL, NULL,
+                                  handler, s, MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
+                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 256, MHD_OPTION_CONNECTION_TIMEOUT,
+                                  (unsigned int) 3600, MHD_OPTION_THREAD_STACK_SIZE, (size_t) (512 * 1024),
+                                  MHD_OPTION_END);
+  if (s->daemon == NULL)
+    {
+      free (s);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "listen on port %d", ex->port);
+    }
+  *out = s;
+  return 0;
+}
+
+void
+server_stop (struct server *s)
+{
+  if (s == NULL)
+    return;
+  MHD_stop_daemon (s->daemon);
+  free (s);
+}

@@ -1,0 +1,1 @@
+# oci/: image-spec types and JSON, compiled into libohbox (see src/libohbox/local.mk).

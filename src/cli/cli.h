@@ -1,0 +1,58 @@
+/* cli.h: what the command files of the ohbox CLI share: global options,
+ * error reporting with documented exit codes, and output helpers. The CLI
+ * parses arguments and formats output; all logic lives in libohbox. */
+#ifndef OHBOX_CLI_H
+#define OHBOX_CLI_H
+
+#include <jansson.h>
+#include <stdbool.h>
+
+#include "error.h"
+
+/* Exit codes (man/ohbox.1, EXIT STATUS): 0 success, else the error kind. */
+#define OHBOX_EXIT_OK 0
+
+enum cli_format
+{
+  CLI_FORMAT_TABLE,
+  CLI_FORMAT_JSON,
+};
+
+struct cli_global
+{
+  const char *root;         /* --root, else the default store */
+  const char *registries_conf; /* --registries-conf */
+  bool debug;
+};
+
+extern struct cli_global cli_global;
+
+typedef int (*cli_command_fn) (int argc, char **argv);
+
+/* Prints "ohbox COMMAND: MESSAGE" to stderr and returns the exit code for the error's kind. */
+int cli_fail (const char *command, ohbox_error_t *err);
+/* Prints a usage error for COMMAND and returns 2. */
+int cli_usage_error (const char *command, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* Parses "table" / "json"; returns -1 on unknown values. */
+int cli_parse_format (const char *s, enum cli_format *out);
+/* Prints JSON to stdout, indented, with a trailing newline. */
+void cli_print_json (json_t *j);
+/* The store root to use. */
+const char *cli_store_root (void);
+struct ohbox_store;
+/* Opens the store; on failure prints the error and returns its exit code. */
+int cli_open_store (const char *command, struct ohbox_store **out);
+/* "true"/"false" (also 1/0, yes/no). */
+int cli_parse_bool (const char *s, bool *out);
+
+int cli_pull (int argc, char **argv);
+int cli_images (int argc, char **argv);
+int cli_inspect (int argc, char **argv);
+int cli_rmi (int argc, char **argv);
+int cli_prune (int argc, char **argv);
+int cli_load (int argc, char **argv);
+int cli_save (int argc, char **argv);
+int cli_login (int argc, char **argv);
+int cli_logout (int argc, char **argv);
+
+#endif

@@ -1,0 +1,88 @@
+/* common.c: error reporting and output helpers shared by the commands. */
+#include "config.h"
+
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include "cli.h"
+#include "store.h"
+
+int
+cli_fail (const char *command, ohbox_error_t *err)
+{
+  int code = OHBOX_ERR_GENERIC;
+  if (err && *err)
+    {
+      fprintf (stderr, "ohbox %s: %s\n", command, (*err)->msg);
+      code = (*err)->kind;
+      ohbox_error_release (err);
+    }
+  else
+    fprintf (stderr, "ohbox %s: failed\n", command);
+  fflush (stdout);
+  return code;
+}
+
+int
+cli_usage_error (const char *command, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  fprintf (stderr, "ohbox %s: ", command);
+  vfprintf (stderr, fmt, ap);
+  fprintf (stderr, "\nRun 'ohbox %s --help' for usage.\n", command);
+  va_end (ap);
+  return OHBOX_ERR_USAGE;
+}
+
+int
+cli_parse_format (const char *s, enum cli_format *out)
+{
+  if (strcmp (s, "json") == 0)
+    *out = CLI_FORMAT_JSON;
+  else if (strcmp (s, "table") == 0)
+    *out = CLI_FORMAT_TABLE;
+  else
+    return -1;
+  return 0;
+}
+
+void
+cli_print_json (json_t *j)
+{
+  json_dumpf (j, stdout, JSON_INDENT (2));
+  fputc ('\n', stdout);
+}
+
+const char *
+cli_store_root (void)
+{
+  static char *root;
+  if (cli_global.root)
+    return cli_global.root;
+  if (root == NULL)
+    root = ohbox_store_default_root ();
+  return root;
+}
+
+int
+cli_open_store (const char *command, struct ohbox_store **out)
+{
+  ohbox_error_t err = NULL;
+  if (ohbox_store_open (cli_store_root (), out, &err) < 0)
+    return cli_fail (command, &err);
+  return 0;
+}
+
+int
+cli_parse_bool (const char *s, bool *out)
+{
+  if (strcmp (s, "true") == 0 || strcmp (s, "1") == 0 || strcmp (s, "yes") == 0)
+    *out = true;
+  else if (strcmp (s, "false") == 0 || strcmp (s, "0") == 0 || strcmp (s, "no") == 0)
+    *out = false;
+  else
+    return -1;
+  return 0;
+}

@@ -1,0 +1,15 @@
+# The ohbox CLI: one small file per command over libohbox.
+bin_PROGRAMS += ohbox
+ohbox_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
+ohbox_LDADD = libohbox.la $(JANSSON_LIBS)
+ohbox_SOURCES = \
+	src/cli/main.c src/cli/cli.h \
+	src/cli/common.c \
+	src/cli/progress.c src/cli/progress.h \
+	src/cli/pull.c \
+	src/cli/images.c \
+	src/cli/inspect.c \
+	src/cli/rmi.c \
+	src/cli/prune.c \
+	src/cli/load_save.c \
+	src/cli/login.c

@@ -1,0 +1,205 @@
+/* login.c: `ohbox login` and `ohbox logout` (auth.json, as podman and skopeo). */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <string.h>
+#include <termios.h>
+#include <unistd.h>
+
+#include "authfile.h"
+#include "cli.h"
+#include "reference.h"
+#include "registry.h"
+#include "utils.h"
+
+/* Reads one line from stdin (the password), without echo on a terminal. */
+static char *
+read_secret (const char *prompt)
+{
+  struct termios old, noecho;
+  bool tty = isatty (STDIN_FILENO);
+  if (tty && prompt)
+    {
+      fprintf (stderr, "%s", prompt);
+      tcgetattr (STDIN_FILENO, &old);
+      noecho = old;
+      noecho.c_lflag &= ~(tcflag_t) ECHO;
+      tcsetattr (STDIN_FILENO, TCSANOW, &noecho);
+    }
+  char *line = NULL;
+  size_t cap = 0;
+  ssize_t n = getline (&line, &cap, stdin);
+  if (tty && prompt)
+    {
+      tcsetattr (STDIN_FILENO, TCSANOW, &old);
+      fputc ('\n', stderr);
+    }
+  if (n < 0)
+    {
+      free (line);
+      return NULL;
+    }
+  while (n > 0 && (line[n - 1] == '\n' || line[n - 1] == '\r'))
+    line[--n] = '\0';
+  return line;
+}
+
+/* "docker.io", "https://index.docker.io/v1/" and "host:port/path" all name a registry host. */
+static char *
+registry_key (const char *arg)
+{
+  const char *p = arg;
+  if (strncmp (p, "https://", 8) == 0)
+    p += 8;
+  else if (strncmp (p, "http://", 7) == 0)
+    p += 7;
+  const char *slash = strchr (p, '/');
+  char *host = slash ? xstrndup (p, (size_t) (slash - p)) : xstrdup (p);
+  if (strcmp (host, "index.docker.io") == 0 || strcmp (host, "registry-1.docker.io") == 0)
+    {
+      free (host);
+      host = xstrdup ("docker.io");
+    }
+  return host;
+}
+
+int
+cli_login (int argc, char **argv)
+{
+  enum
+  {
+    OPT_PASSWORD_STDIN = 256,
+    OPT_AUTHFILE,
+    OPT_CERT_DIR,
+    OPT_TLS_VERIFY,
+  };
+  static const struct option opts[] = {
+    { "username", required_argument, NULL, 'u' },
+    { "password", required_argument, NULL, 'p' },
+    { "password-stdin", no_argument, NULL, OPT_PASSWORD_STDIN },
+    { "authfile", required_argument, NULL, OPT_AUTHFILE },
+    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
+    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *username = NULL, *password_arg = NULL;
+  bool password_stdin = false;
+  struct ohbox_registry_options ro = { 0 };
+  int c;
+  while ((c = getopt_long (argc, argv, "u:p:h", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'u':
+        username = optarg;
+        break;
+      case 'p':
+        password_arg = optarg;
+        break;
+      case OPT_PASSWORD_STDIN:
+        password_stdin = true;
+        break;
+      case OPT_AUTHFILE:
+        ro.authfile = optarg;
+        break;
+      case OPT_CERT_DIR:
+        ro.cert_dir = optarg;
+        break;
+      case OPT_TLS_VERIFY:
+        {
+          bool verify;
+          if (cli_parse_bool (optarg, &verify) < 0)
+            return cli_usage_error ("login", "--tls-verify takes true or false, not `%s`", optarg);
+          ro.insecure = !verify;
+          break;
+        }
+      case 'h':
+        printf ("Usage: ohbox login [-u USER] [-p PASS | --password-stdin] [--authfile FILE]\n"
+                "                   [--cert-dir DIR] [--tls-verify=BOOL] REGISTRY\n\n"
+                "Check credentials against REGISTRY and store them in auth.json.\n");
+        return 0;
+      default:
+        return cli_usage_error ("login", "invalid option");
+      }
+  if (argc - optind != 1)
+    return cli_usage_error ("login", "expected one REGISTRY");
+  if (password_arg && password_stdin)
+    return cli_usage_error ("login", "--password and --password-stdin cannot be used together");
+  cleanup_free char *host = registry_key (argv[optind]);
+  cleanup_free char *user = NULL;
+  if (username)
+    user = xstrdup (username);
+  else if (password_stdin || !isatty (STDIN_FILENO))
+    return cli_usage_error ("login", "--username is required when the password comes from stdin");
+  else
+    {
+      fprintf (stderr, "Username: ");
+      user = read_secret (NULL);
+    }
+  cleanup_free char *password = NULL;
+  if (password_arg)
+    password = xstrdup (password_arg);
+  else
+    password = read_secret (password_stdin ? NULL : "Password: ");
+  if (user == NULL || *user == '\0' || password == NULL)
+    return cli_usage_error ("login", "a username and a password are required");
+
+  struct ohbox_credentials creds = { .username = user, .password = password };
+  ro.creds = &creds;
+  ohbox_error_t err = NULL;
+  struct ohbox_registry *r = NULL;
+  if (ohbox_registry_new (ohbox_registry_endpoint_host (host), &ro, &r, &err) < 0)
+    return cli_fail ("login", &err);
+  int rc = 0;
+  if (ohbox_registry_check_credentials (r, &err) < 0)
+    rc = cli_fail ("login", &err);
+  ohbox_registry_free (r);
+  if (rc)
+    return rc;
+  cleanup_free char *path = ohbox_authfile_default_path (ro.authfile);
+  if (ohbox_authfile_store (path, host, &creds, &err) < 0)
+    return cli_fail ("login", &err);
+  printf ("Login Succeeded\n");
+  return 0;
+}
+
+int
+cli_logout (int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "authfile", required_argument, NULL, 'a' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  const char *authfile = NULL;
+  int c;
+  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'a':
+        authfile = optarg;
+        break;
+      case 'h':
+        printf ("Usage: ohbox logout [--authfile FILE] REGISTRY\n\n"
+                "Remove the stored credentials for REGISTRY from auth.json.\n");
+        return 0;
+      default:
+        return cli_usage_error ("logout", "invalid option");
+      }
+  if (argc - optind != 1)
+    return cli_usage_error ("logout", "expected one REGISTRY");
+  cleanup_free char *host = registry_key (argv[optind]);
+  cleanup_free char *path = ohbox_authfile_default_path (authfile);
+  ohbox_error_t err = NULL;
+  int r = ohbox_authfile_remove (path, host, &err);
+  if (r < 0)
+    return cli_fail ("logout", &err);
+  if (r == 0)
+    {
+      fprintf (stderr, "ohbox logout: not logged in to %s (no entry in %s)\n", host, path);
+      return OHBOX_ERR_NOT_FOUND;
+    }
+  printf ("Removed login credentials for %s\n", host);
+  return 0;
+}

@@ -1,0 +1,106 @@
+/* main.c: the ohbox command line: global options, then one subcommand. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+
+struct cli_global cli_global;
+
+struct command
+{
+  const char *name;
+  cli_command_fn fn;
+  const char *summary;
+};
+
+static const struct command commands[] = {
+  { "pull", cli_pull, "Pull an image from a registry into the store" },
+  { "images", cli_images, "List images in the store" },
+  { "inspect", cli_inspect, "Show an image's record, manifest and config as JSON" },
+  { "rmi", cli_rmi, "Remove image names, and images no name references" },
+  { "prune", cli_prune, "Remove what no name references, and half-written data" },
+  { "load", cli_load, "Import an OCI image layout (oci:DIR[:TAG])" },
+  { "save", cli_save, "Export an image as an OCI image layout (oci:DIR[:TAG])" },
+  { "login", cli_login, "Store credentials for a registry in auth.json" },
+  { "logout", cli_logout, "Remove stored credentials for a registry" },
+  { NULL, NULL, NULL },
+};
+
+static void
+usage (FILE *out)
+{
+  fprintf (out, "Usage: ohbox [GLOBAL OPTIONS] COMMAND [OPTIONS] [ARGS]\n\n"
+                "A daemonless sandbox runtime for AI agents.\n\n"
+                "Commands:\n");
+  for (const struct command *c = commands; c->name; c++)
+    fprintf (out, "  %-10s %s\n", c->name, c->summary);
+  fprintf (out, "\nGlobal options:\n"
+                "  --root DIR              store directory (default /var/lib/ohbox as root,\n"
+                "                          $XDG_DATA_HOME/ohbox otherwise)\n"
+                "  --registries-conf FILE  registries.conf to use instead of the default ones\n"
+                "  --debug                 more detail in error messages\n"
+                "  -h, --help              this help\n"
+                "  -v, --version           print the version\n\n"
+                "Run 'ohbox COMMAND --help' for a command's options; 'man ohbox' for exit codes.\n");
+}
+
+int
+main (int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "root", required_argument, NULL, 'r' },
+    { "registries-conf", required_argument, NULL, 'C' },
+    { "debug", no_argument, NULL, 'D' },
+    { "help", no_argument, NULL, 'h' },
+    { "version", no_argument, NULL, 'v' },
+    { NULL, 0, NULL, 0 },
+  };
+  int c;
+  /* '+' stops at the first non-option: the subcommand parses the rest. */
+  while ((c = getopt_long (argc, argv, "+hv", opts, NULL)) != -1)
+    {
+      switch (c)
+        {
+        case 'r':
+          cli_global.root = optarg;
+          break;
+        case 'C':
+          cli_global.registries_conf = optarg;
+          break;
+        case 'D':
+          cli_global.debug = true;
+          break;
+        case 'h':
+          usage (stdout);
+          return 0;
+        case 'v':
+          printf ("ohbox version %s\n", PACKAGE_VERSION);
+          return 0;
+        default:
+          usage (stderr);
+          return 2;
+        }
+    }
+  if (optind >= argc)
+    {
+      usage (stderr);
+      return 2;
+    }
+  const char *name = argv[optind];
+  for (const struct command *cmd = commands; cmd->name; cmd++)
+    if (strcmp (cmd->name, name) == 0)
+      {
+        /* Subcommands see argv[0] = their name and parse with getopt from 1;
+         * optind = 0 makes getopt reinitialise its state. */
+        int sub_argc = argc - optind;
+        char **sub_argv = argv + optind;
+        optind = 0;
+        return cmd->fn (sub_argc, sub_argv);
+      }
+  fprintf (stderr, "ohbox: unknown command `%s`; run 'ohbox --help' for the list\n", name);
+  return 2;
+}

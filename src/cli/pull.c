@@ -1,0 +1,212 @@
+/* pull.c: `ohbox pull`. */
+#include "config.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "authfile.h"
+#include "cli.h"
+#include "progress.h"
+#include "pull.h"
+#include "reference.h"
+#include "registries_conf.h"
+#include "utils.h"
+
+static void
+pull_usage (FILE *out)
+{
+  fprintf (out,
+           "Usage: ohbox pull [OPTIONS] IMAGE\n\n"
+           "Pull an image from a registry into the store.\n\n"
+           "Options:\n"
+           "  --platform OS/ARCH[/VARIANT]  platform to pull from an index (default: the host's)\n"
+           "  --creds USER:PASS             credentials for the registry\n"
+           "  --authfile FILE               auth.json with credentials\n"
+           "  --cert-dir DIR                CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
+           "  --tls-verify=BOOL             verify TLS and require HTTPS (default true)\n"
+           "  --parallel N                  blob downloads at once (default 6)\n"
+           "  --max-layer-size BYTES        limit on a layer's uncompressed size (default 64 GiB)\n"
+           "  -q, --quiet                   print only the image id\n"
+           "  --format json                 print the result as JSON\n"
+           "  -h, --help                    this help\n");
+}
+
+/* Parses a byte count with an optional K/M/G/T suffix (powers of 1024). */
+static int
+parse_size (const char *s, uint64_t *out)
+{
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull (s, &end, 10);
+  if (errno || end == s)
+    return -1;
+  uint64_t mult = 1;
+  switch (*end)
+    {
+    case 'k': case 'K': mult = 1ULL << 10; end++; break;
+    case 'm': case 'M': mult = 1ULL << 20; end++; break;
+    case 'g': case 'G': mult = 1ULL << 30; end++; break;
+    case 't': case 'T': mult = 1ULL << 40; end++; break;
+    default: break;
+    }
+  if (*end == 'i' || *end == 'B')
+    end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+  if (*end != '\0' || v == 0 || v > UINT64_MAX / mult)
+    return -1;
+  *out = v * mult;
+  return 0;
+}
+
+int
+cli_pull (int argc, char **argv)
+{
+  enum
+  {
+    OPT_PLATFORM = 256,
+    OPT_CREDS,
+    OPT_AUTHFILE,
+    OPT_CERT_DIR,
+    OPT_TLS_VERIFY,
+    OPT_PARALLEL,
+    OPT_MAX_LAYER,
+    OPT_FORMAT,
+  };
+  static const struct option opts[] = {
+    { "platform", required_argument, NULL, OPT_PLATFORM },
+    { "creds", required_argument, NULL, OPT_CREDS },
+    { "authfile", required_argument, NULL, OPT_AUTHFILE },
+    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
+    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    { "parallel", required_argument, NULL, OPT_PARALLEL },
+    { "max-layer-size", required_argument, NULL, OPT_MAX_LAYER },
+    { "format", required_argument, NULL, OPT_FORMAT },
+    { "quiet", no_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  struct ohbox_pull_options po = { 0 };
+  enum cli_format format = CLI_FORMAT_TABLE;
+  bool quiet = false;
+  const char *creds_arg = NULL;
+  ohbox_error_t err = NULL;
+  int c;
+  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
+    {
+      switch (c)
+        {
+        case OPT_PLATFORM:
+          po.platform = optarg;
+          break;
+        case OPT_CREDS:
+          creds_arg = optarg;
+          break;
+        case OPT_AUTHFILE:
+          po.registry.authfile = optarg;
+          break;
+        case OPT_CERT_DIR:
+          po.registry.cert_dir = optarg;
+          break;
+        case OPT_TLS_VERIFY:
+          {
+            bool verify;
+            if (cli_parse_bool (optarg, &verify) < 0)
+              return cli_usage_error ("pull", "--tls-verify takes true or false, not `%s`", optarg);
+            po.registry.insecure = !verify;
+            po.tls_verify_explicit = true;
+            break;
+          }
+        case OPT_PARALLEL:
+          {
+            char *end = NULL;
+            long n = strtol (optarg, &end, 10);
+            if (*end || n < 1 || n > 64)
+              return cli_usage_error ("pull", "--parallel takes a number from 1 to 64, not `%s`", optarg);
+            po.registry.max_parallel = (unsigned) n;
+            break;
+          }
+        case OPT_MAX_LAYER:
+          if (parse_size (optarg, &po.max_layer_size) < 0)
+            return cli_usage_error ("pull", "--max-layer-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
+                                    optarg);
+          break;
+        case OPT_FORMAT:
+          if (cli_parse_format (optarg, &format) < 0)
+            return cli_usage_error ("pull", "--format takes json or table, not `%s`", optarg);
+          break;
+        case 'q':
+          quiet = true;
+          break;
+        case 'h':
+          pull_usage (stdout);
+          return 0;
+        default:
+          return cli_usage_error ("pull", "invalid option");
+        }
+    }
+  if (optind + 1 != argc)
+    return cli_usage_error ("pull", "expected exactly one IMAGE");
+  const char *image = argv[optind];
+
+  struct ohbox_credentials *creds = NULL;
+  if (creds_arg && ohbox_credentials_parse (creds_arg, &creds, &err) < 0)
+    return cli_fail ("pull", &err);
+  po.registry.creds = creds;
+
+  struct ohbox_registries_conf *conf = NULL;
+  if (ohbox_registries_conf_load (cli_global.registries_conf, &conf, &err) < 0)
+    {
+      ohbox_credentials_free (creds);
+      return cli_fail ("pull", &err);
+    }
+  po.conf = conf;
+
+  struct ohbox_store *store = NULL;
+  int rc = cli_open_store ("pull", &store);
+  if (rc != 0)
+    {
+      ohbox_registries_conf_free (conf);
+      ohbox_credentials_free (creds);
+      return rc;
+    }
+  struct progress *prog = progress_new (stdout, quiet || format == CLI_FORMAT_JSON);
+  po.events = progress_pull_events (prog);
+  struct ohbox_pull_result res = { 0 };
+  struct ohbox_reference *ref = NULL;
+  if (ohbox_reference_parse (image, &ref, &err) == 0)
+    {
+      cleanup_free char *norm = ohbox_reference_string (ref);
+      progress_start (prog, norm);
+      ohbox_reference_free (ref);
+    }
+  ohbox_error_release (&err);
+  if (ohbox_pull (store, image, &po, &res, &err) < 0)
+    rc = cli_fail ("pull", &err);
+  else
+    {
+      progress_finish (prog);
+      if (format == CLI_FORMAT_JSON)
+        {
+          json_t *j = json_pack ("{s:s, s:s, s:s, s:s?, s:s, s:I, s:I, s:I, s:I}", "image", res.name, "id", res.id,
+                                 "digest", res.id, "index_digest", res.index_digest, "platform", res.platform,
+                                 "layers", (json_int_t) res.layers, "blobs_downloaded",
+                                 (json_int_t) res.blobs_downloaded, "blobs_reused", (json_int_t) res.blobs_reused,
+                                 "bytes_downloaded", (json_int_t) res.bytes_downloaded);
+          cli_print_json (j);
+          json_decref (j);
+        }
+      else if (quiet)
+        printf ("%s\n", res.id);
+      else
+        printf ("pulled %s %s %s\n", res.name, res.id, res.platform);
+    }
+  ohbox_pull_result_clear (&res);
+  progress_free (prog);
+  ohbox_store_close (store);
+  ohbox_registries_conf_free (conf);
+  ohbox_credentials_free (creds);
+  return rc;
+}

@@ -1,0 +1,356 @@
+/* utils.c: see utils.h. */
+#include "config.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <linux/openat2.h>
+#include <stdarg.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <time.h>
+
+void *
+xmalloc (size_t n)
+{
+  void *p = malloc (n ? n : 1);
+  if (p == NULL)
+    abort ();
+  return p;
+}
+
+void *
+xcalloc (size_t n, size_t m)
+{
+  void *p = calloc (n ? n : 1, m ? m : 1);
+  if (p == NULL)
+    abort ();
+  return p;
+}
+
+void *
+xrealloc (void *p, size_t n)
+{
+  p = realloc (p, n ? n : 1);
+  if (p == NULL)
+    abort ();
+  return p;
+}
+
+char *
+xstrdup (const char *s)
+{
+  char *r = strdup (s ? s : "");
+  if (r == NULL)
+    abort ();
+  return r;
+}
+
+char *
+xstrndup (const char *s, size_t n)
+{
+  char *r = strndup (s, n);
+  if (r == NULL)
+    abort ();
+  return r;
+}
+
+char *
+xasprintf (const char *fmt, ...)
+{
+  char *s = NULL;
+  va_list ap;
+  va_start (ap, fmt);
+  int r = vasprintf (&s, fmt, ap);
+  va_end (ap);
+  if (r < 0)
+    abort ();
+  return s;
+}
+
+void
+ohbox_buf_append (struct ohbox_buf *b, const void *data, size_t len)
+{
+  if (b->len + len + 1 > b->cap)
+    {
+      size_t cap = b->cap ? b->cap : 256;
+      while (cap < b->len + len + 1)
+        cap *= 2;
+      b->data = xrealloc (b->data, cap);
+      b->cap = cap;
+    }
+  if (len)
+    memcpy (b->data + b->len, data, len);
+  b->len += len;
+  b->data[b->len] = '\0';
+}
+
+void
+ohbox_buf_free (struct ohbox_buf *b)
+{
+  free (b->data);
+  b->data = NULL;
+  b->len = b->cap = 0;
+}
+
+int
+ohbox_write_all (int fd, const void *data, size_t len)
+{
+  const char *p = data;
+  while (len > 0)
+    {
+      ssize_t w = write (fd, p, len);
+      if (w < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          return -1;
+        }
+      p += w;
+      len -= (size_t) w;
+    }
+  return 0;
+}
+
+int
+ohbox_fsync_dir (int dirfd, const char *path)
+{
+  cleanup_close int fd = openat (dirfd, path, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  return fsync (fd);
+}
+
+int
+ohbox_write_file_atomic (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                         ohbox_error_t *err)
+{
+  cleanup_free char *tmp = NULL;
+  const char *slash = strrchr (name, '/');
+  cleanup_free char *dir = slash ? xstrndup (name, (size_t) (slash - name)) : xstrdup (".");
+  const char *base = slash ? slash + 1 : name;
+  tmp = xasprintf ("%.*s.tmp-%s-%d-%lx", slash ? (int) (slash - name + 1) : 0, name, base, (int) getpid (),
+                   (unsigned long) random ());
+  cleanup_close int fd = openat (dirfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, mode);
+  if (fd < 0)
+    return ohbox_error_errno (err, "create `%s`", tmp);
+  if (ohbox_write_all (fd, data, len) < 0 || fsync (fd) < 0)
+    {
+      ohbox_error_errno (err, "write `%s`", tmp);
+      unlinkat (dirfd, tmp, 0);
+      return -1;
+    }
+  if (fchmod (fd, mode) < 0)
+    {
+      ohbox_error_errno (err, "chmod `%s`", tmp);
+      unlinkat (dirfd, tmp, 0);
+      return -1;
+    }
+  if (renameat (dirfd, tmp, dirfd, name) < 0)
+    {
+      ohbox_error_errno (err, "rename `%s` to `%s`", tmp, name);
+      unlinkat (dirfd, tmp, 0);
+      return -1;
+    }
+  if (ohbox_fsync_dir (dirfd, dir) < 0)
+    return ohbox_error_errno (err, "fsync directory `%s`", dir);
+  return 0;
+}
+
+int
+ohbox_read_fd (int fd, const char *what, size_t max, char **out, size_t *len, ohbox_error_t *err)
+{
+  struct ohbox_buf b = { 0 };
+  char chunk[65536];
+  for (;;)
+    {
+      ssize_t r = read (fd, chunk, sizeof chunk);
+      if (r < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          ohbox_buf_free (&b);
+          return ohbox_error_errno (err, "read `%s`", what);
+        }
+      if (r == 0)
+        break;
+      if (b.len + (size_t) r > max)
+        {
+          ohbox_buf_free (&b);
+          return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "read `%s`: larger than the limit of %zu bytes", what,
+                              max);
+        }
+      ohbox_buf_append (&b, chunk, (size_t) r);
+    }
+  if (b.data == NULL)
+    ohbox_buf_append (&b, "", 0);
+  *out = b.data;
+  if (len)
+    *len = b.len;
+  return 0;
+}
+
+int
+ohbox_read_file_at (int dirfd, const char *path, size_t max, char **out, size_t *len, ohbox_error_t *err)
+{
+  cleanup_close int fd = openat (dirfd, path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `%s`", path);
+  return ohbox_read_fd (fd, path, max, out, len, err);
+}
+
+int
+ohbox_mkdir_p (int dirfd, const char *path, mode_t mode, ohbox_error_t *err)
+{
+  cleanup_free char *p = xstrdup (path);
+  for (char *s = p + 1; *s; s++)
+    {
+      if (*s != '/')
+        continue;
+      *s = '\0';
+      if (mkdirat (dirfd, p, mode) < 0 && errno != EEXIST)
+        return ohbox_error_errno (err, "mkdir `%s`", p);
+      *s = '/';
+    }
+  if (mkdirat (dirfd, p, mode) < 0 && errno != EEXIST)
+    return ohbox_error_errno (err, "mkdir `%s`", p);
+  return 0;
+}
+
+static int
+rm_rf_children (int dfd, ohbox_error_t *err)
+{
+  int dup_fd = dup (dfd);
+  if (dup_fd < 0)
+    return ohbox_error_errno (err, "dup");
+  cleanup_dir DIR *d = fdopendir (dup_fd);
+  if (d == NULL)
+    {
+      close (dup_fd);
+      return ohbox_error_errno (err, "fdopendir");
+    }
+  struct dirent *de;
+  while ((errno = 0, de = readdir (d)) != NULL)
+    {
+      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+        continue;
+      if (unlinkat (dfd, de->d_name, 0) == 0 || errno == ENOENT)
+        continue;
+      if (errno != EISDIR && errno != EPERM)
+        return ohbox_error_errno (err, "unlink `%s`", de->d_name);
+      /* A directory: O_NOFOLLOW|O_DIRECTORY makes sure a symlink swapped in
+       * meanwhile is never followed. */
+      cleanup_close int child = openat (dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (child < 0)
+        return ohbox_error_errno (err, "open `%s`", de->d_name);
+      if (rm_rf_children (child, err) < 0)
+        return ohbox_error_prefix (err, "%s", de->d_name);
+      if (unlinkat (dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+        return ohbox_error_errno (err, "rmdir `%s`", de->d_name);
+    }
+  return 0;
+}
+
+int
+ohbox_rm_rf_at (int dirfd, const char *name, ohbox_error_t *err)
+{
+  if (unlinkat (dirfd, name, 0) == 0 || errno == ENOENT)
+    return 0;
+  if (errno != EISDIR && errno != EPERM)
+    return ohbox_error_errno (err, "remove `%s`", name);
+  cleanup_close int fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0)
+    {
+      if (errno == ENOENT)
+        return 0;
+      return ohbox_error_errno (err, "open `%s`", name);
+    }
+  if (rm_rf_children (fd, err) < 0)
+    return ohbox_error_prefix (err, "remove `%s`", name);
+  if (unlinkat (dirfd, name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return ohbox_error_errno (err, "rmdir `%s`", name);
+  return 0;
+}
+
+static int
+openat2_wrapper (int dirfd, const char *path, int flags, mode_t mode, uint64_t resolve)
+{
+  struct open_how how = { .flags = (uint64_t) (flags | O_CLOEXEC), .resolve = resolve };
+  if (flags & (O_CREAT | O_TMPFILE))
+    how.mode = mode;
+  int fd;
+  do
+    fd = (int) syscall (SYS_openat2, dirfd, path, &how, sizeof how);
+  while (fd < 0 && errno == EAGAIN);
+  return fd;
+}
+
+int
+ohbox_openat_in_root (int rootfd, const char *path, int flags, mode_t mode, uint64_t extra_resolve)
+{
+  return openat2_wrapper (rootfd, path, flags, mode, RESOLVE_IN_ROOT | RESOLVE_NO_MAGICLINKS | extra_resolve);
+}
+
+int
+ohbox_openat_beneath (int dirfd, const char *path, int flags, mode_t mode, uint64_t extra_resolve)
+{
+  return openat2_wrapper (dirfd, path, flags, mode,
+                          RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS | RESOLVE_NO_MAGICLINKS | extra_resolve);
+}
+
+int
+ohbox_lock_file (int dirfd, const char *name, bool exclusive, bool nonblock, ohbox_error_t *err)
+{
+  cleanup_close int fd = openat (dirfd, name, O_RDWR | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open lock `%s`", name);
+  int op = (exclusive ? LOCK_EX : LOCK_SH) | (nonblock ? LOCK_NB : 0);
+  while (flock (fd, op) < 0)
+    {
+      if (errno == EINTR)
+        continue;
+      if (nonblock && errno == EWOULDBLOCK)
+        return -2;
+      return ohbox_error_errno (err, "lock `%s`", name);
+    }
+  return steal_fd (&fd);
+}
+
+char *
+ohbox_now_rfc3339 (void)
+{
+  time_t t = time (NULL);
+  struct tm tm;
+  gmtime_r (&t, &tm);
+  char buf[64];
+  strftime (buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return xstrdup (buf);
+}
+
+const char *
+ohbox_format_size (uint64_t bytes, char *buf)
+{
+  static const char *units[] = { "B", "kB", "MB", "GB", "TB" };
+  double v = (double) bytes;
+  int u = 0;
+  while (v >= 1000.0 && u < 4)
+    {
+      v /= 1000.0;
+      u++;
+    }
+  if (u == 0)
+    snprintf (buf, 32, "%llu B", (unsigned long long) bytes);
+  else
+    snprintf (buf, 32, "%.1f %s", v, units[u]);
+  return buf;
+}
+
+double
+ohbox_monotonic (void)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}

@@ -1,0 +1,584 @@
+#!/usr/bin/python3
+"""Protocol tests for ohbox-executor, driven like the OpenHands backend drives
+its action execution server: httpx (Debian python3-httpx), the exact JSON
+envelopes of shared/protocol/ACTION-PROTOCOL.md, and checks of every key and
+type of the replies.
+
+Usage: client.py BASE_URL API_KEY WORKDIR GROUP...
+Prints one PASS:/FAIL:/SKIP: line per test (tests/run-tests.sh counts them).
+NO_CHANGE_TIMEOUT_SECONDS of the server must be 2 (keeps the tests fast)."""
+import base64
+import io
+import json
+import os
+import shutil
+import sys
+import threading
+import time
+import traceback
+import zipfile
+
+import httpx
+
+BASE, KEY, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
+GROUPS = sys.argv[4:]
+NO_CHANGE = 2
+PROG = 'executor'
+
+client = httpx.Client(base_url=BASE, headers={'X-Session-API-Key': KEY}, timeout=60)
+anon = httpx.Client(base_url=BASE, timeout=10)
+
+TIMEOUT_HINT = ("You may wait longer to see additional output by sending empty command '', send other commands "
+                "to interact with the current process, send keys (\"C-c\", \"C-z\", \"C-d\") to interrupt/kill the "
+                "previous command before sending your new command, or use the timeout parameter in execute_bash "
+                "for future commands.")
+MARKER = '\n[... Observation truncated due to length ...]\n'
+
+
+class Fail(Exception):
+    pass
+
+
+def check(cond, what):
+    if not cond:
+        raise Fail(what)
+
+
+def eq(a, b, what=''):
+    if a != b:
+        raise Fail(f'{what}: got {a!r}, expected {b!r}')
+
+
+def envelope(action, args, timeout=120.0):
+    a = {'id': 17, 'timestamp': '2025-11-28T12:00:00.123456', 'source': 'agent', 'message': '',
+         'action': action, 'args': args}
+    if timeout is not None:
+        a['timeout'] = timeout
+    return {'action': a}
+
+
+RUN_DEFAULTS = {'is_input': False, 'thought': '', 'blocking': False, 'is_static': False, 'cwd': None,
+                'hidden': False, 'confirmation_state': 'confirmed', 'security_risk': -1}
+
+
+def act(action, args, timeout=120.0, http_timeout=None):
+    r = client.post('/execute_action', json=envelope(action, args, timeout),
+                    timeout=http_timeout or ((timeout or 120) + 5))
+    eq(r.status_code, 200, f'{action} status ({r.text[:200]})')
+    return r.json()
+
+
+def run(command, timeout=120.0, **kw):
+    args = dict(RUN_DEFAULTS, command=command)
+    args.update(kw)
+    obs = act('run', args, timeout)
+    check_run_obs(obs)
+    return obs
+
+
+META_KEYS = ['exit_code', 'pid', 'username', 'hostname', 'working_dir', 'py_interpreter_path', 'prefix', 'suffix']
+
+
+def check_run_obs(obs):
+    if obs.get('observation') == 'error':
+        check_error_obs(obs)
+        return
+    eq(list(obs.keys()), ['message', 'observation', 'content', 'extras', 'success'], 'run keys')
+    eq(obs['observation'], 'run', 'observation')
+    check(isinstance(obs['content'], str) and isinstance(obs['message'], str), 'content/message types')
+    ex = obs['extras']
+    eq(sorted(ex.keys()), ['command', 'hidden', 'metadata'], 'run extras keys')
+    check(isinstance(ex['command'], str) and isinstance(ex['hidden'], bool), 'extras types')
+    md = ex['metadata']
+    eq(list(md.keys()), META_KEYS, 'metadata keys')
+    check(isinstance(md['exit_code'], int) and isinstance(md['pid'], int), 'metadata ints')
+    for k in ('username', 'hostname', 'working_dir', 'py_interpreter_path'):
+        check(md[k] is None or isinstance(md[k], str), f'metadata {k} type')
+    check(isinstance(md['prefix'], str) and isinstance(md['suffix'], str), 'prefix/suffix types')
+    eq(obs['success'], md['exit_code'] == 0, 'success')
+
+
+def check_error_obs(obs):
+    eq(list(obs.keys()), ['message', 'observation', 'content', 'extras'], 'error keys')
+    eq(obs['observation'], 'error', 'observation')
+    eq(obs['message'], obs['content'], 'error message == content')
+    eq(obs['extras'], {'error_id': ''}, 'error extras')
+
+
+def md(obs):
+    return obs['extras']['metadata']
+
+
+def completed(obs, code):
+    eq(md(obs)['exit_code'], code, 'exit code')
+    eq(md(obs)['suffix'], f'\n[The command completed with exit code {code}.]', 'suffix')
+
+
+# ---- tests -------------------------------------------------------------------------------------
+
+def test_alive_and_server_info_need_no_key():
+    r = anon.get('/alive')
+    eq(r.status_code, 200, '/alive')
+    eq(r.json(), {'status': 'ok'}, '/alive body')
+    r = anon.get('/server_info')
+    eq(r.status_code, 200, '/server_info')
+    j = r.json()
+    eq(sorted(j.keys()), ['idle_time', 'resources', 'uptime'], 'server_info keys')
+    check(isinstance(j['uptime'], float) and j['uptime'] > 0, 'uptime')
+    check(isinstance(j['idle_time'], float), 'idle_time')
+    res = j['resources']
+    eq(sorted(res.keys()), ['cpu_percent', 'disk', 'io', 'memory'], 'resources keys')
+    check(isinstance(res['cpu_percent'], float), 'cpu_percent')
+    eq(sorted(res['memory'].keys()), ['percent', 'rss', 'vms'], 'memory keys')
+    check(isinstance(res['memory']['rss'], int) and res['memory']['rss'] > 0, 'rss')
+    eq(sorted(res['disk'].keys()), ['free', 'percent', 'total', 'used'], 'disk keys')
+    check(res['disk']['total'] > 0 and isinstance(res['disk']['percent'], float), 'disk')
+    eq(sorted(res['io'].keys()), ['read_bytes', 'write_bytes'], 'io keys')
+
+
+def test_auth_refused_without_or_with_wrong_key():
+    for headers in ({}, {'X-Session-API-Key': 'wrong'}, {'X-Session-API-Key': KEY + 'x'}):
+        for method, path, body in (('POST', '/execute_action', envelope('run', dict(RUN_DEFAULTS, command='id'))),
+                                   ('POST', '/list_files', {}), ('GET', '/vscode/connection_token', None),
+                                   ('GET', '/download_files?path=/tmp', None)):
+            r = anon.request(method, path, json=body, headers=headers)
+            eq(r.status_code, 403, f'{path} with {headers}')
+            eq(r.json(), {'detail': 'Invalid API Key'}, '403 body')
+    eq(client.post('/list_files', json={}).status_code, 200, 'right key')
+
+
+def test_run_observed_echo_false():
+    o = run('echo hello; false')
+    eq(o['content'], 'hello', 'content')
+    completed(o, 1)
+    eq(o['success'], False, 'success')
+    eq(o['extras']['command'], 'echo hello; false', 'command')
+    eq(o['extras']['hidden'], False, 'hidden')
+    eq(md(o)['working_dir'], WORK, 'working_dir')
+    eq(md(o)['pid'], -1, 'pid')
+    eq(md(o)['prefix'], '', 'prefix')
+    check(md(o)['username'] and md(o)['hostname'], 'username/hostname set')
+    check(md(o)['py_interpreter_path'] is not None, 'py_interpreter_path is a string')
+    eq(o['message'], 'Command `echo hello; false` executed with exit code 1.', 'message')
+
+
+def test_run_cd_tracks_working_dir():
+    o = run('cd /tmp && pwd')
+    eq(o['content'], '/tmp', 'content')
+    eq(md(o)['working_dir'], '/tmp', 'working_dir')
+    o = run(f'cd {WORK}')
+    eq(md(o)['working_dir'], WORK, 'back')
+
+
+def test_run_background_job_pid():
+    o = run('sleep 1 &')
+    check(o['content'].startswith('[1] '), f'content {o["content"]!r}')
+    eq(md(o)['pid'], int(o['content'].split()[1]), 'pid = $!')
+    time.sleep(1.2)
+    run('true')  # collects the job's "Done" line
+
+
+def test_run_state_persists():
+    run('export OHBOX_T=persist; f() { echo "fn:$1"; }')
+    eq(run('echo $OHBOX_T; f x')['content'], 'persist\nfn:x', 'env and function')
+
+
+def test_run_multiple_commands_refused():
+    o = act('run', dict(RUN_DEFAULTS, command='echo one\necho two'))
+    check_error_obs(o)
+    eq(o['content'], 'ERROR: Cannot execute multiple commands at once.\nPlease run each command separately OR chain '
+                     'them into a single command via && or ;\nProvided commands:\n(1) echo one\n(2) echo two', 'text')
+    for single in ('echo a; echo b', 'echo a && echo b', 'for i in 1 2; do\n  echo $i\ndone',
+                   'cat <<EOF\nx\ny\nEOF', 'echo a |\n  cat'):
+        o = run(single)
+        eq(o['observation'], 'run', f'{single!r} runs as one command')
+        eq(md(o)['exit_code'], 0, single)
+
+
+def test_run_no_change_timeout_continue_and_ctrl_c():
+    t = time.time()
+    o = run('for i in 1 2 3; do echo tick$i; sleep 1; done; sleep 30')
+    el = time.time() - t
+    eq(o['content'], 'tick1\ntick2\ntick3', 'content')
+    eq(md(o)['exit_code'], -1, 'exit code')
+    eq(md(o)['prefix'], '', 'first timeout has no prefix')
+    eq(md(o)['suffix'], f'\n[The command has no new output after {NO_CHANGE} seconds. {TIMEOUT_HINT}]', 'suffix')
+    eq(md(o)['working_dir'], None, 'no PS1 metadata')
+    check(3.5 < el < 8, f'returned after {el:.1f}s')
+    t = time.time()
+    o = run('')
+    check(NO_CHANGE - 0.2 < time.time() - t < NO_CHANGE + 2, 'continue waited the no-change timeout')
+    eq(o['content'], '', 'no new output')
+    eq(md(o)['prefix'], '[Below is the output of the previous command.]\n', 'prefix')
+    o = run('C-c', is_input=True)
+    eq(o['content'], '^C', 'content')
+    eq(md(o)['exit_code'], 130, 'exit code')
+    eq(md(o)['suffix'], '\n[The command completed with exit code 130. CTRL+C was sent.]', 'suffix')
+
+
+def test_run_input_to_read():
+    o = run('read x; echo got:$x')
+    eq(o['content'], '', 'waiting')
+    eq(md(o)['exit_code'], -1, 'running')
+    o = run('hello', is_input=True)
+    eq(o['content'], 'got:hello', 'content')
+    completed(o, 0)
+
+
+def test_run_hard_timeout_then_not_executed():
+    t = time.time()
+    o = run('sleep 8', timeout=2.0, blocking=True)
+    el = time.time() - t
+    check(1.9 < el < 4, f'hard timeout after {el:.2f}s')
+    eq(md(o)['exit_code'], -1, 'exit')
+    eq(md(o)['suffix'], f'\n[The command timed out after 2.0 seconds. {TIMEOUT_HINT}]', 'suffix')
+    o = run('ls')
+    eq(md(o)['prefix'], '[Below is the output of the previous command.]\n', 'prefix')
+    eq(md(o)['suffix'], '\n[Your command "ls" is NOT executed. The previous command is still running - You CANNOT '
+                        'send new commands until the previous command is completed. By setting `is_input` to '
+                        f'`true`, you can interact with the current process: {TIMEOUT_HINT}]', 'suffix')
+    eq(o['extras']['command'], 'ls', 'command')
+    o = run('C-c', is_input=True)
+    eq(md(o)['exit_code'], 130, 'interrupted')
+
+
+def test_run_nothing_running():
+    o = run('')
+    eq(o['content'], 'ERROR: No previous running command to retrieve logs from.', 'empty command')
+    eq(o['extras']['command'], '', 'command')
+    eq(md(o)['exit_code'], -1, 'exit')
+    o = run('hello', is_input=True)
+    eq(o['content'], 'ERROR: No previous running command to interact with.', 'input')
+
+
+def test_run_truncation():
+    o = run('seq 1 5000 | sed s/$/xxxxxxxxxxxx/')
+    c = o['content']
+    eq(len(c), 30000 + len(MARKER), 'length')
+    check(MARKER in c, 'marker')
+    check(c.startswith('1xxxxxxxxxxxx\n2xxx'), 'head')
+    check(c.endswith('4999xxxxxxxxxxxx\n5000xxxxxxxxxxxx'), 'tail')
+    completed(o, 0)
+
+
+def test_run_terminal_rendering():
+    o = run(r"printf 'progress 10%%\rprogress 99%%\rdone        \n'; printf '\033[31mred\033[0m plain\n'")
+    eq(o['content'], 'done\nred plain', 'carriage returns collapse, escapes vanish')
+    long = 'y' * 2500
+    eq(run(f'echo {long}')['content'], long, 'a line longer than the 1000-column terminal is joined')
+
+
+def test_run_hidden_and_static():
+    o = run('echo secret', hidden=True)
+    eq(o['extras']['hidden'], True, 'hidden')
+    eq(o['content'], 'secret', 'content')
+    o = run('pwd', is_static=True, cwd='/tmp', hidden=True)
+    eq(o['content'], '/tmp', 'static cwd')
+    eq(md(o)['working_dir'], '/tmp', 'static working_dir')
+    eq(md(run('pwd'))['working_dir'], WORK, 'main session unchanged')
+    o = act('run', dict(RUN_DEFAULTS, command='echo a\necho b', hidden=True))
+    eq(o['observation'], 'run', 'hidden refusal is a run observation (the client forces extras.hidden)')
+
+
+def test_alive_answers_during_long_action():
+    result = {}
+    th = threading.Thread(target=lambda: result.update(o=run('sleep 3; echo slept', timeout=10.0, blocking=True)))
+    th.start()
+    time.sleep(0.5)
+    for path in ('/alive', '/server_info'):
+        t = time.time()
+        eq(anon.get(path).status_code, 200, path)
+        check(time.time() - t < 0.5, f'{path} answered in {time.time() - t:.2f}s while an action runs')
+    th.join()
+    eq(result['o']['content'], 'slept', 'the action completed')
+
+
+def test_flood_and_many_processes_do_not_take_the_server_down():
+    o = run('yes flood', timeout=2.0, blocking=True)
+    eq(md(o)['exit_code'], -1, 'still running after the hard timeout')
+    check(len(o['content']) <= 30000 + len(MARKER), 'truncated')
+    o = run('C-c', is_input=True)
+    eq(md(o)['exit_code'], 130, 'interrupted')
+    o = run('for i in $(seq 150); do sleep 30 & done; echo started')
+    check(o['content'].endswith('started'), 'started')
+    eq(anon.get('/alive').status_code, 200, 'alive')
+    o = run('kill $(jobs -p); wait 2>/dev/null; echo killed')
+    check(o['content'].endswith('killed'), o['content'][-200:])
+    eq(run('echo still here')['content'], 'still here', 'session works')
+
+
+def test_write_and_read_default():
+    o = act('write', {'path': 'w/new.txt', 'content': 'a\nb', 'start': 0, 'end': -1, 'thought': '',
+                      'security_risk': -1})
+    eq(o, {'message': f'I wrote to the file {WORK}/w/new.txt.', 'observation': 'write', 'content': '',
+           'extras': {'path': f'{WORK}/w/new.txt'}}, 'write observation')
+    with open(f'{WORK}/w/new.txt') as f:
+        eq(f.read(), 'a\nb\n', 'file gains a trailing newline')
+    st = os.stat(f'{WORK}/w/new.txt')
+    eq(st.st_mode & 0o777, 0o664, 'mode')
+    o = act('write', {'path': f'{WORK}/w/new.txt', 'content': 'X', 'start': 1, 'end': 2})
+    with open(f'{WORK}/w/new.txt') as f:
+        eq(f.read(), 'a\nX\n', 'lines [1:2] replaced')
+    o = act('read', {'path': 'w/new.txt', 'start': 0, 'end': -1, 'thought': '', 'security_risk': -1,
+                     'impl_source': 'default', 'view_range': None})
+    eq(list(o.keys()), ['message', 'observation', 'content', 'extras'], 'read keys')
+    eq(o['observation'], 'read', 'observation')
+    eq(o['content'], 'a\nX\n', 'content')
+    eq(o['extras'], {'path': f'{WORK}/w/new.txt', 'impl_source': 'default'}, 'extras')
+    eq(act('read', {'path': 'w/new.txt', 'start': 1})['content'], 'X\n', 'start')
+
+
+def test_read_errors_binary_and_media():
+    o = act('read', {'path': 'nope.txt'})
+    check_error_obs(o)
+    eq(o['content'], f'File not found: {WORK}/nope.txt. Your current working directory is {WORK}.', 'missing')
+    o = act('read', {'path': WORK})
+    eq(o['content'], f'Path is a directory: {WORK}. You can only read files', 'directory')
+    with open(f'{WORK}/bin.dat', 'wb') as f:
+        f.write(bytes(range(256)) * 8)
+    eq(act('read', {'path': f'{WORK}/bin.dat'})['content'], 'ERROR_BINARY_FILE', 'binary')
+    png = b'\x89PNG\r\n\x1a\n' + bytes(range(64))
+    with open(f'{WORK}/pic.png', 'wb') as f:
+        f.write(png)
+    o = act('read', {'path': 'pic.png'})
+    eq(o['content'], 'data:image/png;base64,' + base64.b64encode(png).decode(), 'png data URL')
+    with open(f'{WORK}/doc.pdf', 'wb') as f:
+        f.write(b'%PDF-1.4 x')
+    eq(act('read', {'path': 'doc.pdf'})['content'], 'data:application/pdf;base64,' +
+       base64.b64encode(b'%PDF-1.4 x').decode(), 'pdf data URL')
+
+
+def edit(command, path, **kw):
+    args = {'path': path, 'command': command, 'file_text': None, 'old_str': None, 'new_str': None,
+            'insert_line': None, 'content': '', 'start': 1, 'end': -1, 'thought': '', 'security_risk': -1,
+            'impl_source': 'oh_aci'}
+    args.update(kw)
+    o = act('edit', args)
+    eq(list(o.keys()), ['message', 'observation', 'content', 'extras'], 'edit keys')
+    eq(o['observation'], 'edit', 'observation')
+    eq(list(o['extras'].keys()), ['path', 'prev_exist', 'old_content', 'new_content', 'impl_source', 'diff',
+                                  '_diff_cache'], 'edit extras keys')
+    eq(o['extras']['impl_source'], 'oh_aci', 'impl_source')
+    eq(o['extras']['old_content'], args['old_str'], 'old_content is the action old_str')
+    eq(o['extras']['new_content'], args['new_str'], 'new_content is the action new_str')
+    return o
+
+
+def test_editor_create_view_replace_insert_undo():
+    p = f'{WORK}/ed/app.py'
+    os.makedirs(f'{WORK}/ed', exist_ok=True)
+    o = edit('create', p, file_text='x = 1\ny = 2\n')
+    eq(o['content'], f'File created successfully at: {p}', 'create')
+    eq(o['extras']['diff'], f'--- {p}\n+++ {p}\n@@ -0,0 +1,2 @@\n+x = 1\n+y = 2', 'create diff (as difflib)')
+    eq(edit('create', p, file_text='z')['content'], f'ERROR:\nInvalid `path` parameter: {p}. File already exists at: '
+       f'{p}. Cannot overwrite files using command `create`.', 'create existing')
+    o = act('read', {'path': p, 'impl_source': 'oh_aci', 'view_range': None})
+    eq(o['content'], f"Here's the result of running `cat -n` on {p}:\n     1\tx = 1\n     2\ty = 2\n     3\t\n", 'view')
+    eq(o['extras'], {'path': p, 'impl_source': 'oh_aci'}, 'read extras')
+    o = act('read', {'path': p, 'impl_source': 'oh_aci', 'view_range': [2, 10]})
+    eq(o['content'], f"Here's the result of running `cat -n` on {p}:\n     2\ty = 2\n\nNOTE: We only show up to 2 "
+                     "since there's only 2 lines in this file\n", 'view_range clamped')
+    o = edit('str_replace', p, old_str='x = 1', new_str='x = 2')
+    check(o['content'].startswith(f'The file {p} has been edited. Here\'s the result of running `cat -n` on a '
+                                  f'snippet of {p}:\n     1\tx = 2\n'), o['content'])
+    eq(o['extras']['diff'], f'--- {p}\n+++ {p}\n@@ -1 +1 @@\n-x = 1\n+x = 2', 'diff')
+    o = edit('str_replace', p, old_str='nothere', new_str='q')
+    eq(o['content'], f'ERROR:\nNo replacement was performed, old_str `nothere` did not appear verbatim in {p}.', 'miss')
+    eq(o['extras']['diff'], '', 'no diff on error')
+    edit('str_replace', p, old_str='y = 2', new_str='x = 2')
+    o = edit('str_replace', p, old_str='x = 2', new_str='w')
+    eq(o['content'], f'ERROR:\nNo replacement was performed. Multiple occurrences of old_str `x = 2` in lines [1, 2]. '
+                     'Please ensure it is unique.', 'multiple')
+    o = edit('str_replace', p, old_str='  x = 2\n\n  ', new_str='  ')
+    eq(o['content'].count('ERROR'), 1, 'whitespace retry still sees two occurrences')
+    o = edit('insert', p, insert_line=1, new_str='ins')
+    with open(p) as f:
+        eq(f.read(), 'x = 2\nins\nx = 2\n', 'inserted after line 1')
+    eq(edit('insert', p, insert_line='1x', new_str='a')['content'],
+       "ERROR:\nInvalid insert_line value: '1x'. Expected an integer.", 'insert_line string')
+    eq(edit('insert', p, insert_line=99, new_str='a')['content'],
+       'ERROR:\nInvalid `insert_line` parameter: 99. It should be within the range of allowed values: [0, 3]', 'range')
+    o = edit('undo_edit', p)
+    check(o['content'].startswith(f'Last edit to {p} undone successfully.'), 'undo')
+    with open(p) as f:
+        eq(f.read(), 'x = 2\nx = 2\n', 'undone')
+    eq(edit('view', 'relative.py')['content'], 'ERROR:\nInvalid `path` parameter: relative.py. The path should be an '
+       'absolute path, starting with `/`.', 'relative path')
+    eq(edit('undo_edit', f'{WORK}/ed/none.py')['content'], f'ERROR:\nInvalid `path` parameter: {WORK}/ed/none.py. '
+       f'The path {WORK}/ed/none.py does not exist. Please provide a valid path.', 'missing')
+
+
+def test_editor_directory_view():
+    os.makedirs(f'{WORK}/tree/sub/deep/deeper', exist_ok=True)
+    os.makedirs(f'{WORK}/tree/.hidden', exist_ok=True)
+    open(f'{WORK}/tree/a.txt', 'w').close()
+    open(f'{WORK}/tree/sub/b.txt', 'w').close()
+    o = act('read', {'path': f'{WORK}/tree', 'impl_source': 'oh_aci'})
+    t = f'{WORK}/tree'
+    eq(o['content'], f"Here's the files and directories up to 2 levels deep in {t}, excluding hidden items:\n"
+                     f"{t}/\n{t}/a.txt\n{t}/sub/\n{t}/sub/b.txt\n{t}/sub/deep/\n\n1 hidden files/directories in this "
+                     f"directory are excluded. You can use 'ls -la {t}' to see them.", 'listing')
+
+
+def test_ipython():
+    o = act('run_ipython', {'code': 'import os\nx = 20\nx + 1', 'thought': '', 'include_extra': True,
+                            'confirmation_state': 'confirmed', 'security_risk': -1, 'kernel_init_code': ''})
+    if o['observation'] == 'error':
+        check('python3' in o['content'], o['content'])
+        raise Skip('no python3 for run_ipython: ' + o['content'])
+    eq(list(o.keys()), ['message', 'observation', 'content', 'extras', 'success'], 'keys')
+    eq(o['observation'], 'run_ipython', 'observation')
+    eq(sorted(o['extras'].keys()), ['code', 'image_urls'], 'extras')
+    eq(o['success'], True, 'success')
+    lines = o['content'].split('\n')
+    eq(lines[0], '21', 'final expression value')
+    eq(lines[1], f'[Jupyter current working directory: {WORK}]', 'cwd line')
+    check(lines[2].startswith('[Jupyter Python interpreter: '), 'interpreter line')
+    o = act('run_ipython', {'code': 'print(x * 2)\nos.getcwd()', 'include_extra': False})
+    eq(o['content'], "40\n'" + WORK + "'", 'globals persist; print then value')
+    run('cd /tmp')
+    eq(act('run_ipython', {'code': 'os.getcwd()', 'include_extra': False})['content'], "'/tmp'", 'follows bash cwd')
+    run(f'cd {WORK}')
+    o = act('run_ipython', {'code': '1/0', 'include_extra': False})
+    check('ZeroDivisionError: division by zero' in o['content'] and 'Traceback' in o['content'], o['content'])
+    eq(act('run_ipython', {'code': 'y = 1', 'include_extra': False})['content'],
+       '[Code executed successfully with no output]', 'no output')
+    t = time.time()
+    o = act('run_ipython', {'code': 'import time\ntime.sleep(30)', 'include_extra': False}, timeout=1.0)
+    check(time.time() - t < 4, 'interrupted at the timeout')
+    check('KeyboardInterrupt' in o['content'] and '[Execution timed out (1.0 seconds).]' in o['content'],
+          o['content'])
+    eq(act('run_ipython', {'code': 'x', 'include_extra': False})['content'], '20', 'state kept after interrupt')
+
+
+def test_browse_unknown_and_malformed():
+    for a, args in (('browse', {'url': 'https://example.com', 'thought': '', 'return_axtree': False}),
+                    ('browse_interactive', {'browser_actions': 'goto("x")', 'thought': '',
+                                            'browsergym_send_msg_to_user': '', 'return_axtree': False})):
+        o = act(a, args)
+        check_error_obs(o)
+        eq(o['content'], 'Browser functionality is not supported or disabled.', a)
+    o = act('frobnicate', {})
+    check_error_obs(o)
+    check('frobnicate' in o['content'], 'names the type')
+    o = act('run', {'is_input': False})
+    check_error_obs(o)
+    check('command' in o['content'], 'names the missing argument')
+    r = client.post('/execute_action', content=b'{not json', headers={'Content-Type': 'application/json'})
+    eq(r.status_code, 400, 'malformed JSON')
+    check(isinstance(r.json()['detail'], str), 'detail')
+    eq(client.post('/execute_action', json={'no': 'action'}).status_code, 400, 'no action')
+    eq(anon.get('/nothing').status_code, 404, 'unknown path')
+    eq(anon.get('/nothing').json(), {'detail': 'Not Found'}, '404 body')
+    eq(run('echo ok')['content'], 'ok', 'still serving')
+
+
+def test_list_files():
+    d = f'{WORK}/lf'
+    os.makedirs(f'{d}/Bdir', exist_ok=True)
+    os.makedirs(f'{d}/adir', exist_ok=True)
+    for n in ('b.txt', 'A.txt', '.hid'):
+        open(f'{d}/{n}', 'w').close()
+    r = client.post('/list_files', json={'path': d})
+    eq(r.status_code, 200, 'status')
+    eq(r.json(), ['adir/', 'Bdir/', '.hid', 'A.txt', 'b.txt'], 'dirs first, case-insensitive, hidden kept')
+    eq(client.post('/list_files', json={'path': 'lf'}).json(), r.json(), 'relative to the working dir')
+    eq(client.post('/list_files', json={'path': '/no/such/dir'}).json(), [], 'missing')
+    eq(client.post('/list_files', json={'path': f'{d}/b.txt'}).json(), [], 'a file')
+    check('lf/' in client.post('/list_files', json={}).json(), 'no path: the working dir')
+
+
+def test_upload_download_and_zip_slip():
+    r = client.post('/upload_file', params={'destination': f'{WORK}/up', 'recursive': 'false'},
+                    files={'file': ('hello.txt', b'hi there')})
+    eq(r.status_code, 200, r.text)
+    eq(r.json(), {'filename': 'hello.txt', 'destination': f'{WORK}/up', 'recursive': False}, 'reply')
+    with open(f'{WORK}/up/hello.txt', 'rb') as f:
+        eq(f.read(), b'hi there', 'content')
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, 'w') as z:
+        z.writestr('proj/src/main.c', 'int main;')
+        z.writestr('proj/README', 'r')
+    r = client.post('/upload_file', params={'destination': f'{WORK}/up2', 'recursive': 'true'},
+                    files={'file': ('proj.zip', buf.getvalue())})
+    eq(r.status_code, 200, r.text)
+    with open(f'{WORK}/up2/proj/src/main.c') as f:
+        eq(f.read(), 'int main;', 'unpacked')
+    check(not os.path.exists(f'{WORK}/up2/proj.zip'), 'zip removed')
+    victim = os.path.join(os.path.dirname(WORK), 'zipslip-victim.txt')
+    for bad in ('../zipslip-victim.txt', victim, 'ok/../../zipslip-victim.txt'):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, 'w') as z:
+            z.writestr('fine.txt', 'fine')
+            z.writestr(bad, 'pwned')
+        r = client.post('/upload_file', params={'destination': f'{WORK}/slip', 'recursive': 'true'},
+                        files={'file': ('evil.zip', buf.getvalue())})
+        eq(r.status_code, 400, f'zip-slip entry {bad!r} refused')
+        check('refused' in r.json()['detail'], r.text)
+        check(not os.path.exists(victim), 'nothing written outside')
+        check(not os.path.exists(f'{WORK}/slip/fine.txt'), 'nothing written at all')
+    r = client.post('/upload_file', params={'destination': 'relative'}, files={'file': ('x', b'x')})
+    eq(r.status_code, 400, 'relative destination')
+    r = client.get('/download_files', params={'path': f'{WORK}/up2'})
+    eq(r.status_code, 200, 'download')
+    eq(r.headers['content-type'], 'application/zip', 'type')
+    check('up2.zip' in r.headers['content-disposition'], 'file name')
+    with zipfile.ZipFile(io.BytesIO(r.content)) as z:
+        eq(sorted(z.namelist()), ['proj/README', 'proj/src/main.c'], 'names relative to the path')
+        eq(z.read('proj/src/main.c'), b'int main;', 'data')
+    eq(client.get('/download_files', params={'path': '/no/such'}).status_code, 404, 'missing')
+    eq(client.get('/download_files', params={'path': 'rel'}).status_code, 400, 'relative')
+
+
+def test_vscode_and_mcp():
+    r = client.get('/vscode/connection_token')
+    eq((r.status_code, r.json()), (200, {'token': None}), 'token')
+    r = client.post('/update_mcp_server', json=[{'name': 'fs', 'command': 'npx', 'args': ['x'], 'env': {}}])
+    eq(r.status_code, 200, 'mcp')
+    eq(r.json()['detail'], 'MCP server updated successfully', 'detail')
+    check('no MCP proxy' in r.json()['router_error_log'], 'says so')
+    eq(client.post('/update_mcp_server', json={'not': 'a list'}).status_code, 400, 'not a list')
+
+
+class Skip(Exception):
+    pass
+
+
+ALL = {
+    'http': [test_alive_and_server_info_need_no_key, test_auth_refused_without_or_with_wrong_key,
+             test_browse_unknown_and_malformed, test_list_files, test_upload_download_and_zip_slip,
+             test_vscode_and_mcp],
+    'run': [test_run_observed_echo_false, test_run_cd_tracks_working_dir, test_run_background_job_pid,
+            test_run_state_persists, test_run_multiple_commands_refused, test_run_nothing_running,
+            test_run_no_change_timeout_continue_and_ctrl_c, test_run_input_to_read,
+            test_run_hard_timeout_then_not_executed, test_run_truncation, test_run_terminal_rendering,
+            test_run_hidden_and_static, test_alive_answers_during_long_action,
+            test_flood_and_many_processes_do_not_take_the_server_down],
+    'files': [test_write_and_read_default, test_read_errors_binary_and_media,
+              test_editor_create_view_replace_insert_undo, test_editor_directory_view],
+    'ipython': [test_ipython],
+}
+
+
+def main():
+    failed = 0
+    for g in GROUPS:
+        for fn in ALL[g]:
+            name = f'{PROG}/{fn.__name__[5:]}'
+            try:
+                fn()
+                print(f'PASS: {name}', flush=True)
+            except Skip as e:
+                print(f'SKIP: {name}: {e}', flush=True)
+            except Fail as e:
+                failed += 1
+                print(f'FAIL: {name}: {e}', flush=True)
+            except Exception:
+                failed += 1
+                print(f'FAIL: {name}: {traceback.format_exc().strip().splitlines()[-1]}', flush=True)
+                traceback.print_exc()
+    return 1 if failed else 0
+
+
+if __name__ == '__main__':
+    sys.exit(main())

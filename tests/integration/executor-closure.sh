@@ -1,0 +1,114 @@
+#!/bin/bash
+# executor-closure.sh: the executor does not need the image's libc.
+# executor/closure.sh packs ohbox-executor with its shared-library closure
+# and loader under /.ohbox of a busybox-static root filesystem (no glibc,
+# no loader, no bash anywhere else), which is entered with unshare + chroot;
+# the executor, started as
+#   /.ohbox/lib/ld-linux-x86-64.so.2 --library-path /.ohbox/lib /.ohbox/bin/ohbox-executor
+# must serve /alive and file actions there, and report a missing bash
+# cleanly.  Then a bash is layered in the same way (its own closure under
+# /.ohbox-bash, as the build issue will do) and `run` must work.
+set -u
+src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${OHBOX_BUILDDIR:-$src}
+exe=$build/ohbox-executor
+name=executor-closure
+
+skip_all() { echo "SKIP: $name/all: $1"; exit 0; }
+[ -x "$exe" ] || skip_all "ohbox-executor is not built (make ohbox-executor)"
+bb=$(command -v busybox) || skip_all "busybox is missing (apt-get install busybox-static)"
+ldd "$bb" >/dev/null 2>&1 && skip_all "$bb is dynamically linked: install busybox-static"
+/usr/bin/python3 -c 'import httpx' 2>/dev/null || skip_all "python3-httpx is missing (apt-get install python3-httpx)"
+if [ "$(id -u)" = 0 ]; then ns=(unshare -m --propagation private); else ns=(unshare -r -m --propagation private); fi
+"${ns[@]}" true 2>/dev/null || skip_all "cannot create a mount namespace here"
+
+tmp=$(mktemp -d /tmp/ohbox-closure-test.XXXXXX)
+pid=
+stop() { [ -n "$pid" ] && kill "$pid" 2>/dev/null && wait "$pid" 2>/dev/null; pid=; }
+trap 'stop; rm -rf "$tmp"' EXIT
+root=$tmp/root
+fails=0
+pass() { echo "PASS: $name/$1"; }
+fail() { echo "FAIL: $name/$1: $2"; fails=$((fails + 1)); }
+
+# A busybox rootfs.
+mkdir -p "$root"/{bin,etc,tmp,dev,proc,workspace,root}
+chmod 1777 "$root/tmp"
+cp "$bb" "$root/bin/busybox"
+for applet in $("$bb" --list); do [ -e "$root/bin/$applet" ] || ln -s busybox "$root/bin/$applet"; done
+echo 'root:x:0:0:root:/root:/bin/sh' >"$root/etc/passwd"
+echo 'root:x:0:' >"$root/etc/group"
+
+if out=$(sh "$src/executor/closure.sh" "$exe" "$root/.ohbox" 2>&1); then
+  pass closure_made
+else
+  fail closure_made "$out"
+  exit 1
+fi
+stray=$(find "$root" \( -name 'libc.so*' -o -name 'ld-linux*' \) -not -path "$root/.ohbox/*" | head -n 1)
+if [ -z "$stray" ] && [ -x "$root/.ohbox/lib/ld-linux-x86-64.so.2" ]; then
+  pass rootfs_has_no_libc
+else
+  fail rootfs_has_no_libc "found ${stray:-no loader in /.ohbox/lib}"
+fi
+
+port=$(/usr/bin/python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+start() {
+  "${ns[@]}" sh -c 'r=$1; shift; mount --rbind /dev "$r/dev" && mount -t proc proc "$r/proc" 2>/dev/null; exec chroot "$r" "$@"' \
+    sh "$root" /.ohbox/lib/ld-linux-x86-64.so.2 --library-path /.ohbox/lib /.ohbox/bin/ohbox-executor "$port" \
+    --working-dir /workspace --username root --user-id 0 >"$tmp/log" 2>&1 &
+  pid=$!
+  for _ in $(seq 100); do
+    /usr/bin/python3 -c "import httpx,sys; sys.exit(httpx.get('http://127.0.0.1:$port/alive').status_code != 200)" \
+      2>/dev/null && return 0
+    kill -0 "$pid" 2>/dev/null || return 1
+    sleep 0.1
+  done
+  return 1
+}
+
+check() {  # check TEST PYTHON-EXPRESSION-ON-o (o = the observation of action JSON $3)
+  local res
+  res=$(/usr/bin/python3 - "$port" "$3" "$2" <<'PY'
+import httpx, json, sys
+port, action, expr = sys.argv[1], json.loads(sys.argv[2]), sys.argv[3]
+r = httpx.post(f'http://127.0.0.1:{port}/execute_action', json={'action': action}, timeout=60)
+o = r.json()
+print('ok' if r.status_code == 200 and eval(expr) else f'status {r.status_code}: {json.dumps(o)[:300]}')
+PY
+)
+  [ "$res" = ok ] && pass "$1" || fail "$1" "$res"
+}
+
+if start; then
+  pass starts_without_image_libc
+  check write_in_busybox "o['observation'] == 'write' and o['extras']['path'] == '/workspace/x.txt'" \
+    '{"action":"write","args":{"path":"/workspace/x.txt","content":"hi"},"timeout":30}'
+  check read_back "o['content'] == 'hi\n' and o['observation'] == 'read'" \
+    '{"action":"read","args":{"path":"/workspace/x.txt"},"timeout":30}'
+  check run_without_bash_is_an_error_observation "o['observation'] == 'error' and 'bash' in o['content']" \
+    '{"action":"run","args":{"command":"echo hi"},"timeout":30}'
+else
+  fail starts_without_image_libc "$(tail -n 5 "$tmp/log")"
+fi
+stop
+
+# Layer a bash in (its own closure) and drive it.
+if sh "$src/executor/closure.sh" "$(command -v bash)" "$root/.ohbox-bash" >/dev/null 2>&1; then
+  printf '#!/bin/sh\nexec /.ohbox-bash/lib/ld-linux-x86-64.so.2 --library-path /.ohbox-bash/lib /.ohbox-bash/bin/bash "$@"\n' \
+    >"$root/bin/bash"
+  chmod 755 "$root/bin/bash"
+  if start; then
+    check run_with_layered_bash "o['content'] == 'hi' and o['extras']['metadata']['exit_code'] == 0" \
+      '{"action":"run","args":{"command":"echo hi"},"timeout":30}'
+    check busybox_tools_from_the_image "o['content'] == 'x.txt' and o['extras']['metadata']['working_dir'] == '/workspace'" \
+      '{"action":"run","args":{"command":"ls /workspace"},"timeout":30}'
+  else
+    fail run_with_layered_bash "$(tail -n 5 "$tmp/log")"
+  fi
+  stop
+else
+  echo "SKIP: $name/run_with_layered_bash: closure.sh could not pack bash"
+fi
+[ $fails -eq 0 ] || { echo "---- executor log"; tail -n 20 "$tmp/log"; }
+exit $((fails > 0))

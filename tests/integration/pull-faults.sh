@@ -1,0 +1,259 @@
+#!/bin/bash
+# pull-faults.sh: `ohbox pull` through tests/lib/fault_proxy.py: dropped
+# connections (resume with Range), 429 and 503 (retry, honouring
+# Retry-After), corrupted and truncated bodies (integrity errors, nothing
+# stored), concurrent pulls (each blob fetched once) and a pull killed
+# mid-blob (no half blob, the next pull resumes).
+. "$(dirname "$0")/../lib/common.sh"
+. "$T_LIB/registry.sh"
+. "$T_LIB/images.sh"
+. "$T_LIB/ohbox.sh"
+
+setup ()
+{
+  img_build || return 1
+  reg_start http REG || return 1
+  img_push REG "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
+}
+t_setup_or_die setup setup
+
+# pull_via_proxy [OPTIONS]: pulls test/busybox through the proxy FP.
+pull_via_proxy ()
+{
+  ohbox pull --tls-verify=false "$@" "$FP_HOST/test/busybox:latest"
+}
+
+# blob_gets DIGEST: GETs of that blob the proxy answered with data.
+blob_gets ()
+{
+  fp_count FP ".method == \"GET\" and (.path | endswith(\"/blobs/$1\")) and (.status == 200 or .status == 206)"
+}
+
+# only_blob DIGEST: a "match" setting for fp_set that selects one blob.
+only_blob ()
+{
+  printf '"match": "/blobs/%s$"' "$1"
+}
+
+test_drop_resume ()
+{
+  fp_start REG FP
+  fp_set FP "{\"drop_after\": 300000, $(only_blob "$IMG_BB_LAYER1")}"
+  assert_ok pull_via_proxy
+  assert_match "$out" "^pulled $FP_HOST/test/busybox:latest $IMG_BB_MANIFEST linux/amd64\$"
+  assert_int -eq 1 "$(fp_count FP '.fault == "drop"')" "dropped responses"
+  assert_int -ge "$(fp_count FP "(.path | endswith(\"/blobs/$IMG_BB_LAYER1\")) and .status == 206
+    and (.range // \"\" | test(\"^bytes=[1-9][0-9]*-\"))")" 1 "Range requests resuming the layer"
+  assert_store_blobs_valid
+  assert_blob_present "$IMG_BB_LAYER1"
+  assert_layer_present "$IMG_BB_DIFF1"
+}
+
+# min_retry_gap STATUS: the shortest time between an answer STATUS and the
+# next request for the same path.
+min_retry_gap ()
+{
+  jq -s --argjson st "$1" '. as $all | [ $all[] | select(.status == $st) | . as $e
+    | ([ $all[] | select(.path == $e.path and .time > $e.time) | .time ] | min) - $e.time ] | min' "$FP_LOG"
+}
+
+test_429_retry ()
+{
+  fp_start REG FP
+  fp_set FP '{"status_429": 2}'
+  assert_ok pull_via_proxy
+  assert_match "$out" "^pulled $FP_HOST/test/busybox:latest $IMG_BB_MANIFEST linux/amd64\$"
+  assert_int -eq 2 "$(fp_count FP '.status == 429')" "429 answers"
+  # Retry-After: 1 is honoured
+  assert_jq "$(min_retry_gap 429)" '. >= 0.9' "seconds between a 429 and the retry"
+  assert_store_blobs_valid
+}
+
+test_503_retry ()
+{
+  fp_start REG FP
+  fp_set FP '{"status_503": 2}'
+  assert_ok pull_via_proxy
+  assert_int -eq 2 "$(fp_count FP '.status == 503')" "503 answers"
+  assert_store_blobs_valid
+  assert_layer_present "$IMG_BB_DIFF1"
+}
+
+test_manifest_503_retry ()
+{
+  fp_start REG FP
+  fp_set FP '{"status_503": 1, "match": "/manifests/"}'
+  assert_ok pull_via_proxy
+  assert_int -eq 1 "$(fp_count FP '.status == 503 and (.path | contains("/manifests/"))')" "503 on the manifest"
+}
+
+test_503_gives_up ()
+{
+  # a registry that never recovers: the pull fails with a registry error
+  # (exit 5) naming the status, in bounded time
+  fp_start REG FP
+  fp_set FP '{"status_503": -1}'
+  local start=$SECONDS
+  assert_exit 5 pull_via_proxy
+  assert_contains "$err" "503" "error message"
+  assert_int -le $((SECONDS - start)) 90 "seconds before giving up"
+  assert_eq "" "$(find "$T_ROOT/blobs" -type f -name "*${IMG_BB_LAYER1#sha256:}*" 2>/dev/null)" "layer blob"
+}
+
+test_corrupt_layer ()
+{
+  fp_start REG FP
+  fp_set FP "{\"corrupt\": -1, $(only_blob "$IMG_BB_LAYER1")}"
+  assert_exit 6 pull_via_proxy
+  assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
+  assert_blob_absent "$IMG_BB_LAYER1" "the corrupted layer"
+  assert_layer_absent "$IMG_BB_DIFF1"
+  assert_store_blobs_valid
+  assert_ok ohbox images -q
+  assert_eq "" "$out" "images after a failed pull"
+}
+
+test_corrupt_config ()
+{
+  fp_start REG FP
+  fp_set FP "{\"corrupt\": -1, $(only_blob "$IMG_BB_CONFIG")}"
+  assert_exit 6 pull_via_proxy
+  assert_contains "$err" "$(short_hex "$IMG_BB_CONFIG")" "error message naming the digest"
+  assert_blob_absent "$IMG_BB_CONFIG" "the corrupted config"
+  assert_store_blobs_valid
+}
+
+test_corrupt_once_then_clean ()
+{
+  # after a failed pull, a clean one works (nothing bad was kept)
+  fp_start REG FP
+  fp_set FP "{\"corrupt\": -1, $(only_blob "$IMG_BB_LAYER1")}"
+  assert_exit 6 pull_via_proxy
+  fp_set FP '{}'
+  assert_ok pull_via_proxy
+  assert_blob_present "$IMG_BB_LAYER1"
+  assert_store_blobs_valid
+}
+
+test_truncated_body_recovers ()
+{
+  # the body announced is longer than the one sent, once: resume or retry
+  fp_start REG FP
+  fp_set FP "{\"bad_length\": \"long\", \"bad_length_count\": 1, $(only_blob "$IMG_BB_LAYER1")}"
+  assert_ok pull_via_proxy
+  assert_int -eq 1 "$(fp_count FP '.fault == "bad_length_long"')" "truncated answers"
+  assert_blob_present "$IMG_BB_LAYER1"
+  assert_store_blobs_valid
+}
+
+test_short_body ()
+{
+  # a complete-looking body one byte short of the descriptor's size, always:
+  # a size mismatch (6), or a transfer that never completes (5)
+  fp_start REG FP
+  fp_set FP "{\"bad_length\": \"short\", \"bad_length_count\": -1, $(only_blob "$IMG_BB_LAYER1")}"
+  assert_fails pull_via_proxy
+  assert_match "$rc" '^[56]$' "exit status"
+  assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
+  assert_blob_absent "$IMG_BB_LAYER1"
+  assert_store_blobs_valid
+}
+
+test_concurrent_pulls ()
+{
+  fp_start REG FP
+  # slow enough that the two pulls overlap
+  fp_set FP '{"rate": 1500000}'
+  ohbox_bg "$T_WORK/pull1.out" pull --tls-verify=false "$FP_HOST/test/busybox:latest"
+  local p1=$OHBOX_BG_PID
+  ohbox_bg "$T_WORK/pull2.out" pull --tls-verify=false "$FP_HOST/test/busybox:latest"
+  local p2=$OHBOX_BG_PID rc1=0 rc2=0
+  wait "$p1" || rc1=$?
+  wait "$p2" || rc2=$?
+  sed 's/^/  pull1| /' "$T_WORK/pull1.out" >&9
+  sed 's/^/  pull2| /' "$T_WORK/pull2.out" >&9
+  assert_eq 0 "$rc1" "exit status of the first pull"
+  assert_eq 0 "$rc2" "exit status of the second pull"
+  assert_match "$(cat "$T_WORK/pull1.out")" "^pulled $FP_HOST/test/busybox:latest $IMG_BB_MANIFEST"
+  assert_match "$(cat "$T_WORK/pull2.out")" "^pulled $FP_HOST/test/busybox:latest $IMG_BB_MANIFEST"
+  local d
+  for d in "$IMG_BB_CONFIG" "$IMG_BB_LAYER1" "$IMG_BB_LAYER2"; do
+    assert_int -eq 1 "$(blob_gets "$d")" "downloads of blob $d"
+  done
+  assert_store_blobs_valid
+  assert_layer_present "$IMG_BB_DIFF1"
+  assert_layer_present "$IMG_BB_DIFF2"
+  assert_ok ohbox images -q
+  assert_eq "$IMG_BB_MANIFEST" "$out"
+}
+
+# partial_over N: some file of the store outside blobs/ (the download in
+# progress) has more than N bytes.
+partial_over ()
+{
+  find "$T_ROOT" -path "$T_ROOT/blobs" -prune -o -type f -size "+$1c" -print 2>/dev/null | grep -q .
+}
+
+# kill_mid_blob: starts a pull slowed down on layer 1 and SIGKILLs it once
+# part of the layer arrived.
+kill_mid_blob ()
+{
+  fp_set FP "{\"rate\": 200000, $(only_blob "$IMG_BB_LAYER1")}"
+  ohbox_bg "$T_WORK/killed.out" pull --tls-verify=false "$FP_HOST/test/busybox:latest"
+  local pid=$OHBOX_BG_PID
+  if ! t_wait_until 30 partial_over 200000; then
+    kill -KILL "$pid" 2>/dev/null
+    _t_assert_fail "no partial download of more than 200000 bytes appeared: $(cat "$T_WORK/killed.out")"
+    return 1
+  fi
+  kill -KILL "$pid"
+  wait "$pid" || true
+  sed 's/^/  killed pull| /' "$T_WORK/killed.out" >&9
+  fp_set FP '{}'
+}
+
+test_sigkill_resume ()
+{
+  fp_start REG FP
+  kill_mid_blob
+  # no half blob is visible as a blob
+  assert_blob_absent "$IMG_BB_LAYER1" "the interrupted layer"
+  assert_store_blobs_valid
+  assert_layer_absent "$IMG_BB_DIFF1"
+  assert_ok ohbox images -q
+  assert_eq "" "$out" "images after a killed pull"
+  # the next pull completes, resuming the partial download
+  assert_ok pull_via_proxy
+  assert_match "$out" "^pulled $FP_HOST/test/busybox:latest $IMG_BB_MANIFEST linux/amd64\$"
+  assert_blob_present "$IMG_BB_LAYER1"
+  assert_store_blobs_valid
+  assert_layer_present "$IMG_BB_DIFF1"
+  assert_int -ge "$(fp_count FP "(.path | endswith(\"/blobs/$IMG_BB_LAYER1\")) and .status == 206
+    and (.range // \"\" | test(\"^bytes=[1-9][0-9]*-\"))")" 1 "Range requests resuming the layer"
+}
+
+test_sigkill_prune ()
+{
+  fp_start REG FP
+  kill_mid_blob
+  assert_ok ohbox prune --format json
+  assert_jq "$out" '.partials >= 1' "prune after a killed pull"
+  assert_eq "" "$(find "$T_ROOT" -path "$T_ROOT/blobs" -prune -o -type f -size +200000c -print)" \
+    "partial files after prune"
+  assert_ok pull_via_proxy
+  assert_store_blobs_valid
+}
+
+run_test drop_resume test_drop_resume
+run_test 429_retry test_429_retry
+run_test 503_retry test_503_retry
+run_test manifest_503_retry test_manifest_503_retry
+run_test 503_gives_up test_503_gives_up
+run_test corrupt_layer test_corrupt_layer
+run_test corrupt_config test_corrupt_config
+run_test corrupt_once_then_clean test_corrupt_once_then_clean
+run_test truncated_body_recovers test_truncated_body_recovers
+run_test short_body test_short_body
+run_test concurrent_pulls test_concurrent_pulls
+run_test sigkill_resume test_sigkill_resume
+run_test sigkill_prune test_sigkill_prune

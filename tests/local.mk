@@ -1,0 +1,47 @@
+# Tests. `make check` runs tests/run-tests.sh, which runs every unit test
+# program and every integration script and ends with "N passed, N failed, N skipped".
+UNIT_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(CURL_CFLAGS) -I$(top_srcdir)/tests/unit
+UNIT_LDADD = libohbox.la $(JANSSON_LIBS) $(ARCHIVE_LIBS)
+
+check_PROGRAMS += tests/unit/test-digest tests/unit/test-reference tests/unit/test-registries-conf \
+	tests/unit/test-authfile tests/unit/test-auth-challenge tests/unit/test-oci tests/unit/test-layer \
+	tests/unit/test-store
+
+tests_unit_test_digest_SOURCES = tests/unit/test-digest.c tests/unit/unit.h
+tests_unit_test_digest_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_digest_LDADD = $(UNIT_LDADD)
+tests_unit_test_reference_SOURCES = tests/unit/test-reference.c tests/unit/unit.h
+tests_unit_test_reference_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_reference_LDADD = $(UNIT_LDADD)
+tests_unit_test_registries_conf_SOURCES = tests/unit/test-registries-conf.c tests/unit/unit.h
+tests_unit_test_registries_conf_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_registries_conf_LDADD = $(UNIT_LDADD)
+tests_unit_test_authfile_SOURCES = tests/unit/test-authfile.c tests/unit/unit.h
+tests_unit_test_authfile_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_authfile_LDADD = $(UNIT_LDADD)
+tests_unit_test_auth_challenge_SOURCES = tests/unit/test-auth-challenge.c tests/unit/unit.h
+tests_unit_test_auth_challenge_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_auth_challenge_LDADD = $(UNIT_LDADD)
+tests_unit_test_oci_SOURCES = tests/unit/test-oci.c tests/unit/unit.h
+tests_unit_test_oci_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_oci_LDADD = $(UNIT_LDADD)
+tests_unit_test_layer_SOURCES = tests/unit/test-layer.c tests/unit/unit.h
+tests_unit_test_layer_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_layer_LDADD = $(UNIT_LDADD)
+tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/unit.h
+tests_unit_test_store_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_store_LDADD = $(UNIT_LDADD)
+
+EXTRA_DIST += tests/run-tests.sh tests/lib tests/integration
+
+check-local: $(check_PROGRAMS) $(bin_PROGRAMS)
+	@OHBOX_BUILDDIR=$(abs_top_builddir) OHBOX_SRCDIR=$(abs_top_srcdir) \
+	  $(SHELL) $(top_srcdir)/tests/run-tests.sh $(TESTS_ARGS)
+
+check_PROGRAMS += tests/unit/test-seccomp tests/unit/test-capabilities
+tests_unit_test_seccomp_SOURCES = tests/unit/test-seccomp.c tests/unit/unit.h
+tests_unit_test_seccomp_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_seccomp_LDADD = $(UNIT_LDADD) $(SECCOMP_LIBS) $(CAP_LIBS)
+tests_unit_test_capabilities_SOURCES = tests/unit/test-capabilities.c tests/unit/unit.h
+tests_unit_test_capabilities_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_capabilities_LDADD = $(UNIT_LDADD) $(CAP_LIBS)

@@ -1,0 +1,371 @@
+/* test-store.c: the content-addressed store: atomic verified blobs, resume
+ * of partial downloads, locks, names, resolution, GC, layer unpack. */
+#include "config.h"
+
+#include <archive.h>
+#include <archive_entry.h>
+#include <fcntl.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "store.h"
+#include "unit.h"
+#include "utils.h"
+
+static char *tmproot;
+
+static struct ohbox_store *
+open_fresh (void)
+{
+  static int n;
+  char *root = xasprintf ("%s/store-%d", tmproot, n++);
+  struct ohbox_store *s = NULL;
+  ohbox_error_t err = NULL;
+  if (ohbox_store_open (root, &s, &err) < 0)
+    {
+      fprintf (stderr, "open: %s\n", err->msg);
+      exit (1);
+    }
+  free (root);
+  return s;
+}
+
+static bool
+exists (struct ohbox_store *s, const char *rel)
+{
+  struct stat st;
+  return fstatat (ohbox_store_dirfd (s), rel, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+static void
+test_put_and_read_blob (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  char d[OHBOX_DIGEST_LEN + 1];
+  CHECK (ohbox_store_put_blob (s, NULL, "hello", 5, d, &err) == 0);
+  CHECK_STR (d, "sha256:2cf24dba5fb0a30e26e83b2ac5b9e29e1b161e5c1fa7425e73043362938b9824");
+  CHECK (ohbox_store_has_blob (s, d));
+  char *data = NULL;
+  size_t len = 0;
+  CHECK (ohbox_store_read_blob (s, d, 100, &data, &len, &err) == 0);
+  CHECK (len == 5 && memcmp (data, "hello", 5) == 0);
+  free (data);
+  /* Bounded read. */
+  CHECK (ohbox_store_read_blob (s, d, 4, &data, &len, &err) < 0);
+  CHECK (err->kind == OHBOX_ERR_INTEGRITY);
+  ohbox_error_release (&err);
+  /* Wrong expected digest: refused, nothing stored. */
+  const char *other = "sha256:0000000000000000000000000000000000000000000000000000000000000000";
+  CHECK (ohbox_store_put_blob (s, other, "x", 1, NULL, &err) < 0 && err->kind == OHBOX_ERR_INTEGRITY);
+  ohbox_error_release (&err);
+  CHECK (!ohbox_store_has_blob (s, other));
+  ohbox_store_close (s);
+}
+
+static void
+test_digest_validated_before_paths (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  struct ohbox_blob_writer *w = NULL;
+  CHECK (ohbox_store_blob_begin (s, "sha256:../../../etc/passwd", -1, true, &w, &err) < 0);
+  CHECK (err->kind == OHBOX_ERR_INTEGRITY && w == NULL);
+  ohbox_error_release (&err);
+  int fd = -1;
+  CHECK (ohbox_store_open_blob (s, "sha256:../../x", &fd, &err) < 0 && fd == -1);
+  ohbox_error_release (&err);
+  CHECK (!ohbox_store_has_blob (s, "sha256:AB"));
+  ohbox_store_close (s);
+}
+
+static void
+test_damaged_blob_detected (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  char d[OHBOX_DIGEST_LEN + 1];
+  CHECK (ohbox_store_put_blob (s, NULL, "{\"a\":1}", 7, d, &err) == 0);
+  char *path = ohbox_store_blob_path (s, d);
+  FILE *f = fopen (path, "w");
+  fputs ("{\"a\":2}", f);
+  fclose (f);
+  free (path);
+  char *data = NULL;
+  CHECK (ohbox_store_read_blob (s, d, 100, &data, NULL, &err) < 0);
+  CHECK (err->kind == OHBOX_ERR_INTEGRITY && strstr (err->msg, "damaged"));
+  ohbox_error_release (&err);
+  ohbox_store_close (s);
+}
+
+static void
+test_writer_resume_and_verify (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  const char *content = "0123456789abcdefghij";
+  char d[OHBOX_DIGEST_LEN + 1];
+  ohbox_sha256_buffer (content, 20, d);
+
+  struct ohbox_blob_writer *w = NULL;
+  CHECK (ohbox_store_blob_begin (s, d, 20, true, &w, &err) == 0 && w != NULL);
+  CHECK (ohbox_blob_writer_offset (w) == 0);
+  CHECK (ohbox_blob_writer_write (w, content, 8, &err) == 0);
+  ohbox_blob_writer_abort (w, true); /* an interrupted download */
+  CHECK (!ohbox_store_has_blob (s, d));
+  char partial[128];
+  snprintf (partial, sizeof partial, "ingest/%s.partial", ohbox_digest_hex (d));
+  CHECK (exists (s, partial));
+
+  /* The next attempt resumes at byte 8 and the digest still checks out. */
+  CHECK (ohbox_store_blob_begin (s, d, 20, true, &w, &err) == 0 && w != NULL);
+  CHECK (ohbox_blob_writer_offset (w) == 8, "offset %lld", (long long) ohbox_blob_writer_offset (w));
+  CHECK (ohbox_blob_writer_write (w, content + 8, 12, &err) == 0);
+  CHECK (ohbox_blob_writer_commit (w, &err) == 0, "%s", err ? err->msg : "");
+  CHECK (ohbox_store_has_blob (s, d));
+  CHECK (!exists (s, partial));
+
+  /* Already present: begin says so with no writer. */
+  CHECK (ohbox_store_blob_begin (s, d, 20, true, &w, &err) == 0 && w == NULL);
+  ohbox_store_close (s);
+}
+
+static void
+test_writer_rejects_bad_data (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  char d[OHBOX_DIGEST_LEN + 1];
+  ohbox_sha256_buffer ("good data", 9, d);
+  struct ohbox_blob_writer *w = NULL;
+  /* Corrupted byte: digest mismatch at commit, partial deleted. */
+  CHECK (ohbox_store_blob_begin (s, d, 9, true, &w, &err) == 0 && w);
+  CHECK (ohbox_blob_writer_write (w, "goXd data", 9, &err) == 0);
+  CHECK (ohbox_blob_writer_commit (w, &err) < 0);
+  CHECK (err->kind == OHBOX_ERR_INTEGRITY && strstr (err->msg, d) != NULL, "%s", err->msg);
+  ohbox_error_release (&err);
+  CHECK (!ohbox_store_has_blob (s, d));
+  char partial[128];
+  snprintf (partial, sizeof partial, "ingest/%s.partial", ohbox_digest_hex (d));
+  CHECK (!exists (s, partial));
+  /* Too much data: refused as it arrives. */
+  CHECK (ohbox_store_blob_begin (s, d, 9, true, &w, &err) == 0 && w);
+  CHECK (ohbox_blob_writer_write (w, "good data and more", 18, &err) < 0 && err->kind == OHBOX_ERR_INTEGRITY);
+  ohbox_error_release (&err);
+  ohbox_blob_writer_abort (w, false);
+  /* Too little: size mismatch at commit. */
+  CHECK (ohbox_store_blob_begin (s, d, 9, true, &w, &err) == 0 && w);
+  CHECK (ohbox_blob_writer_write (w, "good", 4, &err) == 0);
+  CHECK (ohbox_blob_writer_commit (w, &err) < 0 && strstr (err->msg, "size mismatch"));
+  ohbox_error_release (&err);
+  CHECK (!ohbox_store_has_blob (s, d));
+  ohbox_store_close (s);
+}
+
+static void
+test_blob_lock_excludes_other_process (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  char d[OHBOX_DIGEST_LEN + 1];
+  ohbox_sha256_buffer ("locked", 6, d);
+  struct ohbox_blob_writer *w = NULL;
+  CHECK (ohbox_store_blob_begin (s, d, 6, true, &w, &err) == 0 && w);
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      /* flock locks belong to open file descriptions: a fresh open in the
+       * child contends like another process would. */
+      struct ohbox_store *s2 = NULL;
+      ohbox_error_t e2 = NULL;
+      if (ohbox_store_open (ohbox_store_root (s), &s2, &e2) < 0)
+        _exit (10);
+      struct ohbox_blob_writer *w2 = NULL;
+      int r = ohbox_store_blob_begin (s2, d, 6, false, &w2, &e2);
+      _exit (r == 1 && w2 == NULL ? 0 : 11);
+    }
+  int status = 0;
+  waitpid (pid, &status, 0);
+  CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0, "child status %d", status);
+  CHECK (ohbox_blob_writer_write (w, "locked", 6, &err) == 0);
+  CHECK (ohbox_blob_writer_commit (w, &err) == 0);
+  ohbox_store_close (s);
+}
+
+static json_t *
+fake_record (struct ohbox_store *s, const char *content, char id_out[OHBOX_DIGEST_LEN + 1], char blob_out[OHBOX_DIGEST_LEN + 1])
+{
+  ohbox_error_t err = NULL;
+  ohbox_store_put_blob (s, NULL, content, strlen (content), id_out, &err);
+  char *layer_content = xasprintf ("layer of %s", content);
+  ohbox_store_put_blob (s, NULL, layer_content, strlen (layer_content), blob_out, &err);
+  free (layer_content);
+  return json_pack ("{s:s, s:s, s:[{s:s, s:s, s:i, s:s}], s:i}", "id", id_out, "config_digest", id_out, "layers",
+                    "digest", blob_out, "diff_id", blob_out, "size", 1, "media_type", "x", "size", 1);
+}
+
+static void
+test_names_resolve_and_remove (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  char id[OHBOX_DIGEST_LEN + 1], blob[OHBOX_DIGEST_LEN + 1];
+  json_t *rec = fake_record (s, "image one", id, blob);
+  CHECK (ohbox_store_put_image (s, rec, &err) == 0);
+  json_decref (rec);
+  CHECK (ohbox_store_set_ref (s, "docker.io/library/busybox:latest", id, &err) == 0);
+  CHECK (ohbox_store_set_ref (s, "127.0.0.1:5000/x/y:1", id, &err) == 0);
+
+  char *got = NULL;
+  CHECK (ohbox_store_resolve (s, "busybox", &got, &err) == 0, "%s", err ? err->msg : "");
+  CHECK_STR (got, id);
+  free (got);
+  CHECK (ohbox_store_resolve (s, "127.0.0.1:5000/x/y:1", &got, &err) == 0);
+  free (got);
+  char prefix[16];
+  snprintf (prefix, sizeof prefix, "%.8s", id + 7);
+  CHECK (ohbox_store_resolve (s, prefix, &got, &err) == 0);
+  CHECK_STR (got, id);
+  free (got);
+  CHECK (ohbox_store_resolve (s, id, &got, &err) == 0);
+  free (got);
+  CHECK (ohbox_store_resolve (s, "nothere:1", &got, &err) < 0 && err->kind == OHBOX_ERR_NOT_FOUND);
+  ohbox_error_release (&err);
+
+  json_t *names = ohbox_store_names_of (s, id);
+  CHECK (json_array_size (names) == 2);
+  json_decref (names);
+  json_t *list = NULL;
+  CHECK (ohbox_store_list_images (s, &list, &err) == 0 && json_array_size (list) == 1);
+  CHECK (json_array_size (json_object_get (json_array_get (list, 0), "names")) == 2);
+  json_decref (list);
+
+  CHECK (ohbox_store_remove_ref (s, "docker.io/library/busybox:latest", &err) == 1);
+  CHECK (ohbox_store_remove_ref (s, "docker.io/library/busybox:latest", &err) == 0);
+  CHECK (ohbox_store_remove_image (s, id, &err) == 0);
+  CHECK (ohbox_store_resolve (s, "127.0.0.1:5000/x/y:1", &got, &err) < 0);
+  ohbox_error_release (&err);
+  ohbox_store_close (s);
+}
+
+static void
+test_gc (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  char id1[OHBOX_DIGEST_LEN + 1], b1[OHBOX_DIGEST_LEN + 1], id2[OHBOX_DIGEST_LEN + 1], b2[OHBOX_DIGEST_LEN + 1];
+  json_t *r1 = fake_record (s, "kept", id1, b1);
+  json_t *r2 = fake_record (s, "untagged", id2, b2);
+  CHECK (ohbox_store_put_image (s, r1, &err) == 0 && ohbox_store_put_image (s, r2, &err) == 0);
+  json_decref (r1);
+  json_decref (r2);
+  CHECK (ohbox_store_set_ref (s, "localhost/kept:1", id1, &err) == 0);
+  char stray[OHBOX_DIGEST_LEN + 1];
+  CHECK (ohbox_store_put_blob (s, NULL, "stray", 5, stray, &err) == 0);
+  /* Leftovers of a killed process. */
+  int dfd = ohbox_store_dirfd (s);
+  close (openat (dfd, "ingest/abc.partial", O_CREAT | O_WRONLY, 0600));
+  mkdirat (dfd, "tmp/layer-x", 0700);
+  mkdirat (dfd, "layers/sha256/0000000000000000000000000000000000000000000000000000000000000000", 0700);
+
+  struct ohbox_gc_stats st;
+  CHECK (ohbox_store_gc (s, false, &st, &err) == 0, "%s", err ? err->msg : "");
+  CHECK (st.images_removed == 0 && st.blobs_removed == 1, "blobs removed %llu", (unsigned long long) st.blobs_removed);
+  CHECK (ohbox_store_has_blob (s, id2) && !ohbox_store_has_blob (s, stray));
+  CHECK (st.partials_removed == 2 && st.layers_removed == 1);
+  CHECK (!exists (s, "ingest/abc.partial") && !exists (s, "tmp/layer-x"));
+
+  CHECK (ohbox_store_gc (s, true, &st, &err) == 0);
+  CHECK (st.images_removed == 1 && st.blobs_removed == 2);
+  CHECK (ohbox_store_has_blob (s, id1) && ohbox_store_has_blob (s, b1));
+  CHECK (!ohbox_store_has_blob (s, id2) && !ohbox_store_has_blob (s, b2));
+  ohbox_store_close (s);
+}
+
+/* A small tar.gz with one file, written with libarchive. */
+static size_t
+make_layer (char *buf, size_t cap)
+{
+  struct archive *a = archive_write_new ();
+  archive_write_set_format_pax_restricted (a);
+  archive_write_add_filter_gzip (a);
+  size_t used = 0;
+  archive_write_open_memory (a, buf, cap, &used);
+  struct archive_entry *e = archive_entry_new ();
+  archive_entry_set_pathname (e, "etc/hello");
+  archive_entry_set_filetype (e, AE_IFREG);
+  archive_entry_set_perm (e, 0644);
+  archive_entry_set_size (e, 6);
+  archive_write_header (a, e);
+  archive_write_data (a, "hello\n", 6);
+  archive_entry_free (e);
+  archive_write_close (a);
+  archive_write_free (a);
+  return used;
+}
+
+static void
+test_unpack_layer (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  static char buf[1 << 16];
+  size_t n = make_layer (buf, sizeof buf);
+  char blob[OHBOX_DIGEST_LEN + 1];
+  CHECK (ohbox_store_put_blob (s, NULL, buf, n, blob, &err) == 0);
+  struct ohbox_layer_options lo = { 0 };
+  struct ohbox_layer_stats st;
+  /* A wrong DiffID: refused, nothing left behind. */
+  const char *wrong = "sha256:1111111111111111111111111111111111111111111111111111111111111111";
+  CHECK (ohbox_store_unpack_layer (s, blob, wrong, &lo, &st, &err) < 0);
+  CHECK (err->kind == OHBOX_ERR_INTEGRITY && strstr (err->msg, wrong), "%s", err->msg);
+  /* The message names the real DiffID: use it. */
+  const char *p = strstr (err->msg, "hashes to ");
+  CHECK (p != NULL);
+  char diff_id[OHBOX_DIGEST_LEN + 1];
+  snprintf (diff_id, sizeof diff_id, "%.71s", p + 10);
+  ohbox_error_release (&err);
+  CHECK (!ohbox_store_has_layer (s, wrong));
+  int dfd = openat (ohbox_store_dirfd (s), "tmp", O_RDONLY | O_DIRECTORY);
+  DIR *d = fdopendir (dfd);
+  int entries = 0;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    entries += de->d_name[0] != '.';
+  closedir (d);
+  CHECK (entries == 0, "tmp/ has %d leftovers", entries);
+
+  CHECK (ohbox_store_unpack_layer (s, blob, diff_id, &lo, &st, &err) == 0, "%s", err ? err->msg : "");
+  CHECK (ohbox_store_has_layer (s, diff_id));
+  char *path = ohbox_store_layer_path (s, diff_id);
+  char *file = xasprintf ("%s/etc/hello", path);
+  char *content = NULL;
+  CHECK (ohbox_read_file_at (AT_FDCWD, file, 100, &content, NULL, &err) == 0);
+  CHECK_STR (content, "hello\n");
+  free (content);
+  free (file);
+  free (path);
+  ohbox_store_close (s);
+}
+
+UNIT_MAIN_BEGIN ("test-store")
+{
+  char tmpl[] = "/tmp/ohbox-test-store-XXXXXX";
+  tmproot = mkdtemp (tmpl);
+  RUN_TEST (test_put_and_read_blob);
+  RUN_TEST (test_digest_validated_before_paths);
+  RUN_TEST (test_damaged_blob_detected);
+  RUN_TEST (test_writer_resume_and_verify);
+  RUN_TEST (test_writer_rejects_bad_data);
+  RUN_TEST (test_blob_lock_excludes_other_process);
+  RUN_TEST (test_names_resolve_and_remove);
+  RUN_TEST (test_gc);
+  RUN_TEST (test_unpack_layer);
+  ohbox_error_t err = NULL;
+  ohbox_rm_rf_at (AT_FDCWD, tmproot, &err);
+  ohbox_error_release (&err);
+}
+UNIT_MAIN_END

@@ -15,10 +15,11 @@ BUILD="autoconf automake libtool pkg-config gcc make clang xz-utils
 # and read images, htpasswd for Basic auth, busybox-static and zstd for the
 # test images, jq/openssl/curl, Debian's python3 for the token server and the
 # fault proxy, iproute2, util-linux (setpriv, flock), debootstrap for the
-# optional Debian image; python3-httpx for tests/integration/executor.sh.
+# optional Debian image; python3-httpx for tests/integration/executor.sh;
+# qemu-system-x86, linux-image-amd64 and cpio for the cgroup v2 guest (tests/guest).
 TEST="docker-registry skopeo umoci apache2-utils busybox-static zstd jq openssl curl
   ca-certificates python3 iproute2 util-linux coreutils tar gzip debootstrap
-  python3-httpx"
+  python3-httpx qemu-system-x86 linux-image-amd64 cpio"
 
 PACKAGES=$(echo $BUILD $TEST)
 

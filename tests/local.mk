@@ -45,3 +45,15 @@ tests_unit_test_seccomp_LDADD = $(UNIT_LDADD) $(SECCOMP_LIBS) $(CAP_LIBS)
 tests_unit_test_capabilities_SOURCES = tests/unit/test-capabilities.c tests/unit/unit.h
 tests_unit_test_capabilities_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_capabilities_LDADD = $(UNIT_LDADD) $(CAP_LIBS)
+
+check_PROGRAMS += tests/unit/test-cgroup tests/unit/test-cgroup-lifecycle tests/unit/test-cgroup-parse
+tests_unit_test_cgroup_SOURCES = tests/unit/test-cgroup.c tests/unit/cgroup-test.h tests/unit/unit.h
+tests_unit_test_cgroup_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cgroup_LDADD = $(UNIT_LDADD)
+tests_unit_test_cgroup_lifecycle_SOURCES = tests/unit/test-cgroup-lifecycle.c tests/unit/cgroup-test.h tests/unit/unit.h
+tests_unit_test_cgroup_lifecycle_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cgroup_lifecycle_LDADD = $(UNIT_LDADD)
+tests_unit_test_cgroup_parse_SOURCES = tests/unit/test-cgroup-parse.c tests/unit/unit.h
+tests_unit_test_cgroup_parse_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cgroup_parse_LDADD = $(UNIT_LDADD)
+EXTRA_DIST += tests/guest

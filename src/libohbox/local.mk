@@ -19,7 +19,10 @@ libohbox_la_SOURCES = \
 	src/libohbox/image.c src/libohbox/image.h \
 	src/libohbox/pull.c src/libohbox/pull.h \
 	src/libohbox/oci_layout.c src/libohbox/oci_layout.h \
-	oci/image-spec.c oci/image-spec.h
+	oci/image-spec.c oci/image-spec.h \
+	src/libohbox/cgroup.c src/libohbox/cgroup.h src/libohbox/cgroup-internal.h \
+	src/libohbox/cgroup-detect.c src/libohbox/cgroup-limits.c src/libohbox/cgroup-utils.c \
+	src/libohbox/cgroup-v1.c src/libohbox/cgroup-v2.c
 
 # seccomp and capabilities (used by `ohbox run`).
 libohbox_la_CFLAGS += $(SECCOMP_CFLAGS) $(CAP_CFLAGS) -DOHBOX_PKGDATADIR=\"$(pkgdatadir)\" \

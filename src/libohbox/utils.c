@@ -219,9 +219,24 @@ ohbox_mkdir_p (int dirfd, const char *path, mode_t mode, ohbox_error_t *err)
   return 0;
 }
 
+/* Opens directory NAME for removal; a directory without read/search
+ * permission for its owner (a layer may hold mode 0000 directories) is
+ * made accessible first, which matters for an unprivileged store. */
+static int
+open_dir_for_removal (int dirfd, const char *name)
+{
+  int fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (fd < 0 && errno == EACCES && fchmodat (dirfd, name, 0700, 0) == 0)
+    fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return fd;
+}
+
 static int
 rm_rf_children (int dfd, ohbox_error_t *err)
 {
+  struct stat st;
+  if (fstat (dfd, &st) == 0 && (st.st_mode & 0700) != 0700)
+    fchmod (dfd, (st.st_mode & 07777) | 0700);
   int dup_fd = dup (dfd);
   if (dup_fd < 0)
     return ohbox_error_errno (err, "dup");
@@ -242,7 +257,7 @@ rm_rf_children (int dfd, ohbox_error_t *err)
         return ohbox_error_errno (err, "unlink `%s`", de->d_name);
       /* A directory: O_NOFOLLOW|O_DIRECTORY makes sure a symlink swapped in
        * meanwhile is never followed. */
-      cleanup_close int child = openat (dfd, de->d_name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      cleanup_close int child = open_dir_for_removal (dfd, de->d_name);
       if (child < 0)
         return ohbox_error_errno (err, "open `%s`", de->d_name);
       if (rm_rf_children (child, err) < 0)
@@ -260,7 +275,7 @@ ohbox_rm_rf_at (int dirfd, const char *name, ohbox_error_t *err)
     return 0;
   if (errno != EISDIR && errno != EPERM)
     return ohbox_error_errno (err, "remove `%s`", name);
-  cleanup_close int fd = openat (dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  cleanup_close int fd = open_dir_for_removal (dirfd, name);
   if (fd < 0)
     {
       if (errno == ENOENT)

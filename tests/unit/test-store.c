@@ -351,6 +351,41 @@ test_unpack_layer (void)
   ohbox_store_close (s);
 }
 
+/* An unprivileged store must be able to remove layers holding mode 0000
+ * directories (GC, failed unpacks). */
+static void
+test_rm_rf_unreadable_dirs_unprivileged (void)
+{
+  if (geteuid () != 0)
+    {
+      unit_skip ("needs root to switch to an unprivileged uid for the test");
+      return;
+    }
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      if (setresgid (65534, 65534, 65534) < 0 || setresuid (65534, 65534, 65534) < 0)
+        _exit (10);
+      char tmpl[] = "/tmp/ohbox-test-rmrf-XXXXXX";
+      if (mkdtemp (tmpl) == NULL)
+        _exit (11);
+      int dfd = open (tmpl, O_RDONLY | O_DIRECTORY);
+      if (mkdirat (dfd, "layer", 0755) < 0 || mkdirat (dfd, "layer/locked", 0755) < 0
+          || close (openat (dfd, "layer/locked/file", O_CREAT | O_WRONLY, 0600)) < 0
+          || mkdirat (dfd, "layer/locked/sub", 0000) < 0 || fchmodat (dfd, "layer/locked", 0000, 0) < 0)
+        _exit (12);
+      ohbox_error_t e = NULL;
+      int r = ohbox_rm_rf_at (dfd, "layer", &e);
+      struct stat st;
+      bool gone = fstatat (dfd, "layer", &st, AT_SYMLINK_NOFOLLOW) < 0;
+      rmdir (tmpl);
+      _exit (r == 0 && gone ? 0 : 13);
+    }
+  int status = 0;
+  waitpid (pid, &status, 0);
+  CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0, "child status %d", status);
+}
+
 UNIT_MAIN_BEGIN ("test-store")
 {
   char tmpl[] = "/tmp/ohbox-test-store-XXXXXX";
@@ -364,6 +399,7 @@ UNIT_MAIN_BEGIN ("test-store")
   RUN_TEST (test_names_resolve_and_remove);
   RUN_TEST (test_gc);
   RUN_TEST (test_unpack_layer);
+  RUN_TEST (test_rm_rf_unreadable_dirs_unprivileged);
   ohbox_error_t err = NULL;
   ohbox_rm_rf_at (AT_FDCWD, tmproot, &err);
   ohbox_error_release (&err);

@@ -1,0 +1,131 @@
+#!/bin/bash
+# cgroup2-guest.sh: the cgroup tests (tests/unit/test-cgroup*.c) on a pure
+# cgroup v2 kernel, inside a qemu TCG guest (tests/guest/run-guest.sh):
+# this project's machines are hybrid, so memory.max / memory.events,
+# pids.max / pids.events, cpu.max, cgroup.freeze, cgroup.kill and rootless
+# delegation can only be exercised there.  The test programs are built
+# static from the sources; each check done inside the guest is reported
+# here as PASS:/FAIL:/SKIP: cgroup2-guest/PROGRAM/TEST.  The v2 checks that
+# matter must have run (not skipped), and the whole boot must stay under
+# 2 minutes.
+. "$(dirname "$0")/../lib/common.sh"
+
+src=$OHBOX_SRCDIR
+# Checks that must run in the guest, not skip: the point of booting it.
+required="test-cgroup/test_detect_real test-cgroup/test_create_limits test-cgroup/test_oom_kill
+test-cgroup/test_pids_limit test-cgroup/test_cpu_quota test-cgroup/test_freeze_thaw test-cgroup/test_stats
+test-cgroup-lifecycle/test_clone_into_cgroup test-cgroup-lifecycle/test_kill_all
+test-cgroup-lifecycle/test_rootless_delegated test-cgroup-lifecycle/test_create_destroy_loop"
+
+missing=
+command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
+ls /boot/vmlinuz-* >/dev/null 2>&1 || missing="$missing linux-image-amd64"
+command -v cpio >/dev/null || missing="$missing cpio"
+[ -x /bin/busybox ] || missing="$missing busybox-static"
+command -v "${CC:-gcc}" >/dev/null || missing="$missing gcc"
+if [ -n "$missing" ]; then
+  t_skip guest "missing Debian packages:$missing (contrib/install-deps.sh installs them)"
+  exit 0
+fi
+
+# ---------------------------------------------------------------- payload
+payload=$T_TMP/payload
+mkdir -p "$payload"
+build_log=$T_TMP/build.log
+built=1
+for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
+  # Static: the guest has no shared libraries.  The cgroup code needs libc
+  # only.
+  if ! "${CC:-gcc}" -static -O1 -Wall -Wextra -I"$OHBOX_BUILDDIR" -I"$src" -I"$src/src/libohbox" -I"$src/tests/unit" \
+    -o "$payload/$t" "$src/tests/unit/$t.c" "$src/src/libohbox/error.c" "$src/src/libohbox/utils.c" \
+    "$src"/src/libohbox/cgroup*.c >>"$build_log" 2>&1; then
+    built=0
+  fi
+done
+if [ "$built" = 0 ]; then
+  t_fail build-payload "static build of the cgroup tests failed (is libc6-dev there?)"
+  sed 's/^/    | /' "$build_log" | tail -n 20
+  exit 1
+fi
+t_pass build-payload
+
+cat >"$payload/run.sh" <<'EOF'
+#!/bin/sh
+# Runs in the guest (busybox sh, root, root cgroup).
+rc=0
+if grep -q ' cgroup ' /proc/mounts; then
+  echo "FAIL: guest/pure-v2: a cgroup v1 hierarchy is mounted"
+  rc=1
+elif grep -q ' /sys/fs/cgroup cgroup2 .*nsdelegate' /proc/mounts; then
+  echo "PASS: guest/pure-v2"
+else
+  echo "FAIL: guest/pure-v2: no cgroup2 mount with nsdelegate at /sys/fs/cgroup"
+  rc=1
+fi
+echo "# guest kernel $(uname -r), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
+  ./$t || rc=1
+done
+# Every cgroup the tests made is gone.
+left=$(find /sys/fs/cgroup -mindepth 1 -type d | wc -l)
+if [ "$left" -eq 0 ]; then
+  echo "PASS: guest/no-cgroup-left"
+else
+  echo "FAIL: guest/no-cgroup-left: $(find /sys/fs/cgroup -mindepth 1 -type d | head -n 5 | tr '\n' ' ')"
+  rc=1
+fi
+exit $rc
+EOF
+chmod +x "$payload/run.sh"
+
+# ---------------------------------------------------------------- boot
+out=$T_TMP/guest.out
+start=$(date +%s%N)
+rc=0
+bash "$src/tests/guest/run-guest.sh" --timeout 240 --log "$T_TMP/console.log" "$payload" \
+  >"$out" 2>"$T_TMP/guest.err" || rc=$?
+ms=$((($(date +%s%N) - start) / 1000000))
+echo "# guest run: $((ms / 1000)).$(printf %03d $((ms % 1000))) s, status $rc"
+
+while IFS= read -r line; do
+  case $line in
+    "PASS: "*) t_pass "${line#PASS: }" ;;
+    "SKIP: "*)
+      rest=${line#SKIP: }
+      t_skip "${rest%%: *}" "${rest#*: }"
+      ;;
+    "FAIL: "*)
+      rest=${line#FAIL: }
+      t_fail "${rest%%: *}" "${rest#*: }"
+      ;;
+    "#"*) echo "$line" ;;
+  esac
+done <"$out"
+
+if [ "$rc" -eq 125 ]; then
+  t_fail guest-finished "the guest did not finish"
+  sed 's/^/    | /' "$T_TMP/guest.err" | tail -n 45
+  exit 1
+fi
+t_pass guest-finished
+
+# The v2 checks ran and passed, rather than skipped.
+not_run=
+for r in $required; do
+  grep -qx "PASS: $r" "$out" || not_run="$not_run $r"
+done
+if [ -z "$not_run" ]; then
+  t_pass v2-checks-ran
+else
+  t_fail v2-checks-ran "did not pass in the guest:$not_run"
+fi
+if grep -qx '# this host: cgroup v2, 1 hierarchies' "$out"; then
+  t_pass guest-detected-as-v2
+else
+  t_fail guest-detected-as-v2 "$(grep '^# this host' "$out" || echo 'no detection line')"
+fi
+if [ "$ms" -lt 120000 ]; then
+  t_pass under-2-minutes
+else
+  t_fail under-2-minutes "boot and tests took $((ms / 1000)) s"
+fi

@@ -22,7 +22,6 @@ struct cli_global
 {
   const char *root;         /* --root, else the default store */
   const char *registries_conf; /* --registries-conf */
-  bool debug;
 };
 
 extern struct cli_global cli_global;

@@ -42,7 +42,6 @@ usage (FILE *out)
                 "  --root DIR              store directory (default /var/lib/ohbox as root,\n"
                 "                          $XDG_DATA_HOME/ohbox otherwise)\n"
                 "  --registries-conf FILE  registries.conf to use instead of the default ones\n"
-                "  --debug                 more detail in error messages\n"
                 "  -h, --help              this help\n"
                 "  -v, --version           print the version\n\n"
                 "Run 'ohbox COMMAND --help' for a command's options; 'man ohbox' for exit codes.\n");
@@ -54,7 +53,6 @@ main (int argc, char **argv)
   static const struct option opts[] = {
     { "root", required_argument, NULL, 'r' },
     { "registries-conf", required_argument, NULL, 'C' },
-    { "debug", no_argument, NULL, 'D' },
     { "help", no_argument, NULL, 'h' },
     { "version", no_argument, NULL, 'v' },
     { NULL, 0, NULL, 0 },
@@ -70,9 +68,6 @@ main (int argc, char **argv)
           break;
         case 'C':
           cli_global.registries_conf = optarg;
-          break;
-        case 'D':
-          cli_global.debug = true;
           break;
         case 'h':
           usage (stdout);

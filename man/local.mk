@@ -8,4 +8,14 @@ dist_man_MANS += \
 	man/ohbox-load.1 \
 	man/ohbox-save.1 \
 	man/ohbox-login.1 \
-	man/ohbox-logout.1
+	man/ohbox-logout.1 \
+	man/ohbox-run.1 \
+	man/ohbox-ps.1 \
+	man/ohbox-stop.1 \
+	man/ohbox-kill.1 \
+	man/ohbox-rm.1 \
+	man/ohbox-pause.1 \
+	man/ohbox-unpause.1 \
+	man/ohbox-wait.1 \
+	man/ohbox-logs.1 \
+	man/ohbox-stats.1

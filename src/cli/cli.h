@@ -53,5 +53,16 @@ int cli_load (int argc, char **argv);
 int cli_save (int argc, char **argv);
 int cli_login (int argc, char **argv);
 int cli_logout (int argc, char **argv);
+/* Sandboxes: run.c, lifecycle.c. */
+int cli_run (int argc, char **argv);
+int cli_ps (int argc, char **argv);
+int cli_stop (int argc, char **argv);
+int cli_kill (int argc, char **argv);
+int cli_rm (int argc, char **argv);
+int cli_pause (int argc, char **argv);
+int cli_unpause (int argc, char **argv);
+int cli_wait (int argc, char **argv);
+int cli_logs (int argc, char **argv);
+int cli_stats (int argc, char **argv);
 
 #endif

@@ -12,4 +12,6 @@ ohbox_SOURCES = \
 	src/cli/rmi.c \
 	src/cli/prune.c \
 	src/cli/load_save.c \
-	src/cli/login.c
+	src/cli/login.c \
+	src/cli/run.c \
+	src/cli/lifecycle.c

@@ -27,6 +27,16 @@ static const struct command commands[] = {
   { "save", cli_save, "Export an image as an OCI image layout (oci:DIR[:TAG])" },
   { "login", cli_login, "Store credentials for a registry in auth.json" },
   { "logout", cli_logout, "Remove stored credentials for a registry" },
+  { "run", cli_run, "Run a command in a new sandbox from an image" },
+  { "ps", cli_ps, "List sandboxes" },
+  { "stop", cli_stop, "Stop sandboxes (SIGTERM, then SIGKILL)" },
+  { "kill", cli_kill, "Send a signal to sandboxes" },
+  { "rm", cli_rm, "Remove sandboxes" },
+  { "pause", cli_pause, "Freeze every process of sandboxes" },
+  { "unpause", cli_unpause, "Thaw paused sandboxes" },
+  { "wait", cli_wait, "Wait for sandboxes to exit and print their exit codes" },
+  { "logs", cli_logs, "Print the output of a detached sandbox" },
+  { "stats", cli_stats, "Print memory, CPU and process usage of sandboxes" },
   { NULL, NULL, NULL },
 };
 

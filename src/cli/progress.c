@@ -56,8 +56,8 @@ static int
 terminal_width (FILE *out)
 {
   struct winsize ws;
-  if (ioctl (fileno (out), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 40)
-    return ws.ws_col;
+  if (ioctl (fileno (out), TIOCGWINSZ, &ws) == 0 && ws.ws_col >= 20)
+    return ws.ws_col > 500 ? 500 : ws.ws_col;
   return 80;
 }
 
@@ -70,30 +70,46 @@ draw (struct progress *p, bool force)
   p->last_draw = now;
   if (p->drawn_lines > 0)
     fprintf (p->out, "\033[%dA", p->drawn_lines);
+  /* Every line must fit in WIDTH - 1 columns: a line that wraps takes two
+   * rows and the cursor-up of the next redraw would miss the top. The text
+   * around a bar takes 61 columns; narrower terminals get no bar. */
   int width = terminal_width (p->out);
-  int bar = width - 60;
-  if (bar < 10)
-    bar = 10;
+  int bar = width - 61;
+  if (bar > 60)
+    bar = 60;
   uint64_t total = 0, done = 0;
-  char a[32], b[32];
+  char a[32], b[32], line[512];
+  int lines = 0;
   for (size_t i = 0; i < p->n_layers; i++)
     {
       struct layer_view *l = &p->layers[i];
+      if (!l->seen)
+        continue; /* not reported yet: nothing to name it by */
       total += l->size;
       uint64_t d = l->state == OHBOX_LAYER_WAITING ? l->done : l->size;
       done += d;
-      int filled = l->size ? (int) ((double) d / (double) l->size * bar) : bar;
-      fprintf (p->out, "\033[2K%s [", l->short_digest);
-      for (int k = 0; k < bar; k++)
-        fputc (k < filled ? '=' : (k == filled ? '>' : ' '), p->out);
-      fprintf (p->out, "] %9s / %-9s %s\n", ohbox_format_size (d, a), ohbox_format_size (l->size, b),
-               state_word (l->state));
+      int n = snprintf (line, sizeof line, "%s ", l->short_digest);
+      if (bar >= 5)
+        {
+          int filled = l->size ? (int) ((double) d / (double) l->size * bar) : bar;
+          line[n++] = '[';
+          for (int k = 0; k < bar; k++)
+            line[n++] = k < filled ? '=' : (k == filled ? '>' : ' ');
+          line[n++] = ']';
+          line[n++] = ' ';
+        }
+      snprintf (line + n, sizeof line - (size_t) n, "%9s / %-9s %s", ohbox_format_size (d, a),
+                ohbox_format_size (l->size, b), state_word (l->state));
+      fprintf (p->out, "\033[2K%.*s\n", width - 1, line);
+      lines++;
     }
   double elapsed = now - p->started;
   char rate[32];
   ohbox_format_size (elapsed > 0 ? (uint64_t) ((double) done / elapsed) : 0, rate);
-  fprintf (p->out, "\033[2Ktotal %s / %s  %s/s\n", ohbox_format_size (done, a), ohbox_format_size (total, b), rate);
-  p->drawn_lines = (int) p->n_layers + 1;
+  snprintf (line, sizeof line, "total %s / %s  %s/s", ohbox_format_size (done, a), ohbox_format_size (total, b),
+            rate);
+  fprintf (p->out, "\033[2K%.*s\n", width - 1, line);
+  p->drawn_lines = lines + 1;
   fflush (p->out);
 }
 
@@ -108,6 +124,9 @@ on_resolved (void *ud, const char *name, const char *digest, const char *platfor
   p->layers = xcalloc (n_layers ? n_layers : 1, sizeof *p->layers);
   p->n_layers = n_layers;
   p->drawn_lines = 0;
+  /* The first drawing waits for the first progress (or 0.1 s): by then every
+   * layer has reported its initial state and the drawing has all its rows. */
+  p->last_draw = ohbox_monotonic ();
   char sz[32];
   fprintf (p->out, "manifest %s from %s (%s, %zu layer%s, %s)\n", digest, name, platform, n_layers,
            n_layers == 1 ? "" : "s", ohbox_format_size (total_size, sz));
@@ -131,11 +150,13 @@ on_layer_state (void *ud, size_t idx, const char *digest, uint64_t size, enum oh
     return;
   struct layer_view *l = &p->layers[idx];
   snprintf (l->short_digest, sizeof l->short_digest, "sha256:%.12s", digest + 7);
+  l->seen = true;
   l->size = size;
   l->state = state;
   if (p->mode == PROGRESS_BARS)
     {
-      draw (p, state != OHBOX_LAYER_WAITING);
+      /* The initial states come in a burst: let the rate limit gather them. */
+      draw (p, state != OHBOX_LAYER_WAITING && state != OHBOX_LAYER_PRESENT);
       return;
     }
   char sz[32];

@@ -76,11 +76,20 @@ ohbox_store_open (const char *root, struct ohbox_store **out, ohbox_error_t *err
 }
 
 void
+ohbox_store_unlock (struct ohbox_store *s)
+{
+  if (s->lock_fd >= 0)
+    close (s->lock_fd);
+  s->lock_fd = -1;
+}
+
+void
 ohbox_store_close (struct ohbox_store *s)
 {
   if (s == NULL)
     return;
-  close (s->lock_fd);
+  if (s->lock_fd >= 0)
+    close (s->lock_fd);
   close (s->dirfd);
   free (s->root);
   free (s);

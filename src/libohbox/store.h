@@ -33,6 +33,10 @@ struct ohbox_blob_writer;
 char *ohbox_store_default_root (void);
 int ohbox_store_open (const char *root, struct ohbox_store **out, ohbox_error_t *err);
 void ohbox_store_close (struct ohbox_store *s);
+/* Lets go of the shared store lock early: a long-lived process (a sandbox's
+ * monitor) must not block GC forever. Layers a sandbox uses stay protected
+ * by its layers file (snapshot.h); blob and layer writes need the lock. */
+void ohbox_store_unlock (struct ohbox_store *s);
 const char *ohbox_store_root (const struct ohbox_store *s);
 int ohbox_store_dirfd (const struct ohbox_store *s);
 bool ohbox_store_privileged (const struct ohbox_store *s);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "store_internal.h"
+#include "snapshot.h"
 #include "utils.h"
 
 struct gc_ctx
@@ -115,6 +116,14 @@ keep_store_lock (struct gc_ctx *c, const char *name)
   return strcmp (name, "store") == 0 || strcmp (name, "refs") == 0;
 }
 
+/* Layers of existing sandboxes (snapshot.h) are kept even without an image. */
+static int
+mark_sandbox_layer (const char *diff_id, void *data)
+{
+  mark (((struct gc_ctx *) data)->layers, diff_id);
+  return 0;
+}
+
 static int
 mark_image (struct gc_ctx *c, json_t *rec)
 {
@@ -162,6 +171,8 @@ gc_locked (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *s
       }
     mark_image (&c, rec);
   }
+  if (ohbox_snapshot_layers_in_use (s, mark_sandbox_layer, &c, err) < 0)
+    goto out;
   if (sweep (s, "blobs/sha256", keep_blob, &c, &stats->blobs_removed, err) < 0
       || sweep (s, "layers/sha256", keep_layer, &c, &stats->layers_removed, err) < 0
       || sweep (s, "ingest", NULL, &c, &stats->partials_removed, err) < 0

@@ -315,10 +315,37 @@ is_hex_prefix (const char *s)
   return true;
 }
 
+/* The id a name points at: WHAT as written, or normalised (busybox ->
+ * docker.io/library/busybox:latest), or for NAME@DIGEST an image whose id is
+ * DIGEST. NULL when no name matches. */
+static char *
+resolve_name (struct ohbox_store *s, json_t *refs, const char *what)
+{
+  const char *id = json_string_value (json_object_get (refs, what));
+  if (id)
+    return xstrdup (id);
+  cleanup_error ohbox_error_t ignored = NULL;
+  cleanup_reference struct ohbox_reference *ref = NULL;
+  if (ohbox_reference_parse (what, &ref, &ignored) < 0)
+    return NULL;
+  cleanup_free char *norm = ohbox_reference_string (ref);
+  id = json_string_value (json_object_get (refs, norm));
+  if (id)
+    return xstrdup (id);
+  if (ref->digest)
+    {
+      char rel[128];
+      record_rel_path (ref->digest, rel);
+      if (faccessat (s->dirfd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+        return xstrdup (ref->digest);
+    }
+  return NULL;
+}
+
 int
 ohbox_store_resolve (struct ohbox_store *s, const char *what, char **image_id, ohbox_error_t *err)
 {
-  /* 1. A name, as written or normalised (busybox -> docker.io/library/busybox:latest). */
+  /* 1. A name. */
   {
     cleanup_close int lock = store_refs_lock (s, false, err);
     if (lock < 0)
@@ -326,35 +353,13 @@ ohbox_store_resolve (struct ohbox_store *s, const char *what, char **image_id, o
     cleanup_json json_t *refs = NULL;
     if (store_refs_read (s, &refs, err) < 0)
       return -1;
-    const char *id = json_string_value (json_object_get (refs, what));
-    if (id == NULL)
-      {
-        cleanup_error ohbox_error_t ignored = NULL;
-        cleanup_reference struct ohbox_reference *ref = NULL;
-        if (ohbox_reference_parse (what, &ref, &ignored) == 0)
-          {
-            cleanup_free char *norm = ohbox_reference_string (ref);
-            id = json_string_value (json_object_get (refs, norm));
-            if (id == NULL && ref->digest)
-              {
-                /* name@digest where the digest is the image's id. */
-                char rel[128];
-                record_rel_path (ref->digest, rel);
-                if (faccessat (s->dirfd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0)
-                  id = ref->digest;
-                if (id)
-                  {
-                    *image_id = xstrdup (id);
-                    return 0;
-                  }
-              }
-          }
-      }
+    char *id = resolve_name (s, refs, what);
     if (id && ohbox_digest_is_valid (id))
       {
-        *image_id = xstrdup (id);
+        *image_id = id;
         return 0;
       }
+    free (id);
   }
   /* 2. A full id or a unique prefix of one. */
   const char *hex = strncmp (what, "sha256:", 7) == 0 ? what + 7 : what;
@@ -373,9 +378,10 @@ ohbox_store_resolve (struct ohbox_store *s, const char *what, char **image_id, o
         }
       free (c.match);
       if (c.count > 1)
-        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "image id prefix `%s` is ambiguous: %d images match; give more characters",
-                            what, c.count);
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "image id prefix `%s` is ambiguous: %d images match; give more characters", what,
+                            c.count);
     }
-  return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "image `%s` is not in the store; pull it first (see `ohbox images`)",
-                      what);
+  return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0,
+                      "image `%s` is not in the store; pull it first (see `ohbox images`)", what);
 }

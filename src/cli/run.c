@@ -1,0 +1,358 @@
+/* run.c: `ohbox run`. */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sandbox.h"
+#include "store.h"
+#include "utils.h"
+
+/* Exit codes of `ohbox run` (ohbox-run(1)): the command's own, or these. */
+#define RUN_EXIT_RUNTIME 125
+
+#define ENV_FILE_MAX (1024 * 1024)
+
+static const char run_help[] =
+  "Usage: ohbox run [OPTIONS] IMAGE [COMMAND [ARG...]]\n\n"
+  "Run COMMAND (default: the image's entrypoint and command) in a new sandbox.\n\n"
+  "Options:\n"
+  "  -d, --detach                 run in the background and print the sandbox ID\n"
+  "      --rm                     remove the sandbox when it exits\n"
+  "      --name NAME              name the sandbox\n"
+  "  -e, --env KEY=VALUE          set an environment variable (repeatable)\n"
+  "      --env-file FILE          read KEY=VALUE lines from FILE\n"
+  "  -i, --interactive            keep stdin open\n"
+  "  -t, --tty                    allocate a pseudo-terminal\n"
+  "      --read-only              mount the root filesystem read-only\n"
+  "  -v, --volume HOST:CTR[:ro]   bind mount a host path (repeatable)\n"
+  "      --tmpfs PATH             mount a tmpfs on PATH (repeatable)\n"
+  "  -w, --workdir DIR            working directory inside the sandbox\n"
+  "  -u, --user USER[:GROUP]      user (name or uid) to run the command as\n"
+  "      --hostname NAME          hostname of the sandbox (default: short ID)\n"
+  "      --network none|host      network: none (loopback only, default) or host\n"
+  "      --entrypoint CMD         override the image's entrypoint\n"
+  "  -m, --memory SIZE            memory limit (e.g. 512m, 1g)\n"
+  "      --memory-swap SIZE       memory + swap limit (-1: unlimited swap)\n"
+  "      --cpus N                 CPU limit (e.g. 1.5)\n"
+  "      --cpu-shares N           relative CPU weight (v1 units)\n"
+  "      --pids-limit N           maximum number of processes\n"
+  "      --cap-add CAP            add a capability (repeatable, ALL)\n"
+  "      --cap-drop CAP           drop a capability (repeatable, ALL)\n"
+  "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false]\n"
+  "      --userns host            share the host's user namespace (no id mapping)\n"
+  "  -h, --help                   this help\n\n"
+  "Exit status: the command's, or 125 when ohbox failed, 126 when the command\n"
+  "cannot be executed, 127 when it is not found.\n";
+
+struct strv
+{
+  char **v;
+  size_t n;
+};
+
+static void
+strv_add (struct strv *s, const char *x)
+{
+  s->v = xrealloc (s->v, (s->n + 2) * sizeof (char *));
+  s->v[s->n++] = xstrdup (x);
+  s->v[s->n] = NULL;
+}
+
+static void
+strv_clear (struct strv *s)
+{
+  for (size_t i = 0; i < s->n; i++)
+    free (s->v[i]);
+  free (s->v);
+  s->v = NULL;
+  s->n = 0;
+}
+
+static int
+read_env_file (const char *path, struct strv *env, ohbox_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len;
+  if (ohbox_read_file_at (AT_FDCWD, path, ENV_FILE_MAX, &text, &len, err) < 0)
+    return ohbox_error_prefix (err, "--env-file");
+  char *save = NULL;
+  for (char *line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      while (*line == ' ' || *line == '\t')
+        line++;
+      size_t l = strlen (line);
+      if (l && line[l - 1] == '\r')
+        line[--l] = '\0';
+      if (*line == '\0' || *line == '#')
+        continue;
+      if (strchr (line, '=') == NULL)
+        {
+          /* Docker: a bare name takes the caller's value, if any. */
+          const char *v = getenv (line);
+          if (v)
+            {
+              cleanup_free char *kv = xasprintf ("%s=%s", line, v);
+              strv_add (env, kv);
+            }
+          continue;
+        }
+      strv_add (env, line);
+    }
+  return 0;
+}
+
+static void
+print_warning (const char *msg, void *data)
+{
+  (void) data;
+  fprintf (stderr, "ohbox run: warning: %s\n", msg);
+}
+
+static int
+run_fail (ohbox_error_t *err, int code)
+{
+  fprintf (stderr, "ohbox run: %s\n", (*err)->msg);
+  ohbox_error_release (err);
+  return code;
+}
+
+enum
+{
+  OPT_RM = 256,
+  OPT_NAME,
+  OPT_ENV_FILE,
+  OPT_READ_ONLY,
+  OPT_TMPFS,
+  OPT_HOSTNAME,
+  OPT_NETWORK,
+  OPT_ENTRYPOINT,
+  OPT_MEMORY_SWAP,
+  OPT_CPUS,
+  OPT_CPU_SHARES,
+  OPT_PIDS,
+  OPT_CAP_ADD,
+  OPT_CAP_DROP,
+  OPT_SECURITY,
+  OPT_USERNS,
+};
+
+int
+cli_run (int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "detach", no_argument, NULL, 'd' },
+    { "rm", no_argument, NULL, OPT_RM },
+    { "name", required_argument, NULL, OPT_NAME },
+    { "env", required_argument, NULL, 'e' },
+    { "env-file", required_argument, NULL, OPT_ENV_FILE },
+    { "interactive", no_argument, NULL, 'i' },
+    { "tty", no_argument, NULL, 't' },
+    { "read-only", no_argument, NULL, OPT_READ_ONLY },
+    { "volume", required_argument, NULL, 'v' },
+    { "tmpfs", required_argument, NULL, OPT_TMPFS },
+    { "workdir", required_argument, NULL, 'w' },
+    { "user", required_argument, NULL, 'u' },
+    { "hostname", required_argument, NULL, OPT_HOSTNAME },
+    { "network", required_argument, NULL, OPT_NETWORK },
+    { "net", required_argument, NULL, OPT_NETWORK },
+    { "entrypoint", required_argument, NULL, OPT_ENTRYPOINT },
+    { "memory", required_argument, NULL, 'm' },
+    { "memory-swap", required_argument, NULL, OPT_MEMORY_SWAP },
+    { "cpus", required_argument, NULL, OPT_CPUS },
+    { "cpu-shares", required_argument, NULL, OPT_CPU_SHARES },
+    { "pids-limit", required_argument, NULL, OPT_PIDS },
+    { "cap-add", required_argument, NULL, OPT_CAP_ADD },
+    { "cap-drop", required_argument, NULL, OPT_CAP_DROP },
+    { "security-opt", required_argument, NULL, OPT_SECURITY },
+    { "userns", required_argument, NULL, OPT_USERNS },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  struct ohbox_run_options o;
+  memset (&o, 0, sizeof o);
+  struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
+  cleanup_error ohbox_error_t err = NULL;
+  int rc = RUN_EXIT_RUNTIME;
+  int c;
+  /* '+': options end at IMAGE; what follows belongs to the command. */
+  while ((c = getopt_long (argc, argv, "+de:itv:w:u:m:h", opts, NULL)) != -1)
+    {
+      const char *limit = NULL;
+      switch (c)
+        {
+        case 'd':
+          o.detach = true;
+          break;
+        case OPT_RM:
+          o.rm = true;
+          break;
+        case OPT_NAME:
+          o.name = optarg;
+          break;
+        case 'e':
+          if (strchr (optarg, '=') == NULL)
+            {
+              const char *v = getenv (optarg);
+              if (v)
+                {
+                  cleanup_free char *kv = xasprintf ("%s=%s", optarg, v);
+                  strv_add (&env, kv);
+                }
+            }
+          else
+            strv_add (&env, optarg);
+          break;
+        case OPT_ENV_FILE:
+          if (read_env_file (optarg, &env, &err) < 0)
+            goto out_err;
+          break;
+        case 'i':
+          o.interactive = true;
+          break;
+        case 't':
+          o.tty = true;
+          break;
+        case OPT_READ_ONLY:
+          o.read_only = true;
+          break;
+        case 'v':
+          strv_add (&vols, optarg);
+          break;
+        case OPT_TMPFS:
+          strv_add (&tmpfs, optarg);
+          break;
+        case 'w':
+          o.workdir = optarg;
+          break;
+        case 'u':
+          o.user = optarg;
+          break;
+        case OPT_HOSTNAME:
+          o.hostname = optarg;
+          break;
+        case OPT_NETWORK:
+          if (strcmp (optarg, "none") == 0)
+            o.network = OHBOX_NETWORK_NONE;
+          else if (strcmp (optarg, "host") == 0)
+            o.network = OHBOX_NETWORK_HOST;
+          else
+            {
+              fprintf (stderr, "ohbox run: --network `%s` is not supported yet: use none or host\n", optarg);
+              goto out;
+            }
+          break;
+        case OPT_ENTRYPOINT:
+          strv_add (&ep, optarg);
+          break;
+        case 'm':
+          limit = "memory";
+          break;
+        case OPT_MEMORY_SWAP:
+          limit = "memory-swap";
+          break;
+        case OPT_CPUS:
+          limit = "cpus";
+          break;
+        case OPT_CPU_SHARES:
+          limit = "cpu-shares";
+          break;
+        case OPT_PIDS:
+          limit = "pids-limit";
+          break;
+        case OPT_CAP_ADD:
+          strv_add (&add, optarg);
+          break;
+        case OPT_CAP_DROP:
+          strv_add (&drop, optarg);
+          break;
+        case OPT_SECURITY:
+          if (strncmp (optarg, "seccomp=", 8) == 0)
+            o.seccomp_profile = optarg + 8;
+          else if (strcmp (optarg, "no-new-privileges") == 0 || strcmp (optarg, "no-new-privileges=true") == 0)
+            o.allow_new_privs = false;
+          else if (strcmp (optarg, "no-new-privileges=false") == 0)
+            o.allow_new_privs = true;
+          else
+            {
+              fprintf (stderr, "ohbox run: unknown --security-opt `%s`; see 'ohbox run --help'\n", optarg);
+              goto out;
+            }
+          break;
+        case OPT_USERNS:
+          if (strcmp (optarg, "host") != 0)
+            {
+              fprintf (stderr, "ohbox run: --userns `%s` is not supported: only `host`\n", optarg);
+              goto out;
+            }
+          o.userns_host = true;
+          break;
+        case 'h':
+          fputs (run_help, stdout);
+          rc = 0;
+          goto out;
+        default:
+          fprintf (stderr, "Run 'ohbox run --help' for usage.\n");
+          goto out;
+        }
+      if (limit && ohbox_cgroup_limits_set_option (&o.limits, limit, optarg, &err) < 0)
+        goto out_err;
+    }
+  if (optind >= argc)
+    {
+      fprintf (stderr, "ohbox run: expected IMAGE\nRun 'ohbox run --help' for usage.\n");
+      goto out;
+    }
+  if (ohbox_cgroup_limits_validate (&o.limits, &err) < 0)
+    goto out_err;
+  if (o.detach && o.tty)
+    o.tty = false; /* no terminal to attach to: output goes to the log */
+  o.image = argv[optind];
+  o.command = argv + optind + 1;
+  o.env = env.v;
+  o.volumes = vols.v;
+  o.tmpfs = tmpfs.v;
+  o.cap_add = add.v;
+  o.cap_drop = drop.v;
+  o.entrypoint = ep.n ? ep.v : NULL;
+  o.warn = print_warning;
+  struct ohbox_store *store = NULL;
+  if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
+    goto out_err;
+  struct ohbox_runtime *rt = NULL;
+  if (ohbox_runtime_open (store, NULL, &rt, &err) < 0)
+    {
+      ohbox_store_close (store);
+      goto out_err;
+    }
+  cleanup_free char *id = NULL;
+  int code = RUN_EXIT_RUNTIME;
+  fflush (stdout);
+  int r = ohbox_sandbox_run (rt, &o, &id, &code, &err);
+  ohbox_runtime_close (rt);
+  ohbox_store_close (store);
+  if (r < 0)
+    {
+      rc = run_fail (&err, code ? code : RUN_EXIT_RUNTIME);
+      goto out;
+    }
+  if (o.detach)
+    printf ("%s\n", id);
+  rc = code;
+  goto out;
+out_err:
+  rc = run_fail (&err, RUN_EXIT_RUNTIME);
+out:
+  strv_clear (&env);
+  strv_clear (&vols);
+  strv_clear (&tmpfs);
+  strv_clear (&add);
+  strv_clear (&drop);
+  strv_clear (&ep);
+  return rc;
+}

@@ -1,0 +1,458 @@
+/* linux.c: starting a sandbox: clone3 into new namespaces, the handshake
+ * with the child, and the child's steps up to the execve of the command.
+ *
+ *   parent (the monitor)                  child (becomes PID 1)
+ *   clone3(NEWUSER|NEWNS|NEWPID|NEWUTS|   PDEATHSIG, non-dumpable, waits
+ *     NEWIPC[|NEWNET]|PIDFD|INTO_CGROUP)
+ *   uid/gid maps, v1 cgroups
+ *   rootfs: overlay with idmapped layers
+ *   (a detached mount) --GO + fd-------->  root in the namespace, own cgroupns,
+ *                                          attach rootfs, /proc /dev /sys,
+ *                                          volumes, masks, user lookup,
+ *                                          caps plan, pivot_root, hostname
+ *                                          init: fork command
+ *                                          command: setsid, stdio, close fds,
+ *                                          chdir, caps, seccomp, execve
+ *   EOF on the socket <------------------  (the socket is O_CLOEXEC: its last
+ *   = the command runs                     copy closes with a successful exec)
+ *   or an error message  <---------------  any failure, with kind and text
+ *
+ * The child never runs image code before pivot_root, and no fd of the
+ * runtime survives the execve (close_range before the chdir into the
+ * working directory, so a cwd of /proc/self/fd/N finds nothing: the
+ * CVE-2024-21626 shape). */
+#include "config.h"
+#include "linux.h"
+#include "capabilities.h"
+#include "utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <grp.h>
+#include <linux/sched.h>
+#include <sched.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/ioctl.h>
+#include <sys/mount.h>
+#include <sys/prctl.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+enum
+{
+  MSG_GO = 1,
+  MSG_ERROR = 2,
+};
+
+struct sync_msg
+{
+  int32_t type;
+  int32_t kind;
+  int32_t errno_value;
+  int32_t exit_code;
+  char text[2048];
+};
+
+struct exec_ctx
+{
+  const struct ohbox_linux_spec *spec;
+  struct ohbox_caps_plan *caps;
+  char **env;
+  int sync_fd;
+};
+
+static void
+send_msg (int fd, int type, int kind, int errno_value, int exit_code, const char *text, int pass_fd)
+{
+  struct sync_msg m;
+  memset (&m, 0, sizeof m);
+  m.type = type;
+  m.kind = kind;
+  m.errno_value = errno_value;
+  m.exit_code = exit_code;
+  if (text)
+    snprintf (m.text, sizeof m.text, "%s", text);
+  struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+  if (pass_fd >= 0)
+    {
+      mh.msg_control = u.buf;
+      mh.msg_controllen = sizeof u.buf;
+      struct cmsghdr *c = CMSG_FIRSTHDR (&mh);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN (sizeof (int));
+      memcpy (CMSG_DATA (c), &pass_fd, sizeof (int));
+    }
+  while (sendmsg (fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
+    ;
+}
+
+/* Returns the message size (0 on EOF, -1 on error); *FD gets a passed fd. */
+static ssize_t
+recv_msg (int fd, struct sync_msg *m, int *passed)
+{
+  struct iovec iov = { .iov_base = m, .iov_len = sizeof *m };
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+  ssize_t n;
+  do
+    n = recvmsg (fd, &mh, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  if (passed)
+    *passed = -1;
+  if (n > 0 && passed)
+    for (struct cmsghdr *c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c))
+      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
+        memcpy (passed, CMSG_DATA (c), sizeof (int));
+  return n;
+}
+
+__attribute__ ((noreturn)) static void
+child_fail (int sync_fd, ohbox_error_t *err)
+{
+  send_msg (sync_fd, MSG_ERROR, (*err)->kind, (*err)->errno_value, OHBOX_EXIT_RUNTIME, (*err)->msg, -1);
+  _exit (OHBOX_EXIT_RUNTIME);
+}
+
+__attribute__ ((noreturn, format (printf, 4, 5))) static void
+exec_fail (int sync_fd, int code, int e, const char *fmt, ...)
+{
+  char text[1024];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (text, sizeof text, fmt, ap);
+  va_end (ap);
+  if (e)
+    {
+      size_t len = strlen (text);
+      snprintf (text + len, sizeof text - len, ": %s", strerror (e));
+    }
+  int kind = code == OHBOX_EXIT_NOTFOUND ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_GENERIC;
+  send_msg (sync_fd, MSG_ERROR, kind, e, code, text, -1);
+  _exit (code);
+}
+
+static const char *
+env_get (char **env, const char *name)
+{
+  size_t n = strlen (name);
+  for (char **e = env; *e; e++)
+    if (strncmp (*e, name, n) == 0 && (*e)[n] == '=')
+      return *e + n + 1;
+  return NULL;
+}
+
+/* The command's process: after this, only the image's code runs. */
+static void
+exec_command (void *arg)
+{
+  struct exec_ctx *ctx = arg;
+  const struct ohbox_linux_spec *spec = ctx->spec;
+  int sync = ctx->sync_fd;
+  setsid ();
+  /* stdio first to high fds, so that dup2 order cannot clobber one. */
+  int tmp[3];
+  for (int i = 0; i < 3; i++)
+    {
+      tmp[i] = fcntl (spec->stdio[i], F_DUPFD_CLOEXEC, 3);
+      if (tmp[i] < 0)
+        exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "dup stdio");
+    }
+  for (int i = 0; i < 3; i++)
+    if (dup2 (tmp[i], i) < 0)
+      exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "dup2 stdio");
+  if (spec->tty && ioctl (0, TIOCSCTTY, 0) < 0)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set the controlling terminal");
+  /* Every other fd of the runtime goes, before any path is resolved. */
+  if (sync > 3)
+    close_range (3, sync - 1, 0);
+  close_range (sync + 1, ~0U, 0);
+  const char *step = NULL;
+  if (ohbox_caps_apply (ctx->caps, &step) < 0)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set up capabilities (%s)", step);
+  if (chdir (spec->cwd) < 0)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "chdir to working directory `%s`", spec->cwd);
+  if (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "load the seccomp filter (%s)", step);
+  const char *file = spec->argv[0];
+  if (strchr (file, '/'))
+    {
+      execve (file, spec->argv, ctx->env);
+      int e = errno;
+      exec_fail (sync, e == ENOENT ? OHBOX_EXIT_NOTFOUND : OHBOX_EXIT_NOEXEC, e, "exec `%s`", file);
+    }
+  const char *path = env_get (ctx->env, "PATH");
+  if (path == NULL)
+    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
+  int saved = ENOENT;
+  char buf[4096];
+  for (const char *p = path; ; )
+    {
+      const char *colon = strchr (p, ':');
+      size_t len = colon ? (size_t) (colon - p) : strlen (p);
+      if (len == 0)
+        snprintf (buf, sizeof buf, "%s", file);
+      else
+        snprintf (buf, sizeof buf, "%.*s/%s", (int) len, p, file);
+      execve (buf, spec->argv, ctx->env);
+      if (errno == EACCES || errno == ENOEXEC || errno == EPERM)
+        saved = errno;
+      if (!colon)
+        break;
+      p = colon + 1;
+    }
+  if (saved == ENOENT)
+    exec_fail (sync, OHBOX_EXIT_NOTFOUND, 0, "exec `%s`: executable file not found in $PATH", file);
+  exec_fail (sync, OHBOX_EXIT_NOEXEC, saved, "exec `%s`", file);
+}
+
+static char **
+env_with_home (char **env, const char *home)
+{
+  size_t n = 0;
+  while (env[n])
+    n++;
+  char **out = xcalloc (n + 2, sizeof (char *));
+  memcpy (out, env, n * sizeof (char *));
+  if (env_get (env, "HOME") == NULL)
+    out[n++] = xasprintf ("HOME=%s", home);
+  return out;
+}
+
+__attribute__ ((noreturn)) static void
+child_main (const struct ohbox_linux_spec *spec, int sync)
+{
+  cleanup_error ohbox_error_t err = NULL;
+  prctl (PR_SET_PDEATHSIG, SIGKILL);
+  /* Before anything else can see us: /proc/1/exe is the host's binary. */
+  prctl (PR_SET_DUMPABLE, 0);
+  struct sync_msg m;
+  int mfd = -1;
+  if (recv_msg (sync, &m, &mfd) <= 0 || m.type != MSG_GO)
+    _exit (OHBOX_EXIT_RUNTIME);
+  if (spec->userns)
+    {
+      if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
+        {
+          ohbox_error_errno (&err, "become root in the user namespace");
+          child_fail (sync, &err);
+        }
+      if (!spec->userns_plan->single && setgroups (0, NULL) < 0)
+        {
+          ohbox_error_errno (&err, "setgroups");
+          child_fail (sync, &err);
+        }
+      /* Changing credentials cleared the parent-death signal: set it again
+       * (the parent is alive: it just sent GO and waits for our answer). */
+      prctl (PR_SET_PDEATHSIG, SIGKILL);
+    }
+  if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    {
+      ohbox_error_errno (&err, "make mounts private");
+      child_fail (sync, &err);
+    }
+  if (mfd < 0
+      && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
+    child_fail (sync, &err);
+  /* Our cwd is the mount point: clone translated it into our new mount
+   * namespace (an fd opened before would still name the host's). */
+  if (move_mount (mfd, "", AT_FDCWD, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    {
+      ohbox_error_errno (&err, "attach the rootfs");
+      child_fail (sync, &err);
+    }
+  if (ohbox_mounts_setup (spec, mfd, &err) < 0)
+    child_fail (sync, &err);
+  struct ohbox_user_ids ids;
+  if (ohbox_user_lookup (mfd, spec->user, &ids, &err) < 0)
+    child_fail (sync, &err);
+  struct ohbox_caps_sets sets;
+  ohbox_caps_sets_for_user (spec->caps, spec->caps_added, ids.uid == 0, &sets);
+  struct ohbox_caps_user cu = { .uid = ids.uid,
+                                .gid = ids.gid,
+                                .groups = ids.groups,
+                                .n_groups = ids.n_groups,
+                                .set_groups = !(spec->userns && spec->userns_plan->single) };
+  struct exec_ctx ctx = { .spec = spec, .sync_fd = sync };
+  if (ohbox_caps_plan_new (&sets, &cu, spec->no_new_privs ? OHBOX_CAPS_NO_NEW_PRIVS : 0, &ctx.caps, &err) < 0)
+    child_fail (sync, &err);
+  ctx.env = env_with_home (spec->env, ids.home);
+  /* The parent moved us into our cgroups meanwhile (v1 migrations wait for
+   * an RCU grace period: done in parallel with the mounts above); the
+   * cgroup is now ours and becomes our cgroup namespace's root. */
+  if (recv_msg (sync, &m, NULL) <= 0 || m.type != MSG_GO)
+    _exit (OHBOX_EXIT_RUNTIME);
+  if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)
+    {
+      ohbox_error_errno (&err, "unshare the cgroup namespace");
+      child_fail (sync, &err);
+    }
+  if (ohbox_mounts_pivot (spec, mfd, &err) < 0)
+    child_fail (sync, &err);
+  if (spec->hostname && sethostname (spec->hostname, strlen (spec->hostname)) < 0)
+    {
+      ohbox_error_errno (&err, "set hostname `%s`", spec->hostname);
+      child_fail (sync, &err);
+    }
+  close (mfd);
+  ohbox_init_run (exec_command, &ctx, sync);
+}
+
+static pid_t
+do_clone3 (uint64_t flags, int *pidfd, int cgroup_fd)
+{
+  struct clone_args args;
+  memset (&args, 0, sizeof args);
+  args.flags = flags | CLONE_PIDFD;
+  args.pidfd = (uint64_t) (uintptr_t) pidfd;
+  args.exit_signal = SIGCHLD;
+  if (cgroup_fd >= 0)
+    {
+      args.flags |= CLONE_INTO_CGROUP;
+      args.cgroup = (uint64_t) cgroup_fd;
+    }
+  return (pid_t) syscall (SYS_clone3, &args, sizeof args);
+}
+
+int
+ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc *ret, ohbox_error_t *err)
+{
+  int sv[2];
+  memset (ret, 0, sizeof *ret);
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return ohbox_error_errno (err, "socketpair");
+  uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
+  if (spec->userns)
+    flags |= CLONE_NEWUSER;
+  if (spec->netns)
+    flags |= CLONE_NEWNET;
+  int cgfd = spec->cgroup ? ohbox_cgroup_clone_fd (spec->cgroup) : -1;
+  int pidfd = -1;
+  bool into_cgroup = cgfd >= 0;
+  /* The child starts with the rootfs mount point as its cwd (see child_main). */
+  int saved_cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (saved_cwd < 0 || fchdir (spec->rootdir_fd) < 0)
+    {
+      int e = errno;
+      if (saved_cwd >= 0)
+        close (saved_cwd);
+      close (sv[0]);
+      close (sv[1]);
+      errno = e;
+      return ohbox_error_errno (err, "chdir to the rootfs mount point");
+    }
+  pid_t pid = do_clone3 (flags, &pidfd, cgfd);
+  if (pid < 0 && into_cgroup && (errno == E2BIG || errno == EINVAL || errno == ENOSYS))
+    {
+      into_cgroup = false;
+      pid = do_clone3 (flags, &pidfd, -1);
+    }
+  if (pid != 0)
+    {
+      int e = errno;
+      if (fchdir (saved_cwd) < 0)
+        abort (); /* the caller's cwd is gone: nothing sane to do */
+      close (saved_cwd);
+      errno = e;
+    }
+  if (pid < 0)
+    {
+      int e = errno;
+      close (sv[0]);
+      close (sv[1]);
+      errno = e;
+      ohbox_error_errno (err, "clone3 the sandbox's init");
+      if (e == ENOSPC || e == EPERM || e == EUSERS)
+        ohbox_error_hint (err, "check user.max_user_namespaces and kernel.unprivileged_userns_clone");
+      return -1;
+    }
+  if (pid == 0)
+    {
+      close (sv[0]);
+      child_main (spec, sv[1]);
+    }
+  close (sv[1]);
+  int sync = sv[0];
+  int mfd = -1, userns_fd = -1;
+  struct sync_msg m;
+  ssize_t n;
+  if (spec->userns && ohbox_userns_write_maps (pid, spec->userns_plan, err) < 0)
+    goto fail;
+  if (!spec->rootless)
+    {
+      if (spec->userns)
+        {
+          char path[64];
+          snprintf (path, sizeof path, "/proc/%d/ns/user", pid);
+          userns_fd = open (path, O_RDONLY | O_CLOEXEC);
+          if (userns_fd < 0)
+            {
+              ohbox_error_errno (err, "open `%s`", path);
+              goto fail;
+            }
+        }
+      if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
+        goto fail;
+    }
+  send_msg (sync, MSG_GO, 0, 0, 0, NULL, mfd);
+  if (mfd >= 0)
+    close (mfd);
+  mfd = -1;
+  if (spec->cgroup)
+    {
+      int r = into_cgroup ? ohbox_cgroup_attach_after_clone (spec->cgroup, pid, err)
+                          : ohbox_cgroup_attach (spec->cgroup, pid, err);
+      if (r < 0)
+        goto fail;
+    }
+  send_msg (sync, MSG_GO, 0, 0, 0, NULL, -1);
+  n = recv_msg (sync, &m, NULL);
+  if (n == 0)
+    {
+      /* EOF: the command's execve closed the last copy of the socket. */
+      if (userns_fd >= 0)
+        close (userns_fd);
+      close (sync);
+      ret->pid = pid;
+      ret->pidfd = pidfd;
+      return 0;
+    }
+  if (n < (ssize_t) offsetof (struct sync_msg, text) || m.type != MSG_ERROR)
+    {
+      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init died during setup");
+      goto fail;
+    }
+  m.text[sizeof m.text - 1] = '\0';
+  ret->exit_code_hint = m.exit_code;
+  ohbox_error (err, m.kind > 0 ? m.kind : OHBOX_ERR_GENERIC, 0, "%s", m.text);
+  if (m.exit_code != OHBOX_EXIT_NOEXEC && m.exit_code != OHBOX_EXIT_NOTFOUND)
+    ret->exit_code_hint = OHBOX_EXIT_RUNTIME;
+fail:
+  if (mfd >= 0)
+    close (mfd);
+  if (userns_fd >= 0)
+    close (userns_fd);
+  close (sync);
+  syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  close (pidfd);
+  if (ret->exit_code_hint == 0)
+    ret->exit_code_hint = OHBOX_EXIT_RUNTIME;
+  return -1;
+}

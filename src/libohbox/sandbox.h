@@ -1,0 +1,122 @@
+/* sandbox.h: sandboxes from images: run, and the lifecycle commands.
+ *
+ * No daemon. Each sandbox has a state directory STATE/<id>/ (STATE is
+ * /run/ohbox for root, $XDG_RUNTIME_DIR/ohbox otherwise; a store other than
+ * the default one gets STATE/stores/<hash of its path>/, so two stores never
+ * see each other's sandboxes):
+ *
+ *   config.json   what was asked (image, command, name, --rm, store), written once
+ *   state.json    status, init pid and its start time, exit code, times
+ *   monitor.lock  held (flock) by the sandbox's monitor for as long as it lives
+ *   lock          taken by commands that change the sandbox (rm, pause, ...)
+ *   log, log.1    output of a detached sandbox (bounded, one rotation)
+ *   rootfs/       where the rootfs is attached, in the sandbox's own mount ns
+ *
+ * STATE/names/<name> is a symlink to the id. The monitor is the process that
+ * created the sandbox (the `ohbox run` process itself in the foreground, a
+ * forked copy with -d): it is the parent of the sandbox's init, holds its
+ * pidfd, forwards signals, keeps the logs, writes the exit status, removes
+ * the cgroup, and with --rm everything. The init dies with it (PDEATHSIG).
+ *
+ * Reconciliation: a sandbox whose monitor.lock is free but whose state is
+ * not "exited" lost its monitor (killed, or `ohbox run` killed mid-start):
+ * any command that looks at it (ps, rm, wait, ...) kills what is left in its
+ * cgroup, removes the cgroup and marks it exited (status 255), or removes it
+ * entirely when it was started with --rm. Its mounts lived only in its own
+ * mount namespace and are gone with its processes. */
+#ifndef OHBOX_SANDBOX_H
+#define OHBOX_SANDBOX_H
+
+#include <jansson.h>
+#include <stdbool.h>
+#include <stddef.h>
+
+#include "cgroup.h"
+#include "error.h"
+#include "store.h"
+
+enum ohbox_network_mode
+{
+  OHBOX_NETWORK_NONE = 0, /* a new network namespace with only loopback (the default for now) */
+  OHBOX_NETWORK_HOST,     /* the host's network namespace */
+};
+
+struct ohbox_run_options
+{
+  const char *image;   /* reference, id or id prefix in the store */
+  char **command;      /* NULL-terminated; NULL or empty: the image's Cmd */
+  char **entrypoint;   /* NULL: the image's Entrypoint */
+  char **env;          /* K=V entries, applied over the image's Env (NULL-terminated or NULL) */
+  const char *name;    /* NULL: none */
+  bool detach;
+  bool rm;
+  bool interactive; /* keep stdin (foreground) */
+  bool tty;         /* a pseudo-terminal for the command (foreground) */
+  bool read_only;
+  char **volumes;   /* "HOST:CTR[:ro|:rw]" (NULL-terminated or NULL) */
+  char **tmpfs;     /* "PATH" (NULL-terminated or NULL) */
+  const char *workdir;
+  const char *user;
+  const char *hostname;
+  enum ohbox_network_mode network;
+  struct ohbox_cgroup_limits limits;
+  char **cap_add; /* NULL-terminated or NULL */
+  char **cap_drop;
+  const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
+  bool allow_new_privs;        /* --security-opt no-new-privileges=false */
+  bool userns_host;            /* --userns host */
+  /* Called with warnings meant for the user (may be NULL). */
+  void (*warn) (const char *msg, void *data);
+  void *warn_data;
+};
+
+struct ohbox_runtime;
+
+/* The state root for sandboxes of the store at STORE_ROOT (see above);
+ * $OHBOX_RUNROOT overrides it. */
+char *ohbox_runtime_default_state_root (const char *store_root);
+/* Opens (creating) the state root STATE_ROOT (NULL: the default one). */
+int ohbox_runtime_open (struct ohbox_store *store, const char *state_root, struct ohbox_runtime **ret,
+                        ohbox_error_t *err);
+void ohbox_runtime_close (struct ohbox_runtime *rt);
+
+/* Creates and starts a sandbox. Foreground: returns when it ended, with
+ * *RET_EXIT_CODE its command's status (125 when ohbox failed, 126 when the
+ * command could not be executed, 127 when not found; then an error is set
+ * too). Detached: returns once the command runs, its monitor in the
+ * background. *RET_ID (may be NULL) gets the id. */
+int ohbox_sandbox_run (struct ohbox_runtime *rt, const struct ohbox_run_options *opts, char **ret_id,
+                       int *ret_exit_code, ohbox_error_t *err);
+
+/* The id of the sandbox WHAT names: a name, an id, or a unique id prefix. */
+int ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **ret_id, ohbox_error_t *err);
+
+/* Every sandbox (ALL false: running and paused only) as a JSON array of
+ * {"id","name","image","image_id","command","created","status","pid",
+ *  "exit_code","finished_at"}; reconciles the dead ones first. */
+int ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_error_t *err);
+/* One sandbox, same fields. */
+int ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err);
+
+/* Sends SIG to the sandbox's command (through its init). */
+int ohbox_sandbox_kill (struct ohbox_runtime *rt, const char *id, int sig, ohbox_error_t *err);
+/* SIGTERM (or the image's StopSignal), then SIGKILL to everything after
+ * TIMEOUT seconds; returns when the sandbox is exited. */
+int ohbox_sandbox_stop (struct ohbox_runtime *rt, const char *id, int timeout, ohbox_error_t *err);
+/* Removes an exited sandbox (FORCE: kills a running one first). */
+int ohbox_sandbox_remove (struct ohbox_runtime *rt, const char *id, bool force, ohbox_error_t *err);
+int ohbox_sandbox_pause (struct ohbox_runtime *rt, const char *id, bool pause, ohbox_error_t *err);
+/* Blocks until the sandbox exited; its exit code. */
+int ohbox_sandbox_wait (struct ohbox_runtime *rt, const char *id, int *ret_exit_code, ohbox_error_t *err);
+/* Copies the sandbox's log to OUT_FD; FOLLOW: until it exited. */
+int ohbox_sandbox_logs (struct ohbox_runtime *rt, const char *id, bool follow, int out_fd, ohbox_error_t *err);
+int ohbox_sandbox_stats (struct ohbox_runtime *rt, const char *id, struct ohbox_cgroup_stats *ret,
+                         ohbox_error_t *err);
+
+/* Limits on what the CLI passes (every allocation an attacker controls). */
+#define OHBOX_SANDBOX_MAX_ARGS 4096
+#define OHBOX_SANDBOX_MAX_ENV 4096
+#define OHBOX_SANDBOX_MAX_MOUNTS 256
+#define OHBOX_SANDBOX_LOG_MAX (1024 * 1024) /* per log file; one rotation keeps two */
+
+#endif

@@ -1,0 +1,71 @@
+/* sandbox_internal.h: what sandbox.c, state.c and monitor.c share. */
+#ifndef OHBOX_SANDBOX_INTERNAL_H
+#define OHBOX_SANDBOX_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "cgroup.h"
+#include "sandbox.h"
+
+#define OHBOX_ID_LEN 64
+
+struct ohbox_runtime
+{
+  struct ohbox_store *store;
+  char *root;
+  int dirfd;
+  bool cg_detected;
+  struct ohbox_cgroup_host cg;
+};
+
+/* The cgroup host, detected once per runtime. */
+int ohbox_runtime_cgroup_host (struct ohbox_runtime *rt, const struct ohbox_cgroup_host **ret, ohbox_error_t *err);
+
+/* ---- state.c ---- */
+/* Creates STATE/<new id> with monitor.lock held: *RET_DIRFD, *RET_LOCKFD. */
+int ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *ret_dirfd, int *ret_lockfd,
+                        ohbox_error_t *err);
+int ohbox_state_open (struct ohbox_runtime *rt, const char *id, int *ret_dirfd, ohbox_error_t *err);
+/* Registers NAME for ID (OHBOX_ERR_USAGE when another sandbox has it). */
+int ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *id, ohbox_error_t *err);
+int ohbox_state_write_json (int dirfd, const char *file, json_t *j, ohbox_error_t *err);
+int ohbox_state_read_json (int dirfd, const char *file, json_t **ret, ohbox_error_t *err);
+/* Sets FIELDS (an object) into state.json (read-modify-write under "lock"). */
+int ohbox_state_update (int dirfd, json_t *fields, ohbox_error_t *err);
+/* True while the monitor holds monitor.lock. */
+bool ohbox_state_monitor_alive (int dirfd);
+/* Blocks until the monitor released monitor.lock (it ended). *RET_CODE (may
+ * be NULL) gets the exit code it wrote into the lock file, or -1: read
+ * through the open lock file, so it works even after --rm removed it. */
+int ohbox_state_wait_monitor (int dirfd, int *ret_code, ohbox_error_t *err);
+/* Reconciles a sandbox whose monitor died; *RET_REMOVED when --rm removed it. */
+int ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool *ret_removed,
+                           ohbox_error_t *err);
+/* Removes everything of sandbox ID: cgroup, writable layer, name, state. */
+int ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err);
+/* The init's pidfd, checked against the start time recorded in state.json
+ * (a recycled pid is never signalled); -1 with *RET_EXITED when it is gone. */
+int ohbox_state_pidfd (int dirfd, bool *ret_exited, ohbox_error_t *err);
+/* "starttime" of /proc/PID/stat (field 22), 0 when unreadable. */
+unsigned long long ohbox_proc_starttime (pid_t pid);
+
+/* ---- monitor.c ---- */
+struct ohbox_monitor
+{
+  struct ohbox_runtime *rt;
+  char *id;
+  int dirfd;
+  int lockfd;
+  pid_t pid;
+  int pidfd;
+  int log_fd;     /* read end of the command's stdout/stderr pipe, or -1 (foreground) */
+  int tty_master; /* -t: the terminal master (also log_fd: output goes to stdout), or -1 */
+  bool forward_signals;
+  bool rm;
+  struct ohbox_cgroup *cgroup;
+};
+/* Runs until the sandbox's init exited: logs, signals, exit status, cleanup
+ * (--rm included). Returns the exit code (or -1 with ERR). */
+int ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err);
+
+#endif

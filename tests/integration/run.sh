@@ -1,0 +1,284 @@
+#!/bin/bash
+# run.sh: `ohbox run` and the lifecycle commands on real sandboxes from the
+# busybox image (loaded with `ohbox load`, no registry): the command's exit
+# code, isolation, users, mounts, limits on this host, lifecycle.
+. "$(dirname "$0")/../lib/common.sh"
+. "$T_LIB/images.sh"
+. "$T_LIB/ohbox.sh"
+
+# Sandbox state of this script's stores lives in its temp dir (removed with it).
+export OHBOX_RUNROOT=$T_TMP/run
+
+setup ()
+{
+  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
+  img_build || return 1
+}
+t_setup_or_die setup setup
+
+BB=localhost/busybox:latest
+
+load_bb ()
+{
+  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+}
+
+test_exit_codes ()
+{
+  load_bb
+  assert_ok ohbox run --rm "$BB" echo hello
+  assert_eq "$out" "hello"
+  assert_exit 3 ohbox run --rm "$BB" sh -c 'exit 3'
+  assert_exit 127 ohbox run --rm "$BB" no-such-command
+  assert_contains "$err" "not found"
+  assert_exit 126 ohbox run --rm "$BB" /etc/passwd
+  assert_exit 125 ohbox run --rm no-such-image true
+  assert_exit 137 ohbox run --rm "$BB" sh -c 'kill -9 $$'
+}
+
+test_image_layers ()
+{
+  load_bb
+  # layer 2 whites out /etc/remove-me and /var, makes /opt/opaque opaque
+  assert_ok ohbox run --rm "$BB" sh -c 'ls /etc/remove-me /var 2>&1; ls /opt/opaque; cat /etc/layer2 >/dev/null && echo l2'
+  assert_contains "$out" "l2"
+  assert_contains "$out" "new"
+  assert_not_contains "$out" "old-a"
+  assert_match "$out" "remove-me: No such file"
+  # root in the sandbox owns the image's files (idmapped layers)
+  assert_ok ohbox run --rm "$BB" stat -c '%u:%g' /bin/busybox /etc/passwd
+  assert_eq "$out" "0:0
+0:0"
+  # writes land in the sandbox's upper layer, never in the store's layers
+  assert_ok ohbox run --rm "$BB" sh -c 'echo x > /etc/passwd && echo new > /newfile && cat /newfile'
+  assert_ok ohbox run --rm "$BB" sh -c 'cat /newfile 2>&1; grep -c root /etc/passwd'
+  assert_contains "$out" "No such file"
+}
+
+test_isolation ()
+{
+  load_bb
+  assert_ok ohbox run --rm --hostname box1 "$BB" sh -c 'echo $$; hostname; ps -o pid= | wc -l'
+  local lines
+  mapfile -t lines <<<"$out"
+  assert_eq "${lines[0]}" "2" "the command is PID 2 under the init"
+  assert_eq "${lines[1]}" "box1"
+  [ "${lines[2]}" -le 4 ] || t_fail "host processes visible: ${lines[2]}"
+  assert_ok ohbox run --rm "$BB" cat /proc/1/cmdline
+  assert_contains "$out" "ohbox"
+  # --network none: loopback only
+  assert_ok ohbox run --rm "$BB" ls /sys/class/net
+  assert_eq "$out" "lo"
+  assert_ok ohbox run --rm --network host "$BB" ls /sys/class/net
+  assert_ne "$out" "lo"
+  # uid 0 inside is not host root
+  assert_ok ohbox run --rm "$BB" cat /proc/self/uid_map
+  assert_no_match "$out" "^ *0 +0 "
+  assert_ok ohbox run --rm --userns host "$BB" cat /proc/self/uid_map
+  assert_match "$out" "^ *0 +0 +4294967295"
+}
+
+test_security ()
+{
+  load_bb
+  assert_fails ohbox run --rm "$BB" mount -t tmpfs x /mnt
+  # no CAP_SYS_MODULE, CAP_SYS_ADMIN: bits 16 and 21 absent from the bounding set
+  assert_ok ohbox run --rm "$BB" sh -c 'grep CapBnd /proc/self/status'
+  local bnd=$((16#$(awk '{print $2}' <<<"$out")))
+  [ $((bnd >> 16 & 1)) = 0 ] && [ $((bnd >> 21 & 1)) = 0 ] || t_fail "CapBnd $out has SYS_MODULE or SYS_ADMIN"
+  assert_fails ohbox run --rm "$BB" insmod /nonexistent.ko
+  # --cap-drop removes it from every set; --cap-add adds
+  assert_ok ohbox run --rm --cap-drop chown "$BB" sh -c 'grep CapEff /proc/self/status'
+  [ $((16#$(awk '{print $2}' <<<"$out") & 1)) = 0 ] || t_fail "CAP_CHOWN still effective: $out"
+  assert_fails ohbox run --rm --cap-drop chown "$BB" chown 1 /tmp
+  assert_ok ohbox run --rm "$BB" grep NoNewPrivs /proc/self/status
+  assert_match "$out" "1$"
+  # seccomp: unshare(CLONE_NEWUSER) is refused with EPERM by the default
+  # profile, allowed when unconfined
+  assert_fails ohbox run --rm "$BB" unshare -U true
+  assert_contains "$err" "Operation not permitted"
+  assert_ok ohbox run --rm --security-opt seccomp=unconfined "$BB" unshare -U true
+  assert_ok ohbox run --rm "$BB" grep Seccomp: /proc/self/status
+  assert_match "$out" "2$"
+  # masked and read-only paths
+  assert_ok ohbox run --rm "$BB" sh -c 'stat -c "%F %t:%T" /proc/keys /proc/timer_list; echo 1 > /proc/sysrq-trigger 2>/dev/null || echo ro'
+  assert_eq "$out" "character special file 1:3
+character special file 1:3
+ro"
+  assert_fails ohbox run --rm "$BB" touch /sys/kernel/x
+}
+
+test_users_env_mounts ()
+{
+  load_bb
+  assert_ok ohbox run --rm -u nobody "$BB" id
+  assert_eq "$out" "uid=65534(nobody) gid=65534(nogroup)"
+  assert_ok ohbox run --rm -u 1234:55 "$BB" id -u
+  assert_eq "$out" "1234"
+  assert_exit 125 ohbox run --rm -u nosuchuser "$BB" true
+  printf 'A=1\n# c\nB=two words\n' >"$T_WORK/env"
+  assert_ok ohbox run --rm -e C=3 --env-file "$T_WORK/env" -w /tmp/wd "$BB" sh -c 'echo $A $B $C $HOME; pwd'
+  assert_eq "$out" "1 two words 3 /root
+/tmp/wd"
+  mkdir -p "$T_WORK/vol"
+  echo data >"$T_WORK/vol/f"
+  # the volume is not idmapped: sandbox root (an unprivileged host uid) may
+  # read what others may read, and write only where the host lets it
+  assert_fails ohbox run --rm -v "$T_WORK/vol:/mnt/v" "$BB" sh -c 'cat /mnt/v/f; echo w > /mnt/v/g'
+  assert_eq "$out" "data"
+  assert_file_absent "$T_WORK/vol/g"
+  assert_ok ohbox run --rm --userns host -v "$T_WORK/vol:/mnt/v" "$BB" sh -c 'echo w > /mnt/v/g'
+  assert_file_exists "$T_WORK/vol/g"
+  assert_fails ohbox run --rm -v "$T_WORK/vol:/mnt/v:ro" "$BB" sh -c 'echo w > /mnt/v/h'
+  assert_file_absent "$T_WORK/vol/h"
+  assert_fails ohbox run --rm --read-only "$BB" touch /x
+  assert_ok ohbox run --rm --read-only --tmpfs /scratch "$BB" sh -c 'touch /scratch/x && echo ok'
+  assert_eq "$out" "ok"
+}
+
+test_limits_v1 ()
+{
+  load_bb
+  assert_ok ohbox run --rm --memory 64m --pids-limit 20 --cpus 0.5 "$BB" sh -c \
+    'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null; cat /proc/self/cgroup | head -3'
+  # /sys/fs/cgroup is not mounted inside: check from the host instead
+  local id
+  id=$(ohbox run -d --memory 64m --pids-limit 20 --cpus 0.5 "$BB" sleep 30)
+  local d
+  for d in /sys/fs/cgroup/memory/ohbox/$id /sys/fs/cgroup/unified/ohbox/$id; do
+    [ -d "$d" ] || continue
+    if [ -f "$d/memory.limit_in_bytes" ]; then
+      assert_eq "$(cat "$d/memory.limit_in_bytes")" "67108864"
+    fi
+  done
+  if [ -f /sys/fs/cgroup/pids/ohbox/$id/pids.max ]; then
+    assert_eq "$(cat /sys/fs/cgroup/pids/ohbox/$id/pids.max)" "20"
+    assert_eq "$(cat /sys/fs/cgroup/cpu/ohbox/$id/cpu.cfs_quota_us)" "50000"
+  elif [ -f /sys/fs/cgroup/ohbox/$id/pids.max ]; then
+    assert_eq "$(cat /sys/fs/cgroup/ohbox/$id/pids.max)" "20"
+  fi
+  assert_ok ohbox stats "$id"
+  assert_contains "$out" "${id:0:12}"
+  assert_ok ohbox stats --format json "$id"
+  assert_jq "$out" '.pids_current >= 1 and .pids_max == 20' "stats"
+  # the pids limit refuses forks
+  assert_fails ohbox run --rm --pids-limit 5 "$BB" sh -c 'for i in 1 2 3 4 5 6 7 8; do sleep 5 & done; echo done'
+  assert_contains "$err" "can't fork"
+  assert_ok ohbox run --rm --pids-limit 50 "$BB" sh -c 'for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo done'
+  assert_eq "$out" "done"
+  assert_ok ohbox rm -f "$id"
+  assert_gone "/sys/fs/cgroup/memory/ohbox/$id"
+}
+
+test_lifecycle ()
+{
+  load_bb
+  local id
+  assert_ok ohbox run -d --name web "$BB" sh -c 'echo started; trap "echo bye; exit 7" TERM; while true; do sleep 0.1; done'
+  id=$out
+  assert_match "$id" "^[0-9a-f]{64}$"
+  assert_ok ohbox ps
+  assert_contains "$out" "${id:0:12}"
+  assert_contains "$out" "running"
+  assert_ok ohbox ps --format json
+  assert_jq "$out" ".[0].id == \"$id\" and .[0].name == \"web\" and .[0].status == \"running\"" "ps json"
+  t_wait_until 5 sh -c "'$OHBOX_BIN' --root '$T_ROOT' logs web | grep -q started"
+  assert_exit 125 ohbox run -d --name web "$BB" true
+  assert_contains "$err" "already used"
+  assert_ok ohbox pause web
+  assert_ok ohbox ps --format json
+  assert_jq "$out" '.[0].status == "paused"' "paused"
+  assert_ok ohbox unpause web
+  assert_fails ohbox rm web
+  assert_ok ohbox stop -t 5 web
+  assert_ok ohbox ps
+  assert_not_contains "$out" "${id:0:12}"
+  assert_ok ohbox ps -a --format json
+  assert_jq "$out" '.[0].status == "exited" and .[0].exit_code == 7' "exited 7 (trap ran)"
+  assert_ok ohbox wait web
+  assert_eq "$out" "7"
+  assert_ok ohbox logs web
+  assert_eq "$out" "started
+bye"
+  assert_ok ohbox rm web
+  assert_ok ohbox ps -a -q
+  assert_eq "$out" ""
+  # kill, wait, and a name reused after rm
+  assert_ok ohbox run -d --name web "$BB" sleep 60
+  id=$out
+  assert_ok ohbox kill -s KILL "${id:0:8}"
+  assert_ok ohbox wait "$id"
+  assert_eq "$out" "137"
+  assert_ok ohbox rm "$id"
+  # stop escalates to SIGKILL after the timeout
+  assert_ok ohbox run -d "$BB" sh -c 'trap "" TERM; while true; do sleep 0.1; done'
+  id=$out
+  assert_ok ohbox stop -t 1 "$id"
+  assert_ok ohbox wait "$id"
+  assert_eq "$out" "137"
+  assert_ok ohbox rm "$id"
+  # -d --rm leaves nothing once it exits
+  assert_ok ohbox run -d --rm "$BB" sleep 1
+  id=$out
+  assert_ok ohbox wait "$id"
+  assert_eq "$out" "0"
+  t_wait_until 5 sh -c "! '$OHBOX_BIN' --root '$T_ROOT' ps -a -q | grep -q ."
+  assert_gone "$T_ROOT/sandboxes/$id"
+}
+
+test_logs_follow ()
+{
+  load_bb
+  assert_ok ohbox run -d "$BB" sh -c 'for i in 1 2 3; do echo line$i; sleep 0.2; done'
+  local id=$out
+  assert_ok ohbox logs -f "$id"
+  assert_eq "$out" "line1
+line2
+line3"
+  assert_ok ohbox rm "$id"
+}
+
+test_reconcile_killed_monitor ()
+{
+  load_bb
+  assert_ok ohbox run -d "$BB" sleep 60
+  local id=$out mon
+  # the monitor is the init's parent: kill it, the sandbox dies with it
+  assert_ok ohbox ps --format json
+  mon=$(ps -o ppid= -p "$(jq '.[0].pid' <<<"$out")" | tr -d ' ')
+  local init
+  init=$(jq '.[0].pid' <<<"$out")
+  kill -9 "$mon"
+  # the init dies with its monitor (parent-death signal), before any reconciliation
+  t_wait_until 5 sh -c "! kill -0 $init 2>/dev/null"
+  assert_ok ohbox ps -a --format json
+  assert_jq "$out" ".[0].id == \"$id\" and .[0].status == \"exited\" and .[0].exit_code == 255" "reconciled"
+  assert_gone "/sys/fs/cgroup/pids/ohbox/$id"
+  assert_gone "/sys/fs/cgroup/unified/ohbox/$id"
+  assert_ok ohbox rm "$id"
+  assert_gone "$T_ROOT/sandboxes/$id"
+}
+
+test_gc_keeps_layers ()
+{
+  load_bb
+  assert_ok ohbox run -d "$BB" sleep 60
+  local id=$out
+  assert_ok ohbox rmi "$BB"
+  assert_layer_present "$IMG_BB_DIFF1"
+  assert_ok ohbox rm -f "$id"
+  assert_ok ohbox prune
+  assert_layer_absent "$IMG_BB_DIFF1"
+}
+
+run_test exit_codes test_exit_codes
+run_test image_layers test_image_layers
+run_test isolation test_isolation
+run_test security test_security
+run_test users_env_mounts test_users_env_mounts
+run_test limits_v1 test_limits_v1
+run_test lifecycle test_lifecycle
+run_test logs_follow test_logs_follow
+run_test reconcile_killed_monitor test_reconcile_killed_monitor
+run_test gc_keeps_layers test_gc_keeps_layers
+t_summary 2>/dev/null || true

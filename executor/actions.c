@@ -4,7 +4,6 @@
 #include "config.h"
 
 #include <errno.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -245,7 +244,7 @@ executor_server_info (struct executor *ex)
       dfree = (long long) sv.f_bavail * (long long) sv.f_frsize;
       dused = (long long) (sv.f_blocks - sv.f_bfree) * (long long) sv.f_frsize;
       if (dused + dfree > 0)
-        dpercent = round ((double) dused / (double) (dused + dfree) * 1000.0) / 10.0;
+        dpercent = (double) (long long) ((double) dused / (double) (dused + dfree) * 1000.0 + 0.5) / 10.0;
     }
 
   json_t *memory = json_pack ("{s:I, s:I, s:f}", "rss", (json_int_t) rss, "vms", (json_int_t) vms, "percent",

@@ -11,14 +11,24 @@
  * destination, so no entry can land outside it.
  *
  * Downloads: a thread writes the zip with libarchive into a pipe that
- * libmicrohttpd streams to the client; the archive never sits in memory. */
+ * libmicrohttpd streams to the client; the archive never sits in memory.
+ *
+ * libarchive is loaded (dlopen) the first time a zip is needed, not at
+ * start: Debian's libarchive pulls in libxml2, ICU and libstdc++, about
+ * 2.4 MB of resident pages in every idle executor that never sees a zip.
+ * The library is looked for in the directories the executor's own
+ * libraries came from (the closure's lib directory, whatever the loader's
+ * search path), then by soname.  Without it, zip uploads and downloads
+ * answer 503 with the reason; everything else works. */
 #include "config.h"
 
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <link.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -34,6 +44,105 @@
 #define MAX_ZIP_ENTRIES 200000
 #define MAX_UNPACKED_FACTOR 4
 
+/* ---- libarchive, loaded on first use ------------------------------------------ */
+
+#define LIBARCHIVE_SONAME "libarchive.so.13"
+
+/* The libraries the executor dlopens, one NUL-terminated soname each:
+ * executor/closure.sh reads this section (readelf -p) and packs them with
+ * their own dependencies. */
+static const char dlopen_sonames[] __attribute__ ((section (".ohbox.dlopen"), used)) = LIBARCHIVE_SONAME;
+
+#define LA_SYMBOLS(X)                                                                                          \
+  X (archive_error_string)                                                                                     \
+  X (archive_read_new)                                                                                         \
+  X (archive_read_support_format_zip)                                                                          \
+  X (archive_read_open_filename)                                                                               \
+  X (archive_read_next_header)                                                                                 \
+  X (archive_read_data)                                                                                        \
+  X (archive_read_free)                                                                                        \
+  X (archive_write_new)                                                                                        \
+  X (archive_write_set_format_zip)                                                                             \
+  X (archive_write_set_bytes_per_block)                                                                        \
+  X (archive_write_open_fd)                                                                                    \
+  X (archive_write_header)                                                                                     \
+  X (archive_write_data)                                                                                       \
+  X (archive_write_close)                                                                                      \
+  X (archive_write_free)                                                                                       \
+  X (archive_entry_new)                                                                                        \
+  X (archive_entry_free)                                                                                       \
+  X (archive_entry_pathname)                                                                                   \
+  X (archive_entry_filetype)                                                                                   \
+  X (archive_entry_perm)                                                                                       \
+  X (archive_entry_set_pathname)                                                                               \
+  X (archive_entry_set_filetype)                                                                               \
+  X (archive_entry_set_perm)                                                                                   \
+  X (archive_entry_set_size)                                                                                   \
+  X (archive_entry_set_mtime)
+
+/* The entry points, typed from <archive.h>; la.archive_read_new () etc. */
+static struct
+{
+#define LA_FIELD(name) __typeof__ (name) *name;
+  LA_SYMBOLS (LA_FIELD)
+#undef LA_FIELD
+} la;
+
+static pthread_once_t la_once = PTHREAD_ONCE_INIT;
+static char *la_error; /* why libarchive is unavailable; NULL once loaded */
+
+/* dl_iterate_phdr: tries DIR/libarchive.so.13 for the directory of every
+ * loaded library (the closure keeps them all in one). */
+static int
+la_try_loaded_dirs (struct dl_phdr_info *info, size_t size OHBOX_UNUSED, void *data)
+{
+  void **handle = data;
+  const char *name = info->dlpi_name;
+  const char *slash = name ? strrchr (name, '/') : NULL;
+  if (slash == NULL)
+    return 0; /* the program itself, the vDSO */
+  cleanup_free char *path = xasprintf ("%.*s/%s", (int) (slash - name), name, LIBARCHIVE_SONAME);
+  if (access (path, R_OK) != 0)
+    return 0;
+  *handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
+  return *handle != NULL;
+}
+
+static void
+la_load (void)
+{
+  void *h = NULL;
+  dl_iterate_phdr (la_try_loaded_dirs, &h);
+  if (h == NULL)
+    h = dlopen (LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
+  if (h == NULL)
+    {
+      const char *e = dlerror ();
+      la_error = xasprintf ("zip support is unavailable: cannot load `%s` (%s); it belongs next to the executor's "
+                            "other libraries (executor/closure.sh packs it)",
+                            LIBARCHIVE_SONAME, e ? e : "not found");
+      return;
+    }
+#define LA_RESOLVE(name)                                                                                       \
+  if (la_error == NULL && (la.name = (__typeof__ (name) *) dlsym (h, #name)) == NULL)                         \
+    la_error = xasprintf ("zip support is unavailable: `%s` has no symbol `%s`", LIBARCHIVE_SONAME, #name);
+  LA_SYMBOLS (LA_RESOLVE)
+#undef LA_RESOLVE
+}
+
+int
+zip_support (char **detail)
+{
+  pthread_once (&la_once, la_load);
+  if (la_error == NULL)
+    return 0;
+  if (detail)
+    *detail = xstrdup (la_error);
+  return -1;
+}
+
+/* ---- upload ---------------------------------------------------------------------- */
+
 struct upload
 {
   char *dest;
@@ -42,6 +151,13 @@ struct upload
   int fd;
   uint64_t size, max;
 };
+
+static bool
+upload_is_zip (const char *name, bool recursive)
+{
+  size_t nl = strlen (name);
+  return recursive || (nl >= 4 && strcasecmp (name + nl - 4, ".zip") == 0);
+}
 
 static int
 fail (int *status, char **detail, int code, char *msg)
@@ -52,9 +168,14 @@ fail (int *status, char **detail, int code, char *msg)
 }
 
 int
-upload_begin (struct executor *ex, const char *dest, const char *name, struct upload **out, int *status, char **detail)
+upload_begin (struct executor *ex, const char *dest, const char *name, bool recursive, struct upload **out,
+              int *status, char **detail)
 {
   cleanup_error ohbox_error_t err = NULL;
+  /* A zip that could not be unpacked is refused before its body is read. */
+  char *why = NULL;
+  if (upload_is_zip (name, recursive) && zip_support (&why) < 0)
+    return fail (status, detail, 503, why);
   if (ohbox_mkdir_p (AT_FDCWD, dest, 0755, &err) < 0)
     return fail (status, detail, 500, xasprintf ("create the destination `%s`: %s", dest, err->msg));
   /* Only the base name of the part's file name counts. */
@@ -128,11 +249,11 @@ safe_entry_name (const char *name)
 static struct archive *
 open_zip (const char *path)
 {
-  struct archive *a = archive_read_new ();
-  archive_read_support_format_zip (a);
-  if (archive_read_open_filename (a, path, 65536) != ARCHIVE_OK)
+  struct archive *a = la.archive_read_new ();
+  la.archive_read_support_format_zip (a);
+  if (la.archive_read_open_filename (a, path, 65536) != ARCHIVE_OK)
     {
-      archive_read_free (a);
+      la.archive_read_free (a);
       return NULL;
     }
   return a;
@@ -179,6 +300,8 @@ mkdirs_beneath (int dirfd, const char *rel, bool file)
 static int
 extract_zip (const char *zip, const char *dest, uint64_t max_bytes, char **detail)
 {
+  if (zip_support (detail) < 0)
+    return 503;
   /* Pass 1: every name must be safe, or nothing is written. */
   struct archive *a = open_zip (zip);
   if (a == NULL)
@@ -189,30 +312,30 @@ extract_zip (const char *zip, const char *dest, uint64_t max_bytes, char **detai
   struct archive_entry *e;
   size_t count = 0;
   int r;
-  while ((r = archive_read_next_header (a, &e)) == ARCHIVE_OK)
+  while ((r = la.archive_read_next_header (a, &e)) == ARCHIVE_OK)
     {
-      const char *name = archive_entry_pathname (e);
+      const char *name = la.archive_entry_pathname (e);
       if (!safe_entry_name (name))
         {
           *detail = xasprintf ("refused zip entry `%s`: it would be written outside the destination `%s`",
                                name ? name : "", dest);
-          archive_read_free (a);
+          la.archive_read_free (a);
           return 400;
         }
       if (++count > MAX_ZIP_ENTRIES)
         {
           *detail = xasprintf ("zip has more than %d entries", MAX_ZIP_ENTRIES);
-          archive_read_free (a);
+          la.archive_read_free (a);
           return 400;
         }
     }
   if (r != ARCHIVE_EOF)
     {
-      *detail = xasprintf ("Uploaded file is not a valid zip file: %s", archive_error_string (a));
-      archive_read_free (a);
+      *detail = xasprintf ("Uploaded file is not a valid zip file: %s", la.archive_error_string (a));
+      la.archive_read_free (a);
       return 400;
     }
-  archive_read_free (a);
+  la.archive_read_free (a);
 
   /* Pass 2: unpack beneath the destination. */
   int destfd = open (dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
@@ -225,10 +348,10 @@ extract_zip (const char *zip, const char *dest, uint64_t max_bytes, char **detai
   uint64_t total = 0;
   int status = 0;
   char buf[65536];
-  while (a && status == 0 && archive_read_next_header (a, &e) == ARCHIVE_OK)
+  while (a && status == 0 && la.archive_read_next_header (a, &e) == ARCHIVE_OK)
     {
-      const char *name = archive_entry_pathname (e);
-      mode_t type = archive_entry_filetype (e);
+      const char *name = la.archive_entry_pathname (e);
+      mode_t type = la.archive_entry_filetype (e);
       size_t nl = strlen (name);
       if (type == AE_IFDIR || (nl && name[nl - 1] == '/'))
         {
@@ -252,7 +375,7 @@ extract_zip (const char *zip, const char *dest, uint64_t max_bytes, char **detai
           break;
         }
       close (parent);
-      mode_t mode = archive_entry_perm (e) & 0777;
+      mode_t mode = la.archive_entry_perm (e) & 0777;
       int fd = ohbox_openat_beneath (destfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode ? mode : 0644, 0);
       if (fd < 0)
         {
@@ -261,7 +384,7 @@ extract_zip (const char *zip, const char *dest, uint64_t max_bytes, char **detai
           break;
         }
       la_ssize_t n;
-      while ((n = archive_read_data (a, buf, sizeof (buf))) > 0)
+      while ((n = la.archive_read_data (a, buf, sizeof (buf))) > 0)
         {
           total += (uint64_t) n;
           if (total > max_bytes)
@@ -279,13 +402,13 @@ extract_zip (const char *zip, const char *dest, uint64_t max_bytes, char **detai
         }
       if (n < 0 && status == 0)
         {
-          *detail = xasprintf ("read zip entry `%s`: %s", name, archive_error_string (a));
+          *detail = xasprintf ("read zip entry `%s`: %s", name, la.archive_error_string (a));
           status = 400;
         }
       close (fd);
     }
   if (a)
-    archive_read_free (a);
+    la.archive_read_free (a);
   close (destfd);
   return status;
 }
@@ -295,10 +418,8 @@ upload_finish (struct upload *u, bool recursive, int *status, char **detail)
 {
   close (u->fd);
   u->fd = -1;
-  size_t nl = strlen (u->name);
-  bool is_zip = recursive || (nl >= 4 && strcasecmp (u->name + nl - 4, ".zip") == 0);
   json_t *reply = NULL;
-  if (is_zip)
+  if (upload_is_zip (u->name, recursive))
     {
       uint64_t limit = u->max * MAX_UNPACKED_FACTOR;
       int st = extract_zip (u->tmp, u->dest, limit, detail);
@@ -367,13 +488,13 @@ add_tree (struct archive *a, const char *root, const char *rel, int depth)
       int fd = openat (dirfd (d), de->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
       if (fd < 0)
         continue;
-      struct archive_entry *e = archive_entry_new ();
-      archive_entry_set_pathname (e, r);
-      archive_entry_set_filetype (e, AE_IFREG);
-      archive_entry_set_perm (e, st.st_mode & 0777);
-      archive_entry_set_size (e, st.st_size);
-      archive_entry_set_mtime (e, st.st_mtime, 0);
-      if (archive_write_header (a, e) == ARCHIVE_OK)
+      struct archive_entry *e = la.archive_entry_new ();
+      la.archive_entry_set_pathname (e, r);
+      la.archive_entry_set_filetype (e, AE_IFREG);
+      la.archive_entry_set_perm (e, st.st_mode & 0777);
+      la.archive_entry_set_size (e, st.st_size);
+      la.archive_entry_set_mtime (e, st.st_mtime, 0);
+      if (la.archive_write_header (a, e) == ARCHIVE_OK)
         {
           ssize_t n;
           la_int64_t left = st.st_size;
@@ -381,12 +502,12 @@ add_tree (struct archive *a, const char *root, const char *rel, int depth)
             {
               if (n > left)
                 n = (ssize_t) left;
-              if (archive_write_data (a, buf, (size_t) n) < 0)
+              if (la.archive_write_data (a, buf, (size_t) n) < 0)
                 break;
               left -= n;
             }
         }
-      archive_entry_free (e);
+      la.archive_entry_free (e);
       close (fd);
     }
 }
@@ -395,16 +516,16 @@ static void *
 download_main (void *arg)
 {
   struct download *dl = arg;
-  struct archive *a = archive_write_new ();
-  archive_write_set_format_zip (a);
+  struct archive *a = la.archive_write_new ();
+  la.archive_write_set_format_zip (a);
   /* Stream: no seeking back to patch sizes, data descriptors instead. */
-  archive_write_set_bytes_per_block (a, 0);
-  if (archive_write_open_fd (a, dl->fd) == ARCHIVE_OK)
+  la.archive_write_set_bytes_per_block (a, 0);
+  if (la.archive_write_open_fd (a, dl->fd) == ARCHIVE_OK)
     {
       add_tree (a, dl->root, "", 0);
-      archive_write_close (a);
+      la.archive_write_close (a);
     }
-  archive_write_free (a);
+  la.archive_write_free (a);
   close (dl->fd);
   free (dl->root);
   free (dl);
@@ -416,6 +537,9 @@ download_start (const char *path, int *status, char **detail)
 {
   if (path[0] != '/')
     return fail (status, detail, 400, xstrdup ("Path must be absolute"));
+  char *why = NULL;
+  if (zip_support (&why) < 0)
+    return fail (status, detail, 503, why);
   struct stat st;
   if (stat (path, &st) < 0)
     return fail (status, detail, 404, xstrdup ("File not found"));

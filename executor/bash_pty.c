@@ -21,6 +21,7 @@
 #include <unistd.h>
 
 #include "bash_private.h"
+#include "users.h"
 #include "utils.h"
 
 extern char **environ;
@@ -162,9 +163,12 @@ bash_send_keys (struct bash_session *s, const char *text, bool enter, double dea
           len = strlen (data);
           break;
         }
-  if (len && bash_write_all_until (s->master, data, len, deadline) < 0)
-    return -1;
-  if (enter && bash_write_all_until (s->master, "\r", 1, deadline) < 0)
+  /* One write: bash wakes up once and finds the whole line. */
+  cleanup_free char *line = xmalloc (len + 2);
+  memcpy (line, data, len);
+  if (enter)
+    line[len++] = '\r';
+  if (len && bash_write_all_until (s->master, line, len, deadline) < 0)
     return -1;
   return 0;
 }
@@ -253,16 +257,7 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
   char **env = build_env (o, bash);
   char *argv[] = { o->switch_user ? "-bash" : "bash", NULL };
   gid_t groups[256];
-  int ngroups = 0;
-  if (o->switch_user)
-    {
-      ngroups = sizeof (groups) / sizeof (groups[0]);
-      if (getgrouplist (o->username, o->gid, groups, &ngroups) < 0)
-        {
-          groups[0] = o->gid;
-          ngroups = 1;
-        }
-    }
+  int ngroups = o->switch_user ? users_groups (o->username, o->gid, groups, sizeof (groups) / sizeof (groups[0])) : 0;
   const char *dir = o->work_dir ? o->work_dir : "/";
 
   pid_t pid = fork ();

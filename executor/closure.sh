@@ -7,6 +7,11 @@
 #
 # (paths as seen inside the sandbox, e.g. PREFIX=/.ohbox).  ldd lists the
 # whole closure, the loader included; files are copied dereferenced.
+# Libraries the program dlopens at run time are not in ldd's list: the
+# program names them in an ELF section `.ohbox.dlopen` (NUL-separated
+# sonames, see executor/archive.c); each is packed with its own closure.
+# The program looks for them in the directory its other libraries came
+# from, so they are found there whatever the loader's search path.
 set -eu
 if [ $# -ne 2 ]; then
   echo "usage: closure.sh BINARY PREFIX" >&2
@@ -18,16 +23,36 @@ bin=$1 prefix=$2
 if head -c 2 "$bin" | grep -q '#!' && [ -x "$(dirname "$bin")/.libs/$(basename "$bin")" ]; then
   bin="$(dirname "$bin")/.libs/$(basename "$bin")"
 fi
+command -v readelf >/dev/null || { echo "closure.sh: readelf (binutils) is needed to find dlopen'ed libraries" >&2; exit 1; }
 mkdir -p "$prefix/bin" "$prefix/lib"
 cp -L "$bin" "$prefix/bin/"
-list=$(ldd "$bin") || { echo "closure.sh: ldd failed on \`$bin\` (a static binary needs no closure)" >&2; exit 1; }
-echo "$list" | while read -r a b c d; do
-  case $a in
-    /*) lib=$a ;;                                  # the loader: "/lib64/ld-linux-x86-64.so.2 (0x...)"
-    *) [ "$b" = "=>" ] && case $c in /*) lib=$c ;; *) continue ;; esac || continue ;;
-  esac
-  cp -L "$lib" "$prefix/lib/$(basename "$lib")"
+
+# copy_closure FILE: copies every library ldd lists for FILE (and the loader).
+copy_closure() {
+  list=$(ldd "$1") || { echo "closure.sh: ldd failed on \`$1\` (a static binary needs no closure)" >&2; exit 1; }
+  echo "$list" | while read -r a b c d; do
+    case $a in
+      /*) lib=$a ;;                                  # the loader: "/lib64/ld-linux-x86-64.so.2 (0x...)"
+      *) [ "$b" = "=>" ] && case $c in /*) lib=$c ;; *) continue ;; esac || continue ;;
+    esac
+    cp -L "$lib" "$prefix/lib/$(basename "$lib")"
+  done
+}
+copy_closure "$bin"
+
+# The dlopen'ed libraries: looked up next to the program's libc (the
+# directory its own libraries come from), then in the ld.so cache.
+libc=$(ldd "$bin" | awk '$1 ~ /^libc\.so/ && $3 ~ /^\// {print $3; exit}')
+sonames=$(readelf -p .ohbox.dlopen "$bin" 2>/dev/null | sed -n 's/^ *\[ *[0-9a-f]*\] *//p')
+for so in $sonames; do
+  path=
+  [ -n "$libc" ] && [ -e "$(dirname "$libc")/$so" ] && path=$(dirname "$libc")/$so
+  [ -n "$path" ] || path=$(ldconfig -p 2>/dev/null | awk -v n="$so" '$1 == n {print $NF; exit}')
+  [ -n "$path" ] && [ -e "$path" ] || { echo "closure.sh: \`$so\` (dlopen'ed by $(basename "$bin")) not found" >&2; exit 1; }
+  cp -L "$path" "$prefix/lib/$so"
+  copy_closure "$path"
 done
+
 loader=$(ls "$prefix"/lib/ld-linux*.so* 2>/dev/null | head -n 1)
 [ -n "$loader" ] || { echo "closure.sh: no dynamic loader found in the ldd output of \`$bin\`" >&2; exit 1; }
-echo "closure of $(basename "$bin") in $prefix: $(ls "$prefix/lib" | wc -l) libraries, loader $(basename "$loader")"
+echo "closure of $(basename "$bin") in $prefix: $(ls "$prefix/lib" | wc -l) libraries (dlopen'ed: ${sonames:-none}), loader $(basename "$loader")"

@@ -24,6 +24,7 @@
 
 #include "executor.h"
 #include "obs.h"
+#include "users.h"
 #include "utils.h"
 
 /* Reply size the executor accepts from the driver (the driver already cuts
@@ -172,12 +173,8 @@ ipython_start (struct executor *ex, struct ipython *py, char **why)
   cleanup_free char *dir = ex->bash ? bash_session_cwd (ex->bash) : xstrdup (ex->work_dir);
   char *argv[] = { "python3", "-u", "-c", (char *) driver, NULL };
   gid_t groups[256];
-  int ngroups = sizeof (groups) / sizeof (groups[0]);
-  if (ex->switch_user && getgrouplist (ex->username, ex->gid, groups, &ngroups) < 0)
-    {
-      groups[0] = ex->gid;
-      ngroups = 1;
-    }
+  int ngroups = ex->switch_user ? users_groups (ex->username, ex->gid, groups, sizeof (groups) / sizeof (groups[0]))
+                                : 0;
   pid_t pid = fork ();
   if (pid < 0)
     {

@@ -15,10 +15,13 @@ ohbox_executor_SOURCES = \
 	executor/diff.c \
 	executor/archive.c \
 	executor/ipython.c \
+	executor/users.c executor/users.h \
 	src/libohbox/error.c src/libohbox/error.h \
 	src/libohbox/utils.c src/libohbox/utils.h
 ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
-ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS) $(ARCHIVE_LIBS) -lm
+# libarchive is not linked: archive.c loads it on first use (its header only
+# gives the types).
+ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS)
 
 # The closure directory (binary + every shared library it loads + the loader).
 executor-closure: ohbox-executor

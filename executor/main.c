@@ -36,7 +36,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pwd.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -49,6 +48,7 @@
 #include "editor.h"
 #include "executor.h"
 #include "server.h"
+#include "users.h"
 #include "utils.h"
 
 static double
@@ -171,54 +171,27 @@ parse_args (struct executor *ex, int argc, char **argv)
 }
 
 /* As the Python server's init_user_and_working_directory, when root:
- * make sure USER exists (appending to /etc/passwd when the image has no
- * useradd, e.g. busybox) and the working directory exists and is theirs. */
+ * make sure USER exists (users.c appends it to /etc/passwd: busybox has no
+ * useradd) and the working directory exists and is theirs. */
 static int
 init_user (struct executor *ex, ohbox_error_t *err)
 {
-  struct passwd *pw = getpwnam (ex->username);
-  if (pw == NULL && strcmp (ex->username, "root") != 0)
+  struct user_info pw = { 0 };
+  bool found = users_by_name (ex->username, &pw);
+  if (!found && strcmp (ex->username, "root") != 0)
     {
-      struct passwd *other = getpwuid (ex->uid);
-      if (other)
-        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                            "create user `%s`: uid %u already belongs to `%s`; pass a free --user-id",
-                            ex->username, (unsigned) ex->uid, other->pw_name);
-      /* useradd -rm -d /home/U -s /bin/bash -g root -u UID U */
-      cleanup_free char *home = xasprintf ("/home/%s", ex->username);
-      cleanup_free char *line = xasprintf ("%s:x:%u:0::%s:/bin/bash\n", ex->username, (unsigned) ex->uid, home);
-      int fd = open ("/etc/passwd", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
-      if (fd < 0 || ohbox_write_all (fd, line, strlen (line)) < 0)
-        {
-          int e = errno;
-          if (fd >= 0)
-            close (fd);
-          return ohbox_error (err, OHBOX_ERR_GENERIC, e, "add user `%s` to `/etc/passwd`", ex->username);
-        }
-      close (fd);
-      if (access ("/etc/shadow", F_OK) == 0)
-        {
-          cleanup_free char *sline = xasprintf ("%s:!:19000:0:99999:7:::\n", ex->username);
-          int sfd = open ("/etc/shadow", O_WRONLY | O_APPEND | O_CLOEXEC);
-          if (sfd >= 0)
-            {
-              ohbox_write_all (sfd, sline, strlen (sline));
-              close (sfd);
-            }
-        }
-      if (mkdir ("/home", 0755) < 0 && errno != EEXIST)
-        return ohbox_error_errno (err, "create `/home`");
-      if (mkdir (home, 0750) == 0 && chown (home, ex->uid, 0) < 0)
-        return ohbox_error_errno (err, "chown `%s`", home);
-      pw = getpwnam (ex->username);
+      if (users_create (ex->username, ex->uid, err) < 0)
+        return -1;
+      found = users_by_name (ex->username, &pw);
     }
-  if (pw)
+  if (found)
     {
       /* An existing user keeps its uid (the Python server does the same). */
-      ex->uid = pw->pw_uid;
-      ex->gid = pw->pw_gid;
+      ex->uid = pw.uid;
+      ex->gid = pw.gid;
       free (ex->home);
-      ex->home = xstrdup (pw->pw_dir);
+      ex->home = steal_pointer (&pw.home);
+      user_info_release (&pw);
     }
   else if (strcmp (ex->username, "root") == 0)
     {
@@ -328,13 +301,17 @@ main (int argc, char **argv)
     }
   else
     {
-      /* A plain process: the shell runs as whoever started the executor. */
-      struct passwd *pw = getpwuid (geteuid ());
+      /* A plain process: the shell runs as whoever started the executor
+       * (a user only a directory service knows: the environment's names). */
+      struct user_info pw = { 0 };
+      bool found = users_by_uid (geteuid (), &pw);
+      const char *user = getenv ("USER"), *home = getenv ("HOME");
       free (ex.username);
-      ex.username = xstrdup (pw ? pw->pw_name : "user");
+      ex.username = found ? steal_pointer (&pw.name) : xstrdup (user && *user ? user : "user");
       ex.uid = geteuid ();
       ex.gid = getegid ();
-      ex.home = xstrdup (pw ? pw->pw_dir : "/");
+      ex.home = found ? steal_pointer (&pw.home) : xstrdup (home && *home ? home : "/");
+      user_info_release (&pw);
       if (ohbox_mkdir_p (AT_FDCWD, ex.work_dir, 0755, &err) < 0)
         {
           fprintf (stderr, "ohbox-executor: create the working directory: %s\n", err->msg);

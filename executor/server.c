@@ -131,7 +131,9 @@ post_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *key, con
     return MHD_YES; /* other form fields are ignored, as FastAPI does */
   if (rq->up == NULL)
     {
-      if (upload_begin (rq->ex, rq->dest, filename ? filename : "upload", &rq->up, &rq->up_status, &rq->up_detail) < 0)
+      if (upload_begin (rq->ex, rq->dest, filename ? filename : "upload", rq->recursive, &rq->up, &rq->up_status,
+                        &rq->up_detail)
+          < 0)
         return MHD_NO;
     }
   if (size && upload_data (rq->up, data, size, &rq->up_status, &rq->up_detail) < 0)
@@ -318,6 +320,11 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
             {
               rq->deferred_status = 400;
               rq->deferred_detail = xstrdup ("Destination must be an absolute path");
+              return MHD_YES;
+            }
+          if (rq->recursive && zip_support (&rq->deferred_detail) < 0)
+            {
+              rq->deferred_status = 503;
               return MHD_YES;
             }
           rq->pp = MHD_create_post_processor (c, POST_BUFFER, post_iter, rq);

@@ -1,8 +1,9 @@
-/* terminal.h: a virtual terminal (libvterm) plus a scrollback history, so
- * that the bash session's output reads the way a terminal shows it: carriage
- * returns collapse progress bars, escape sequences vanish, long lines that
- * wrapped are joined again.  This replaces what tmux `capture-pane -J -p -S -`
- * gives the Python server.
+/* terminal.h: a virtual terminal (libvterm's parser and state machine, the
+ * cells kept here) plus a scrollback history, so that the bash session's
+ * output reads the way a terminal shows it: carriage returns collapse
+ * progress bars, escape sequences vanish, long lines that wrapped are
+ * joined again, full-screen programs use an alternate screen.  This
+ * replaces what tmux `capture-pane -J -p -S -` gives the Python server.
  *
  * Not thread-safe: the bash session serialises access with its own lock. */
 #ifndef OHBOX_EXECUTOR_TERMINAL_H
@@ -27,6 +28,9 @@ char *term_render (struct term *t, size_t *len);
 /* Forgets history and screen, then shows TEXT ('\n' separated) from the top
  * left, leaving the cursor after it: what "clear + redraw the prompt" leaves. */
 void term_reset_to (struct term *t, const char *text);
+/* The text of screen row ROW as term_render shows it (tests, diagnostics).
+ * Caller frees. */
+char *term_screen_row (struct term *t, int row);
 /* Bumped whenever the screen or history changes. */
 uint64_t term_generation (struct term *t);
 

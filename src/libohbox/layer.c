@@ -1,9 +1,10 @@
 /* layer.c: unpacking one image layer; see layer.h for the contract.
  *
- * Two stacked libarchive readers: the outer one (gzip/zstd filters, "raw"
- * format) turns the blob into the uncompressed tar stream; every block it
- * yields goes through stream_read(), which counts it against the size limit
- * and hashes it for the DiffID before handing it to the inner tar reader.
+ * Two threads: layer_stream.c decompresses the blob, bounds and hashes the
+ * uncompressed stream (the DiffID) on a thread of its own, and hands it over
+ * in blocks to the tar reader here, which creates the entries in the
+ * caller's thread. Inflating and creating files are the two big costs of an
+ * unpack; this way they overlap.
  *
  * Entries are written by hand, never with archive_write_disk (which resolves
  * paths against the process-wide cwd and cannot make overlay whiteouts):
@@ -25,31 +26,14 @@
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
+#include "layer_stream.h"
 #include "utils.h"
 
-/* Big reads: fewer syscalls and full-speed inflate (benchmarked vs GNU tar). */
-#define READ_BUFFER_SIZE (1024 * 1024)
-#define PROGRESS_INTERVAL (1024 * 1024)
 /* Memory for deferred directory metadata (paths + records) is bounded: a tar
  * costs the attacker 512 bytes per directory, which is not a bound at a
  * 64 GiB size limit. 256 MiB is > 1M directories with long paths. */
 #define MAX_DIR_RECORD_BYTES (256ULL * 1024 * 1024)
 #define SHOWN_MAX 200
-
-struct stream
-{
-  int blob_fd;
-  struct archive *outer;
-  char *inbuf;
-  bool eof;
-  uint64_t compressed;
-  uint64_t last_progress;
-  uint64_t uncompressed;
-  uint64_t max;
-  struct ohbox_sha256 *hash;
-  const struct ohbox_layer_options *opts;
-  ohbox_error_t err; /* first error raised inside a libarchive callback */
-};
 
 /* A directory whose mode and times are applied once every entry is written. */
 struct dir_record
@@ -63,7 +47,7 @@ struct dir_record
 
 struct unpack
 {
-  struct stream *s;
+  struct layer_stream *s;
   struct archive *ar;
   int root_fd;
   bool privileged;
@@ -83,68 +67,15 @@ struct unpack
   struct ohbox_buf dir_paths;
 };
 
-/* ---- the uncompressed stream ---- */
-
+/* The tar reader's read callback: the blocks of the uncompressed stream. */
 static la_ssize_t
-blob_read (struct archive *a, void *data, const void **buf)
+tar_read (struct archive *a, void *data, const void **buf)
 {
-  struct stream *s = data;
-  ssize_t n;
-  do
-    n = read (s->blob_fd, s->inbuf, READ_BUFFER_SIZE);
-  while (n < 0 && errno == EINTR);
+  struct unpack *u = data;
+  ssize_t n = layer_stream_next (u->s, buf);
   if (n < 0)
-    {
-      ohbox_error_errno (&s->err, "read layer blob");
-      archive_set_error (a, errno, "read layer blob");
-      return -1;
-    }
-  s->compressed += (uint64_t) n;
-  if (s->opts->progress && s->compressed - s->last_progress >= PROGRESS_INTERVAL)
-    {
-      s->last_progress = s->compressed;
-      s->opts->progress (s->opts->userdata, s->compressed);
-    }
-  *buf = s->inbuf;
+    archive_set_error (a, EIO, "layer stream failed");
   return n;
-}
-
-/* Feeds the tar reader (and the drain at the end): every uncompressed byte
- * passes here exactly once, so the hash is the DiffID and the count bounds
- * decompression bombs. */
-static la_ssize_t
-stream_read (struct archive *a, void *data, const void **buf)
-{
-  struct stream *s = data;
-  size_t size = 0;
-  la_int64_t offset;
-  if (s->eof)
-    return 0;
-  int r = archive_read_data_block (s->outer, buf, &size, &offset);
-  if (r == ARCHIVE_EOF)
-    {
-      s->eof = true;
-      return 0;
-    }
-  if (r < ARCHIVE_WARN)
-    {
-      ohbox_error (&s->err, OHBOX_ERR_INTEGRITY, 0, "layer stream is corrupt: %s",
-                   archive_error_string (s->outer) ? archive_error_string (s->outer) : "read error");
-      if (a)
-        archive_set_error (a, EIO, "layer stream is corrupt");
-      return -1;
-    }
-  s->uncompressed += size;
-  if (s->uncompressed > s->max)
-    {
-      ohbox_error (&s->err, OHBOX_ERR_INTEGRITY, 0, "layer exceeds the uncompressed size limit of %llu bytes",
-                   (unsigned long long) s->max);
-      if (a)
-        archive_set_error (a, EFBIG, "layer exceeds the uncompressed size limit");
-      return -1;
-    }
-  ohbox_sha256_update (s->hash, *buf, size);
-  return (la_ssize_t) size;
 }
 
 /* ---- names and paths ---- */
@@ -468,16 +399,14 @@ apply_dir_records (struct unpack *u, ohbox_error_t *err)
 
 /* ---- entries ---- */
 
-/* Error from a libarchive call on A: the callbacks' own error first (I/O,
- * corrupt compressed stream, size limit), else libarchive's message. */
+/* Error from the tar reader: the stream's own error first (I/O, corrupt
+ * compressed stream, size limit, failed download), else libarchive's message. */
 static int
-archive_failure (struct stream *s, struct archive *a, const char *what, ohbox_error_t *err)
+archive_failure (struct unpack *u, const char *what, ohbox_error_t *err)
 {
-  if (s->err)
-    {
-      ohbox_error_move (err, &s->err);
-      return -1;
-    }
+  struct archive *a = u->ar;
+  if (layer_stream_take_error (u->s, err))
+    return -1;
   const char *msg = archive_error_string (a);
   ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%s: %s", what, msg ? msg : "unknown error");
   /* EILSEQ is libarchive's ARCHIVE_ERRNO_FILE_FORMAT: not a tar, gzip or zstd stream. */
@@ -518,7 +447,7 @@ write_regular (struct unpack *u, struct archive_entry *e, int pfd, const char *b
         {
           char what[SHOWN_MAX + 32];
           snprintf (what, sizeof what, "layer entry `%s`: read", shown (u));
-          return archive_failure (u->s, u->ar, what, err);
+          return archive_failure (u, what, err);
         }
       if (off < 0 || (uint64_t) off + len > (uint64_t) size)
         return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "layer entry `%s`: data beyond its size", shown (u));
@@ -806,53 +735,39 @@ unpack_entry (struct unpack *u, struct archive_entry *e, ohbox_error_t *err)
 /* ---- driver ---- */
 
 static void
-unpack_release (struct unpack *u, struct stream *s)
+unpack_release (struct unpack *u)
 {
+  /* The producer first: it may be blocked on the ring. */
+  layer_stream_free (u->s);
   if (u->ar)
     archive_read_free (u->ar);
-  if (s->outer)
-    archive_read_free (s->outer);
   if (u->parent_fd >= 0)
     close (u->parent_fd);
   if (u->root_fd >= 0)
     close (u->root_fd);
   free (u->dirs);
   ohbox_buf_free (&u->dir_paths);
-  free (s->inbuf);
-  ohbox_sha256_free (s->hash);
-  ohbox_error_release (&s->err);
 }
 
 static int
-unpack_all (struct unpack *u, struct stream *s, int dest_dirfd, ohbox_error_t *err)
+unpack_all (struct unpack *u, int blob_fd, int dest_dirfd, const struct ohbox_layer_options *opts,
+            ohbox_error_t *err)
 {
   struct archive_entry *e;
   /* Our own fd: the caller's may be O_PATH, and fchmod/fsetxattr need a real one. */
   u->root_fd = ohbox_openat_beneath (dest_dirfd, ".", O_RDONLY | O_DIRECTORY, 0, 0);
   if (u->root_fd < 0)
     return ohbox_error_errno (err, "open layer directory");
-
-  /* Only gzip and zstd (the OCI layer media types), and only built in:
-   * ARCHIVE_WARN means libarchive would run an external program. */
-  s->outer = archive_read_new ();
-  if (s->outer == NULL)
-    abort ();
-  if (archive_read_support_filter_gzip (s->outer) != ARCHIVE_OK
-      || archive_read_support_filter_zstd (s->outer) != ARCHIVE_OK
-      || archive_read_support_format_raw (s->outer) != ARCHIVE_OK)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "libarchive without built-in gzip and zstd: %s",
-                        archive_error_string (s->outer));
-  if (archive_read_open (s->outer, s, NULL, blob_read, NULL) != ARCHIVE_OK
-      || archive_read_next_header (s->outer, &e) != ARCHIVE_OK)
-    return archive_failure (s, s->outer, "layer blob", err);
+  if (layer_stream_start (blob_fd, opts, u->max, &u->s, err) < 0)
+    return -1;
 
   u->ar = archive_read_new ();
   if (u->ar == NULL)
     abort ();
   if (archive_read_support_format_tar (u->ar) != ARCHIVE_OK)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "libarchive: %s", archive_error_string (u->ar));
-  if (archive_read_open (u->ar, s, NULL, stream_read, NULL) != ARCHIVE_OK)
-    return archive_failure (s, u->ar, "layer tar stream", err);
+  if (archive_read_open (u->ar, u, NULL, tar_read, NULL) != ARCHIVE_OK)
+    return archive_failure (u, "layer tar stream", err);
 
   for (;;)
     {
@@ -860,17 +775,18 @@ unpack_all (struct unpack *u, struct stream *s, int dest_dirfd, ohbox_error_t *e
       if (r == ARCHIVE_EOF)
         break;
       if (r != ARCHIVE_OK && r != ARCHIVE_WARN)
-        return archive_failure (s, u->ar, "layer tar stream", err);
+        return archive_failure (u, "layer tar stream", err);
       if (unpack_entry (u, e, err) < 0)
         return -1;
     }
-  /* The DiffID covers the bytes after the end-of-archive marker too. */
+  /* The DiffID covers the bytes after the end-of-archive marker too: the
+   * stream is read to its end (the tar reader may have stopped short). */
   for (;;)
     {
       const void *buf;
-      la_ssize_t n = stream_read (NULL, s, &buf);
+      ssize_t n = layer_stream_next (u->s, &buf);
       if (n < 0)
-        return archive_failure (s, s->outer, "layer blob", err);
+        return archive_failure (u, "layer blob", err);
       if (n == 0)
         break;
     }
@@ -889,29 +805,21 @@ ohbox_layer_unpack (int blob_fd, int dest_dirfd, const struct ohbox_layer_option
     stats = &local_stats;
   memset (stats, 0, sizeof *stats);
 
-  struct stream s = {
-    .blob_fd = blob_fd,
-    .inbuf = xmalloc (READ_BUFFER_SIZE),
-    .max = opts->max_uncompressed ? opts->max_uncompressed : OHBOX_LAYER_DEFAULT_MAX_SIZE,
-    .hash = ohbox_sha256_new (),
-    .opts = opts,
-  };
   struct unpack u = {
-    .s = &s,
     .root_fd = -1,
     .parent_fd = -1,
     .privileged = opts->privileged,
-    .max = s.max,
+    .max = opts->max_uncompressed ? opts->max_uncompressed : OHBOX_LAYER_DEFAULT_MAX_SIZE,
     .stats = stats,
   };
-  int r = unpack_all (&u, &s, dest_dirfd, err);
+  int r = unpack_all (&u, blob_fd, dest_dirfd, opts, err);
   if (r == 0)
     {
-      ohbox_sha256_final (s.hash, diffid_out);
-      stats->uncompressed_size = s.uncompressed;
+      uint64_t compressed;
+      layer_stream_result (u.s, diffid_out, &stats->uncompressed_size, &compressed);
       if (opts->progress)
-        opts->progress (opts->userdata, s.compressed);
+        opts->progress (opts->userdata, compressed);
     }
-  unpack_release (&u, &s);
+  unpack_release (&u);
   return r;
 }

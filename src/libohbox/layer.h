@@ -44,9 +44,19 @@ struct ohbox_layer_options
   /* Bound on the uncompressed stream (gzip/zstd bombs); 0 means the default. */
   uint64_t max_uncompressed;
   /* Called about every MiB, and once at the end on success, with the
-   * compressed bytes read from BLOB_FD so far (may be NULL). */
+   * compressed bytes read from BLOB_FD so far (may be NULL). All but the
+   * last call come from the unpack's decompression thread. */
   void (*progress) (void *userdata, uint64_t compressed_read);
-  void *userdata;
+  /* Unpacking while the blob downloads (may be NULL): BLOB_FD is then a
+   * file still being appended to. When a read reaches its end, wait_more
+   * (OFFSET: the bytes read so far) blocks until more may have been written
+   * and returns 1 (returning early is harmless: the read is retried), or
+   * until the writer is done: 0 when the file is complete and verified
+   * (what is left of it is read, then its end is the end), -1 with *ERR
+   * when it never will be (the unpack fails with that error). Called from
+   * the decompression thread. */
+  int (*wait_more) (void *userdata, uint64_t offset, ohbox_error_t *err);
+  void *userdata; /* for progress and wait_more */
 };
 
 struct ohbox_layer_stats
@@ -61,7 +71,10 @@ struct ohbox_layer_stats
  * and computes its DiffID (sha256 of the uncompressed tar stream, including
  * the bytes after the end-of-archive marker). Compression is detected from the
  * stream (gzip or zstd, or none). DEST_DIRFD may be an O_PATH fd. STATS may be
- * NULL. On failure the caller removes DEST_DIRFD's contents. */
+ * NULL. On failure the caller removes DEST_DIRFD's contents.
+ * Decompression and hashing run on a thread of their own, tar parsing and
+ * file creation on the caller's (a ring of 2 MiB between them); both have
+ * ended when this returns. */
 int ohbox_layer_unpack (int blob_fd, int dest_dirfd, const struct ohbox_layer_options *opts,
                         char diffid_out[OHBOX_DIGEST_LEN + 1], struct ohbox_layer_stats *stats, ohbox_error_t *err);
 

@@ -11,7 +11,7 @@ libohbox_la_SOURCES = \
 	src/libohbox/toml_subset.c src/libohbox/toml_subset.h \
 	src/libohbox/authfile.c src/libohbox/authfile.h \
 	src/libohbox/auth_challenge.c src/libohbox/auth_challenge.h \
-	src/libohbox/layer.c src/libohbox/layer.h \
+	src/libohbox/layer.c src/libohbox/layer.h src/libohbox/layer_stream.c src/libohbox/layer_stream.h \
 	src/libohbox/store.c src/libohbox/store.h src/libohbox/store_internal.h \
 	src/libohbox/store_layers.c src/libohbox/store_images.c src/libohbox/store_gc.c \
 	src/libohbox/registry.c src/libohbox/registry.h src/libohbox/registry_internal.h \
@@ -38,3 +38,11 @@ $(ohbox_seccomp_lo): $(top_srcdir)/seccomp-profiles/default.json
 seccompdir = $(pkgdatadir)/seccomp
 dist_seccomp_DATA = seccomp-profiles/default.json
 EXTRA_DIST += seccomp-profiles/README.md
+
+# Sandboxes (`ohbox run` and the lifecycle commands).
+libohbox_la_SOURCES += \
+	src/libohbox/snapshot.c src/libohbox/snapshot.h \
+	src/libohbox/linux.c src/libohbox/linux.h \
+	src/libohbox/mounts.c src/libohbox/userns.c src/libohbox/init.c \
+	src/libohbox/sandbox.c src/libohbox/sandbox.h src/libohbox/sandbox_internal.h \
+	src/libohbox/sandbox_ops.c src/libohbox/state.c src/libohbox/monitor.c

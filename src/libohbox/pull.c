@@ -1,9 +1,13 @@
 /* pull.c: see pull.h. The order of work:
  *   reference -> sources (registries.conf) -> manifest (index -> platform)
- *   -> config -> blobs (parallel; each completed blob is queued for unpacking
- *   while the others download) -> image record -> names.
- * Nothing is named before every blob and layer it needs is complete, so an
- * interrupted pull leaves no image that looks complete. */
+ *   -> config -> blobs (parallel) -> image record -> names.
+ * A layer is queued for unpacking as soon as the first bytes of its blob
+ * arrive: a worker unpacks it from the growing download (its "feed", see
+ * feed_wait) and the layer is renamed into place only once the blob is
+ * complete and verified and the DiffID matches (store_layers.c). A blob
+ * already in the store is queued as it is. Nothing is named before every
+ * blob and layer it needs is complete, so an interrupted pull leaves no
+ * image that looks complete. */
 #include "config.h"
 #include "pull.h"
 
@@ -18,12 +22,25 @@
 #include "reference.h"
 #include "utils.h"
 
+/* Where a layer's blob is, for its unpack (under pull_ctx.q_lock). */
+enum feed_state
+{
+  FEED_RUNNING,   /* being downloaded by this pull */
+  FEED_COMMITTED, /* complete and verified in the store */
+  FEED_FAILED,    /* the download ended without it */
+};
+
 struct layer_job
 {
   const char *digest;
   const char *diff_id;
   int64_t size;
   bool queued;
+  bool picked; /* a worker has taken it */
+  enum feed_state feed;
+  uint64_t written; /* bytes of the blob written so far */
+  uint64_t seq;     /* bumped by every write */
+  uint64_t wake_at; /* a waiting unpack wants WRITTEN >= this; 0: nobody waits */
 };
 
 struct pull_ctx
@@ -33,9 +50,11 @@ struct pull_ctx
   const struct ohbox_pull_events *ev;
   pthread_mutex_t ev_lock;
 
-  /* Unpack queue, fed by the download loop, drained by worker threads. */
+  /* Unpack queue, fed by the download loop, drained by worker threads;
+   * the jobs' feeds are under the same lock. */
   pthread_mutex_t q_lock;
   pthread_cond_t q_cond;
+  pthread_cond_t feed_cond;
   size_t *queue;
   size_t q_head, q_tail;
   bool q_closed;
@@ -72,16 +91,109 @@ emit_notice (struct pull_ctx *c, const char *fmt, ...)
 
 /* ------------------------------------------------------------ unpacking */
 
+/* A waiting unpack is woken when this much more of its blob is written (or
+ * the rest of it, or the download ends): reads worth making, not one
+ * wake-up per network packet. */
+#define FEED_CHUNK (256 * 1024)
+
 static void
-queue_layer (struct pull_ctx *c, size_t idx)
+queue_layer_locked (struct pull_ctx *c, size_t idx)
 {
-  pthread_mutex_lock (&c->q_lock);
   if (!c->jobs[idx].queued)
     {
       c->jobs[idx].queued = true;
       c->queue[c->q_tail++] = idx;
       pthread_cond_signal (&c->q_cond);
     }
+}
+
+static void
+queue_layer (struct pull_ctx *c, size_t idx)
+{
+  pthread_mutex_lock (&c->q_lock);
+  queue_layer_locked (c, idx);
+  pthread_mutex_unlock (&c->q_lock);
+}
+
+/* The unpack of one job, reading its blob while it downloads. */
+struct feed_reader
+{
+  struct pull_ctx *c;
+  size_t idx;
+  uint64_t seen; /* the job's seq when this reader was last told "more" */
+};
+
+/* ohbox_layer_options.wait_more for a job's blob (see layer.h): the unpack
+ * has read OFFSET bytes of the download and found its end. */
+static int
+feed_wait (void *userdata, uint64_t offset, ohbox_error_t *err)
+{
+  struct feed_reader *fr = userdata;
+  struct pull_ctx *c = fr->c;
+  struct layer_job *j = &c->jobs[fr->idx];
+  /* A chunk more, or the rest of the blob; beyond its size, only the end
+   * of the download (OFFSET UINT64_MAX waits for that alone). */
+  uint64_t want = offset > UINT64_MAX - FEED_CHUNK ? UINT64_MAX : offset + FEED_CHUNK;
+  if (j->size > 0 && want > (uint64_t) j->size)
+    want = offset < (uint64_t) j->size ? (uint64_t) j->size : UINT64_MAX;
+  int r;
+  pthread_mutex_lock (&c->q_lock);
+  for (;;)
+    {
+      if (j->feed == FEED_COMMITTED)
+        {
+          r = 0;
+          break;
+        }
+      if (j->feed == FEED_FAILED)
+        {
+          r = ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "blob %s: the download did not complete", j->digest);
+          break;
+        }
+      /* A new write since the last "more": without it a reader whose file
+       * was replaced (a download restarted from zero) would spin. */
+      if (j->seq != fr->seen && j->written >= want)
+        {
+          fr->seen = j->seq;
+          r = 1;
+          break;
+        }
+      j->wake_at = want;
+      pthread_cond_wait (&c->feed_cond, &c->q_lock);
+    }
+  j->wake_at = 0;
+  pthread_mutex_unlock (&c->q_lock);
+  return r;
+}
+
+/* DONE bytes of job IDX's blob are written (fewer than before when the
+ * download started over): wake its unpack, or queue it on the first bytes. */
+static void
+feed_written (struct pull_ctx *c, size_t idx, uint64_t done)
+{
+  struct layer_job *j = &c->jobs[idx];
+  pthread_mutex_lock (&c->q_lock);
+  j->written = done;
+  j->seq++;
+  if (j->wake_at != 0 && done >= j->wake_at)
+    pthread_cond_broadcast (&c->feed_cond);
+  queue_layer_locked (c, idx);
+  pthread_mutex_unlock (&c->q_lock);
+}
+
+/* Job IDX's blob is in the store. A worker unpacking it already (from the
+ * download) now only unpacks: say so, in the order DOWNLOADED, UNPACKING,
+ * DONE that a blob present from the start also follows. */
+static void
+feed_committed (struct pull_ctx *c, size_t idx)
+{
+  struct layer_job *j = &c->jobs[idx];
+  pthread_mutex_lock (&c->q_lock);
+  if (j->picked)
+    emit_state (c, idx, OHBOX_LAYER_UNPACKING);
+  j->feed = FEED_COMMITTED;
+  pthread_cond_broadcast (&c->feed_cond);
+  queue_layer_locked (c, idx);
   pthread_mutex_unlock (&c->q_lock);
 }
 
@@ -100,12 +212,20 @@ unpack_worker (void *arg)
           return NULL;
         }
       size_t idx = c->queue[c->q_head++];
+      struct layer_job *j = &c->jobs[idx];
+      j->picked = true;
+      bool downloading = j->feed == FEED_RUNNING;
       pthread_mutex_unlock (&c->q_lock);
 
-      struct layer_job *j = &c->jobs[idx];
-      emit_state (c, idx, OHBOX_LAYER_UNPACKING);
+      /* While it downloads, the layer is still "downloading" for the
+       * events; feed_committed () announces the unpacking. */
+      if (!downloading)
+        emit_state (c, idx, OHBOX_LAYER_UNPACKING);
+      struct feed_reader fr = { .c = c, .idx = idx };
       struct ohbox_layer_options lo = {
         .max_uncompressed = c->opts->max_layer_size ? c->opts->max_layer_size : OHBOX_LAYER_DEFAULT_MAX_SIZE,
+        .wait_more = feed_wait,
+        .userdata = &fr,
       };
       struct ohbox_layer_stats stats = { 0 };
       ohbox_error_t e = NULL;
@@ -142,6 +262,7 @@ on_fetch_progress (void *ud, size_t fetch_idx, uint64_t done, uint64_t total)
 {
   struct fetch_cb_ctx *f = ud;
   struct pull_ctx *c = f->c;
+  feed_written (c, f->map[fetch_idx], done);
   if (c->ev == NULL || c->ev->layer_progress == NULL)
     return;
   pthread_mutex_lock (&c->ev_lock);
@@ -156,7 +277,7 @@ on_fetch_complete (void *ud, size_t fetch_idx)
   /* Another process may have downloaded it while this one waited. */
   emit_state (f->c, f->map[fetch_idx],
               f->fetches[fetch_idx].downloaded ? OHBOX_LAYER_DOWNLOADED : OHBOX_LAYER_PRESENT);
-  queue_layer (f->c, f->map[fetch_idx]);
+  feed_committed (f->c, f->map[fetch_idx]);
 }
 
 /* ------------------------------------------------------------ sources */
@@ -354,7 +475,7 @@ fetch_and_unpack (struct pull_ctx *c, struct ohbox_registry *r, const char *repo
   for (size_t i = 0; i < n; i++)
     {
       c->jobs[i] = (struct layer_job){ .digest = man->layers[i].digest, .diff_id = cfg->diff_ids[i],
-                                       .size = man->layers[i].size };
+                                       .size = man->layers[i].size, .feed = FEED_COMMITTED };
       enum oci_layer_compression comp;
       if (oci_layer_compression (man->layers[i].media_type, &comp, err) < 0)
         goto fail_early;
@@ -387,6 +508,7 @@ fetch_and_unpack (struct pull_ctx *c, struct ohbox_registry *r, const char *repo
           continue;
         }
       emit_state (c, i, OHBOX_LAYER_WAITING);
+      c->jobs[i].feed = FEED_RUNNING;
       fetches[n_fetch] = (struct ohbox_blob_fetch){ .digest = c->jobs[i].digest, .size = c->jobs[i].size };
       fetch_to_job[n_fetch++] = i;
     }
@@ -411,7 +533,13 @@ fetch_and_unpack (struct pull_ctx *c, struct ohbox_registry *r, const char *repo
           res->blobs_reused++;
     }
 
+  /* Downloads that did not complete never will: unpacks waiting for them
+   * give up (and their temporary layers are removed). */
   pthread_mutex_lock (&c->q_lock);
+  for (size_t i = 0; i < n; i++)
+    if (c->jobs[i].feed == FEED_RUNNING)
+      c->jobs[i].feed = FEED_FAILED;
+  pthread_cond_broadcast (&c->feed_cond);
   c->q_closed = true;
   pthread_cond_broadcast (&c->q_cond);
   pthread_mutex_unlock (&c->q_lock);
@@ -455,7 +583,11 @@ pull_from (struct pull_ctx *c, struct ohbox_registry *r, const struct pull_sourc
   if (get_manifest (r, src->repository, what, &m, err) < 0)
     goto out;
   if (resolve_manifest (c, r, src->repository, &m, want, &index_digest, err) < 0)
-    goto out;
+    {
+      if ((*err)->kind == OHBOX_ERR_UNSUPPORTED || (*err)->kind == OHBOX_ERR_INTEGRITY)
+        ohbox_error_prefix (err, "%s/%s:%s", src->host, src->repository, what);
+      goto out;
+    }
   if (oci_manifest_parse (m.body, m.len, &man, err) < 0)
     {
       ohbox_error_prefix (err, "manifest %s", m.digest);
@@ -537,6 +669,8 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
 
   int ret = -1;
   ohbox_error_t last = NULL;
+  /* When every source fails, the error says what each one answered. */
+  struct ohbox_buf tried = { 0 };
   for (size_t i = 0; i < n_sources; i++)
     {
       struct pull_ctx c = {
@@ -546,6 +680,7 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
         .ev_lock = PTHREAD_MUTEX_INITIALIZER,
         .q_lock = PTHREAD_MUTEX_INITIALIZER,
         .q_cond = PTHREAD_COND_INITIALIZER,
+        .feed_cond = PTHREAD_COND_INITIALIZER,
       };
       struct ohbox_registry_options ro = opts->registry;
       ro.insecure = sources[i].insecure;
@@ -562,10 +697,25 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
       if (ret == 0)
         break;
       ohbox_pull_result_clear (res);
-      if (!try_next_source (e) || i + 1 == n_sources)
+      if (!try_next_source (e))
         {
           ohbox_error_release (&last);
           last = e;
+          break;
+        }
+      cleanup_free char *line = xasprintf ("%s%s/%s: %s", tried.len ? "; " : "", sources[i].host,
+                                           sources[i].repository, e->msg);
+      ohbox_buf_append (&tried, line, strlen (line));
+      if (i + 1 == n_sources)
+        {
+          ohbox_error_release (&last);
+          last = e;
+          if (n_sources > 1)
+            {
+              int kind = last->kind;
+              ohbox_error_release (&last);
+              ohbox_error (&last, kind, 0, "%s: no source has it (%zu tried: %s)", image, n_sources, tried.data);
+            }
           break;
         }
       emit_notice (&(struct pull_ctx){ .ev = opts->events, .ev_lock = PTHREAD_MUTEX_INITIALIZER },
@@ -575,6 +725,7 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
     }
   if (ret < 0)
     ohbox_error_move (err, &last);
+  ohbox_buf_free (&tried);
   sources_free (sources, n_sources);
   oci_platform_clear (&want);
   return ret;

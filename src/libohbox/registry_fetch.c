@@ -22,6 +22,7 @@
 
 /* How often a blob held by another process is polled. */
 #define BUSY_POLL_S 0.25
+#define BLOB_BUFFER_SIZE (256L * 1024)
 
 enum item_state
 {
@@ -212,6 +213,9 @@ start_transfer (struct fetch_ctx *ctx, struct fetch_item *it, ohbox_error_t *err
   it->x.range_from = ohbox_blob_writer_offset (it->w);
   if (reg_xfer_prepare (&it->x, err) < 0)
     return fatal (ctx, it, err);
+  /* Blobs are large: a bigger receive buffer than libcurl's 16 KiB
+   * default takes a tenth of the recv calls on a fast link. */
+  curl_easy_setopt (it->easy, CURLOPT_BUFFERSIZE, BLOB_BUFFER_SIZE);
   CURLMcode mc = curl_multi_add_handle (ctx->multi, it->easy);
   if (mc != CURLM_OK)
     return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "libcurl: %s", curl_multi_strerror (mc));

@@ -4,8 +4,10 @@
  * tests/integration/executor-units.sh. */
 #include "config.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <vterm.h>
 
 #include "cmdsplit.h"
 #include "editor.h"
@@ -106,6 +108,148 @@ test_terminal_history_limit (void)
   term_free (t);
 }
 
+/* ---- the terminal against libvterm's own screen layer ---------------------------- */
+
+/* A screen row from VTermScreen, rendered with the rules of terminal.c. */
+static char *
+reference_row (VTermScreen *screen, int row, int cols)
+{
+  struct ohbox_buf b = { 0 };
+  ohbox_buf_append (&b, "", 0);
+  for (int c = 0; c < cols; c++)
+    {
+      VTermScreenCell cell;
+      VTermPos pos = { .row = row, .col = c };
+      vterm_screen_get_cell (screen, pos, &cell);
+      if (cell.chars[0] == (uint32_t) -1)
+        continue;
+      if (cell.chars[0] == 0)
+        {
+          ohbox_buf_append (&b, " ", 1);
+          continue;
+        }
+      for (int i = 0; i < VTERM_MAX_CHARS_PER_CELL && cell.chars[i]; i++)
+        {
+          char u[4];
+          uint32_t ch = cell.chars[i];
+          size_t n;
+          if (ch < 0x80)
+            u[0] = (char) ch, n = 1;
+          else if (ch < 0x800)
+            u[0] = (char) (0xc0 | (ch >> 6)), u[1] = (char) (0x80 | (ch & 0x3f)), n = 2;
+          else
+            u[0] = (char) (0xe0 | (ch >> 12)), u[1] = (char) (0x80 | ((ch >> 6) & 0x3f)),
+            u[2] = (char) (0x80 | (ch & 0x3f)), n = 3;
+          ohbox_buf_append (&b, u, n);
+        }
+    }
+  while (b.len && b.data[b.len - 1] == ' ')
+    b.data[--b.len] = '\0';
+  return b.data;
+}
+
+/* Random streams of text and control sequences (cursor moves, erases,
+ * insert/delete of characters and lines, scroll regions, wide and
+ * combining characters, autowrap, insert mode, the alternate screen) must
+ * leave the same screen text in terminal.c as in libvterm's screen layer. */
+static void
+test_terminal_matches_libvterm_screen (void)
+{
+  static const char *fixed[] = {
+    "abc", "hello world ", "\xe8\xa1\xa8", "e\xcc\x81", "\r", "\n", "\r\n", "\b", "\t", "\033[K", "\033[1K",
+    "\033[2K", "\033[J", "\033[1J", "\033[2J", "\033M", "\033[?1049h", "\033[?1049l", "\033[4h", "\033[4l",
+    "\033[?7l", "\033[?7h", "\033[r", "\033[1;31mred\033[0m", "0123456789abcdefghij", "\033[H", "\033D",
+  };
+  const char *fmts[] = { "\033[%dA", "\033[%dB", "\033[%dC", "\033[%dD", "\033[%d@", "\033[%dP", "\033[%dL",
+                         "\033[%dM", "\033[%dS", "\033[%dT", "\033[%dX", "\033[%dG", "\033[%dd" };
+  const int rows = 6, cols = 12;
+  unsigned int seed = 12345;
+  for (int round = 0; round < 300; round++)
+    {
+      VTerm *vt = vterm_new (rows, cols);
+      vterm_set_utf8 (vt, 1);
+      VTermScreen *screen = vterm_obtain_screen (vt);
+      vterm_screen_enable_altscreen (screen, 1);
+      vterm_screen_reset (screen, 1);
+      struct term *t = term_new (rows, cols, 1000, NULL, NULL);
+      struct ohbox_buf log = { 0 };
+      for (int step = 0; step < 60; step++)
+        {
+          char piece[64];
+          seed = seed * 1103515245u + 12345u;
+          unsigned int r = (seed >> 8) % 100;
+          if (r < 55)
+            snprintf (piece, sizeof (piece), "%s", fixed[(seed >> 16) % (sizeof (fixed) / sizeof (fixed[0]))]);
+          else if (r < 90)
+            snprintf (piece, sizeof (piece), fmts[(seed >> 16) % (sizeof (fmts) / sizeof (fmts[0]))],
+                      (int) ((seed >> 4) % 5) + 1);
+          else
+            snprintf (piece, sizeof (piece), "\033[%d;%dr\033[%d;%dH", (int) ((seed >> 4) % 3) + 1,
+                      (int) ((seed >> 6) % 3) + 4, (int) ((seed >> 9) % 6) + 1, (int) ((seed >> 12) % 12) + 1);
+          vterm_input_write (vt, piece, strlen (piece));
+          vterm_screen_flush_damage (screen);
+          term_feed (t, piece, strlen (piece));
+          ohbox_buf_append (&log, piece, strlen (piece));
+        }
+      for (int row = 0; row < rows; row++)
+        {
+          cleanup_free char *want = reference_row (screen, row, cols);
+          cleanup_free char *got = term_screen_row (t, row);
+          if (strcmp (want, got) != 0)
+            {
+              term_free (t);
+              vterm_free (vt);
+              cleanup_free char *stream = log.data;
+              for (char *p = stream; *p; p++)
+                if (*p == '\033')
+                  *p = 'E';
+              CHECK (0, "round %d row %d: `%s`, libvterm screen `%s`; stream %s", round, row, got, want, stream);
+            }
+        }
+      free (log.data);
+      term_free (t);
+      vterm_free (vt);
+    }
+}
+
+static void
+test_terminal_alternate_screen (void)
+{
+  struct term *t = term_new (4, 20, 100, NULL, NULL);
+  const char before[] = "$ vim f\r\n";
+  term_feed (t, before, sizeof (before) - 1);
+  const char enter[] = "\033[?1049h\033[HEDITOR LINE 1\r\n~\r\n~\r\n~";
+  term_feed (t, enter, sizeof (enter) - 1);
+  cleanup_free char *during = term_render (t, NULL);
+  CHECK_STR (during, "EDITOR LINE 1\n~\n~\n~");
+  /* Scrolling the alternate screen adds nothing to the history. */
+  const char scroll[] = "\r\n~";
+  term_feed (t, scroll, sizeof (scroll) - 1);
+  cleanup_free char *scrolled = term_render (t, NULL);
+  CHECK_STR (scrolled, "~\n~\n~\n~");
+  const char leave[] = "\033[?1049l$ ";
+  term_feed (t, leave, sizeof (leave) - 1);
+  cleanup_free char *after = term_render (t, NULL);
+  CHECK_STR (after, "$ vim f\n$");
+  term_free (t);
+}
+
+static void
+test_terminal_insert_delete_and_wide_characters (void)
+{
+  struct term *t = term_new (3, 10, 10, NULL, NULL);
+  /* ICH shifts the rest of the line right, DCH pulls it left, ECH blanks. */
+  const char s[] = "abcdef\r\033[2C\033[2@XY\r\n123456\r\033[1C\033[2P\r\n\xe8\xa1\xa8x\033[3Dz";
+  term_feed (t, s, sizeof (s) - 1);
+  cleanup_free char *r0 = term_screen_row (t, 0);
+  cleanup_free char *r1 = term_screen_row (t, 1);
+  cleanup_free char *r2 = term_screen_row (t, 2);
+  CHECK_STR (r0, "abXYcdef");
+  CHECK_STR (r1, "1456");
+  CHECK_STR (r2, "zx");
+  term_free (t);
+}
+
 static void
 test_unified_diff_matches_difflib (void)
 {
@@ -178,6 +322,9 @@ RUN_TEST (test_split_multiple_commands);
 RUN_TEST (test_terminal_renders_like_a_screen);
 RUN_TEST (test_terminal_joins_wrapped_lines_and_keeps_history);
 RUN_TEST (test_terminal_history_limit);
+RUN_TEST (test_terminal_matches_libvterm_screen);
+RUN_TEST (test_terminal_alternate_screen);
+RUN_TEST (test_terminal_insert_delete_and_wide_characters);
 RUN_TEST (test_unified_diff_matches_difflib);
 RUN_TEST (test_truncate_middle_counts_characters);
 RUN_TEST (test_python_number_texts);

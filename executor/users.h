@@ -1,0 +1,32 @@
+/* users.h: the sandbox user, read from and added to /etc/passwd and
+ * /etc/group directly (no NSS; users.c says why). */
+#ifndef OHBOX_EXECUTOR_USERS_H
+#define OHBOX_EXECUTOR_USERS_H
+
+#include <stdbool.h>
+#include <sys/types.h>
+
+#include "error.h"
+
+struct user_info
+{
+  char *name;
+  uid_t uid;
+  gid_t gid;
+  char *home;
+};
+
+/* 1 and *OUT filled when /etc/passwd has the user, 0 otherwise. */
+int users_by_name (const char *name, struct user_info *out);
+int users_by_uid (uid_t uid, struct user_info *out);
+void user_info_release (struct user_info *u);
+/* The supplementary groups of NAME from /etc/group, GID first; at most MAX.
+ * Returns how many. */
+int users_groups (const char *name, gid_t gid, gid_t *groups, int max);
+/* Appends NAME with UID (group 0, home /home/NAME, shell /bin/bash) to
+ * /etc/passwd (and /etc/shadow when it exists) and creates the home, as
+ * `useradd -rm -g root` does for the Python server; busybox images have no
+ * useradd.  A UID already in use is refused. */
+int users_create (const char *name, uid_t uid, ohbox_error_t *err);
+
+#endif

@@ -725,6 +725,8 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
     }
   if (ret < 0)
     ohbox_error_move (err, &last);
+  else
+    ohbox_error_release (&last); /* a later source served it */
   ohbox_buf_free (&tried);
   sources_free (sources, n_sources);
   oci_platform_clear (&want);

@@ -35,6 +35,7 @@ struct bash_session
   pthread_t reader;
   bool reader_started;
   int master;
+  char slave_name[128];
   int wake[2];
   pid_t pid;
   bool dead;
@@ -56,6 +57,9 @@ int bash_send_keys (struct bash_session *s, const char *text, bool enter, double
 void bash_term_answer (const char *data, size_t len, void *user);
 /* The reader thread: every byte of output into the terminal, as it arrives. */
 void *bash_reader_main (void *arg);
+/* Bytes typed into the terminal that bash (or the program in front) has
+ * not read yet. */
+int bash_pending_input (struct bash_session *s);
 /* Forks bash on a new pseudo-terminal (s->master, s->pid). */
 int bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *err);
 

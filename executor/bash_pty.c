@@ -173,6 +173,21 @@ bash_send_keys (struct bash_session *s, const char *text, bool enter, double dea
   return 0;
 }
 
+int
+bash_pending_input (struct bash_session *s)
+{
+  /* The count lives on the terminal side: opened only for the question, so
+   * that the master still sees EIO once bash and its jobs are gone. */
+  int fd = open (s->slave_name, O_RDWR | O_NOCTTY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  int n = 0;
+  if (ioctl (fd, FIONREAD, &n) < 0)
+    n = 0;
+  close (fd);
+  return n;
+}
+
 static char *
 find_bash (const char *given)
 {
@@ -245,9 +260,9 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
   s->master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (s->master < 0)
     return ohbox_error_errno (err, "open a pseudo-terminal (`/dev/ptmx`)");
-  char slave_name[128];
+  char *slave_name = s->slave_name;
   if (grantpt (s->master) < 0 || unlockpt (s->master) < 0
-      || ptsname_r (s->master, slave_name, sizeof (slave_name)) != 0)
+      || ptsname_r (s->master, slave_name, sizeof (s->slave_name)) != 0)
     return ohbox_error_errno (err, "set up the pseudo-terminal");
   struct winsize ws = { .ws_row = TERM_ROWS, .ws_col = TERM_COLS };
   ioctl (s->master, TIOCSWINSZ, &ws);

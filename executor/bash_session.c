@@ -31,6 +31,11 @@
 
 #define CONTINUE_PREFIX "[Below is the output of the previous command.]\n"
 
+/* Seconds without output after which a prompt ends a command even though
+ * fewer prompts than typed lines showed (see run_locked): the Python
+ * server's polling interval. */
+#define PROMPT_QUIET 0.5
+
 /* The prompt: PROMPT_COMMAND computes the values without forking (the
  * Python server's PS1 runs `$(pwd)` and `$(which python)`, two forks per
  * prompt), then PS1 renders exactly the block the Python server parses.
@@ -38,6 +43,10 @@
  * ".", as for which); a PATH with glob characters takes a slower walk that
  * expands nothing.  The function runs after every command: this form costs
  * bash ~20 us where a `while` loop over "${p%%:*}" cost ~70 us.
+ * The function, PROMPT_COMMAND, PS1 and PS2 are exported as the Python
+ * server exports its PROMPT_COMMAND and PS1: a nested interactive bash
+ * (`bash`, `poetry shell`) shows the same prompt block, so the command that
+ * started it completes and the agent goes on in the nested shell.
  * Bracketed paste is turned off: readline would wrap every command in two
  * mode switches, two more writes (and wake-ups) per command that show
  * nothing on the screen. */
@@ -47,7 +56,8 @@ static const char setup_line[]
       "while [[ $p ]]; do d=${p%%%%:*}; p=${p#*:}; " PY_TEST "done;; *) for d in $PATH''; do " PY_TEST "done;; "
       "esac; PS1='\\n" PS1_BEGIN "\\n{\\n  \"pid\": \"$!\",\\n  \"exit_code\": \"$__oh_rc\",\\n  "
       "\"username\": \"\\u\",\\n  \"hostname\": \"\\h\",\\n  \"working_dir\": \"$PWD\",\\n  "
-      "\"py_interpreter_path\": \"$__oh_py\"\\n}\\n" PS1_END "\\n'; }; PROMPT_COMMAND=__oh_prompt; PS2=; "
+      "\"py_interpreter_path\": \"$__oh_py\"\\n}\\n" PS1_END "\\n'; }; export -f __oh_prompt; "
+      "export PROMPT_COMMAND=__oh_prompt PS1 PS2=; "
       "bind 'set enable-bracketed-paste off' 2>/dev/null; alias git=\"git --no-pager\"; cd -- %s\r";
 
 static void
@@ -519,15 +529,28 @@ run_locked (struct bash_session *s, const struct run_request *req, const char *c
   free (m);
   m = NULL;
 
+  /* The Python server types a new command in its escaped form (see
+   * cmdsplit.h), which its tmux turns back into the command for the common
+   * case, a trailing "\;".  Here there is no tmux: the command is typed as
+   * it is, and from now on `command` is the escaped form, which the Python
+   * server reports and strips from the start of the output (when escaping
+   * changed it, the echoed command therefore stays in the output there
+   * too). */
+  cleanup_free char *escaped = NULL;
+  size_t prompts_expected = 1;
   if (*command)
     {
       bool special = is_special_key (command);
+      if (!req->is_input && !special)
+        prompts_expected = bash_prompt_count (command);
       double wdeadline = start + (req->timeout > 0 ? req->timeout : 30.0);
       if (bash_send_keys (s, command, !special, wdeadline) < 0)
         {
           free (last_pane);
           return obs_errorf ("Failed to send the command to bash: %s", strerror (errno));
         }
+      if (!req->is_input)
+        command = escaped = escape_bash_special_chars (command);
     }
 
   /* Right after typing, the pane still ends with the old prompt: only a
@@ -535,6 +558,7 @@ run_locked (struct bash_session *s, const struct run_request *req, const char *c
   cleanup_free char *sent_pane = *command ? xstrdup (last_pane) : NULL;
   double last_change = start;
   double throttle_until = 0;
+  bool waiting_prompts = false;
   json_t *result = NULL;
   while (result == NULL)
     {
@@ -554,7 +578,19 @@ run_locked (struct bash_session *s, const struct run_request *req, const char *c
           last_change = t1;
         }
 
-      if (count > initial_count || (ends_with_ps1_end (pane) && (sent_pane == NULL || strcmp (pane, sent_pane) != 0)))
+      /* Typed text of several top-level lines (a command and a comment
+       * line, text not understood and sent as one command) gets a prompt
+       * per line: the reply waits for all of them, as the Python server,
+       * polling every 0.5 s, sees them.  Until then, or while bash has not
+       * read all the typed text, a prompt does not end the command; if a
+       * program swallowed the remaining lines, PROMPT_QUIET without output
+       * does. */
+      bool prompt = count > initial_count
+                    || (ends_with_ps1_end (pane) && (sent_pane == NULL || strcmp (pane, sent_pane) != 0));
+      size_t prompts_seen = count > initial_count ? count - initial_count : 1;
+      waiting_prompts = prompt && prompts_seen < prompts_expected;
+      if (prompt && (prompts_seen >= prompts_expected || t1 - last_change >= PROMPT_QUIET)
+          && bash_pending_input (s) == 0)
         {
           /* _handle_completed_command */
           bool special = is_special_key (command);
@@ -642,6 +678,8 @@ run_locked (struct bash_session *s, const struct run_request *req, const char *c
           deadline = last_change + s->no_change_timeout;
         if (req->timeout > 0 && start + req->timeout < deadline)
           deadline = start + req->timeout;
+        if (waiting_prompts && last_change + PROMPT_QUIET < deadline)
+          deadline = last_change + PROMPT_QUIET;
         wait_change (s, gen, deadline);
         double now = bash_now ();
         if (now < throttle_until && term_generation (s->term) != gen)

@@ -12,6 +12,10 @@
 # sonames, see executor/archive.c); each is packed with its own closure.
 # The program looks for them in the directory its other libraries came
 # from, so they are found there whatever the loader's search path.
+#
+# OHBOX_CLOSURE_LIBS=DIR[:DIR...]: libraries there are taken before the
+# system's (e.g. the libmicrohttpd without HTTPS of executor/mhd-notls.sh,
+# same soname): the closure then holds them and their own dependencies.
 set -eu
 if [ $# -ne 2 ]; then
   echo "usage: closure.sh BINARY PREFIX" >&2
@@ -27,9 +31,14 @@ command -v readelf >/dev/null || { echo "closure.sh: readelf (binutils) is neede
 mkdir -p "$prefix/bin" "$prefix/lib"
 cp -L "$bin" "$prefix/bin/"
 
+libs=${OHBOX_CLOSURE_LIBS:-}
+run_ldd() {
+  if [ -n "$libs" ]; then LD_LIBRARY_PATH="$libs" ldd "$1"; else ldd "$1"; fi
+}
+
 # copy_closure FILE: copies every library ldd lists for FILE (and the loader).
 copy_closure() {
-  list=$(ldd "$1") || { echo "closure.sh: ldd failed on \`$1\` (a static binary needs no closure)" >&2; exit 1; }
+  list=$(run_ldd "$1") || { echo "closure.sh: ldd failed on \`$1\` (a static binary needs no closure)" >&2; exit 1; }
   echo "$list" | while read -r a b c d; do
     case $a in
       /*) lib=$a ;;                                  # the loader: "/lib64/ld-linux-x86-64.so.2 (0x...)"
@@ -42,11 +51,14 @@ copy_closure "$bin"
 
 # The dlopen'ed libraries: looked up next to the program's libc (the
 # directory its own libraries come from), then in the ld.so cache.
-libc=$(ldd "$bin" | awk '$1 ~ /^libc\.so/ && $3 ~ /^\// {print $3; exit}')
+libc=$(run_ldd "$bin" | awk '$1 ~ /^libc\.so/ && $3 ~ /^\// {print $3; exit}')
 sonames=$(readelf -p .ohbox.dlopen "$bin" 2>/dev/null | sed -n 's/^ *\[ *[0-9a-f]*\] *//p')
 for so in $sonames; do
   path=
-  [ -n "$libc" ] && [ -e "$(dirname "$libc")/$so" ] && path=$(dirname "$libc")/$so
+  for d in $(echo "$libs" | tr ':' ' '); do
+    [ -z "$path" ] && [ -e "$d/$so" ] && path=$d/$so
+  done
+  [ -z "$path" ] && [ -n "$libc" ] && [ -e "$(dirname "$libc")/$so" ] && path=$(dirname "$libc")/$so
   [ -n "$path" ] || path=$(ldconfig -p 2>/dev/null | awk -v n="$so" '$1 == n {print $NF; exit}')
   [ -n "$path" ] && [ -e "$path" ] || { echo "closure.sh: \`$so\` (dlopen'ed by $(basename "$bin")) not found" >&2; exit 1; }
   cp -L "$path" "$prefix/lib/$so"
@@ -55,4 +67,4 @@ done
 
 loader=$(ls "$prefix"/lib/ld-linux*.so* 2>/dev/null | head -n 1)
 [ -n "$loader" ] || { echo "closure.sh: no dynamic loader found in the ldd output of \`$bin\`" >&2; exit 1; }
-echo "closure of $(basename "$bin") in $prefix: $(ls "$prefix/lib" | wc -l) libraries (dlopen'ed: ${sonames:-none}), loader $(basename "$loader")"
+echo "closure of $(basename "$bin") in $prefix: $(ls "$prefix/lib" | wc -l) libraries (dlopen'ed: ${sonames:-none}${libs:+; first from $libs}), loader $(basename "$loader")"

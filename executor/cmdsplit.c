@@ -1,4 +1,5 @@
-/* cmdsplit.c: splits a `run` command into its top-level commands.
+/* cmdsplit.c: splits a `run` command into its top-level commands, and
+ * escapes it the way the Python server does before typing it.
  *
  * The Python server parses the command with bashlex and refuses to run more
  * than one top-level command at once ("a; b", "a && b", loops and heredocs
@@ -7,12 +8,23 @@
  * $( ) ` ` ${ } substitutions, comments, heredocs, compound commands
  * (if/fi, case/esac, for|while|until/done, { }, ( )) and lines ending in
  * |, && or ||.  Like the Python server when bashlex fails, anything it does
- * not understand (unbalanced input) is sent as one command unchanged. */
+ * not understand (unbalanced input) is sent as one command unchanged, and
+ * so are the constructs bashlex does not implement ([[ ]], (( )), time,
+ * select, coproc, arithmetic for).  The pieces are cut as split_bash_commands
+ * cuts them: text between two commands (comments) belongs to the first,
+ * text before the first command (a leading comment line) is a piece of its
+ * own.
+ *
+ * escape_bash_special_chars doubles a backslash in front of ; & | > < the
+ * way the Python server's function of that name does (its tmux would eat
+ * one in front of a trailing ";"): everywhere except in words that are
+ * entirely quoted or substituted, in heredocs and after the last word. */
 #include "config.h"
 #include "cmdsplit.h"
 
 #include <ctype.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 
 #include "utils.h"
@@ -31,8 +43,43 @@ struct scan
   size_t hd_len[MAX_HEREDOCS];
   bool hd_strip[MAX_HEREDOCS];
   int n_hd;
-  bool bad;
+  bool bad;         /* not understood */
+  bool unsupported; /* valid, but bashlex does not implement it */
+  bool after_redir; /* the next word is a redirection target */
+  bool after_for;   /* the last word was `for` at command position */
+  /* What escape_bash_special_chars needs: the words (outside heredocs)
+   * and the heredoc regions, in order. */
+  struct span *spans;
+  size_t n_spans, cap_spans;
+  size_t hd_region; /* start of the heredoc region being read, or SIZE_MAX */
+  /* Lines bash reads as top-level input, each answered with a prompt. */
+  size_t line_ends;
+  bool pending_line; /* text after the last of them */
 };
+
+enum span_kind
+{
+  SPAN_WORD,      /* escaped */
+  SPAN_PRESERVED, /* a word entirely quoted or substituted: kept */
+  SPAN_HEREDOC,   /* from "<<" to the end of the last body: kept */
+};
+
+struct span
+{
+  size_t start, end;
+  enum span_kind kind;
+};
+
+static void
+add_span (struct scan *sc, size_t start, size_t end, enum span_kind kind)
+{
+  if (sc->n_spans == sc->cap_spans)
+    {
+      sc->cap_spans = sc->cap_spans ? sc->cap_spans * 2 : 16;
+      sc->spans = xrealloc (sc->spans, sc->cap_spans * sizeof (struct span));
+    }
+  sc->spans[sc->n_spans++] = (struct span){ start, end, kind };
+}
 
 static bool
 is_word_char (char c)
@@ -151,6 +198,11 @@ keyword (struct scan *sc, const char *w, size_t n)
     }
   if (!at_cmd)
     return;
+  /* bashlex raises NotImplementedError on these: the Python server then
+   * sends the whole text unchanged, as for a parse error. */
+  if (word_is (w, n, "[[") || word_is (w, n, "time") || word_is (w, n, "select") || word_is (w, n, "coproc"))
+    sc->unsupported = true;
+  sc->after_for = word_is (w, n, "for");
   if (word_is (w, n, "if") || word_is (w, n, "for") || word_is (w, n, "while") || word_is (w, n, "until")
       || word_is (w, n, "select") || word_is (w, n, "{"))
     sc->depth++;
@@ -238,6 +290,13 @@ skip_heredoc_bodies (struct scan *sc)
         sc->bad = true;
     }
   sc->n_hd = 0;
+  if (sc->hd_region != SIZE_MAX)
+    {
+      /* The delimiter line's newline stays outside (nothing to escape). */
+      size_t end = sc->i > sc->hd_region && sc->s[sc->i - 1] == '\n' ? sc->i - 1 : sc->i;
+      add_span (sc, sc->hd_region, end, SPAN_HEREDOC);
+      sc->hd_region = SIZE_MAX;
+    }
 }
 
 static void
@@ -250,183 +309,292 @@ add_piece (char ***out, size_t *n, const char *s, size_t len)
   (*out)[*n] = NULL;
 }
 
-size_t
-split_bash_commands (const char *cmd, char ***out)
+static bool
+is_preserved_word (const char *w, size_t n)
 {
-  struct scan sc = { .s = cmd, .len = strlen (cmd), .cmd_pos = true };
-  size_t n = 0;
-  *out = NULL;
-  /* Start and end of the current top-level command; has_cmd: it holds a
-   * word (comment-only and blank lines are not commands). */
-  size_t seg_start = 0;
-  bool has_cmd = false;
-  size_t bounds[256][2];
-  size_t nb = 0;
+  /* The Python server's test, on the raw word text. */
+  return n >= 2
+         && ((w[0] == '"' && w[n - 1] == '"') || (w[0] == '\'' && w[n - 1] == '\'')
+             || (w[0] == '$' && w[1] == '(' && w[n - 1] == ')') || (w[0] == '`' && w[n - 1] == '`'));
+}
 
-  while (sc.i < sc.len && !sc.bad)
+/* Scans CMD: fills SC (spans) and the start offsets of the top-level
+ * commands.  Returns false when the text is not understood (the caller
+ * then treats it as one command, unescaped). */
+static bool
+scan_command (const char *cmd, struct scan *sc, size_t **starts, size_t *nstarts)
+{
+  memset (sc, 0, sizeof (*sc));
+  sc->s = cmd;
+  sc->len = strlen (cmd);
+  sc->cmd_pos = true;
+  sc->hd_region = SIZE_MAX;
+  size_t cap = 0;
+  *starts = NULL;
+  *nstarts = 0;
+  /* has_cmd: the current top-level command holds a word (comment-only and
+   * blank lines are not commands). */
+  bool has_cmd = false;
+
+  while (sc->i < sc->len && !sc->bad)
     {
-      char c = sc.s[sc.i];
+      char c = sc->s[sc->i];
       if (c == '\n')
         {
-          sc.i++;
-          if (sc.n_hd)
-            skip_heredoc_bodies (&sc);
-          if (sc.depth == 0 && sc.last_op != '|' && has_cmd)
+          sc->i++;
+          if (sc->n_hd)
+            skip_heredoc_bodies (sc);
+          if (sc->depth == 0 && sc->last_op != '|')
             {
-              if (nb == sizeof (bounds) / sizeof (bounds[0]))
-                {
-                  sc.bad = true;
-                  break;
-                }
-              bounds[nb][0] = seg_start;
-              bounds[nb][1] = sc.i;
-              nb++;
-              has_cmd = false;
-              seg_start = sc.i;
+              sc->line_ends++;
+              sc->pending_line = false;
             }
-          else if (!has_cmd)
-            seg_start = sc.i;
-          if (sc.last_op != '|')
-            sc.cmd_pos = true;
+          if (sc->depth == 0 && sc->last_op != '|' && has_cmd)
+            has_cmd = false;
+          if (sc->last_op != '|')
+            sc->cmd_pos = true;
           continue;
         }
       if (c == ' ' || c == '\t' || c == '\r')
         {
-          sc.i++;
+          sc->i++;
           continue;
         }
-      if (!has_cmd && c == '#')
-        {
-          /* A comment line before any command belongs to no command. */
-          while (sc.i < sc.len && sc.s[sc.i] != '\n')
-            sc.i++;
-          continue;
-        }
+      sc->pending_line = true;
       if (c == '#')
         {
-          while (sc.i < sc.len && sc.s[sc.i] != '\n')
-            sc.i++;
+          /* A comment belongs to the command before it, if any. */
+          while (sc->i < sc->len && sc->s[sc->i] != '\n')
+            sc->i++;
           continue;
         }
       if (!has_cmd)
         {
-          seg_start = sc.i;
+          if (*nstarts == cap)
+            {
+              cap = cap ? cap * 2 : 8;
+              *starts = xrealloc (*starts, cap * sizeof (size_t));
+            }
+          (*starts)[(*nstarts)++] = sc->i;
           has_cmd = true;
         }
-      if (c == '\\' && sc.s[sc.i + 1] == '\n')
+      if (c == '\\' && sc->s[sc->i + 1] == '\n')
         {
-          sc.i += 2;
+          sc->i += 2;
           continue;
         }
       if (c == ';' || c == '&' || c == '|')
         {
-          bool dbl = sc.s[sc.i + 1] == c;
+          bool dbl = sc->s[sc->i + 1] == c;
           if (c == ';' && dbl)
-            sc.i += 2; /* ;; ends a case item */
+            sc->i += 2; /* ;; ends a case item */
           else
-            sc.i += dbl ? 2 : 1;
+            sc->i += dbl ? 2 : 1;
           if (c == '|' || (c == '&' && dbl))
-            sc.last_op = '|';
+            sc->last_op = '|';
           else
-            sc.last_op = ';';
-          if (c == '&' && sc.s[sc.i] == '>')
+            sc->last_op = ';';
+          if (c == '&' && sc->s[sc->i] == '>')
             continue;
-          sc.cmd_pos = true;
+          sc->cmd_pos = true;
           continue;
         }
       if (c == '(' || c == ')')
         {
-          sc.i++;
-          if (sc.case_depth == 0)
-            sc.depth += c == '(' ? 1 : -1;
-          if (sc.depth < 0)
-            sc.bad = true;
-          sc.cmd_pos = true;
-          sc.last_op = ';';
+          /* (( )) and for (( )) are not implemented by bashlex. */
+          if (c == '(' && sc->s[sc->i + 1] == '(' && (sc->cmd_pos || sc->after_for))
+            sc->unsupported = true;
+          sc->i++;
+          if (sc->case_depth == 0)
+            sc->depth += c == '(' ? 1 : -1;
+          if (sc->depth < 0)
+            sc->bad = true;
+          sc->cmd_pos = true;
+          sc->last_op = ';';
           continue;
         }
       if (c == '<' || c == '>')
         {
-          if (c == '<' && sc.s[sc.i + 1] == '<' && sc.s[sc.i + 2] != '<')
+          if (c == '<' && sc->s[sc->i + 1] == '<' && sc->s[sc->i + 2] != '<')
             {
-              bool strip = sc.s[sc.i + 2] == '-';
-              sc.i += strip ? 3 : 2;
-              heredoc_word (&sc, strip);
+              bool strip = sc->s[sc->i + 2] == '-';
+              if (sc->hd_region == SIZE_MAX)
+                sc->hd_region = sc->i;
+              sc->i += strip ? 3 : 2;
+              heredoc_word (sc, strip);
             }
           else
             {
-              while (sc.i < sc.len && (sc.s[sc.i] == '<' || sc.s[sc.i] == '>' || sc.s[sc.i] == '&'))
-                sc.i++;
+              while (sc->i < sc->len && (sc->s[sc->i] == '<' || sc->s[sc->i] == '>' || sc->s[sc->i] == '&'))
+                sc->i++;
+              sc->after_redir = true;
             }
-          sc.last_op = 'w';
+          sc->last_op = 'w';
           continue;
         }
       /* A word: quotes and substitutions are part of it. */
-      size_t wstart = sc.i;
+      size_t wstart = sc->i;
       bool plain = true;
-      while (sc.i < sc.len && is_word_char (sc.s[sc.i]) && !sc.bad)
+      while (sc->i < sc->len && is_word_char (sc->s[sc->i]) && !sc->bad)
         {
-          char d = sc.s[sc.i];
+          char d = sc->s[sc->i];
           if (d == '\\')
             {
               plain = false;
-              sc.i += sc.i + 1 < sc.len ? 2 : 1;
+              sc->i += sc->i + 1 < sc->len ? 2 : 1;
             }
           else if (d == '\'')
             {
               plain = false;
-              if (!skip_single (&sc))
-                sc.bad = true;
+              if (!skip_single (sc))
+                sc->bad = true;
             }
           else if (d == '"')
             {
               plain = false;
-              if (!skip_double (&sc))
-                sc.bad = true;
+              if (!skip_double (sc))
+                sc->bad = true;
             }
-          else if (d == '$' && (sc.s[sc.i + 1] == '(' || sc.s[sc.i + 1] == '{'))
+          else if (d == '$' && (sc->s[sc->i + 1] == '(' || sc->s[sc->i + 1] == '{'))
             {
               plain = false;
-              if (!skip_dollar (&sc))
-                sc.bad = true;
+              if (!skip_dollar (sc))
+                sc->bad = true;
             }
           else if (d == '`')
             {
               plain = false;
-              sc.i++;
-              while (sc.i < sc.len && sc.s[sc.i] != '`')
-                sc.i += sc.s[sc.i] == '\\' ? 2 : 1;
-              if (sc.i >= sc.len)
-                sc.bad = true;
+              sc->i++;
+              while (sc->i < sc->len && sc->s[sc->i] != '`')
+                sc->i += sc->s[sc->i] == '\\' ? 2 : 1;
+              if (sc->i >= sc->len)
+                sc->bad = true;
               else
-                sc.i++;
+                sc->i++;
             }
           else
-            sc.i++;
+            sc->i++;
         }
+      if (sc->i > sc->len)
+        sc->i = sc->len;
+      if (sc->hd_region == SIZE_MAX)
+        {
+          /* A redirection target is not a word node for bashlex: the
+           * Python server escapes it with the text around it. */
+          bool keep = !sc->after_redir && is_preserved_word (sc->s + wstart, sc->i - wstart);
+          add_span (sc, wstart, sc->i, keep ? SPAN_PRESERVED : SPAN_WORD);
+        }
+      sc->after_redir = false;
+      bool was_for = sc->after_for;
       if (plain)
-        keyword (&sc, sc.s + wstart, sc.i - wstart);
+        keyword (sc, sc->s + wstart, sc->i - wstart);
       else
-        sc.cmd_pos = false;
-      sc.last_op = 'w';
+        sc->cmd_pos = false;
+      if (was_for)
+        sc->after_for = false;
+      sc->last_op = 'w';
     }
+  return !(sc->bad || sc->depth != 0 || sc->n_hd);
+}
 
-  if (sc.bad || sc.depth != 0 || sc.n_hd)
-    nb = 0;
-  else if (has_cmd)
+size_t
+bash_prompt_count (const char *cmd)
+{
+  struct scan sc;
+  cleanup_free size_t *starts = NULL;
+  size_t nstarts = 0;
+  bool ok = scan_command (cmd, &sc, &starts, &nstarts);
+  free (sc.spans);
+  if (!ok)
+    return 1;
+  /* The Enter after the text ends its last line, unless that line was
+   * already ended (a heredoc's end marker is the last line). */
+  return sc.line_ends + (sc.pending_line || sc.line_ends == 0 ? 1 : 0);
+}
+
+size_t
+split_bash_commands (const char *cmd, char ***out)
+{
+  struct scan sc;
+  cleanup_free size_t *starts = NULL;
+  size_t nstarts = 0, n = 0;
+  *out = NULL;
+  bool ok = scan_command (cmd, &sc, &starts, &nstarts) && !sc.unsupported;
+  free (sc.spans);
+  if (!ok || nstarts == 0)
     {
-      bounds[nb][0] = seg_start;
-      bounds[nb][1] = sc.len;
-      nb++;
-    }
-  if (nb <= 1)
-    {
+      /* Text that is not understood (or only comments): sent as it is. */
       add_piece (out, &n, cmd, strlen (cmd));
       return n;
     }
-  for (size_t k = 0; k < nb; k++)
-    add_piece (out, &n, cmd + bounds[k][0], bounds[k][1] - bounds[k][0]);
+  /* Text before the first command that is not blank (a comment line) is a
+   * piece of its own; text after a command up to the next one (comments)
+   * belongs to it. */
+  size_t i = 0;
+  while (i < starts[0] && isspace ((unsigned char) cmd[i]))
+    i++;
+  if (i < starts[0])
+    add_piece (out, &n, cmd, starts[0]);
+  for (size_t k = 0; k < nstarts; k++)
+    {
+      size_t end = k + 1 < nstarts ? starts[k + 1] : strlen (cmd);
+      add_piece (out, &n, cmd + starts[k], end - starts[k]);
+    }
   return n;
+}
+
+/* re.sub(r'\\([;&|><])', r'\\\\\1', text) */
+static void
+escape_region (struct ohbox_buf *b, const char *s, size_t len)
+{
+  size_t from = 0;
+  for (size_t i = 0; i + 1 < len; i++)
+    if (s[i] == '\\' && strchr (";&|><", s[i + 1]) != NULL)
+      {
+        ohbox_buf_append (b, s + from, i - from);
+        ohbox_buf_append (b, "\\\\", 2);
+        ohbox_buf_append (b, s + i + 1, 1);
+        i++;
+        from = i + 1;
+      }
+  ohbox_buf_append (b, s + from, len - from);
+}
+
+char *
+escape_bash_special_chars (const char *cmd)
+{
+  struct scan sc;
+  cleanup_free size_t *starts = NULL;
+  size_t nstarts = 0;
+  if (!scan_command (cmd, &sc, &starts, &nstarts) || sc.unsupported)
+    {
+      free (sc.spans);
+      return xstrdup (cmd);
+    }
+  struct ohbox_buf b = { 0 };
+  ohbox_buf_append (&b, "", 0);
+  size_t last = 0;
+  for (size_t k = 0; k < sc.n_spans; k++)
+    {
+      const struct span *sp = &sc.spans[k];
+      if (sp->start < last)
+        continue;
+      if (sp->kind == SPAN_HEREDOC)
+        ohbox_buf_append (&b, cmd + last, sp->end - last);
+      else
+        {
+          escape_region (&b, cmd + last, sp->start - last);
+          if (sp->kind == SPAN_PRESERVED)
+            ohbox_buf_append (&b, cmd + sp->start, sp->end - sp->start);
+          else
+            escape_region (&b, cmd + sp->start, sp->end - sp->start);
+        }
+      last = sp->end;
+    }
+  /* After the last word: as it is. */
+  ohbox_buf_append (&b, cmd + last, strlen (cmd) - last);
+  free (sc.spans);
+  return b.data;
 }
 
 void

@@ -20,12 +20,22 @@
 
 /* Largest file `read` returns: the reply is built in memory. */
 #define MAX_READ_BYTES (256u << 20)
+/* The working directory of the Python server (its image's code directory):
+ * relative paths in its binary check are resolved there. */
+#define PY_SERVER_CWD "/openhands/code"
 
 static bool
 has_suffix_ci (const char *s, const char *suffix)
 {
   size_t n = strlen (s), m = strlen (suffix);
   return n >= m && strcasecmp (s + n - m, suffix) == 0;
+}
+
+static bool
+has_suffix (const char *s, const char *suffix)
+{
+  size_t n = strlen (s), m = strlen (suffix);
+  return n >= m && strcmp (s + n - m, suffix) == 0;
 }
 
 static const char *
@@ -91,11 +101,16 @@ action_read (struct executor *ex, json_t *args)
   if (!json_is_string (jpath))
     return obs_error ("Missing required argument `path` (a string) for action `read`.");
   const char *given = json_string_value (jpath);
+  /* The Python server first asks binaryornot about the path as given, i.e.
+   * relative to its own working directory, before any other treatment:
+   * images and PDFs named by an absolute path are binary there, relative
+   * names usually miss (a missing file is not binary), and *.pyc always is. */
+  cleanup_free char *as_given = given[0] == '/' ? xstrdup (given) : xasprintf (PY_SERVER_CWD "/%s", given);
+  if (has_suffix (given, ".pyc") || file_is_binary (as_given))
+    return obs_error ("ERROR_BINARY_FILE");
   json_t *impl = json_object_get (args, "impl_source");
   if (json_is_string (impl) && strcmp (json_string_value (impl), "oh_aci") == 0)
     {
-      if (given[0] == '/' && !media_type (given) && file_is_binary (given) && !editor_supported_binary (given))
-        return obs_error ("ERROR_BINARY_FILE");
       char *text = editor_view (ex->editor, given, json_object_get (args, "view_range"));
       json_t *o = obs_read (text, strlen (text), given, "oh_aci");
       free (text);
@@ -105,8 +120,6 @@ action_read (struct executor *ex, json_t *args)
   cleanup_free char *path = executor_resolve (ex, given);
   cleanup_free char *cwd = ex->bash ? bash_session_cwd (ex->bash) : xstrdup (ex->work_dir);
   const char *mime = media_type (path);
-  if (!mime && file_is_binary (path))
-    return obs_error ("ERROR_BINARY_FILE");
 
   struct stat st;
   if (stat (path, &st) < 0)

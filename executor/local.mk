@@ -24,11 +24,19 @@ ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFL
 ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS)
 
 # The closure directory (binary + every shared library it loads + the loader).
+# With executor-mhd-notls/ (below) it holds that libmicrohttpd: no GnuTLS.
 executor-closure: ohbox-executor
-	$(SHELL) $(top_srcdir)/executor/closure.sh ohbox-executor executor-closure
+	if [ -e executor-mhd-notls/lib/libmicrohttpd.so.12 ]; then \
+	  OHBOX_CLOSURE_LIBS="$$PWD/executor-mhd-notls/lib" $(SHELL) $(top_srcdir)/executor/closure.sh ohbox-executor executor-closure; \
+	else $(SHELL) $(top_srcdir)/executor/closure.sh ohbox-executor executor-closure; fi
 
-EXTRA_DIST += executor/closure.sh executor/README.md
-.PHONY: executor-closure
+# Debian's libmicrohttpd source package rebuilt without HTTPS (see
+# executor/mhd-notls.sh): halves the executor's idle RSS.
+executor-mhd-notls:
+	$(SHELL) $(top_srcdir)/executor/mhd-notls.sh executor-mhd-notls
+
+EXTRA_DIST += executor/closure.sh executor/mhd-notls.sh executor/README.md
+.PHONY: executor-closure executor-mhd-notls
 
 # Unit tests of the executor's pure pieces (run by tests/integration/executor-units.sh).
 check_PROGRAMS += tests/executor/test-executor-units

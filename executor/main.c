@@ -12,14 +12,16 @@
  *
  * How it runs in any base image (busybox, Alpine/musl, Debian, distroless):
  * it is NOT linked statically.  Debian 12 ships static archives for
- * libmicrohttpd, jansson and libvterm but a static glibc binary cannot use
- * NSS modules reliably and libarchive's static closure drags in a dozen
- * compression libraries built for dynamic use; and a static build would
+ * libmicrohttpd, jansson and libvterm but a static glibc binary cannot
+ * dlopen reliably (libarchive is loaded on demand, see archive.c) and
+ * libarchive's static closure drags in a dozen compression libraries built
+ * for dynamic use; and a static build would
  * leave the sanitizer and the normal test builds different from the shipped
  * one.  Instead the executor ships with its exact shared-library closure
  * and the dynamic loader under a private prefix (executor/closure.sh makes
  * it: /.ohbox/bin/ohbox-executor, /.ohbox/lib/<every DT_NEEDED library,
- * recursively>, /.ohbox/lib/ld-linux-x86-64.so.2) and is started as
+ * recursively, and libarchive, which archive.c dlopens on the first zip>,
+ * /.ohbox/lib/ld-linux-x86-64.so.2) and is started as
  *
  *   /.ohbox/lib/ld-linux-x86-64.so.2 --library-path /.ohbox/lib /.ohbox/bin/ohbox-executor PORT ...
  *
@@ -27,8 +29,10 @@
  * to the loader (rather than setting LD_LIBRARY_PATH) keeps it out of the
  * environment of bash and of everything the agent runs, which must use the
  * image's own libraries.  glibc >= 2.34 has the `files` NSS module built
- * in, so user lookups work from the closure too.  tests/integration/
- * executor-closure.sh runs it this way in a busybox rootfs without glibc.
+ * in, but users.c reads /etc/passwd and /etc/group itself anyway, so that
+ * no NSS module of the image is ever loaded into the closure's glibc.
+ * tests/integration/executor-closure.sh runs it this way in a busybox
+ * rootfs without glibc.
  *
  * bash comes from the image (the build layers one in when the base has
  * none); python3 for run_ipython too, and is optional. */

@@ -195,6 +195,62 @@ def test_run_multiple_commands_refused():
         eq(md(o)['exit_code'], 0, single)
 
 
+def test_run_command_is_reported_escaped():
+    # The Python server types (and reports) `\;` as `\\;`; its tmux turns a
+    # trailing one back, so the echoed command no longer matches and stays
+    # in the output (seen in OpenHands trajectories).
+    cmd = f'find {WORK} -maxdepth 0 -name workspace -exec echo {{}} \\;'
+    o = run(cmd)
+    esc = cmd[:-2] + '\\\\;'
+    eq(o['extras']['command'], esc, 'command')
+    eq(o['message'], f'Command `{esc}` executed with exit code 0.', 'message')
+    eq(o['content'], f'{cmd}\n{WORK}', 'content')
+    o = run('echo "a\\;b"')
+    eq(o['extras']['command'], 'echo "a\\;b"', 'quoted words are not escaped')
+    eq(o['content'], 'a\\;b', 'content')
+
+
+def test_run_comment_lines():
+    o = act('run', dict(RUN_DEFAULTS, command='# list the files\nls'))
+    check_error_obs(o)
+    eq(o['content'], 'ERROR: Cannot execute multiple commands at once.\nPlease run each command separately OR chain '
+                     'them into a single command via && or ;\nProvided commands:\n(1) # list the files\n(2) ls',
+       'a leading comment line is a command of its own for the Python server')
+    # A trailing comment line belongs to the command; bash reads it after
+    # the command, and the reply waits for that prompt too.
+    o = run('echo x\n# done')
+    eq(o['content'], 'echo x\nx\n\n\n# done', 'content')
+    completed(o, 0)
+    eq(run('echo next')['content'], 'next', 'nothing left over for the next command')
+
+
+def test_run_alternate_screen():
+    o = run(r"printf '\033[?1049hFULL SCREEN\033[?1049l'; echo done")
+    eq(o['content'], 'done', 'what a full-screen program drew goes with its screen')
+    o = run(r"printf '\033[?1049h\033[Hdrawn'; sleep 30")
+    eq(o['content'], 'drawn', 'the alternate screen is what the pane shows')
+    eq(md(o)['exit_code'], -1, 'still running')
+    o = run('C-c', is_input=True)
+    eq(md(o)['exit_code'], 130, 'interrupted')
+    run(r"printf '\033[?1049l'")
+    eq(run('echo back')['content'], 'back', 'main screen again')
+
+
+def test_run_nested_shell():
+    # The prompt travels into a nested interactive bash (as the Python
+    # server's exported PROMPT_COMMAND and PS1 do): `bash` completes and the
+    # next commands run in it.
+    level = int(run('echo $SHLVL')['content'])
+    o = run('bash')
+    completed(o, 0)
+    eq(run('echo $SHLVL')['content'], str(level + 1), 'in the nested shell')
+    eq(md(run('cd /tmp'))['working_dir'], '/tmp', 'its prompt block')
+    run('exit')
+    o = run('echo $SHLVL')
+    eq(o['content'], str(level), 'back')
+    eq(md(o)['working_dir'], WORK, 'back in the working dir')
+
+
 def test_run_no_change_timeout_continue_and_ctrl_c():
     t = time.time()
     o = run('for i in 1 2 3; do echo tick$i; sleep 1; done; sleep 30')
@@ -337,11 +393,21 @@ def test_read_errors_binary_and_media():
     with open(f'{WORK}/bin.dat', 'wb') as f:
         f.write(bytes(range(256)) * 8)
     eq(act('read', {'path': f'{WORK}/bin.dat'})['content'], 'ERROR_BINARY_FILE', 'binary')
+    # Relative paths miss the Python server's binary check (it looks in its
+    # own working directory): the bytes must then decode as UTF-8.
+    o = act('read', {'path': 'bin.dat'})
+    check_error_obs(o)
+    eq(o['content'], f'File could not be decoded as utf-8: {WORK}/bin.dat.', 'relative binary')
+    eq(act('read', {'path': 'gone/x.pyc'})['content'], 'ERROR_BINARY_FILE', '*.pyc is binary by name')
     png = b'\x89PNG\r\n\x1a\n' + bytes(range(64))
     with open(f'{WORK}/pic.png', 'wb') as f:
         f.write(png)
     o = act('read', {'path': 'pic.png'})
     eq(o['content'], 'data:image/png;base64,' + base64.b64encode(png).decode(), 'png data URL')
+    # An absolute path to an image is binary first, as in the Python server.
+    eq(act('read', {'path': f'{WORK}/pic.png'})['content'], 'ERROR_BINARY_FILE', 'absolute png')
+    eq(act('read', {'path': f'{WORK}/pic.png', 'impl_source': 'oh_aci'})['content'], 'ERROR_BINARY_FILE',
+       'absolute png, oh_aci')
     with open(f'{WORK}/doc.pdf', 'wb') as f:
         f.write(b'%PDF-1.4 x')
     eq(act('read', {'path': 'doc.pdf'})['content'], 'data:application/pdf;base64,' +
@@ -549,7 +615,8 @@ ALL = {
              test_browse_unknown_and_malformed, test_list_files, test_upload_download_and_zip_slip,
              test_vscode_and_mcp],
     'run': [test_run_observed_echo_false, test_run_cd_tracks_working_dir, test_run_background_job_pid,
-            test_run_state_persists, test_run_multiple_commands_refused, test_run_nothing_running,
+            test_run_state_persists, test_run_multiple_commands_refused, test_run_command_is_reported_escaped,
+            test_run_comment_lines, test_run_alternate_screen, test_run_nested_shell, test_run_nothing_running,
             test_run_no_change_timeout_continue_and_ctrl_c, test_run_input_to_read,
             test_run_hard_timeout_then_not_executed, test_run_truncation, test_run_terminal_rendering,
             test_run_hidden_and_static, test_alive_answers_during_long_action,

@@ -43,7 +43,12 @@ test_split_single_commands (void)
     "f() {\n  echo in f\n}",
     "case $x in\n  a) echo a ;;\n  *) echo other ;;\nesac",
     "echo a \\\n  b",
-    "# comment\necho after comment",
+    "echo after comment\n# trailing comment",
+    "# only a comment",
+    "[[ -f x ]] && echo y\necho z",
+    "time sleep 0\necho z",
+    "((i++))\necho z",
+    "for ((i = 0; i < 2; i++)); do echo $i; done\necho z",
     "",
     "find . -name '*.c' -exec grep -l x {} \\;",
   };
@@ -65,6 +70,105 @@ test_split_multiple_commands (void)
   CHECK (count ("for i in 1; do echo $i; done\necho after") == 2);
   /* Unbalanced input is sent as one command, like a bashlex parse error. */
   CHECK (count ("echo 'unterminated\necho x") == 1);
+  /* A comment line before the first command is a piece of its own (the
+   * Python server refuses it as two commands). */
+  n = split_bash_commands ("# comment\necho after comment", &p);
+  CHECK (n == 2, "got %zu", n);
+  CHECK_STR (p[0], "# comment");
+  CHECK_STR (p[1], "echo after comment");
+  split_free (p);
+}
+
+/* The cases of OpenHands' tests/unit/test_bash_parsing.py
+ * (split_bash_commands). */
+static void
+test_split_like_openhands (void)
+{
+  static const struct
+  {
+    const char *in;
+    const char *out[4];
+  } cases[] = {
+    { "\necho \"Hello\" # This is a comment\n# This is another comment\nls -l\n",
+      { "echo \"Hello\" # This is a comment\n# This is another comment", "ls -l" } },
+    { "\ncat <<EOF\nmultiline\ntext\nEOF\necho \"Done\"\n", { "cat <<EOF\nmultiline\ntext\nEOF", "echo \"Done\"" } },
+    { "\nls -l\n\necho \"Hello\"\n\ncd /tmp\n", { "ls -l", "echo \"Hello\"", "cd /tmp" } },
+    { "\necho \"This is a \\\"quoted\\\" string\"\necho 'This is a '''single-quoted''' string'\n"
+      "echo \"Mixed 'quotes' in \\\"double quotes\\\"\"\n",
+      { "echo \"This is a \\\"quoted\\\" string\"", "echo 'This is a '''single-quoted''' string'",
+        "echo \"Mixed 'quotes' in \\\"double quotes\\\"\"" } },
+    { "mkdir -p _modules && \\\nfor month in {01..04}; do\n    for day in {01..05}; do\n        touch "
+      "\"_modules/2024-${month}-${day}-sample.md\"\n    done\ndone\necho x",
+      { "mkdir -p _modules && \\\nfor month in {01..04}; do\n    for day in {01..05}; do\n        touch "
+        "\"_modules/2024-${month}-${day}-sample.md\"\n    done\ndone",
+        "echo x" } },
+    { "echo \"Unclosed quote", { "echo \"Unclosed quote" } },
+    { "echo 'Unclosed quote", { "echo 'Unclosed quote" } },
+    { "cat <<EOF\nUnclosed heredoc", { "cat <<EOF\nUnclosed heredoc" } },
+  };
+  for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
+    {
+      char **p = NULL;
+      size_t n = split_bash_commands (cases[i].in, &p);
+      size_t want = 0;
+      while (want < 4 && cases[i].out[want])
+        want++;
+      bool same = n == want;
+      for (size_t k = 0; same && k < n; k++)
+        same = strcmp (p[k], cases[i].out[k]) == 0;
+      cleanup_free char *first = xstrdup (n ? p[0] : "");
+      split_free (p);
+      CHECK (same, "case %zu: %zu pieces, first `%s`", i, n, first);
+    }
+}
+
+/* OpenHands' test_escape_bash_special_chars* cases (the escaped form is the
+ * `command` of its observations). */
+static void
+test_escape_like_openhands (void)
+{
+  static const char *cases[][2] = {
+    { "echo test \\; ls", "echo test \\\\; ls" },
+    { "grep pattern \\| sort", "grep pattern \\\\| sort" },
+    { "cmd1 \\&\\& cmd2", "cmd1 \\\\&\\\\& cmd2" },
+    { "cat file \\> output.txt", "cat file \\\\> output.txt" },
+    { "cat \\< input.txt", "cat \\\\< input.txt" },
+    { "echo \"test \\; unchanged\"", "echo \"test \\; unchanged\"" },
+    { "echo 'test \\| unchanged'", "echo 'test \\| unchanged'" },
+    { "echo \"quoted \\;\" \\; \"more\" \\| grep", "echo \"quoted \\;\" \\\\; \"more\" \\\\| grep" },
+    { "cmd1 \\;\\|\\& cmd2", "cmd1 \\\\;\\\\|\\\\& cmd2" },
+    { "echo test\\ntest", "echo test\\ntest" },
+    { "echo \"test\\ntest\"", "echo \"test\\ntest\"" },
+    { "\\\\", "\\\\" },
+    { "\\\"", "\\\"" },
+    { "echo \"unclosed quote", "echo \"unclosed quote" },
+    { "cat <<EOF\nunclosed heredoc", "cat <<EOF\nunclosed heredoc" },
+    { "cat <<EOF\nline1 \\; not escaped\nline2 \\| not escaped\nEOF",
+      "cat <<EOF\nline1 \\; not escaped\nline2 \\| not escaped\nEOF" },
+    { "echo ${HOME:-default}", "echo ${HOME:-default}" },
+    { "echo $HOME \\; ls", "echo $HOME \\\\; ls" },
+    { "echo ${!prefix*} \\| sort", "echo ${!prefix*} \\\\| sort" },
+    { "echo $(pwd) \\; ls", "echo $(pwd) \\\\; ls" },
+    { "echo `pwd` \\| grep home", "echo `pwd` \\\\| grep home" },
+    { "echo $(find . -name \"*.txt\" \\; ls)", "echo $(find . -name \"*.txt\" \\; ls)" },
+    { "echo \"${HOME}/$(basename `pwd`) \\; next\"", "echo \"${HOME}/$(basename `pwd`) \\; next\"" },
+    { "VAR=${HOME} \\; echo $(pwd)", "VAR=${HOME} \\\\; echo $(pwd)" },
+    { "find . -name \"*.txt\" -exec grep \"${PATTERN:-default}\" {} \\;",
+      "find . -name \"*.txt\" -exec grep \"${PATTERN:-default}\" {} \\\\;" },
+    { "echo \"Current path: ${PWD}/$(basename `pwd`)\" \\| grep home",
+      "echo \"Current path: ${PWD}/$(basename `pwd`)\" \\\\| grep home" },
+    { "ls \\; pwd && echo test", "ls \\\\; pwd && echo test" },
+    { "echo \"$(pwd)\" && cat file \\> out.txt", "echo \"$(pwd)\" && cat file \\\\> out.txt" },
+    { "cmd1 \\; ls && cmd2 \\| grep && cmd3", "cmd1 \\\\; ls && cmd2 \\\\| grep && cmd3" },
+    { "ls && pwd", "ls && pwd" },
+    { "", "" },
+  };
+  for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
+    {
+      cleanup_free char *got = escape_bash_special_chars (cases[i][0]);
+      CHECK (strcmp (got, cases[i][1]) == 0, "case %zu: `%s` gave `%s`, expected `%s`", i, cases[i][0], got,
+             cases[i][1]);
+    }
 }
 
 static void
@@ -106,6 +210,33 @@ test_terminal_history_limit (void)
   /* 3 lines of history + the 2-row screen (the last row is empty). */
   CHECK_STR (pane, "line6\nline7\nline8\nline9");
   term_free (t);
+}
+
+/* Prompts bash shows for typed text: one per top-level line it reads. */
+static void
+test_bash_prompt_count (void)
+{
+  static const struct
+  {
+    const char *cmd;
+    size_t prompts;
+  } cases[] = {
+    { "echo hi", 1 },
+    { "echo x\n# done", 2 },
+    { "echo x\n\n# done", 3 },
+    { "cat <<EOF\nx\nEOF", 1 },
+    { "cat <<EOF\nx\nEOF\n# c", 2 },
+    { "for i in 1 2; do\n  echo $i\ndone", 1 },
+    { "echo a |\n  cat", 1 },
+    { "echo \"multi\nline\"", 1 },
+    { "echo a \\\n  b", 1 },
+    { "f() {\n  echo in f\n}", 1 },
+    { "time sleep 0\necho z", 2 },
+    { "echo 'unterminated\necho x", 1 },
+  };
+  for (size_t i = 0; i < sizeof (cases) / sizeof (cases[0]); i++)
+    CHECK (bash_prompt_count (cases[i].cmd) == cases[i].prompts, "`%s`: %zu, expected %zu", cases[i].cmd,
+           bash_prompt_count (cases[i].cmd), cases[i].prompts);
 }
 
 /* ---- the terminal against libvterm's own screen layer ---------------------------- */
@@ -160,8 +291,8 @@ test_terminal_matches_libvterm_screen (void)
     "\033[2K", "\033[J", "\033[1J", "\033[2J", "\033M", "\033[?1049h", "\033[?1049l", "\033[4h", "\033[4l",
     "\033[?7l", "\033[?7h", "\033[r", "\033[1;31mred\033[0m", "0123456789abcdefghij", "\033[H", "\033D",
   };
-  const char *fmts[] = { "\033[%dA", "\033[%dB", "\033[%dC", "\033[%dD", "\033[%d@", "\033[%dP", "\033[%dL",
-                         "\033[%dM", "\033[%dS", "\033[%dT", "\033[%dX", "\033[%dG", "\033[%dd" };
+  /* CSI n A..d: cursor moves, ICH, DCH, IL, DL, SU, SD, ECH, CHA, VPA. */
+  static const char finals[] = "ABCD@PLMSTXGd";
   const int rows = 6, cols = 12;
   unsigned int seed = 12345;
   for (int round = 0; round < 300; round++)
@@ -181,8 +312,8 @@ test_terminal_matches_libvterm_screen (void)
           if (r < 55)
             snprintf (piece, sizeof (piece), "%s", fixed[(seed >> 16) % (sizeof (fixed) / sizeof (fixed[0]))]);
           else if (r < 90)
-            snprintf (piece, sizeof (piece), fmts[(seed >> 16) % (sizeof (fmts) / sizeof (fmts[0]))],
-                      (int) ((seed >> 4) % 5) + 1);
+            snprintf (piece, sizeof (piece), "\033[%d%c", (int) ((seed >> 4) % 5) + 1,
+                      finals[(seed >> 16) % (sizeof (finals) - 1)]);
           else
             snprintf (piece, sizeof (piece), "\033[%d;%dr\033[%d;%dH", (int) ((seed >> 4) % 3) + 1,
                       (int) ((seed >> 6) % 3) + 4, (int) ((seed >> 9) % 6) + 1, (int) ((seed >> 12) % 12) + 1);
@@ -319,6 +450,9 @@ test_lossy_json_strings (void)
 UNIT_MAIN_BEGIN ("test-executor-units")
 RUN_TEST (test_split_single_commands);
 RUN_TEST (test_split_multiple_commands);
+RUN_TEST (test_split_like_openhands);
+RUN_TEST (test_escape_like_openhands);
+RUN_TEST (test_bash_prompt_count);
 RUN_TEST (test_terminal_renders_like_a_screen);
 RUN_TEST (test_terminal_joins_wrapped_lines_and_keeps_history);
 RUN_TEST (test_terminal_history_limit);

@@ -5,9 +5,13 @@
 # no loader, no bash anywhere else), which is entered with unshare + chroot;
 # the executor, started as
 #   /.ohbox/lib/ld-linux-x86-64.so.2 --library-path /.ohbox/lib /.ohbox/bin/ohbox-executor
-# must serve /alive and file actions there, and report a missing bash
+# must serve /alive and file actions there, unpack and stream zips with the
+# libarchive it dlopens from the closure, and report a missing bash
 # cleanly.  Then a bash is layered in the same way (its own closure under
-# /.ohbox-bash, as the build issue will do) and `run` must work.
+# /.ohbox-bash, as the build issue will do) and `run` must work.  Then,
+# without libarchive, zip requests must fail cleanly (503).  Last, with a
+# libmicrohttpd built without HTTPS, the closure has no GnuTLS and the idle
+# executor's RSS is under 4 MiB.
 set -u
 src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 build=${OHBOX_BUILDDIR:-$src}
@@ -67,6 +71,28 @@ start() {
   return 1
 }
 
+# zipcheck TEST PYTHON-STATEMENTS: runs them with `base` (the executor's
+# URL), httpx, io and zipfile imported; they print "ok" or what went wrong.
+zipcheck() {
+  local res
+  res=$(/usr/bin/python3 - "$port" "$2" <<'PY'
+import httpx, io, sys, zipfile
+base = f'http://127.0.0.1:{sys.argv[1]}'
+def zipped(files):
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, 'w') as z:
+        for name, data in files.items():
+            z.writestr(name, data)
+    return buf.getvalue()
+try:
+    exec(sys.argv[2])
+except Exception as e:
+    print(f'{type(e).__name__}: {e}')
+PY
+)
+  [ "$res" = ok ] && pass "$1" || fail "$1" "$res"
+}
+
 check() {  # check TEST PYTHON-EXPRESSION-ON-o (o = the observation of action JSON $3)
   local res
   res=$(/usr/bin/python3 - "$port" "$3" "$2" <<'PY'
@@ -88,6 +114,17 @@ if start; then
     '{"action":"read","args":{"path":"/workspace/x.txt"},"timeout":30}'
   check run_without_bash_is_an_error_observation "o['observation'] == 'error' and 'bash' in o['content']" \
     '{"action":"run","args":{"command":"echo hi"},"timeout":30}'
+  # libarchive is dlopen'ed on the first zip: it must come from the closure.
+  zipcheck zip_upload_loads_libarchive_from_the_closure "
+r = httpx.post(base + '/upload_file', params={'destination': '/workspace/z', 'recursive': 'true'},
+               files={'file': ('p.zip', zipped({'p/a.txt': 'A', 'p/b/c.txt': 'C'}))})
+assert r.status_code == 200, r.text
+r = httpx.get(base + '/download_files', params={'path': '/workspace/z'})
+assert r.status_code == 200, r.text
+with zipfile.ZipFile(io.BytesIO(r.content)) as z:
+    assert sorted(z.namelist()) == ['p/a.txt', 'p/b/c.txt'], z.namelist()
+    assert z.read('p/b/c.txt') == b'C'
+print('ok')"
 else
   fail starts_without_image_libc "$(tail -n 5 "$tmp/log")"
 fi
@@ -101,7 +138,7 @@ if sh "$src/executor/closure.sh" "$(command -v bash)" "$root/.ohbox-bash" >/dev/
   if start; then
     check run_with_layered_bash "o['content'] == 'hi' and o['extras']['metadata']['exit_code'] == 0" \
       '{"action":"run","args":{"command":"echo hi"},"timeout":30}'
-    check busybox_tools_from_the_image "o['content'] == 'x.txt' and o['extras']['metadata']['working_dir'] == '/workspace'" \
+    check busybox_tools_from_the_image "o['content'].split() == ['x.txt', 'z'] and o['extras']['metadata']['working_dir'] == '/workspace'" \
       '{"action":"run","args":{"command":"ls /workspace"},"timeout":30}'
   else
     fail run_with_layered_bash "$(tail -n 5 "$tmp/log")"
@@ -109,6 +146,62 @@ if sh "$src/executor/closure.sh" "$(command -v bash)" "$root/.ohbox-bash" >/dev/
   stop
 else
   echo "SKIP: $name/run_with_layered_bash: closure.sh could not pack bash"
+fi
+# Without libarchive in the closure (and none in the image) zip uploads and
+# downloads get a clear 503; plain uploads and everything else still work.
+rm -f "$root/.ohbox/lib/libarchive.so.13"
+if start; then
+  zipcheck zip_without_libarchive_is_a_clean_503 "
+r = httpx.post(base + '/upload_file', params={'destination': '/workspace/z2', 'recursive': 'true'},
+               files={'file': ('p.zip', zipped({'a': 'A'}))})
+assert r.status_code == 503 and 'libarchive.so.13' in r.json()['detail'], (r.status_code, r.text)
+r = httpx.post(base + '/upload_file', params={'destination': '/workspace/z2'}, files={'file': ('q.zip', b'PK')})
+assert r.status_code == 503, (r.status_code, r.text)
+r = httpx.get(base + '/download_files', params={'path': '/workspace'})
+assert r.status_code == 503 and 'zip support is unavailable' in r.json()['detail'], (r.status_code, r.text)
+r = httpx.post(base + '/upload_file', params={'destination': '/workspace/z2'}, files={'file': ('plain.txt', b'x')})
+assert r.status_code == 200, r.text
+assert httpx.get(base + '/alive').status_code == 200
+print('ok')"
+else
+  fail zip_without_libarchive_is_a_clean_503 "$(tail -n 5 "$tmp/log")"
+fi
+stop
+
+# With Debian's libmicrohttpd rebuilt without HTTPS (executor/mhd-notls.sh,
+# built once and kept in the test work directory) the closure has no GnuTLS
+# and the idle executor stays under the 4 MiB RSS target.
+notls=$build/executor-mhd-notls/lib
+if [ ! -e "$notls/libmicrohttpd.so.12" ]; then
+  notls=${OHBOX_TEST_WORK:-$tmp}/mhd-notls/lib
+  [ -e "$notls/libmicrohttpd.so.12" ] ||
+    sh "$src/executor/mhd-notls.sh" "$(dirname "$notls")" >"$tmp/mhd.log" 2>&1 || notls=
+fi
+if [ -z "$notls" ]; then
+  echo "SKIP: $name/closure_without_gnutls: cannot build libmicrohttpd without HTTPS ($(tail -n 1 "$tmp/mhd.log"))"
+  echo "SKIP: $name/idle_rss_under_4MiB: no libmicrohttpd without HTTPS"
+else
+  rm -rf "$root/.ohbox"
+  if out=$(OHBOX_CLOSURE_LIBS=$notls sh "$src/executor/closure.sh" "$exe" "$root/.ohbox" 2>&1) &&
+     ! ls "$root/.ohbox/lib" | grep -q 'gnutls\|p11-kit'; then
+    pass closure_without_gnutls
+  else
+    fail closure_without_gnutls "${out:-$(ls "$root/.ohbox/lib" | tr '\n' ' ')}"
+  fi
+  if start; then
+    check run_without_gnutls "o['content'] == 'hi'" '{"action":"run","args":{"command":"echo hi"},"timeout":30}'
+    sleep 0.5
+    rss=$(awk '/^Rss:/ {print $2}' "/proc/$pid/smaps_rollup")
+    echo "# idle executor from the closure: $(grep -E '^(Rss|Pss|Private_Clean|Private_Dirty):' "/proc/$pid/smaps_rollup" | tr -s ' ' | tr '\n' ' ')"
+    if [ -n "$rss" ] && [ "$rss" -lt 4096 ]; then
+      pass idle_rss_under_4MiB
+    else
+      fail idle_rss_under_4MiB "Rss ${rss:-?} KiB"
+    fi
+  else
+    fail run_without_gnutls "$(tail -n 5 "$tmp/log")"
+  fi
+  stop
 fi
 [ $fails -eq 0 ] || { echo "---- executor log"; tail -n 20 "$tmp/log"; }
 exit $((fails > 0))

@@ -1,10 +1,10 @@
 /* layer.c: unpacking one image layer; see layer.h for the contract.
  *
- * Two threads: layer_stream.c decompresses the blob, bounds and hashes the
- * uncompressed stream (the DiffID) on a thread of its own, and hands it over
- * in blocks to the tar reader here, which creates the entries in the
- * caller's thread. Inflating and creating files are the two big costs of an
- * unpack; this way they overlap.
+ * Two threads: layer_stream.c decompresses the blob and bounds the
+ * uncompressed stream on a thread of its own, and hands it over in blocks
+ * (hashed for the DiffID as they are taken) to the tar reader here, which
+ * creates the entries in the caller's thread. Inflating and creating files
+ * are the two big costs of an unpack; this way they overlap.
  *
  * Entries are written by hand, never with archive_write_disk (which resolves
  * paths against the process-wide cwd and cannot make overlay whiteouts):

@@ -72,9 +72,9 @@ struct ohbox_layer_stats
  * the bytes after the end-of-archive marker). Compression is detected from the
  * stream (gzip or zstd, or none). DEST_DIRFD may be an O_PATH fd. STATS may be
  * NULL. On failure the caller removes DEST_DIRFD's contents.
- * Decompression and hashing run on a thread of their own, tar parsing and
- * file creation on the caller's (a ring of 2 MiB between them); both have
- * ended when this returns. */
+ * Decompression runs on a thread of its own, hashing, tar parsing and file
+ * creation on the caller's (a ring of 2 MiB between them); both have ended
+ * when this returns. */
 int ohbox_layer_unpack (int blob_fd, int dest_dirfd, const struct ohbox_layer_options *opts,
                         char diffid_out[OHBOX_DIGEST_LEN + 1], struct ohbox_layer_stats *stats, ohbox_error_t *err);
 

@@ -15,6 +15,7 @@
 #include <grp.h>
 #include <locale.h>
 #include <openssl/evp.h>
+#include <pthread.h>
 #include <stdbool.h>
 #include <linux/capability.h>
 #include <sys/mman.h>
@@ -23,6 +24,7 @@
 #include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/xattr.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "layer.h"
@@ -1076,6 +1078,241 @@ test_progress (void)
   ohbox_buf_free (&blob);
 }
 
+/* ---- streaming: unpacking a blob while it is still being written ---- */
+
+/* A blob appended to a file piece by piece by a thread, as a download
+ * writes it, and the wait_more callback the unpack reads it with. */
+struct feeder
+{
+  const struct ohbox_buf *blob;
+  size_t stop_at;    /* write this much, then end */
+  bool fail;         /* end as a failed download instead of a complete one */
+  bool hold;         /* at STOP_AT, wait for RELEASE before ending */
+  char path[1400];
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  size_t written;
+  bool ended, release;
+  unsigned waits;       /* wait_more calls */
+  bool waited_partial;  /* one came while the blob was incomplete */
+  bool offset_past_end; /* one claimed more bytes read than the file has */
+};
+
+static void *
+feeder_run (void *arg)
+{
+  struct feeder *f = arg;
+  int fd = open (f->path, O_WRONLY | O_APPEND | O_CLOEXEC);
+  if (fd < 0)
+    abort ();
+  for (size_t done = 0; done < f->stop_at;)
+    {
+      size_t n = f->stop_at - done < 32768 ? f->stop_at - done : 32768;
+      if (ohbox_write_all (fd, f->blob->data + done, n) < 0)
+        abort ();
+      done += n;
+      pthread_mutex_lock (&f->lock);
+      f->written = done;
+      pthread_cond_broadcast (&f->cond);
+      pthread_mutex_unlock (&f->lock);
+      usleep (300); /* slower than the unpack: it has to wait */
+    }
+  close (fd);
+  /* Held for 10 s at most: an unpack that waits for the end fails the test
+   * instead of hanging it. */
+  struct timespec until;
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  pthread_mutex_lock (&f->lock);
+  while (f->hold && !f->release)
+    if (pthread_cond_timedwait (&f->cond, &f->lock, &until) != 0)
+      break;
+  f->ended = true;
+  pthread_cond_broadcast (&f->cond);
+  pthread_mutex_unlock (&f->lock);
+  return NULL;
+}
+
+/* Returns early (after 20 ms without news), as the contract allows. */
+static int
+feeder_wait (void *userdata, uint64_t offset, ohbox_error_t *err)
+{
+  struct feeder *f = userdata;
+  struct timespec until;
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_nsec += 20 * 1000 * 1000;
+  if (until.tv_nsec >= 1000000000)
+    until.tv_sec++, until.tv_nsec -= 1000000000;
+  int r = 1;
+  pthread_mutex_lock (&f->lock);
+  f->waits++;
+  if (!f->ended)
+    f->waited_partial = true;
+  struct stat st;
+  if (stat (f->path, &st) < 0 || offset > (uint64_t) st.st_size)
+    f->offset_past_end = true;
+  while (!f->ended && f->written <= offset)
+    if (pthread_cond_timedwait (&f->cond, &f->lock, &until) != 0)
+      break;
+  if (f->ended)
+    r = f->fail ? ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "test: the download failed") : 0;
+  pthread_mutex_unlock (&f->lock);
+  return r;
+}
+
+static void
+feeder_start (struct feeder *f, const struct ohbox_buf *blob)
+{
+  f->blob = blob;
+  if (f->stop_at == 0)
+    f->stop_at = blob->len;
+  snprintf (f->path, sizeof f->path, "%s/blob", t_dir);
+  int fd = open (f->path, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC, 0600);
+  if (fd < 0)
+    abort ();
+  close (fd);
+  pthread_mutex_init (&f->lock, NULL);
+  pthread_cond_init (&f->cond, NULL);
+  if (pthread_create (&f->thread, NULL, feeder_run, f) != 0)
+    abort ();
+}
+
+static void
+feeder_finish (struct feeder *f)
+{
+  pthread_mutex_lock (&f->lock);
+  f->release = true;
+  pthread_cond_broadcast (&f->cond);
+  pthread_mutex_unlock (&f->lock);
+  pthread_join (f->thread, NULL);
+  pthread_mutex_destroy (&f->lock);
+  pthread_cond_destroy (&f->cond);
+}
+
+/* Unpacks into t_layer (as we are) from F's file while F writes it. */
+static void
+unpack_streaming (struct feeder *f, struct result *r)
+{
+  int fd = open (f->path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    abort ();
+  struct ohbox_layer_options opts = { .privileged = is_root (), .wait_more = feeder_wait, .userdata = f };
+  ohbox_error_t err = NULL;
+  memset (r, 0, sizeof *r);
+  r->rc = ohbox_layer_unpack (fd, layer_fd, &opts, r->diffid, &r->st, &err);
+  if (err)
+    {
+      r->kind = err->kind;
+      snprintf (r->msg, sizeof r->msg, "%s", err->msg);
+      ohbox_error_release (&err);
+    }
+  close (fd);
+}
+
+/* 3 MB that gzip and zstd cannot shrink: a blob of many pieces. */
+static const char *
+noise (void)
+{
+  static char buf[3 * 1000 * 1000];
+  uint32_t x = 4242;
+  for (size_t i = 0; i < sizeof buf; i++)
+    buf[i] = (char) ((x = x * 1103515245 + 12345) >> 24);
+  return buf;
+}
+#define NOISE_ (&(struct ent){ .path = "etc/noise", .perm = 0644, .data = noise (), .len = 3 * 1000 * 1000 })
+
+static void
+test_stream_growing_blob (void)
+{
+  /* The same layer as a finished blob and as one still being written:
+   * same DiffID, same tree, for each compression. */
+  struct ohbox_buf raw = TAR (DIR_ ("etc", 0755), FILE_ ("etc/hostname", 0644, "ohbox\n"), NOISE_,
+                              LINK_ ("etc/link", "hostname"), FILE_ ("z", 0600, "last"));
+  char expected[OHBOX_DIGEST_LEN + 1];
+  sha256_hex (raw.data, raw.len, expected);
+  struct ohbox_buf blobs[3] = { raw, compress (&raw, "gzip"), compress (&raw, "zstd") };
+  for (int i = 0; i < 3; i++)
+    {
+      setup ();
+      struct feeder f = { 0 };
+      struct result r;
+      feeder_start (&f, &blobs[i]);
+      unpack_streaming (&f, &r);
+      feeder_finish (&f);
+      CHECK (r.rc == 0, "blob %d: %s", i, r.msg);
+      CHECK_STR (r.diffid, expected);
+      CHECK (r.st.uncompressed_size == raw.len);
+      CHECK (f.waited_partial, "blob %d: the unpack never waited for the writer", i);
+      CHECK (!f.offset_past_end, "blob %d: wait_more was told more bytes than the file has", i);
+      CHECK (has_content ("etc/hostname", "ohbox\n") && has_content ("z", "last"));
+      struct stat st;
+      CHECK (lstat_layer ("etc/noise", &st) == 0 && st.st_size == 3 * 1000 * 1000);
+    }
+  for (int i = 0; i < 3; i++)
+    ohbox_buf_free (&blobs[i]);
+}
+
+static void
+test_stream_download_fails (void)
+{
+  struct ohbox_buf raw = TAR (FILE_ ("a", 0644, "a"), NOISE_);
+  struct ohbox_buf blob = compress (&raw, "gzip");
+  const bool fail[2] = { true, false };
+  for (int i = 0; i < 2; i++)
+    {
+      /* Half of it, then the download fails (the unpack fails with its
+       * error), or says it is complete (the stream is truncated). */
+      setup ();
+      struct feeder f = { .stop_at = blob.len / 2, .fail = fail[i] };
+      struct result r;
+      feeder_start (&f, &blob);
+      unpack_streaming (&f, &r);
+      feeder_finish (&f);
+      CHECK (r.rc < 0, "case %d: unpacked half a blob", i);
+      if (fail[i])
+        CHECK (r.kind == OHBOX_ERR_REGISTRY && strstr (r.msg, "test: the download failed"), "%s", r.msg);
+      else
+        CHECK (r.kind == OHBOX_ERR_INTEGRITY, "kind %d: %s", r.kind, r.msg);
+    }
+  ohbox_buf_free (&raw);
+  ohbox_buf_free (&blob);
+}
+
+static void
+test_stream_entry_error_while_waiting (void)
+{
+  /* A hostile first entry, and a download that stalls after the first
+   * part: the unpack fails on the entry (its error, not the stream's) and
+   * returns without waiting for the rest of the blob. */
+  struct ohbox_buf raw = TAR (FILE_ ("../outside/evil", 0644, "evil"), NOISE_);
+  struct ohbox_buf blob = compress (&raw, "gzip");
+  setup ();
+  /* More than one block of the ring (512 KiB), less than two: the tar
+   * reader gets the first, the decompression thread is left waiting for
+   * the download in the middle of the second. */
+  struct feeder f = { .stop_at = 700 * 1000, .hold = true };
+  struct snapshot before, after;
+  struct result r;
+  feeder_start (&f, &blob);
+  take_snapshot (&before);
+  double t0 = ohbox_monotonic ();
+  unpack_streaming (&f, &r);
+  double elapsed = ohbox_monotonic () - t0;
+  pthread_mutex_lock (&f.lock);
+  bool ended = f.ended;
+  pthread_mutex_unlock (&f.lock);
+  feeder_finish (&f);
+  take_snapshot (&after);
+  CHECK (r.rc < 0 && r.kind == OHBOX_ERR_INTEGRITY, "rc %d kind %d: %s", r.rc, r.kind, r.msg);
+  CHECK (strstr (r.msg, "`../outside/evil`: path leaves the layer") != NULL, "%s", r.msg);
+  CHECK (!ended && elapsed < 5, "returned after %.1f s, download ended: %d", elapsed, ended);
+  const char *d = snapshot_diff (&before, &after);
+  CHECK (d == NULL, "%s", d);
+  ohbox_buf_free (&raw);
+  ohbox_buf_free (&blob);
+}
+
 /* ---- attacks: each must be refused and leave the outside untouched ---- */
 
 static void
@@ -1293,6 +1530,9 @@ UNIT_MAIN_BEGIN ("test-layer")
   RUN_TEST (test_directory_metadata_order);
   RUN_TEST (test_sparse);
   RUN_TEST (test_progress);
+  RUN_TEST (test_stream_growing_blob);
+  RUN_TEST (test_stream_download_fails);
+  RUN_TEST (test_stream_entry_error_while_waiting);
   RUN_TEST (test_attack_absolute_path);
   RUN_TEST (test_attack_dotdot);
   RUN_TEST (test_attack_symlink_parent);

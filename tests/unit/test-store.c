@@ -4,11 +4,14 @@
 
 #include <archive.h>
 #include <archive_entry.h>
+#include <dirent.h>
 #include <fcntl.h>
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "store.h"
@@ -351,6 +354,283 @@ test_unpack_layer (void)
   ohbox_store_close (s);
 }
 
+/* ---- unpacking a layer while its blob downloads ---- */
+
+/* A download into the store's blob writer on a thread, and the wait_more
+ * callback of the unpack that reads it (what pull.c does). */
+struct download
+{
+  struct ohbox_store *s;
+  const char *digest; /* the descriptor's */
+  int64_t size;
+  const char *data;   /* what the registry sends */
+  size_t len;
+  const char *first;  /* sent first, then dropped (a restart from zero) */
+  size_t first_len;
+  pthread_t thread;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  bool started;    /* the writer (and its partial file) exists */
+  size_t written;
+  int state;       /* 0: running, 1: committed, -1: failed */
+  bool end_wanted; /* the unpack waits for the end alone */
+  bool read_partial; /* the unpack read while the blob was incomplete */
+};
+
+static void
+dl_set (struct download *d, size_t written, int state)
+{
+  pthread_mutex_lock (&d->lock);
+  d->written = written;
+  d->state = state;
+  pthread_cond_broadcast (&d->cond);
+  pthread_mutex_unlock (&d->lock);
+}
+
+static int
+dl_write (struct download *d, struct ohbox_blob_writer *w, const char *data, size_t len)
+{
+  ohbox_error_t err = NULL;
+  for (size_t done = 0; done < len;)
+    {
+      size_t n = len - done < 16384 ? len - done : 16384;
+      if (ohbox_blob_writer_write (w, data + done, n, &err) < 0)
+        {
+          ohbox_error_release (&err);
+          return -1;
+        }
+      done += n;
+      dl_set (d, (size_t) ohbox_blob_writer_offset (w), 0);
+      usleep (200);
+    }
+  return 0;
+}
+
+static void *
+dl_run (void *arg)
+{
+  struct download *d = arg;
+  ohbox_error_t err = NULL;
+  struct ohbox_blob_writer *w = NULL;
+  if (ohbox_store_blob_begin (d->s, d->digest, d->size, true, &w, &err) < 0 || w == NULL)
+    abort ();
+  pthread_mutex_lock (&d->lock);
+  d->started = true;
+  pthread_cond_broadcast (&d->cond);
+  pthread_mutex_unlock (&d->lock);
+  if (d->first)
+    {
+      /* Bad bytes first; once the unpack has failed on them (it then waits
+       * for the end of the download), start over from zero. */
+      if (dl_write (d, w, d->first, d->first_len) < 0)
+        abort ();
+      struct timespec until;
+      clock_gettime (CLOCK_REALTIME, &until);
+      until.tv_sec += 10;
+      pthread_mutex_lock (&d->lock);
+      while (!d->end_wanted)
+        if (pthread_cond_timedwait (&d->cond, &d->lock, &until) != 0)
+          break;
+      pthread_mutex_unlock (&d->lock);
+      if (ohbox_blob_writer_reset (w, &err) < 0)
+        abort ();
+      dl_set (d, 0, 0);
+    }
+  if (dl_write (d, w, d->data, d->len) < 0)
+    {
+      ohbox_blob_writer_abort (w, false);
+      dl_set (d, d->written, -1);
+      return NULL;
+    }
+  int r = ohbox_blob_writer_commit (w, &err);
+  ohbox_error_release (&err);
+  dl_set (d, d->written, r == 0 ? 1 : -1);
+  return NULL;
+}
+
+static int
+dl_wait_more (void *userdata, uint64_t offset, ohbox_error_t *err)
+{
+  struct download *d = userdata;
+  int r;
+  pthread_mutex_lock (&d->lock);
+  if (offset == UINT64_MAX)
+    {
+      d->end_wanted = true;
+      pthread_cond_broadcast (&d->cond);
+    }
+  else if (d->state == 0)
+    d->read_partial = true;
+  for (;;)
+    {
+      if (d->state != 0)
+        {
+          r = d->state > 0 ? 0 : ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "test: blob %s failed", d->digest);
+          break;
+        }
+      if (offset != UINT64_MAX && d->written > offset)
+        {
+          r = 1;
+          break;
+        }
+      pthread_cond_wait (&d->cond, &d->lock);
+    }
+  pthread_mutex_unlock (&d->lock);
+  return r;
+}
+
+/* Starts D and unpacks DIFF_ID from it once its partial file exists. */
+static int
+unpack_downloading (struct download *d, const char *diff_id, ohbox_error_t *err)
+{
+  pthread_mutex_init (&d->lock, NULL);
+  pthread_cond_init (&d->cond, NULL);
+  if (pthread_create (&d->thread, NULL, dl_run, d) != 0)
+    abort ();
+  pthread_mutex_lock (&d->lock);
+  while (!d->started)
+    pthread_cond_wait (&d->cond, &d->lock);
+  pthread_mutex_unlock (&d->lock);
+  struct ohbox_layer_options lo = { .wait_more = dl_wait_more, .userdata = d };
+  struct ohbox_layer_stats st;
+  int r = ohbox_store_unpack_layer (d->s, d->digest, diff_id, &lo, &st, err);
+  pthread_join (d->thread, NULL);
+  pthread_mutex_destroy (&d->lock);
+  pthread_cond_destroy (&d->cond);
+  return r;
+}
+
+/* A gzip layer of about 1 MB (many pieces of download) with etc/hello. */
+static char *
+big_layer (size_t *len, char diff_id[OHBOX_DIGEST_LEN + 1], char digest[OHBOX_DIGEST_LEN + 1])
+{
+  static char noise[1000 * 1000];
+  uint32_t x = 777;
+  for (size_t i = 0; i < sizeof noise; i++)
+    noise[i] = (char) ((x = x * 1103515245 + 12345) >> 24);
+  char *out[2] = { NULL, NULL };
+  size_t used[2] = { 0, 0 };
+  for (int gz = 0; gz < 2; gz++)
+    {
+      size_t cap = 2 * sizeof noise;
+      out[gz] = xmalloc (cap);
+      struct archive *a = archive_write_new ();
+      archive_write_set_format_pax_restricted (a);
+      if (gz)
+        archive_write_add_filter_gzip (a);
+      archive_write_set_bytes_in_last_block (a, 1);
+      archive_write_open_memory (a, out[gz], cap, &used[gz]);
+      const char *names[2] = { "etc/hello", "etc/noise" };
+      const char *datas[2] = { "hello\n", noise };
+      size_t lens[2] = { 6, sizeof noise };
+      for (int i = 0; i < 2; i++)
+        {
+          struct archive_entry *e = archive_entry_new ();
+          archive_entry_set_pathname (e, names[i]);
+          archive_entry_set_filetype (e, AE_IFREG);
+          archive_entry_set_perm (e, 0644);
+          archive_entry_set_size (e, (la_int64_t) lens[i]);
+          archive_write_header (a, e);
+          archive_write_data (a, datas[i], lens[i]);
+          archive_entry_free (e);
+        }
+      archive_write_close (a);
+      archive_write_free (a);
+    }
+  ohbox_sha256_buffer (out[0], used[0], diff_id);
+  ohbox_sha256_buffer (out[1], used[1], digest);
+  free (out[0]);
+  *len = used[1];
+  return out[1];
+}
+
+static int
+tmp_entries (struct ohbox_store *s)
+{
+  DIR *d = fdopendir (openat (ohbox_store_dirfd (s), "tmp", O_RDONLY | O_DIRECTORY));
+  int n = 0;
+  struct dirent *de;
+  while (d && (de = readdir (d)))
+    n += de->d_name[0] != '.';
+  if (d)
+    closedir (d);
+  return n;
+}
+
+static void
+test_unpack_while_downloading (void)
+{
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  size_t len;
+  char diff_id[OHBOX_DIGEST_LEN + 1], digest[OHBOX_DIGEST_LEN + 1];
+  char *blob = big_layer (&len, diff_id, digest);
+  struct download d = { .s = s, .digest = digest, .size = (int64_t) len, .data = blob, .len = len };
+  CHECK (unpack_downloading (&d, diff_id, &err) == 0, "%s", err ? err->msg : "");
+  CHECK (d.read_partial, "the unpack did not read the blob while it downloaded");
+  CHECK (ohbox_store_has_layer (s, diff_id) && ohbox_store_has_blob (s, digest));
+  char *path = ohbox_store_layer_path (s, diff_id);
+  char *file = xasprintf ("%s/etc/hello", path);
+  char *content = NULL;
+  CHECK (ohbox_read_file_at (AT_FDCWD, file, 100, &content, NULL, &err) == 0);
+  CHECK_STR (content, "hello\n");
+  CHECK (tmp_entries (s) == 0, "tmp/ has leftovers");
+  free (content);
+  free (file);
+  free (path);
+  free (blob);
+  ohbox_store_close (s);
+}
+
+static void
+test_unpack_while_downloading_bad_blob (void)
+{
+  /* The registry sends the right layer (its DiffID matches) under a
+   * descriptor whose digest it does not have: the commit fails after the
+   * unpack has read it all, and no layer may appear. */
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  size_t len;
+  char diff_id[OHBOX_DIGEST_LEN + 1], digest[OHBOX_DIGEST_LEN + 1], other[OHBOX_DIGEST_LEN + 1];
+  char *blob = big_layer (&len, diff_id, digest);
+  ohbox_sha256_buffer ("something else", 14, other);
+  struct download d = { .s = s, .digest = other, .size = (int64_t) len, .data = blob, .len = len };
+  CHECK (unpack_downloading (&d, diff_id, &err) < 0);
+  CHECK (err->kind == OHBOX_ERR_INTEGRITY && strstr (err->msg, "test: blob"), "%s", err->msg);
+  ohbox_error_release (&err);
+  CHECK (d.read_partial, "the unpack did not read the blob while it downloaded");
+  CHECK (!ohbox_store_has_layer (s, diff_id), "a layer from an unverified blob is visible");
+  CHECK (!ohbox_store_has_blob (s, other));
+  CHECK (tmp_entries (s) == 0, "tmp/ has leftovers");
+  free (blob);
+  ohbox_store_close (s);
+}
+
+static void
+test_unpack_while_downloading_restart (void)
+{
+  /* The unpack reads bytes that the download then drops (a resume that
+   * starts over from zero): it fails on them, waits for the verified blob
+   * and unpacks that. */
+  struct ohbox_store *s = open_fresh ();
+  ohbox_error_t err = NULL;
+  size_t len;
+  char diff_id[OHBOX_DIGEST_LEN + 1], digest[OHBOX_DIGEST_LEN + 1];
+  char *blob = big_layer (&len, diff_id, digest);
+  static char garbage[600 * 1024];
+  memcpy (garbage, "\x1f\x8b\x08\x00", 4);
+  for (size_t i = 4; i < sizeof garbage; i++)
+    garbage[i] = (char) (i * 7 + 3);
+  struct download d = { .s = s, .digest = digest, .size = (int64_t) len, .data = blob, .len = len,
+                        .first = garbage, .first_len = sizeof garbage };
+  CHECK (unpack_downloading (&d, diff_id, &err) == 0, "%s", err ? err->msg : "");
+  CHECK (d.end_wanted, "the unpack did not fail on the dropped bytes");
+  CHECK (ohbox_store_has_layer (s, diff_id));
+  CHECK (tmp_entries (s) == 0, "tmp/ has leftovers");
+  free (blob);
+  ohbox_store_close (s);
+}
+
 /* An unprivileged store must be able to remove layers holding mode 0000
  * directories (GC, failed unpacks). */
 static void
@@ -399,6 +679,9 @@ UNIT_MAIN_BEGIN ("test-store")
   RUN_TEST (test_names_resolve_and_remove);
   RUN_TEST (test_gc);
   RUN_TEST (test_unpack_layer);
+  RUN_TEST (test_unpack_while_downloading);
+  RUN_TEST (test_unpack_while_downloading_bad_blob);
+  RUN_TEST (test_unpack_while_downloading_restart);
   RUN_TEST (test_rm_rf_unreadable_dirs_unprivileged);
   ohbox_error_t err = NULL;
   ohbox_rm_rf_at (AT_FDCWD, tmproot, &err);

@@ -16,10 +16,14 @@ BUILD="autoconf automake libtool pkg-config gcc make clang xz-utils
 # test images, jq/openssl/curl, Debian's python3 for the token server and the
 # fault proxy, iproute2, util-linux (setpriv, flock), debootstrap for the
 # optional Debian image; python3-httpx for tests/integration/executor.sh;
-# qemu-system-x86, linux-image-amd64 and cpio for the cgroup v2 guest (tests/guest).
+# qemu-system-x86, linux-image-amd64 and cpio for the cgroup v2 guest (tests/guest);
+# bash-static (layered into runtime images of bases without bash), musl-tools
+# (a musl base image in the build tests); nftables (the nft CLI to inspect
+# ohbox's table in tests), slirp4netns and uidmap (rootless sandboxes).
 TEST="docker-registry skopeo umoci apache2-utils busybox-static zstd jq openssl curl
   ca-certificates python3 iproute2 util-linux coreutils tar gzip debootstrap
-  python3-httpx qemu-system-x86 linux-image-amd64 cpio"
+  python3-httpx qemu-system-x86 linux-image-amd64 cpio bash-static musl-tools nftables
+  slirp4netns uidmap"
 
 PACKAGES=$(echo $BUILD $TEST)
 

@@ -18,4 +18,7 @@ dist_man_MANS += \
 	man/ohbox-unpause.1 \
 	man/ohbox-wait.1 \
 	man/ohbox-logs.1 \
-	man/ohbox-stats.1
+	man/ohbox-stats.1 \
+	man/ohbox-port.1 \
+	man/ohbox-build.1 \
+	man/ohbox-push.1

@@ -57,3 +57,13 @@ tests_unit_test_cgroup_parse_SOURCES = tests/unit/test-cgroup-parse.c tests/unit
 tests_unit_test_cgroup_parse_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cgroup_parse_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/guest
+
+check_PROGRAMS += tests/unit/test-build-tags
+tests_unit_test_build_tags_SOURCES = tests/unit/test-build-tags.c tests/unit/unit.h
+tests_unit_test_build_tags_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_build_tags_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test-network
+tests_unit_test_network_SOURCES = tests/unit/test-network.c tests/unit/unit.h
+tests_unit_test_network_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_network_LDADD = $(UNIT_LDADD)

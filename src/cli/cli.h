@@ -64,5 +64,9 @@ int cli_unpause (int argc, char **argv);
 int cli_wait (int argc, char **argv);
 int cli_logs (int argc, char **argv);
 int cli_stats (int argc, char **argv);
+int cli_port (int argc, char **argv);
+/* Runtime images: build.c, push.c. */
+int cli_build (int argc, char **argv);
+int cli_push (int argc, char **argv);
 
 #endif

@@ -14,4 +14,7 @@ ohbox_SOURCES = \
 	src/cli/load_save.c \
 	src/cli/login.c \
 	src/cli/run.c \
-	src/cli/lifecycle.c
+	src/cli/lifecycle.c \
+	src/cli/build.c \
+	src/cli/push.c
+ohbox_SOURCES += src/cli/port.c

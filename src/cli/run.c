@@ -9,8 +9,10 @@
 #include <string.h>
 
 #include "cli.h"
+#include "network.h"
 #include "sandbox.h"
 #include "store.h"
+#include "runtime_image.h"
 #include "utils.h"
 
 /* Exit codes of `ohbox run` (ohbox-run(1)): the command's own, or these. */
@@ -35,7 +37,13 @@ static const char run_help[] =
   "  -w, --workdir DIR            working directory inside the sandbox\n"
   "  -u, --user USER[:GROUP]      user (name or uid) to run the command as\n"
   "      --hostname NAME          hostname of the sandbox (default: short ID)\n"
-  "      --network none|host      network: none (loopback only, default) or host\n"
+  "      --network MODE           bridge (default; as root a veth on ohbox0 with NAT,\n"
+  "                               rootless slirp4netns), none (loopback only), host,\n"
+  "                               container:NAME (share that sandbox's network)\n"
+  "  -p, --publish [IP:][HOST:]CTR[/tcp|/udp]\n"
+  "                               publish a port (ranges A-B; HOST a range with one\n"
+  "                               CTR: pick a free host port of it; no HOST: any)\n"
+  "      --dns IP                 nameserver for /etc/resolv.conf (repeatable)\n"
   "      --entrypoint CMD         override the image's entrypoint\n"
   "  -m, --memory SIZE            memory limit (e.g. 512m, 1g)\n"
   "      --memory-swap SIZE       memory + swap limit (-1: unlimited swap)\n"
@@ -46,6 +54,7 @@ static const char run_help[] =
   "      --cap-drop CAP           drop a capability (repeatable, ALL)\n"
   "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false]\n"
   "      --userns host            share the host's user namespace (no id mapping)\n"
+  "      --executor-port PORT     runtime image (ohbox build): the executor's port (default: a free one)\n"
   "  -h, --help                   this help\n\n"
   "Exit status: the command's, or 125 when ohbox failed, 126 when the command\n"
   "cannot be executed, 127 when it is not found.\n";
@@ -140,6 +149,8 @@ enum
   OPT_CAP_DROP,
   OPT_SECURITY,
   OPT_USERNS,
+  OPT_DNS,
+  OPT_EXECUTOR_PORT,
 };
 
 int
@@ -171,17 +182,31 @@ cli_run (int argc, char **argv)
     { "cap-drop", required_argument, NULL, OPT_CAP_DROP },
     { "security-opt", required_argument, NULL, OPT_SECURITY },
     { "userns", required_argument, NULL, OPT_USERNS },
+    { "publish", required_argument, NULL, 'p' },
+    { "dns", required_argument, NULL, OPT_DNS },
+    { "executor-port", required_argument, NULL, OPT_EXECUTOR_PORT },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   struct ohbox_run_options o;
   memset (&o, 0, sizeof o);
+  /* bridge: as root a veth on ohbox0; rootless slirp4netns, when installed
+   * (otherwise loopback only, as --network none). */
+  o.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
+  struct strv pub = { 0 }, dns = { 0 };
   struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
   cleanup_error ohbox_error_t err = NULL;
   int rc = RUN_EXIT_RUNTIME;
   int c;
+  /* A runtime image without a command starts its executor (runtime_image.h). */
+  struct ohbox_runtime_exec rx = { 0 };
+  cleanup_error ohbox_error_t ri_err = NULL; /* an unknown image is sandbox_run's to report */
+  /* Declared before the first `goto out_err`: its cleanup runs there. */
+  cleanup_free char *id = NULL;
+  int executor_port = 0;
+  bool network_set = false;
   /* '+': options end at IMAGE; what follows belongs to the command. */
-  while ((c = getopt_long (argc, argv, "+de:itv:w:u:m:h", opts, NULL)) != -1)
+  while ((c = getopt_long (argc, argv, "+de:itv:w:u:m:p:h", opts, NULL)) != -1)
     {
       const char *limit = NULL;
       switch (c)
@@ -237,16 +262,43 @@ cli_run (int argc, char **argv)
           o.hostname = optarg;
           break;
         case OPT_NETWORK:
+          network_set = true;
           if (strcmp (optarg, "none") == 0)
             o.network = OHBOX_NETWORK_NONE;
           else if (strcmp (optarg, "host") == 0)
             o.network = OHBOX_NETWORK_HOST;
+          else if (strcmp (optarg, "bridge") == 0)
+            o.network = OHBOX_NETWORK_BRIDGE;
+          else if (strncmp (optarg, "container:", 10) == 0)
+            {
+              o.network = OHBOX_NETWORK_CONTAINER;
+              o.network_container = optarg + 10;
+            }
           else
             {
-              fprintf (stderr, "ohbox run: --network `%s` is not supported yet: use none or host\n", optarg);
+              fprintf (stderr, "ohbox run: unknown --network `%s`: use bridge, none, host or container:NAME\n",
+                       optarg);
               goto out;
             }
           break;
+        case 'p':
+          strv_add (&pub, optarg);
+          break;
+        case OPT_DNS:
+          strv_add (&dns, optarg);
+          break;
+        case OPT_EXECUTOR_PORT:
+          {
+            char *end = NULL;
+            long port = strtol (optarg, &end, 10);
+            if (*end || port < 1 || port > 65535)
+              {
+                fprintf (stderr, "ohbox run: --executor-port takes a port number, not `%s`\n", optarg);
+                goto out;
+              }
+            executor_port = (int) port;
+            break;
+          }
         case OPT_ENTRYPOINT:
           strv_add (&ep, optarg);
           break;
@@ -316,6 +368,8 @@ cli_run (int argc, char **argv)
   o.command = argv + optind + 1;
   o.env = env.v;
   o.volumes = vols.v;
+  o.publish = pub.v;
+  o.dns = dns.v;
   o.tmpfs = tmpfs.v;
   o.cap_add = add.v;
   o.cap_drop = drop.v;
@@ -324,13 +378,34 @@ cli_run (int argc, char **argv)
   struct ohbox_store *store = NULL;
   if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
     goto out_err;
+  bool runtime_image = false;
+  if (o.command[0] == NULL && o.entrypoint == NULL
+      && ohbox_runtime_image_is (store, o.image, &runtime_image, &ri_err) == 0 && runtime_image)
+    {
+      const char *key = NULL;
+      for (size_t i = 0; i < env.n; i++)
+        if (strncmp (env.v[i], "SESSION_API_KEY=", 16) == 0)
+          key = env.v[i] + 16;
+      if (ohbox_runtime_exec_prepare (executor_port, key, &rx, &err) < 0)
+        {
+          ohbox_store_close (store);
+          goto out_err;
+        }
+      o.command = rx.argv;
+      if (key == NULL)
+        strv_add (&env, rx.env_key);
+      o.env = env.v;
+      /* Reachable from the host unless the user chose the network. */
+      if (!network_set && pub.n == 0)
+        o.network = OHBOX_NETWORK_HOST;
+      fprintf (stderr, "ohbox run: executor at %s, session API key %s\n", rx.url, rx.api_key);
+    }
   struct ohbox_runtime *rt = NULL;
   if (ohbox_runtime_open (store, NULL, &rt, &err) < 0)
     {
       ohbox_store_close (store);
       goto out_err;
     }
-  cleanup_free char *id = NULL;
   int code = RUN_EXIT_RUNTIME;
   fflush (stdout);
   int r = ohbox_sandbox_run (rt, &o, &id, &code, &err);
@@ -349,10 +424,13 @@ out_err:
   rc = run_fail (&err, RUN_EXIT_RUNTIME);
 out:
   strv_clear (&env);
+  strv_clear (&pub);
+  strv_clear (&dns);
   strv_clear (&vols);
   strv_clear (&tmpfs);
   strv_clear (&add);
   strv_clear (&drop);
   strv_clear (&ep);
+  ohbox_runtime_exec_clear (&rx);
   return rc;
 }

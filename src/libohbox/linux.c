@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <poll.h>
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
@@ -47,6 +48,7 @@ enum
 {
   MSG_GO = 1,
   MSG_ERROR = 2,
+  MSG_NS = 3, /* child -> parent: its user, then its network namespace (after_clone) */
 };
 
 struct sync_msg
@@ -243,6 +245,20 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
   prctl (PR_SET_DUMPABLE, 0);
   struct sync_msg m;
   int mfd = -1;
+  if (spec->after_clone)
+    {
+      /* Our namespaces for the parent's after_clone: its /proc/PID/ns/
+       * is closed to an unprivileged parent (we are not dumpable). Queued
+       * now, read by the parent after GO. */
+      int ns = open ("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
+      send_msg (sync, MSG_NS, 0, 0, 0, NULL, ns);
+      if (ns >= 0)
+        close (ns);
+      ns = open ("/proc/self/ns/net", O_RDONLY | O_CLOEXEC);
+      send_msg (sync, MSG_NS, 0, 0, 0, NULL, ns);
+      if (ns >= 0)
+        close (ns);
+    }
   if (recv_msg (sync, &m, &mfd) <= 0 || m.type != MSG_GO)
     _exit (OHBOX_EXIT_RUNTIME);
   if (spec->userns)
@@ -339,8 +355,25 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
   uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
   if (spec->userns)
     flags |= CLONE_NEWUSER;
-  if (spec->netns)
+  if (spec->netns && !spec->join_netns)
     flags |= CLONE_NEWNET;
+  /* --network container:: the child inherits the namespace we enter for
+   * the clone (it could not enter it itself from its own user namespace). */
+  int own_netns = -1;
+  if (spec->join_netns)
+    {
+      own_netns = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+      if (own_netns < 0 || setns (spec->join_netns_fd, CLONE_NEWNET) < 0)
+        {
+          int e = errno;
+          if (own_netns >= 0)
+            close (own_netns);
+          close (sv[0]);
+          close (sv[1]);
+          errno = e;
+          return ohbox_error_errno (err, "enter the network namespace to share");
+        }
+    }
   int cgfd = spec->cgroup ? ohbox_cgroup_clone_fd (spec->cgroup) : -1;
   int pidfd = -1;
   bool into_cgroup = cgfd >= 0;
@@ -351,6 +384,10 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
       int e = errno;
       if (saved_cwd >= 0)
         close (saved_cwd);
+      if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
+        abort (); /* see below */
+      if (own_netns >= 0)
+        close (own_netns);
       close (sv[0]);
       close (sv[1]);
       errno = e;
@@ -367,6 +404,10 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
       int e = errno;
       if (fchdir (saved_cwd) < 0)
         abort (); /* the caller's cwd is gone: nothing sane to do */
+      if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
+        abort (); /* going on in the other sandbox's namespace: never */
+      if (own_netns >= 0)
+        close (own_netns);
       close (saved_cwd);
       errno = e;
     }
@@ -420,6 +461,33 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
       if (r < 0)
         goto fail;
     }
+  if (spec->after_clone)
+    {
+      int ns[2] = { -1, -1 }, r = 0;
+      for (int i = 0; i < 2 && r == 0; i++)
+        if (recv_msg (sync, &m, &ns[i]) < (ssize_t) offsetof (struct sync_msg, text) || m.type != MSG_NS
+            || ns[i] < 0)
+          r = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init did not pass its namespaces");
+      if (r == 0)
+        r = spec->after_clone (pid, ns[0], ns[1], spec->after_clone_data, err);
+      for (int i = 0; i < 2; i++)
+        if (ns[i] >= 0)
+          close (ns[i]);
+      if (r < 0)
+        {
+          /* The init may have failed first (taking its namespaces with
+           * it): then its own error is the one that says what went wrong. */
+          struct pollfd pfd = { .fd = sync, .events = POLLIN };
+          if (poll (&pfd, 1, 0) == 1
+              && (n = recv_msg (sync, &m, NULL)) >= (ssize_t) offsetof (struct sync_msg, text)
+              && m.type == MSG_ERROR)
+            {
+              ohbox_error_release (err);
+              goto child_error;
+            }
+          goto fail;
+        }
+    }
   send_msg (sync, MSG_GO, 0, 0, 0, NULL, -1);
   n = recv_msg (sync, &m, NULL);
   if (n == 0)
@@ -437,6 +505,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
       ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init died during setup");
       goto fail;
     }
+child_error:
   m.text[sizeof m.text - 1] = '\0';
   ret->exit_code_hint = m.exit_code;
   ohbox_error (err, m.kind > 0 ? m.kind : OHBOX_ERR_GENERIC, 0, "%s", m.text);

@@ -104,6 +104,14 @@ struct ohbox_linux_spec
   const struct ohbox_userns_plan *userns_plan;
   bool rootless; /* the caller is not root: mount the overlay inside */
   bool netns;    /* new network namespace (false: --network host) */
+  bool join_netns;    /* join JOIN_NETNS_FD's network namespace (--network container:) */
+  int join_netns_fd;  /* a netns fd or a pidfd (setns(2) takes both) */
+  /* Called in the parent once the init exists, before its command runs
+   * (network setup in its namespace), with fds of the init's user and
+   * network namespaces (which the init passes: an unprivileged parent
+   * cannot open them); may be NULL. */
+  int (*after_clone) (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
+  void *after_clone_data;
 
   const struct ohbox_snapshot *snap;
   bool read_only;

@@ -46,3 +46,21 @@ libohbox_la_SOURCES += \
 	src/libohbox/mounts.c src/libohbox/userns.c src/libohbox/init.c \
 	src/libohbox/sandbox.c src/libohbox/sandbox.h src/libohbox/sandbox_internal.h \
 	src/libohbox/sandbox_ops.c src/libohbox/state.c src/libohbox/monitor.c
+
+# `ohbox build`: runtime images (build.h), `ohbox push` (registry_push.c).
+# Where build.c looks for the executor, its sources and closure.sh (build.h).
+libohbox_la_CFLAGS += -DOHBOX_PKGLIBEXECDIR=\"$(pkglibexecdir)\" -DOHBOX_SRCDIR=\"$(abs_top_srcdir)\" \
+	-DOHBOX_BUILDDIR=\"$(abs_top_builddir)\"
+libohbox_la_SOURCES += \
+	src/libohbox/build.c src/libohbox/build.h src/libohbox/build_tags.c src/libohbox/build_inputs.c \
+	src/libohbox/build_layer.c src/libohbox/registry_push.c src/libohbox/registry_push.h \
+	src/libohbox/runtime_image.c src/libohbox/runtime_image.h
+
+# Networking (bridge, veth, leases, published ports): network.h.
+libohbox_la_CFLAGS += $(MNL_CFLAGS) $(NFTABLES_CFLAGS)
+libohbox_la_LIBADD += $(MNL_LIBS) $(NFTABLES_LIBS)
+libohbox_la_SOURCES += \
+	src/libohbox/network.c src/libohbox/network.h src/libohbox/network_ports.c \
+	src/libohbox/netlink.c src/libohbox/netlink.h \
+	src/libohbox/nft.c src/libohbox/nft.h \
+	src/libohbox/rootless-net.c

@@ -5,6 +5,7 @@
  * what the fork left it plus one 16 KiB buffer. */
 #include "config.h"
 #include "sandbox_internal.h"
+#include "network.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -171,6 +172,12 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
    * processes that escaped it (none should): destroy kills and removes. */
   if (m->cgroup && ohbox_cgroup_destroy (m->cgroup, err) < 0)
     ret = -1;
+  {
+    /* A stopped sandbox holds no address or port (nothing restarts it). */
+    cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
+    if (ohbox_network_release (dir, m->dirfd, ret < 0 ? NULL : err) < 0)
+      ret = -1;
+  }
   cleanup_free char *now = ohbox_now_rfc3339 ();
   json_t *f = json_pack ("{s:s, s:i, s:s, s:b}", "status", "exited", "exit_code", code, "finished_at", now,
                          "paused", 0);

@@ -20,9 +20,9 @@
 #define DEFAULT_TOKEN_LIFETIME_S 60
 
 static char *
-scope_for (const char *repository)
+scope_for (const struct ohbox_registry *r, const char *repository)
 {
-  return xasprintf ("repository:%s:pull", repository);
+  return xasprintf ("repository:%s:%s", repository, r->push_scope ? "pull,push" : "pull");
 }
 
 /* ---- token cache ---- */
@@ -323,7 +323,7 @@ reg_auth_header (struct ohbox_registry *r, const char *repository, char **out, b
   *creds_sent = false;
   if (r->challenge.scheme == OHBOX_AUTH_BEARER)
     {
-      cleanup_free char *scope = scope_for (repository);
+      cleanup_free char *scope = scope_for (r, repository);
       struct reg_token *t = token_find (r, scope);
       if (t == NULL && fetch_token (r, repository, &r->challenge, scope, scope, &t, err) < 0)
         return -1;
@@ -359,7 +359,7 @@ reg_auth_challenged (struct ohbox_registry *r, const char *repository, const cha
   if (c.scheme == OHBOX_AUTH_BEARER)
     {
       /* A fresh token, with the scope the registry asked for if it said. */
-      cleanup_free char *scope = scope_for (repository);
+      cleanup_free char *scope = scope_for (r, repository);
       token_drop (r, scope);
       if (fetch_token (r, repository, &r->challenge, r->challenge.scope ? r->challenge.scope : scope, scope, NULL,
                        err)

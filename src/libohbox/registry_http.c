@@ -30,6 +30,7 @@ reg_response_clear (struct reg_response *resp)
   free (resp->content_type);
   free (resp->www_authenticate);
   free (resp->content_range);
+  free (resp->location);
   free (resp->foreign_origin);
   ohbox_buf_free (&resp->error_body);
   memset (resp, 0, sizeof *resp);
@@ -172,6 +173,8 @@ header_cb (char *buf, size_t size, size_t nitems, void *userdata)
     keep_header (&x->resp.www_authenticate, v, vlen, true);
   else if (IS ("content-range"))
     keep_header (&x->resp.content_range, v, vlen, false);
+  else if (IS ("location"))
+    keep_header (&x->resp.location, v, vlen, false);
   else if (IS ("retry-after"))
     x->resp.retry_after_s = parse_retry_after (v, vlen);
 #undef IS
@@ -194,6 +197,30 @@ write_cb (char *data, size_t size, size_t nmemb, void *userdata)
   if (x->resp.error_body.len < MAX_ERROR_BODY)
     ohbox_buf_append (&x->resp.error_body, data, len < room ? len : room);
   return len;
+}
+
+/* The request body of a POST or PUT (registry_push.c). */
+static size_t
+read_cb (char *buf, size_t size, size_t nitems, void *userdata)
+{
+  struct reg_xfer *x = userdata;
+  size_t want = size * nitems;
+  uint64_t left = x->body_len - x->body_pos;
+  if (want > left)
+    want = (size_t) left;
+  if (want == 0)
+    return 0;
+  if (x->body)
+    memcpy (buf, x->body + x->body_pos, want);
+  else
+    {
+      ssize_t r = pread (x->body_fd, buf, want, (off_t) x->body_pos);
+      if (r <= 0)
+        return CURL_READFUNC_ABORT;
+      want = (size_t) r;
+    }
+  x->body_pos += want;
+  return want;
 }
 
 #define SETOPT(opt, val)                                                                                       \
@@ -221,17 +248,43 @@ reg_xfer_prepare (struct reg_xfer *x, ohbox_error_t *err)
       cleanup_free char *h = xasprintf ("Accept: %s", x->accept);
       x->headers = curl_slist_append (x->headers, h);
     }
+  if (x->content_type)
+    {
+      cleanup_free char *h = xasprintf ("Content-Type: %s", x->content_type);
+      x->headers = curl_slist_append (x->headers, h);
+    }
+  if (x->method && x->body_len > 0)
+    /* No "Expect: 100-continue" round trip before each body. */
+    x->headers = curl_slist_append (x->headers, "Expect:");
   cleanup_free char *origin = reg_url_origin (x->url);
   if (origin == NULL)
     return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "invalid URL `%.200s`", x->url);
   bool same_origin = x->auth_origin != NULL && strcmp (origin, x->auth_origin) == 0;
   if (x->authorization && same_origin)
     x->headers = curl_slist_append (x->headers, x->authorization);
-  if (x->headers == NULL && (x->accept || (x->authorization && same_origin)))
+  if (x->headers == NULL && (x->accept || x->content_type || (x->authorization && same_origin)))
     abort ();
 
   SETOPT (CURLOPT_URL, x->url);
   SETOPT (CURLOPT_HTTPGET, 1L);
+  if (x->method)
+    {
+      x->body_pos = 0;
+      if (strcmp (x->method, "HEAD") == 0)
+        SETOPT (CURLOPT_NOBODY, 1L);
+      else if (strcmp (x->method, "PUT") == 0)
+        {
+          SETOPT (CURLOPT_UPLOAD, 1L);
+          SETOPT (CURLOPT_INFILESIZE_LARGE, (curl_off_t) x->body_len);
+        }
+      else
+        {
+          SETOPT (CURLOPT_POST, 1L);
+          SETOPT (CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) x->body_len);
+        }
+      SETOPT (CURLOPT_READFUNCTION, read_cb);
+      SETOPT (CURLOPT_READDATA, x);
+    }
   SETOPT (CURLOPT_HTTPHEADER, x->headers);
   SETOPT (CURLOPT_FOLLOWLOCATION, 0L);
 #if LIBCURL_VERSION_NUM >= 0x075500

@@ -4,7 +4,8 @@
  *   registry_http.c   one HTTP exchange over libcurl: options, header and body
  *                     callbacks, manual redirects, retries with backoff, errors
  *   registry_auth.c   credentials, Bearer token flow and cache, Basic
- *   registry_fetch.c  parallel resumable blob downloads into the store */
+ *   registry_fetch.c  parallel resumable blob downloads into the store
+ *   registry_push.c   blob and manifest uploads (registry_push.h) */
 #ifndef OHBOX_REGISTRY_INTERNAL_H
 #define OHBOX_REGISTRY_INTERNAL_H
 
@@ -65,6 +66,7 @@ struct ohbox_registry
   char *creds_repo;                      /* repository CREDS were looked up for */
   struct ohbox_credentials *creds;       /* from the auth files, may be NULL */
   struct reg_token tokens[REG_MAX_TOKENS];
+  bool push_scope; /* ask tokens for "pull,push" (set by registry_push.c) */
 };
 
 /* ---- registry.c ---- */
@@ -80,6 +82,7 @@ struct reg_response
   char *content_type;
   char *www_authenticate; /* every challenge header, joined with ", " */
   char *content_range;
+  char *location;         /* Location (uploads: where to send the data) */
   long retry_after_s;     /* -1 when absent */
   char *foreign_origin;   /* set when the answer came from another origin (a redirect) */
   struct ohbox_buf error_body; /* the start of a non-2xx body, for messages */
@@ -101,6 +104,16 @@ struct reg_xfer
   char *auth_origin;    /* the only origin AUTHORIZATION is sent to */
   const char *accept;
   int64_t range_from;   /* > 0: ask for "bytes=RANGE_FROM-" */
+  /* Other requests than GET (registry_push.c): METHOD "HEAD", "POST" or
+   * "PUT" with a body of BODY_LEN bytes from BODY, or from BODY_FD when
+   * BODY is NULL and BODY_LEN > 0 (read with pread from 0: a retry sends
+   * it again), typed CONTENT_TYPE. */
+  const char *method;
+  const char *content_type;
+  const char *body;
+  int body_fd;
+  uint64_t body_len;
+  uint64_t body_pos;
   unsigned redirects;
   struct curl_slist *headers;
   struct reg_response resp;

@@ -6,6 +6,7 @@
 #include "capabilities.h"
 #include "image.h"
 #include "linux.h"
+#include "network.h"
 #include "seccomp.h"
 #include "snapshot.h"
 #include "utils.h"
@@ -235,6 +236,7 @@ struct run_ctx
   struct ohbox_snapshot *snap;
   struct ohbox_cgroup *cgroup;
   struct ohbox_seccomp_filter *seccomp;
+  struct ohbox_network *net;
   int rootdir_fd;
   int stdio[3];
   int out_read; /* the monitor's end of the output pipe or terminal */
@@ -243,6 +245,7 @@ struct run_ctx
 static void
 run_ctx_release (struct run_ctx *c)
 {
+  ohbox_network_free (c->net);
   ohbox_image_free (c->img);
   strv_free (c->argv);
   strv_free (c->env);
@@ -324,6 +327,12 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   return r;
 }
 
+static int
+attach_network (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_t *err)
+{
+  return ohbox_network_attach (data, pid, userns_fd, netns_fd, err);
+}
+
 /* Creates, starts and monitors the sandbox in the calling process. With
  * REPORT_FD >= 0 (detached) the id or error goes there once it runs, and
  * stdio is pointed at /dev/null. */
@@ -360,8 +369,12 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     goto fail;
   if (o->name && ohbox_state_claim_name (rt, o->name, id, err) < 0)
     goto fail;
-  if (parse_mounts (o, &c.mounts, &c.n_mounts, err) < 0
-      || ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
+  if (parse_mounts (o, &c.mounts, &c.n_mounts, err) < 0)
+    goto fail;
+  if (ohbox_network_prepare (rt, id, dfd, o, host, &c.net, err) < 0)
+    goto fail;
+  ohbox_network_mounts (c.net, &c.mounts, &c.n_mounts);
+  if (ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
     goto fail;
   bool userns = !o->userns_host;
   bool rootless = geteuid () != 0;
@@ -385,6 +398,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   if (ohbox_snapshot_prepare (rt->store, id, ic->diff_ids, ic->n_diff_ids, rootless ? geteuid () : root_uid,
                               rootless ? getegid () : root_gid, &c.snap, err)
       < 0)
+    goto fail;
+  if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)
     goto fail;
   const struct ohbox_cgroup_host *cgh;
   if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
@@ -440,7 +455,11 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .userns = userns,
     .userns_plan = &c.userns,
     .rootless = rootless,
-    .netns = o->network != OHBOX_NETWORK_HOST,
+    .netns = o->network != OHBOX_NETWORK_HOST && o->network != OHBOX_NETWORK_CONTAINER,
+    .join_netns = ohbox_network_join_fd (c.net) >= 0,
+    .join_netns_fd = ohbox_network_join_fd (c.net),
+    .after_clone = attach_network,
+    .after_clone_data = c.net,
     .snap = c.snap,
     .read_only = o->read_only,
     .mounts = c.mounts,
@@ -482,6 +501,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   c.out_read = -1;
   c.cgroup = NULL;
   struct ohbox_cgroup *cg = m.cgroup;
+  /* The reserved host ports stay bound for as long as the monitor runs. */
+  struct ohbox_network *net = steal_pointer (&c.net);
   run_ctx_release (&c);
   if (ret_id)
     *ret_id = xstrdup (id);
@@ -515,6 +536,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     close (tty_master);
   close (m.pidfd);
   ohbox_cgroup_free (cg);
+  ohbox_network_free (net);
   if (code < 0)
     return -1;
   *ret_exit_code = code;

@@ -39,6 +39,8 @@ enum ohbox_network_mode
 {
   OHBOX_NETWORK_NONE = 0, /* a new network namespace with only loopback (the default for now) */
   OHBOX_NETWORK_HOST,     /* the host's network namespace */
+  OHBOX_NETWORK_BRIDGE,   /* a veth pair on the ohbox0 bridge (root; network.h) */
+  OHBOX_NETWORK_CONTAINER, /* the network namespace of sandbox network_container */
 };
 
 struct ohbox_run_options
@@ -59,6 +61,9 @@ struct ohbox_run_options
   const char *user;
   const char *hostname;
   enum ohbox_network_mode network;
+  const char *network_container; /* OHBOX_NETWORK_CONTAINER: name or id */
+  char **publish;                /* -p specs (NULL-terminated or NULL; network.h) */
+  char **dns;                    /* --dns addresses (NULL-terminated or NULL) */
   struct ohbox_cgroup_limits limits;
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
@@ -97,6 +102,10 @@ int ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **re
 int ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_error_t *err);
 /* One sandbox, same fields. */
 int ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err);
+
+/* The sandbox's network.json (mode, ip, gateway, ports, active), or an
+ * empty object when it has none. */
+int ohbox_sandbox_network (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err);
 
 /* Sends SIG to the sandbox's command (through its init). */
 int ohbox_sandbox_kill (struct ohbox_runtime *rt, const char *id, int sig, ohbox_error_t *err);

@@ -3,6 +3,7 @@
  * files, pidfds and cgroups: never to a server. */
 #include "config.h"
 #include "sandbox_internal.h"
+#include "network.h"
 #include "utils.h"
 
 #include <errno.h>
@@ -113,9 +114,35 @@ describe (int dirfd, const char *id)
       bool wanted = i == 1 || (i == 0) == alive;
       json_object_set (j, st_keys[i], v && wanted ? v : json_null ());
     }
+  /* Address and published ports while they are held. */
+  json_t *net = ohbox_network_read (dirfd);
+  if (net && json_is_true (json_object_get (net, "active")))
+    {
+      json_object_set (j, "ip", json_object_get (net, "ip") ?: json_null ());
+      json_object_set (j, "ports", json_object_get (net, "ports") ?: json_null ());
+    }
+  json_object_set_new (j, "network", json_string (net ? json_string_value (json_object_get (net, "mode")) ?: "bridge"
+                                                      : "none"));
+  json_decref (net);
   json_decref (cfg);
   json_decref (st);
   return j;
+}
+
+int
+ohbox_sandbox_network (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err)
+{
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    return -1;
+  bool removed;
+  if (ohbox_state_reconcile (rt, id, dfd, &removed, err) < 0)
+    return -1;
+  if (removed)
+    return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no such sandbox `%.12s`", id);
+  json_t *net = ohbox_network_read (dfd);
+  *ret = net ? net : json_object ();
+  return 0;
 }
 
 int

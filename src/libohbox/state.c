@@ -1,6 +1,7 @@
 /* state.c: the state directory of sandboxes (layout in sandbox.h). */
 #include "config.h"
 #include "sandbox_internal.h"
+#include "network.h"
 #include "snapshot.h"
 #include "digest.h"
 #include "utils.h"
@@ -373,6 +374,15 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
       ohbox_cgroup_free (cg);
     }
   ohbox_error_release (&e);
+  {
+    /* Leases and published ports first: they name this directory. */
+    cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
+    if (ohbox_network_release (dir, dfd, err) < 0)
+      {
+        json_decref (cfg);
+        return -1;
+      }
+  }
   if (ohbox_snapshot_remove (rt->store, id, err) < 0)
     {
       json_decref (cfg);
@@ -390,6 +400,9 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
   json_decref (cfg);
   if (ohbox_rm_rf_at (rt->dirfd, id, err) < 0)
     return ohbox_error_prefix (err, "remove the state of sandbox `%.12s`", id);
+  /* Leases taken by a start killed before it recorded them. */
+  if (ohbox_network_gc (&e) < 0)
+    ohbox_error_release (&e);
   return 0;
 }
 
@@ -433,6 +446,11 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
         return -1;
     }
   ohbox_error_release (&e);
+  {
+    cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
+    if (ohbox_network_release (dir, dirfd, err) < 0)
+      return -1;
+  }
   /* Merge with the existing state (we hold "lock": write directly). */
   json_t *cur = NULL;
   if (ohbox_state_read_json (dirfd, "state.json", &cur, &e) < 0)

@@ -67,7 +67,7 @@ test_isolation ()
   assert_ok ohbox run --rm "$BB" cat /proc/1/cmdline
   assert_contains "$out" "ohbox"
   # --network none: loopback only
-  assert_ok ohbox run --rm "$BB" ls /sys/class/net
+  assert_ok ohbox run --rm --network none "$BB" ls /sys/class/net
   assert_eq "$out" "lo"
   assert_ok ohbox run --rm --network host "$BB" ls /sys/class/net
   assert_ne "$out" "lo"

@@ -102,6 +102,15 @@ t_start ()
 {
   local log=$1
   shift
+  # The log is truncated: a forgotten LOG argument must never make a
+  # program's own path (say "$T_PY") the file that gets overwritten.
+  case $log in
+    "$T_TMP"/* | "$OHBOX_TEST_WORK"/*) ;;
+    *)
+      echo "t_start: the log \`$log\` is not under \$T_TMP or \$OHBOX_TEST_WORK (missing LOG argument?)" >&2
+      return 2
+      ;;
+  esac
   if [ -n "${_T_PDEATH:-}" ]; then
     setpriv --pdeathsig TERM -- "$@" >"$log" 2>&1 </dev/null &
   else

@@ -1,0 +1,103 @@
+#!/bin/bash
+# bench/build.sh: `ohbox build`, each of the four paths, on a busybox base
+# and a debootstrap Debian minbase base (built once and cached; skipped with
+# OHBOX_BENCH_DEBIAN=0): the median wall time of RUNS runs of each, as
+# reported by ohbox build itself (--format json .seconds) and as the
+# process's wall time (exec, store open, printing included).
+#
+#   reuse           nothing changed
+#   from-lock       the executor source tree changed (a copy, touched each run)
+#   from-versioned  the dependency lock changed (another static bash each run)
+#   from-scratch    --force-rebuild
+# The first build of a store also makes the executor's closure (closure.sh,
+# once per executor binary): not part of any path's time. from-scratch
+# with --force-rebuild finds its layers already stored (same bytes): it
+# measures assembly; from-versioned on busybox writes and unpacks a new
+# dependency layer (the closure, ~50 MB), the cost of a first build.
+#
+# Targets (issue 5): reuse < 20 ms, from lock < 200 ms, from scratch on
+# busybox < 1 s. OpenHands' docker build takes minutes.
+#
+# Usage: bench/build.sh [RUNS]   (default 5; root; a built ./ohbox and
+#        ./ohbox-executor; bash-static; debootstrap for Debian)
+set -uo pipefail
+RUNS=${1:-5}
+here=$(cd "$(dirname "$0")/.." && pwd)
+export OHBOX_SRCDIR=$here OHBOX_BUILDDIR=${OHBOX_BUILDDIR:-$here}
+export OHBOX_TEST_WORK=${OHBOX_TEST_WORK:-$here/bench/cache}
+OHBOX=$OHBOX_BUILDDIR/ohbox
+export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+[ -x "$OHBOX" ] || { echo "bench: build ohbox first ($OHBOX)" >&2; exit 1; }
+[ -x "$OHBOX_EXECUTOR" ] || { echo "bench: build ohbox-executor first" >&2; exit 1; }
+[ -x /bin/bash-static ] || { echo "bench: apt-get install bash-static" >&2; exit 1; }
+. "$here/tests/lib/common.sh"
+. "$here/tests/lib/images.sh"
+exec 9>/dev/null
+
+img_build || exit 1
+debian=${OHBOX_BENCH_DEBIAN:-1}
+if [ "$debian" = 1 ]; then
+  img_build_debian || { echo "bench: img_build_debian failed (OHBOX_BENCH_DEBIAN=0 to skip)" >&2; exit 1; }
+fi
+
+work=$(mktemp -d /tmp/obench-build.XXXXXX)
+trap 'rm -rf "$work"; _t_cleanup' EXIT
+mkdir -p "$work/src"
+cp "$here"/executor/*.[ch] "$here/executor/local.mk" "$work/src/"
+export OHBOX_EXECUTOR_SRCDIR=$work/src
+
+median ()
+{
+  sort -g | awk '{ v[NR] = $1 } END { if (NR % 2) print v[(NR + 1) / 2]; else print (v[NR / 2] + v[NR / 2 + 1]) / 2 }'
+}
+
+# one ROOT BASE WANT-PATH ARGS...: one build; prints "internal wall" seconds.
+one ()
+{
+  local root=$1 base=$2 want=$3 t0 t1 out
+  shift 3
+  t0=$(date +%s.%N)
+  out=$("$OHBOX" --root "$root" build --no-pull --format json "$@" "$base") || { echo "bench: build failed" >&2; exit 1; }
+  t1=$(date +%s.%N)
+  [ "$(jq -r .path <<<"$out")" = "$want" ] || { echo "bench: expected $want, got $(jq -r .path <<<"$out")" >&2; exit 1; }
+  echo "$(jq -r .seconds <<<"$out") $(echo "$t1 - $t0" | bc -l)"
+}
+
+# bench_base LABEL LAYOUT-REF NAME
+bench_base ()
+{
+  local label=$1 layout=$2 name=$3 root=$work/root-$1 p i r
+  "$OHBOX" --root "$root" load "$layout" "$name" >/dev/null || exit 1
+  "$OHBOX" --root "$root" build --no-pull "$name" >/dev/null || exit 1 # closure made here
+  for p in reuse from-lock from-versioned from-scratch; do
+    if [ "$p" = from-versioned ] && [ "$label" != busybox ]; then
+      # Its lock has no bash in it (the base has one): --bash does not change it.
+      printf '%-8s %-15s %11s %11s\n' "$label" "$p" n/a n/a
+      continue
+    fi
+    : >"$work/t"
+    for i in $(seq "$RUNS"); do
+      case $p in
+        reuse) r=$(one "$root" "$name" reuse) ;;
+        from-lock)
+          echo "/* $i */" >>"$work/src/obs.h"
+          r=$(one "$root" "$name" from-lock)
+          ;;
+        from-versioned)
+          cp /bin/bash-static "$work/bash$i"
+          printf '%s' "$i" >>"$work/bash$i"
+          r=$(one "$root" "$name" from-versioned --bash "$work/bash$i")
+          ;;
+        from-scratch) r=$(one "$root" "$name" from-scratch --force-rebuild) ;;
+      esac
+      echo "$r" >>"$work/t"
+    done
+    printf '%-8s %-15s %8.1f ms %8.1f ms\n' "$label" "$p" \
+      "$(awk '{print $1 * 1000}' "$work/t" | median)" "$(awk '{print $2 * 1000}' "$work/t" | median)"
+  done
+}
+
+printf '%-8s %-15s %11s %11s   (median of %d)\n' base path "in ohbox" "wall" "$RUNS"
+bench_base busybox "oci:$IMG_BUSYBOX:latest" localhost/busybox:latest
+[ "$debian" = 1 ] && bench_base debian "oci:$IMG_DEBIAN:bookworm" localhost/debian:bookworm
+exit 0

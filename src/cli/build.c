@@ -1,0 +1,193 @@
+/* build.c: `ohbox build`. */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "authfile.h"
+#include "build.h"
+#include "cli.h"
+#include "reference.h"
+#include "registries_conf.h"
+#include "utils.h"
+
+static void
+build_usage (FILE *out)
+{
+  fprintf (out,
+           "Usage: ohbox build [OPTIONS] BASE-IMAGE\n\n"
+           "Build (or reuse) the runtime image for BASE-IMAGE: the base plus the executor with its\n"
+           "libraries (and a static bash when the base has none), tagged in the runtime repository\n"
+           "with the versioned, lock and source tags. Prints the path taken: reuse, from-lock,\n"
+           "from-versioned or from-scratch.\n\n"
+           "Options:\n"
+           "  --runtime-repo REPO      repository of the tags (default " OHBOX_BUILD_DEFAULT_REPO "); with a\n"
+           "                           registry host, lock and versioned snapshots are pulled from it\n"
+           "  --force-rebuild          build from scratch\n"
+           "  --no-pull                never contact a registry\n"
+           "  --executor FILE          the ohbox-executor binary (default: installed, or $OHBOX_EXECUTOR)\n"
+           "  --executor-src DIR       the executor source tree (default: installed, or $OHBOX_EXECUTOR_SRCDIR)\n"
+           "  --bash FILE              static bash layered into bases without one (default /bin/bash-static)\n"
+           "  --creds USER:PASS        credentials for the registries\n"
+           "  --authfile FILE          auth.json with credentials\n"
+           "  --cert-dir DIR           CA certificates (*.crt) and client certificates\n"
+           "  --tls-verify=BOOL        verify TLS and require HTTPS (default true)\n"
+           "  -q, --quiet              print only the image name\n"
+           "  --format json            print the result as JSON\n"
+           "  -h, --help               this help\n");
+}
+
+static void
+print_notice (void *ud, const char *msg)
+{
+  (void) ud;
+  fprintf (stderr, "ohbox build: %s\n", msg);
+}
+
+int
+cli_build (int argc, char **argv)
+{
+  enum
+  {
+    OPT_REPO = 256,
+    OPT_FORCE,
+    OPT_NO_PULL,
+    OPT_EXECUTOR,
+    OPT_EXECUTOR_SRC,
+    OPT_BASH,
+    OPT_CREDS,
+    OPT_AUTHFILE,
+    OPT_CERT_DIR,
+    OPT_TLS_VERIFY,
+    OPT_FORMAT,
+  };
+  static const struct option opts[] = {
+    { "runtime-repo", required_argument, NULL, OPT_REPO },
+    { "force-rebuild", no_argument, NULL, OPT_FORCE },
+    { "no-pull", no_argument, NULL, OPT_NO_PULL },
+    { "executor", required_argument, NULL, OPT_EXECUTOR },
+    { "executor-src", required_argument, NULL, OPT_EXECUTOR_SRC },
+    { "bash", required_argument, NULL, OPT_BASH },
+    { "creds", required_argument, NULL, OPT_CREDS },
+    { "authfile", required_argument, NULL, OPT_AUTHFILE },
+    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
+    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    { "format", required_argument, NULL, OPT_FORMAT },
+    { "quiet", no_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  struct ohbox_build_options bo = { 0 };
+  struct ohbox_pull_options po = { 0 };
+  enum cli_format format = CLI_FORMAT_TABLE;
+  bool quiet = false;
+  const char *creds_arg = NULL;
+  ohbox_error_t err = NULL;
+  int c;
+  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
+    {
+      switch (c)
+        {
+        case OPT_REPO:
+          bo.runtime_repo = optarg;
+          break;
+        case OPT_FORCE:
+          bo.force_rebuild = true;
+          break;
+        case OPT_NO_PULL:
+          bo.no_pull = true;
+          break;
+        case OPT_EXECUTOR:
+          bo.executor = optarg;
+          break;
+        case OPT_EXECUTOR_SRC:
+          bo.executor_src = optarg;
+          break;
+        case OPT_BASH:
+          bo.bash = optarg;
+          break;
+        case OPT_CREDS:
+          creds_arg = optarg;
+          break;
+        case OPT_AUTHFILE:
+          po.registry.authfile = optarg;
+          break;
+        case OPT_CERT_DIR:
+          po.registry.cert_dir = optarg;
+          break;
+        case OPT_TLS_VERIFY:
+          {
+            bool verify;
+            if (cli_parse_bool (optarg, &verify) < 0)
+              return cli_usage_error ("build", "--tls-verify takes true or false, not `%s`", optarg);
+            po.registry.insecure = !verify;
+            po.tls_verify_explicit = true;
+            break;
+          }
+        case OPT_FORMAT:
+          if (cli_parse_format (optarg, &format) < 0)
+            return cli_usage_error ("build", "--format takes json or table, not `%s`", optarg);
+          break;
+        case 'q':
+          quiet = true;
+          break;
+        case 'h':
+          build_usage (stdout);
+          return 0;
+        default:
+          return cli_usage_error ("build", "invalid option");
+        }
+    }
+  if (optind + 1 != argc)
+    return cli_usage_error ("build", "expected exactly one BASE-IMAGE");
+  const char *base = argv[optind];
+
+  struct ohbox_credentials *creds = NULL;
+  if (creds_arg && ohbox_credentials_parse (creds_arg, &creds, &err) < 0)
+    return cli_fail ("build", &err);
+  po.registry.creds = creds;
+  struct ohbox_registries_conf *conf = NULL;
+  if (ohbox_registries_conf_load (cli_global.registries_conf, &conf, &err) < 0)
+    {
+      ohbox_credentials_free (creds);
+      return cli_fail ("build", &err);
+    }
+  po.conf = conf;
+  bo.pull = &po;
+  bo.notice = print_notice;
+
+  struct ohbox_store *store = NULL;
+  int rc = cli_open_store ("build", &store);
+  if (rc == 0)
+    {
+      struct ohbox_build_result res;
+      if (ohbox_build (store, base, &bo, &res, &err) < 0)
+        rc = cli_fail ("build", &err);
+      else if (format == CLI_FORMAT_JSON)
+        {
+          json_t *j = ohbox_build_result_json (&res);
+          cli_print_json (j);
+          json_decref (j);
+        }
+      else
+        {
+          cleanup_free char *shown = NULL;
+          cleanup_reference struct ohbox_reference *ref = NULL;
+          cleanup_error ohbox_error_t ignored = NULL;
+          if (ohbox_reference_parse (res.image, &ref, &ignored) == 0)
+            shown = ohbox_reference_familiar (ref);
+          if (quiet)
+            printf ("%s\n", shown ? shown : res.image);
+          else
+            printf ("%s %s %s (%.3f s)\n", ohbox_build_path_name (res.path), shown ? shown : res.image, res.id,
+                    res.seconds);
+        }
+      ohbox_build_result_clear (&res);
+      ohbox_store_close (store);
+    }
+  ohbox_registries_conf_free (conf);
+  ohbox_credentials_free (creds);
+  return rc;
+}

@@ -1,0 +1,113 @@
+/* port.c: `ohbox port SANDBOX [CTRPORT[/PROTO]]`: the published ports of a
+ * running sandbox, as "80/tcp -> 0.0.0.0:8080" (or only the host side for
+ * one container port, as `docker port` prints them). */
+#include "config.h"
+
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "cli.h"
+#include "sandbox.h"
+#include "store.h"
+#include "utils.h"
+
+static const char port_help[] =
+  "Usage: ohbox port [OPTIONS] SANDBOX [CTRPORT[/tcp|/udp]]\n\n"
+  "List the published ports of a sandbox (while it runs).\n\n"
+  "      --format table|json   output format (default: table)\n"
+  "  -h, --help                this help\n";
+
+int
+cli_port (int argc, char **argv)
+{
+  static const struct option opts[] = {
+    { "format", required_argument, NULL, 'f' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  enum cli_format fmt = CLI_FORMAT_TABLE;
+  int c;
+  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'f':
+        if (cli_parse_format (optarg, &fmt) < 0)
+          return cli_usage_error ("port", "unknown --format `%s`: use table or json", optarg);
+        break;
+      case 'h':
+        fputs (port_help, stdout);
+        return 0;
+      default:
+        return cli_usage_error ("port", "see 'ohbox port --help'");
+      }
+  if (argc - optind < 1 || argc - optind > 2)
+    return cli_usage_error ("port", "give a sandbox (and optionally a container port)");
+  const char *filter = argc - optind == 2 ? argv[optind + 1] : NULL;
+  long want_port = 0;
+  const char *want_proto = NULL;
+  if (filter)
+    {
+      char *end;
+      want_port = strtol (filter, &end, 10);
+      if (*end == '/')
+        want_proto = end + 1;
+      if (want_port < 1 || want_port > 65535 || (*end && *end != '/')
+          || (want_proto && strcmp (want_proto, "tcp") && strcmp (want_proto, "udp")))
+        return cli_usage_error ("port", "invalid port `%s`: use PORT[/tcp|/udp]", filter);
+    }
+  cleanup_error ohbox_error_t err = NULL;
+  struct ohbox_store *store = NULL;
+  struct ohbox_runtime *rt = NULL;
+  cleanup_free char *id = NULL;
+  json_t *net = NULL;
+  int rc = 0;
+  if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
+    return cli_fail ("port", &err);
+  ohbox_store_unlock (store);
+  if (ohbox_runtime_open (store, NULL, &rt, &err) < 0 || ohbox_sandbox_resolve (rt, argv[optind], &id, &err) < 0
+      || ohbox_sandbox_network (rt, id, &net, &err) < 0)
+    {
+      rc = cli_fail ("port", &err);
+      goto out;
+    }
+  bool active = json_is_true (json_object_get (net, "active"));
+  json_t *ports = active ? json_object_get (net, "ports") : NULL;
+  json_t *shown = json_array ();
+  size_t i;
+  json_t *p;
+  json_array_foreach (ports, i, p)
+  {
+    const char *proto = json_string_value (json_object_get (p, "protocol"));
+    long cport = (long) json_integer_value (json_object_get (p, "container_port"));
+    if (filter && (cport != want_port || strcmp (proto, want_proto ? want_proto : "tcp") != 0))
+      continue;
+    json_array_append (shown, p);
+  }
+  if (fmt == CLI_FORMAT_JSON)
+    cli_print_json (shown);
+  else
+    json_array_foreach (shown, i, p)
+    {
+      const char *hip = json_string_value (json_object_get (p, "host_ip"));
+      long hport = (long) json_integer_value (json_object_get (p, "host_port"));
+      if (filter)
+        printf ("%s:%ld\n", hip, hport);
+      else
+        printf ("%ld/%s -> %s:%ld\n", (long) json_integer_value (json_object_get (p, "container_port")),
+                json_string_value (json_object_get (p, "protocol")), hip, hport);
+    }
+  if (filter && json_array_size (shown) == 0)
+    {
+      fprintf (stderr, "ohbox port: no public port `%s` published for `%s`\n", filter, argv[optind]);
+      rc = OHBOX_ERR_NOT_FOUND;
+    }
+  json_decref (shown);
+out:
+  json_decref (net);
+  if (rt)
+    ohbox_runtime_close (rt);
+  ohbox_store_close (store);
+  return rc;
+}

@@ -1,0 +1,127 @@
+/* push.c: `ohbox push`. */
+#include "config.h"
+
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "authfile.h"
+#include "cli.h"
+#include "registry_push.h"
+#include "utils.h"
+
+static void
+push_usage (FILE *out)
+{
+  fprintf (out, "Usage: ohbox push [OPTIONS] IMAGE [DESTINATION]\n\n"
+                "Push an image of the store to a registry (DESTINATION: REGISTRY/REPO:TAG; default: IMAGE's\n"
+                "own name). Blobs the registry has are not sent again.\n\n"
+                "Options:\n"
+                "  --creds USER:PASS   credentials for the registry\n"
+                "  --authfile FILE     auth.json with credentials\n"
+                "  --cert-dir DIR      CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
+                "  --tls-verify=BOOL   verify TLS and require HTTPS (default true)\n"
+                "  -q, --quiet         print only the manifest digest\n"
+                "  --format json       print the result as JSON\n"
+                "  -h, --help          this help\n");
+}
+
+int
+cli_push (int argc, char **argv)
+{
+  enum
+  {
+    OPT_CREDS = 256,
+    OPT_AUTHFILE,
+    OPT_CERT_DIR,
+    OPT_TLS_VERIFY,
+    OPT_FORMAT,
+  };
+  static const struct option opts[] = {
+    { "creds", required_argument, NULL, OPT_CREDS },
+    { "authfile", required_argument, NULL, OPT_AUTHFILE },
+    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
+    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    { "format", required_argument, NULL, OPT_FORMAT },
+    { "quiet", no_argument, NULL, 'q' },
+    { "help", no_argument, NULL, 'h' },
+    { NULL, 0, NULL, 0 },
+  };
+  struct ohbox_push_options po = { 0 };
+  enum cli_format format = CLI_FORMAT_TABLE;
+  bool quiet = false;
+  const char *creds_arg = NULL;
+  ohbox_error_t err = NULL;
+  int c;
+  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
+    {
+      switch (c)
+        {
+        case OPT_CREDS:
+          creds_arg = optarg;
+          break;
+        case OPT_AUTHFILE:
+          po.registry.authfile = optarg;
+          break;
+        case OPT_CERT_DIR:
+          po.registry.cert_dir = optarg;
+          break;
+        case OPT_TLS_VERIFY:
+          {
+            bool verify;
+            if (cli_parse_bool (optarg, &verify) < 0)
+              return cli_usage_error ("push", "--tls-verify takes true or false, not `%s`", optarg);
+            po.registry.insecure = !verify;
+            break;
+          }
+        case OPT_FORMAT:
+          if (cli_parse_format (optarg, &format) < 0)
+            return cli_usage_error ("push", "--format takes json or table, not `%s`", optarg);
+          break;
+        case 'q':
+          quiet = true;
+          break;
+        case 'h':
+          push_usage (stdout);
+          return 0;
+        default:
+          return cli_usage_error ("push", "invalid option");
+        }
+    }
+  if (optind + 1 != argc && optind + 2 != argc)
+    return cli_usage_error ("push", "expected IMAGE [DESTINATION]");
+  const char *image = argv[optind];
+  const char *dest = optind + 2 == argc ? argv[optind + 1] : NULL;
+
+  struct ohbox_credentials *creds = NULL;
+  if (creds_arg && ohbox_credentials_parse (creds_arg, &creds, &err) < 0)
+    return cli_fail ("push", &err);
+  po.registry.creds = creds;
+  struct ohbox_store *store = NULL;
+  int rc = cli_open_store ("push", &store);
+  if (rc == 0)
+    {
+      struct ohbox_push_result res;
+      if (ohbox_push (store, image, dest, &po, &res, &err) < 0)
+        rc = cli_fail ("push", &err);
+      else if (format == CLI_FORMAT_JSON)
+        {
+          json_t *j = json_pack ("{s:s, s:s, s:I, s:I, s:I}", "destination", res.dest, "digest", res.digest,
+                                 "blobs_sent", (json_int_t) res.blobs_sent, "blobs_skipped",
+                                 (json_int_t) res.blobs_skipped, "bytes_sent", (json_int_t) res.bytes_sent);
+          cli_print_json (j);
+          json_decref (j);
+        }
+      else if (quiet)
+        printf ("%s\n", res.digest);
+      else
+        printf ("pushed %s %s (%zu blobs sent, %zu already there)\n", res.dest, res.digest, res.blobs_sent,
+                res.blobs_skipped);
+      ohbox_push_result_clear (&res);
+      ohbox_store_close (store);
+    }
+  ohbox_credentials_free (creds);
+  return rc;
+}

@@ -1,0 +1,775 @@
+/* network.c: bridge networking for sandboxes, leases, release and the
+ * generated /etc files; see network.h. */
+#include "config.h"
+#include "network.h"
+#include "linux.h"
+#include "netlink.h"
+#include "nft.h"
+#include "sandbox_internal.h"
+#include "utils.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+#define RESOLV_MAX (64 * 1024)
+
+struct ohbox_network
+{
+  enum ohbox_network_mode mode;
+  char *state_dir;    /* owner of the leases */
+  char *etc_dir;      /* where hosts, hostname, resolv.conf are (NULL: none) */
+  struct in_addr ip, gw;
+  int prefix;
+  char veth[16];
+  int *port_fds;
+  size_t n_ports;
+  int join_fd;
+  /* rootless: slirp4netns publishes these once it runs */
+  bool slirp;
+  int slirp_exit_fd;
+  int dirfd;
+  struct ohbox_port_mapping *maps;
+  size_t n_maps;
+};
+
+const char *
+ohbox_network_root (void)
+{
+  static char *rootless;
+  const char *e = getenv ("OHBOX_NETROOT");
+  if (e && *e)
+    return e;
+  if (geteuid () == 0)
+    return "/run/ohbox/net";
+  /* An ordinary user's leases are only the host ports slirp4netns binds. */
+  if (rootless == NULL)
+    {
+      const char *x = getenv ("XDG_RUNTIME_DIR");
+      rootless = x && *x ? xasprintf ("%s/ohbox/net", x) : xasprintf ("/tmp/ohbox-%u/net", (unsigned) geteuid ());
+    }
+  return rootless;
+}
+
+static int
+open_netroot (ohbox_error_t *err)
+{
+  const char *root = ohbox_network_root ();
+  if (ohbox_mkdir_p (AT_FDCWD, root, 0700, err) < 0)
+    return ohbox_error_prefix (err, "network state");
+  int fd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `%s`", root);
+  if ((mkdirat (fd, "ip", 0700) < 0 && errno != EEXIST) || (mkdirat (fd, "port", 0700) < 0 && errno != EEXIST))
+    {
+      ohbox_error_errno (err, "create `%s/ip` and `%s/port`", root, root);
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+/* $OHBOX_NETWORK_SUBNET or the default: network address and prefix. */
+static int
+subnet_get (struct in_addr *net, int *prefix, ohbox_error_t *err)
+{
+  const char *s = getenv ("OHBOX_NETWORK_SUBNET");
+  if (s == NULL || *s == '\0')
+    s = OHBOX_NET_DEFAULT_SUBNET;
+  char buf[32];
+  const char *slash = strchr (s, '/');
+  int p = slash ? atoi (slash + 1) : 0;
+  if (slash == NULL || (size_t) (slash - s) >= sizeof buf || p < 16 || p > 24)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "subnet `%s`: use A.B.C.D/N with N from 16 to 24", s);
+  memcpy (buf, s, (size_t) (slash - s));
+  buf[slash - s] = '\0';
+  if (inet_pton (AF_INET, buf, net) != 1)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "subnet `%s`: `%s` is not an IPv4 address", s, buf);
+  net->s_addr = htonl (ntohl (net->s_addr) & (0xffffffffu << (32 - p)));
+  *prefix = p;
+  return 0;
+}
+
+static int
+write_sysctl (const char *path, const char *value, ohbox_error_t *err)
+{
+  char cur[16] = "";
+  cleanup_close int fd = open (path, O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `%s`", path);
+  ssize_t n = read (fd, cur, sizeof cur - 1);
+  if (n > 0 && strncmp (cur, value, strlen (value)) == 0)
+    return 0;
+  if (pwrite (fd, value, strlen (value), 0) < 0)
+    return ohbox_error_errno (err, "write `%s`", path);
+  return 0;
+}
+
+/* The bridge with the gateway address, up; forwarding; the nft table.
+ * Under the network lock. */
+static int
+bridge_ensure (struct in_addr gw, int prefix, struct in_addr net, ohbox_error_t *err)
+{
+  struct ohbox_nl *nl = NULL;
+  if (ohbox_nl_open (-1, &nl, err) < 0)
+    return -1;
+  bool created, has;
+  int idx = 0, r = -1;
+  if (ohbox_nl_bridge_ensure (nl, OHBOX_NET_BRIDGE, &created, err) < 0
+      || ohbox_nl_link_index (nl, OHBOX_NET_BRIDGE, &idx, err) < 0)
+    goto out;
+  if (idx == 0)
+    {
+      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "bridge `%s` vanished while being set up", OHBOX_NET_BRIDGE);
+      goto out;
+    }
+  if (ohbox_nl_addr_has (nl, idx, gw, prefix, &has, err) < 0)
+    goto out;
+  if (!has && ohbox_nl_addr_add (nl, idx, gw, prefix, err) < 0)
+    goto out;
+  if (ohbox_nl_link_up (nl, idx, err) < 0)
+    goto out;
+  /* Egress and published ports are forwarded; route_localnet lets
+   * connections to 127.0.0.1 be DNATed onto the bridge. */
+  if (write_sysctl ("/proc/sys/net/ipv4/ip_forward", "1", err) < 0
+      || write_sysctl ("/proc/sys/net/ipv4/conf/" OHBOX_NET_BRIDGE "/route_localnet", "1", err) < 0)
+    goto out;
+  char sub[INET_ADDRSTRLEN + 4], a[INET_ADDRSTRLEN];
+  inet_ntop (AF_INET, &net, a, sizeof a);
+  snprintf (sub, sizeof sub, "%s/%d", a, prefix);
+  r = ohbox_nft_ensure (OHBOX_NET_BRIDGE, sub, err);
+out:
+  ohbox_nl_close (nl);
+  if (r < 0)
+    ohbox_error_prefix (err, "set up bridge `%s`", OHBOX_NET_BRIDGE);
+  return r;
+}
+
+/* An address of the subnet for OWNER, under the network lock. */
+static int
+lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct in_addr *ret, ohbox_error_t *err)
+{
+  uint32_t size = 1u << (32 - prefix), first = 2, last = size - 2, start = first;
+  char *hint = NULL;
+  size_t len;
+  if (ohbox_read_file_at (netfd, "next", 32, &hint, &len, NULL) == 0)
+    {
+      unsigned long v = strtoul (hint, NULL, 10);
+      if (v >= first && v <= last)
+        start = (uint32_t) v;
+    }
+  free (hint);
+  uint32_t span = last - first + 1;
+  for (uint32_t i = 0; i < span; i++)
+    {
+      uint32_t off = first + (start - first + i) % span;
+      struct in_addr a = { .s_addr = htonl (ntohl (net.s_addr) + off) };
+      char name[8 + INET_ADDRSTRLEN];
+      memcpy (name, "ip/", 4);
+      inet_ntop (AF_INET, &a, name + 3, INET_ADDRSTRLEN);
+      if (ohbox_lease_held (netfd, name))
+        continue;
+      if (symlinkat (owner, netfd, name) < 0)
+        return ohbox_error_errno (err, "lease address `%s`", name + 3);
+      char next[16];
+      int n = snprintf (next, sizeof next, "%u", off + 1 > last ? first : off + 1);
+      ohbox_write_file_atomic (netfd, "next", next, (size_t) n, 0600, NULL);
+      *ret = a;
+      return 0;
+    }
+  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "no free address in the sandbox subnet (/%d): remove sandboxes",
+                      prefix);
+}
+
+static void
+append_nft_elem (struct ohbox_buf *b, const char *verb, const struct ohbox_port_mapping *m, struct in_addr ip)
+{
+  char hip[INET_ADDRSTRLEN], sip[INET_ADDRSTRLEN];
+  inet_ntop (AF_INET, &m->host_ip, hip, sizeof hip);
+  inet_ntop (AF_INET, &ip, sip, sizeof sip);
+  const char *proto = m->proto == IPPROTO_UDP ? "udp" : "tcp";
+  cleanup_free char *line = NULL;
+  if (m->host_ip.s_addr == INADDR_ANY)
+    line = xasprintf ("%s element inet " OHBOX_NFT_TABLE " puball { %s . %u : %s . %u }\n", verb, proto,
+                      (unsigned) m->host_port, sip, (unsigned) m->ctr_port);
+  else
+    line = xasprintf ("%s element inet " OHBOX_NFT_TABLE " pub4 { %s . %s . %u : %s . %u }\n", verb, hip, proto,
+                      (unsigned) m->host_port, sip, (unsigned) m->ctr_port);
+  ohbox_buf_append (b, line, strlen (line));
+}
+
+static json_t *
+ports_json (const struct ohbox_port_mapping *maps, size_t n)
+{
+  json_t *a = json_array ();
+  for (size_t i = 0; i < n; i++)
+    {
+      char hip[INET_ADDRSTRLEN];
+      inet_ntop (AF_INET, &maps[i].host_ip, hip, sizeof hip);
+      json_array_append_new (a, json_pack ("{s:s, s:i, s:i, s:s}", "host_ip", hip, "host_port",
+                                           (int) maps[i].host_port, "container_port", (int) maps[i].ctr_port,
+                                           "protocol", maps[i].proto == IPPROTO_UDP ? "udp" : "tcp"));
+    }
+  return a;
+}
+
+static int
+parse_publish (const struct ohbox_run_options *o, struct ohbox_publish **ret, size_t *ret_n, ohbox_error_t *err)
+{
+  size_t n_req = 0;
+  while (o->publish && o->publish[n_req])
+    n_req++;
+  if (n_req > OHBOX_NET_MAX_PORTS)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many -p (at most %d)", OHBOX_NET_MAX_PORTS);
+  struct ohbox_publish *reqs = xcalloc (n_req + 1, sizeof *reqs);
+  for (size_t i = 0; i < n_req; i++)
+    if (ohbox_publish_parse (o->publish[i], &reqs[i], err) < 0)
+      {
+        free (reqs);
+        return -1;
+      }
+  *ret = reqs;
+  *ret_n = n_req;
+  return 0;
+}
+
+/* Rootless: host ports leased (and held) until slirp4netns binds them. */
+static int
+prepare_slirp (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, ohbox_error_t *err)
+{
+  cleanup_free struct ohbox_publish *reqs = NULL;
+  size_t n_req;
+  if (parse_publish (o, &reqs, &n_req, err) < 0)
+    return -1;
+  if (!ohbox_slirp_available ())
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "rootless networking needs slirp4netns: install it (Debian package slirp4netns), or use "
+                        "--network none");
+  n->slirp = true;
+  n->dirfd = fcntl (dirfd, F_DUPFD_CLOEXEC, 3);
+  inet_pton (AF_INET, "10.0.2.100", &n->ip);
+  inet_pton (AF_INET, "10.0.2.2", &n->gw);
+  n->prefix = 24;
+  if (n->dirfd < 0)
+    return ohbox_error_errno (err, "dup");
+  if (n_req > 0)
+    {
+      cleanup_close int netfd = open_netroot (err);
+      if (netfd < 0)
+        return -1;
+      cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
+      if (lock < 0)
+        return ohbox_error_prefix (err, "lock the network state");
+      if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
+        return -1;
+      /* slirp4netns binds them itself (the lease keeps other sandboxes of
+       * this user away); closed before the clone, which would copy them. */
+      for (size_t i = 0; i < n->n_maps; i++)
+        close (n->port_fds[i]);
+    }
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:o, s:b}", "mode", "slirp4netns", "ip", "10.0.2.100", "gateway",
+                         "10.0.2.2", "prefix", 24, "ports", ports_json (n->maps, n->n_maps), "active", 1);
+  int r = ohbox_state_write_json (dirfd, "network.json", j, err);
+  json_decref (j);
+  return r;
+}
+
+static int
+prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct ohbox_run_options *o,
+                ohbox_error_t *err)
+{
+  struct in_addr net;
+  cleanup_free struct ohbox_publish *reqs = NULL;
+  size_t n_req;
+  if (parse_publish (o, &reqs, &n_req, err) < 0)
+    return -1;
+  if (subnet_get (&net, &n->prefix, err) < 0)
+    return -1;
+  n->gw.s_addr = htonl (ntohl (net.s_addr) + 1);
+  snprintf (n->veth, sizeof n->veth, "ohb%.12s", id);
+  cleanup_close int netfd = open_netroot (err);
+  if (netfd < 0)
+    return -1;
+  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
+  if (lock < 0)
+    return ohbox_error_prefix (err, "lock the network state");
+  if (bridge_ensure (n->gw, n->prefix, net, err) < 0)
+    return -1;
+  if (lease_ip (netfd, n->state_dir, net, n->prefix, &n->ip, err) < 0)
+    return -1;
+  cleanup_free struct ohbox_port_mapping *maps = NULL;
+  size_t n_maps = 0;
+  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &maps, &n_maps, &n->port_fds, err) < 0)
+    return -1;
+  n->n_ports = n_maps;
+  char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
+  inet_ntop (AF_INET, &n->ip, ip, sizeof ip);
+  inet_ntop (AF_INET, &n->gw, gw, sizeof gw);
+  /* Recorded before the nft elements exist: release finds all it must undo. */
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:s, s:o, s:b}", "mode", "bridge", "ip", ip, "gateway", gw, "prefix",
+                         n->prefix, "veth", n->veth, "ports", ports_json (maps, n_maps), "active", 1);
+  int r = ohbox_state_write_json (dirfd, "network.json", j, err);
+  json_decref (j);
+  if (r < 0 || n_maps == 0)
+    return r;
+  struct ohbox_buf b = { 0 };
+  for (size_t i = 0; i < n_maps; i++)
+    append_nft_elem (&b, "add", &maps[i], n->ip);
+  r = ohbox_nft_run (b.data, err);
+  ohbox_buf_free (&b);
+  if (r < 0)
+    return ohbox_error_prefix (err, "publish ports");
+  return 0;
+}
+
+static bool
+is_loopback_ns (const char *line)
+{
+  const char *p = line + strlen ("nameserver");
+  while (*p == ' ' || *p == '\t')
+    p++;
+  return strncmp (p, "127.", 4) == 0 || strncmp (p, "::1", 3) == 0;
+}
+
+/* resolv.conf for the sandbox: --dns, else the host's without loopback
+ * servers (unreachable from the sandbox; systemd-resolved's upstream list
+ * when that is the host's), else public resolvers. */
+static char *
+make_resolv (const struct ohbox_run_options *o, bool keep_loopback, ohbox_error_t *err)
+{
+  struct ohbox_buf b = { 0 };
+  if (o->dns && o->dns[0])
+    {
+      for (size_t i = 0; o->dns[i]; i++)
+        {
+          unsigned char tmp[16];
+          if (i >= OHBOX_NET_MAX_DNS)
+            {
+              ohbox_buf_free (&b);
+              ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many --dns (at most %d)", OHBOX_NET_MAX_DNS);
+              return NULL;
+            }
+          if (inet_pton (AF_INET, o->dns[i], tmp) != 1 && inet_pton (AF_INET6, o->dns[i], tmp) != 1)
+            {
+              ohbox_buf_free (&b);
+              ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid --dns `%s`: an IP address", o->dns[i]);
+              return NULL;
+            }
+          cleanup_free char *l = xasprintf ("nameserver %s\n", o->dns[i]);
+          ohbox_buf_append (&b, l, strlen (l));
+        }
+      return b.data;
+    }
+  const char *files[] = { "/etc/resolv.conf", "/run/systemd/resolve/resolv.conf" };
+  for (size_t f = 0; f < 2; f++)
+    {
+      cleanup_free char *text = NULL;
+      size_t len;
+      if (ohbox_read_file_at (AT_FDCWD, files[f], RESOLV_MAX, &text, &len, NULL) < 0)
+        continue;
+      int servers = 0;
+      for (char *line = strtok (text, "\n"); line; line = strtok (NULL, "\n"))
+        {
+          bool ns = strncmp (line, "nameserver", 10) == 0;
+          if (ns && !keep_loopback && is_loopback_ns (line))
+            continue;
+          servers += ns;
+          ohbox_buf_append (&b, line, strlen (line));
+          ohbox_buf_append (&b, "\n", 1);
+        }
+      if (servers > 0)
+        return b.data;
+      ohbox_buf_free (&b);
+      memset (&b, 0, sizeof b);
+    }
+  const char *dflt = "nameserver 8.8.8.8\nnameserver 8.8.4.4\n";
+  ohbox_buf_append (&b, dflt, strlen (dflt));
+  return b.data;
+}
+
+static int
+write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, const char *hostname,
+           ohbox_error_t *err)
+{
+  cleanup_free char *resolv = NULL;
+  if (n->slirp && !(o->dns && o->dns[0]))
+    resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns forwards it to the host's resolver */
+  else
+    resolv = make_resolv (o, n->mode == OHBOX_NETWORK_HOST, err);
+  if (resolv == NULL)
+    return -1;
+  cleanup_free char *hosts = NULL;
+  if (n->mode == OHBOX_NETWORK_HOST)
+    {
+      size_t len;
+      if (ohbox_read_file_at (AT_FDCWD, "/etc/hosts", RESOLV_MAX, &hosts, &len, NULL) < 0)
+        hosts = NULL;
+    }
+  if (hosts == NULL)
+    {
+      char ip[INET_ADDRSTRLEN] = "", gw[INET_ADDRSTRLEN] = "";
+      cleanup_free char *self = NULL, *host = NULL;
+      if (n->mode == OHBOX_NETWORK_BRIDGE)
+        {
+          inet_ntop (AF_INET, &n->ip, ip, sizeof ip);
+          inet_ntop (AF_INET, &n->gw, gw, sizeof gw);
+          self = xasprintf ("%s\t%s%s%s\n", ip, hostname, o->name ? " " : "", o->name ? o->name : "");
+          host = xasprintf ("%s\thost.ohbox.internal\n", gw);
+        }
+      hosts = xasprintf ("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s%s",
+                         self ? self : "", host ? host : "");
+    }
+  cleanup_free char *hn = xasprintf ("%s\n", hostname);
+  if (ohbox_write_file_atomic (dirfd, "hosts", hosts, strlen (hosts), 0644, err) < 0
+      || ohbox_write_file_atomic (dirfd, "hostname", hn, strlen (hn), 0644, err) < 0
+      || ohbox_write_file_atomic (dirfd, "resolv.conf", resolv, strlen (resolv), 0644, err) < 0)
+    return ohbox_error_prefix (err, "write the sandbox's /etc files");
+  return 0;
+}
+
+/* container:ID: a pidfd of the other sandbox's init (setns(2) takes it). */
+static int
+prepare_join (struct ohbox_network *n, struct ohbox_runtime *rt, const struct ohbox_run_options *o,
+              ohbox_error_t *err)
+{
+  cleanup_free char *other = NULL;
+  cleanup_close int odfd = -1;
+  bool exited;
+  if (o->network_container == NULL || *o->network_container == '\0')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--network container: needs a sandbox (container:NAME)");
+  if (ohbox_sandbox_resolve (rt, o->network_container, &other, err) < 0
+      || ohbox_state_open (rt, other, &odfd, err) < 0)
+    return ohbox_error_prefix (err, "--network container:%s", o->network_container);
+  n->join_fd = ohbox_state_pidfd (odfd, &exited, err);
+  if (n->join_fd < 0)
+    {
+      if (exited)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--network container:%s: the sandbox is not running",
+                            o->network_container);
+      return -1;
+    }
+  n->etc_dir = xasprintf ("%s/%s", rt->root, other);
+  return 0;
+}
+
+int
+ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, const struct ohbox_run_options *o,
+                       const char *hostname, struct ohbox_network **ret, ohbox_error_t *err)
+{
+  struct ohbox_network *n = xcalloc (1, sizeof *n);
+  n->mode = o->network;
+  n->join_fd = n->slirp_exit_fd = n->dirfd = -1;
+  n->state_dir = xasprintf ("%s/%s", rt->root, id);
+  int r = 0;
+  if (o->publish && o->publish[0] && n->mode != OHBOX_NETWORK_BRIDGE)
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "-p needs --network bridge");
+  else if (n->mode == OHBOX_NETWORK_CONTAINER)
+    r = prepare_join (n, rt, o, err);
+  else
+    {
+      if (n->mode == OHBOX_NETWORK_BRIDGE)
+        r = geteuid () == 0 ? prepare_bridge (n, id, dirfd, o, err) : prepare_slirp (n, dirfd, o, err);
+      if (r == 0)
+        r = write_etc (n, dirfd, o, hostname, err);
+      if (r == 0)
+        n->etc_dir = xstrdup (n->state_dir);
+    }
+  if (r == 0 && n->mode != OHBOX_NETWORK_BRIDGE)
+    {
+      static const char *const names[] = { "none", "host", "bridge", "container" };
+      json_t *j = json_pack ("{s:s, s:b}", "mode", names[n->mode], "active", 0);
+      r = ohbox_state_write_json (dirfd, "network.json", j, err);
+      json_decref (j);
+    }
+  if (r < 0)
+    {
+      ohbox_network_free (n);
+      return -1;
+    }
+  *ret = n;
+  return 0;
+}
+
+void
+ohbox_network_mounts (struct ohbox_network *n, struct ohbox_mount_spec **mounts, size_t *n_mounts)
+{
+  static const char *const files[] = { "hosts", "hostname", "resolv.conf" };
+  /* Rootless, bind sources cannot be cloned before the sandbox's user
+   * namespace exists (mounts.c): the image's own files stay. */
+  if (n == NULL || n->etc_dir == NULL || geteuid () != 0)
+    return;
+  struct ohbox_mount_spec *m = xcalloc (*n_mounts + 4, sizeof *m);
+  for (size_t i = 0; i < 3; i++)
+    {
+      m[i].source = xasprintf ("%s/%s", n->etc_dir, files[i]);
+      m[i].target = xasprintf ("/etc/%s", files[i]);
+      m[i].fd = -1;
+    }
+  /* Ours first: a user's -v on the same path is mounted over them. */
+  if (*n_mounts)
+    memcpy (m + 3, *mounts, *n_mounts * sizeof *m);
+  free (*mounts);
+  *mounts = m;
+  *n_mounts += 3;
+}
+
+int
+ohbox_network_etc_into_upper (struct ohbox_network *n, const char *upper, ohbox_error_t *err)
+{
+  static const char *const files[] = { "hosts", "hostname", "resolv.conf" };
+  if (n == NULL || n->etc_dir == NULL || geteuid () == 0 || upper == NULL)
+    return 0;
+  /* The upper dir is this sandbox's, new and the user's own: no one else
+   * put anything there; still, nothing is followed. */
+  cleanup_close int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (ufd < 0)
+    return ohbox_error_errno (err, "open `%s`", upper);
+  if (mkdirat (ufd, "etc", 0755) < 0 && errno != EEXIST)
+    return ohbox_error_errno (err, "create `%s/etc`", upper);
+  cleanup_close int efd = openat (ufd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (efd < 0)
+    return ohbox_error_errno (err, "open `%s/etc`", upper);
+  for (size_t i = 0; i < 3; i++)
+    {
+      cleanup_free char *src = xasprintf ("%s/%s", n->etc_dir, files[i]);
+      cleanup_free char *data = NULL;
+      size_t len;
+      if (ohbox_read_file_at (AT_FDCWD, src, RESOLV_MAX, &data, &len, err) < 0
+          || ohbox_write_file_atomic (efd, files[i], data, len, 0644, err) < 0)
+        return ohbox_error_prefix (err, "the sandbox's /etc/%s", files[i]);
+    }
+  return 0;
+}
+
+int
+ohbox_network_join_fd (struct ohbox_network *n)
+{
+  return n ? n->join_fd : -1;
+}
+
+int
+ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int netns_fd, ohbox_error_t *err)
+{
+  if (n == NULL || n->mode != OHBOX_NETWORK_BRIDGE)
+    return 0;
+  if (n->slirp)
+    {
+      if (ohbox_slirp_start (userns_fd, netns_fd, n->state_dir, n->dirfd, &n->slirp_exit_fd, err) < 0)
+        return -1;
+      for (size_t i = 0; i < n->n_maps; i++)
+        if (ohbox_slirp_hostfwd (n->dirfd, &n->maps[i], err) < 0)
+          return -1;
+      return 0;
+    }
+  (void) pid;
+  int nsfd = netns_fd;
+  struct ohbox_nl *host = NULL, *in = NULL;
+  int r = -1, br = 0, eth = 0;
+  if (ohbox_nl_open (-1, &host, err) < 0)
+    return -1;
+  if (ohbox_nl_link_index (host, OHBOX_NET_BRIDGE, &br, err) < 0
+      || ohbox_nl_veth_create (host, n->veth, br, "eth0", nsfd, err) < 0)
+    goto out;
+  if (ohbox_nl_open (nsfd, &in, err) < 0 || ohbox_nl_link_up (in, 1, err) < 0
+      || ohbox_nl_link_index (in, "eth0", &eth, err) < 0 || ohbox_nl_addr_add (in, eth, n->ip, n->prefix, err) < 0
+      || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0)
+    goto out;
+  r = 0;
+out:
+  ohbox_nl_close (host);
+  ohbox_nl_close (in);
+  if (r < 0)
+    ohbox_error_prefix (err, "connect the sandbox to `%s`", OHBOX_NET_BRIDGE);
+  return r;
+}
+
+void
+ohbox_network_free (struct ohbox_network *n)
+{
+  if (n == NULL)
+    return;
+  for (size_t i = 0; i < n->n_ports; i++)
+    close (n->port_fds[i]);
+  free (n->port_fds);
+  if (n->join_fd >= 0)
+    close (n->join_fd);
+  if (n->slirp_exit_fd >= 0)
+    close (n->slirp_exit_fd);
+  if (n->dirfd >= 0)
+    close (n->dirfd);
+  free (n->maps);
+  free (n->state_dir);
+  free (n->etc_dir);
+  free (n);
+}
+
+json_t *
+ohbox_network_read (int dirfd)
+{
+  json_t *j = NULL;
+  ohbox_error_t e = NULL;
+  if (ohbox_state_read_json (dirfd, "network.json", &j, &e) < 0)
+    {
+      ohbox_error_release (&e);
+      return NULL;
+    }
+  return j;
+}
+
+/* Unlinks every lease in NETFD/SUB held by OWNER (under the lock). */
+static void
+release_owned (int netfd, const char *sub, const char *owner)
+{
+  cleanup_close int fd = openat (netfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  cleanup_dir DIR *d = fdopendir (fd);
+  if (d == NULL)
+    return;
+  fd = -1;
+  struct dirent *de;
+  char target[PATH_MAX];
+  while ((de = readdir (d)))
+    {
+      ssize_t n = readlinkat (dirfd (d), de->d_name, target, sizeof target - 1);
+      if (n <= 0)
+        continue;
+      target[n] = '\0';
+      if (strcmp (target, owner) == 0)
+        unlinkat (dirfd (d), de->d_name, 0);
+    }
+}
+
+int
+ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
+{
+  json_t *j = ohbox_network_read (dirfd);
+  if (j == NULL)
+    {
+      /* Killed between taking leases and recording them (the only leases
+       * that can exist without network.json; no nft element yet). */
+      struct stat st;
+      if (stat (ohbox_network_root (), &st) < 0)
+        return 0;
+      cleanup_close int netfd = open_netroot (err);
+      if (netfd < 0)
+        return -1;
+      cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
+      if (lock < 0)
+        return ohbox_error_prefix (err, "lock the network state");
+      release_owned (netfd, "ip", state_dir);
+      release_owned (netfd, "port", state_dir);
+      return 0;
+    }
+  if (!json_is_true (json_object_get (j, "active")))
+    {
+      json_decref (j);
+      return 0;
+    }
+  struct in_addr ip = { 0 };
+  const char *ips = json_string_value (json_object_get (j, "ip"));
+  const char *veth = json_string_value (json_object_get (j, "veth"));
+  if (ips)
+    inet_pton (AF_INET, ips, &ip);
+  int r = 0;
+  cleanup_close int netfd = open_netroot (err);
+  if (netfd < 0)
+    {
+      json_decref (j);
+      return -1;
+    }
+  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
+  if (lock < 0)
+    {
+      json_decref (j);
+      return ohbox_error_prefix (err, "lock the network state");
+    }
+  /* Only what this sandbox still holds: a port or address released before
+   * may belong to another sandbox now. */
+  struct ohbox_buf b = { 0 };
+  size_t i;
+  json_t *p;
+  json_array_foreach (json_object_get (j, "ports"), i, p)
+  {
+    struct ohbox_port_mapping m = { 0 };
+    const char *hip = json_string_value (json_object_get (p, "host_ip"));
+    if (hip == NULL || inet_pton (AF_INET, hip, &m.host_ip) != 1)
+      continue;
+    m.host_port = (uint16_t) json_integer_value (json_object_get (p, "host_port"));
+    m.ctr_port = (uint16_t) json_integer_value (json_object_get (p, "container_port"));
+    m.proto = strcmp (json_string_value (json_object_get (p, "protocol")) ?: "", "udp") == 0 ? IPPROTO_UDP
+                                                                                            : IPPROTO_TCP;
+    if (ohbox_ports_release_one (netfd, state_dir, m.proto, m.host_port) && veth)
+      append_nft_elem (&b, "delete", &m, ip);
+  }
+  if (b.data && ohbox_nft_run (b.data, NULL) < 0)
+    {
+      /* Some element was already gone (nft flushed?): delete one by one. */
+      for (char *line = strtok (b.data, "\n"); line; line = strtok (NULL, "\n"))
+        ohbox_nft_run (line, NULL);
+    }
+  ohbox_buf_free (&b);
+  if (ips)
+    {
+      char name[8 + INET_ADDRSTRLEN], target[PATH_MAX];
+      snprintf (name, sizeof name, "ip/%s", ips);
+      ssize_t n = readlinkat (netfd, name, target, sizeof target - 1);
+      if (n > 0 && (target[n] = '\0', strcmp (target, state_dir) == 0))
+        unlinkat (netfd, name, 0);
+    }
+  if (lock >= 0)
+    close (steal_fd (&lock));
+  /* The veth dies with the sandbox's namespace; deleting it now does not
+   * wait for the kernel's asynchronous namespace cleanup. */
+  if (veth && strncmp (veth, "ohb", 3) == 0)
+    {
+      struct ohbox_nl *nl = NULL;
+      ohbox_error_t e = NULL;
+      if (ohbox_nl_open (-1, &nl, &e) == 0)
+        ohbox_nl_link_del (nl, veth, &e);
+      ohbox_nl_close (nl);
+      ohbox_error_release (&e);
+    }
+  json_object_set_new (j, "active", json_false ());
+  r = ohbox_state_write_json (dirfd, "network.json", j, err);
+  json_decref (j);
+  return r;
+}
+
+static void
+gc_dir (int netfd, const char *sub)
+{
+  cleanup_close int fd = openat (netfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  cleanup_dir DIR *d = fdopendir (fd);
+  if (d == NULL)
+    return;
+  fd = -1;
+  struct dirent *de;
+  while ((de = readdir (d)))
+    if (de->d_name[0] != '.')
+      ohbox_lease_held (dirfd (d), de->d_name);
+}
+
+int
+ohbox_network_gc (ohbox_error_t *err)
+{
+  struct stat st;
+  if (stat (ohbox_network_root (), &st) < 0)
+    return 0;
+  cleanup_close int netfd = open_netroot (err);
+  if (netfd < 0)
+    return -1;
+  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
+  if (lock < 0)
+    return -1;
+  gc_dir (netfd, "ip");
+  gc_dir (netfd, "port");
+  return 0;
+}

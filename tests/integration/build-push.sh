@@ -1,0 +1,130 @@
+#!/bin/bash
+# build-push.sh: `ohbox push` of runtime images to a registry with token
+# auth over TLS, and their reuse from another store: a pushed lock snapshot
+# pulled into an empty store gives path 2 (from lock), a pushed versioned
+# one path 3; the pushed image is what skopeo reads back.
+. "$(dirname "$0")/../lib/common.sh"
+. "$T_LIB/registry.sh"
+. "$T_LIB/images.sh"
+. "$T_LIB/ohbox.sh"
+
+export OHBOX_RUNROOT=$T_TMP/run
+export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+
+setup ()
+{
+  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay)"; return 1; }
+  [ -x "$OHBOX_EXECUTOR" ] || { echo "ohbox-executor is not built (make ohbox-executor)"; return 1; }
+  [ -x /bin/bash-static ] || { echo "bash-static is not installed (apt-get install bash-static)"; return 1; }
+  img_build || return 1
+  reg_start token REG || return 1
+  img_push REG "oci:$IMG_BUSYBOX:latest" private/busybox:latest || return 1
+}
+t_setup_or_die setup setup
+
+BASE=$REG_HOST/private/busybox:latest
+REPO=$REG_HOST/ohbox/runtime
+AUTH=(--cert-dir "$REG_CERTDIR" --creds "$REG_USER:$REG_PASS")
+
+build ()
+{
+  assert_ok ohbox build --format json "${AUTH[@]}" --runtime-repo "$REPO" "$@" "$BASE"
+  path=$(jq -r .path <<<"$out")
+  image=$(jq -r .image <<<"$out")
+  json=$out
+}
+
+# other_store: the next commands use a new, empty store.
+other_store ()
+{
+  T_ROOT=$T_WORK/root2
+  mkdir -p "$T_ROOT"
+}
+
+test_push_and_read_back ()
+{
+  build
+  assert_eq "$path" from-scratch
+  local id lock
+  id=$(jq -r .id <<<"$json")
+  lock=$(jq -r .tags.lock <<<"$json")
+  assert_ok ohbox push --format json "${AUTH[@]}" "$REPO:$lock"
+  assert_jq "$out" ".digest == \"$id\" and .blobs_sent >= 3"
+  # Again: every blob is already there.
+  assert_ok ohbox push --format json "${AUTH[@]}" "$REPO:$lock"
+  assert_jq "$out" '.blobs_sent == 0'
+  # The registry serves the same manifest (same digest).
+  assert_eq "$(reg_manifest_digest REG ohbox/runtime "$lock")" "$id"
+  # To another name.
+  assert_ok ohbox push "${AUTH[@]}" "$image" "$REG_HOST/other/rt:v1"
+  assert_match "$out" "^pushed $REG_HOST/other/rt:v1 $id "
+}
+
+test_push_refused_for_reader ()
+{
+  build
+  assert_exit 4 ohbox push --cert-dir "$REG_CERTDIR" --creds reader:readerpass "$image" "$REG_HOST/ro/rt:v1"
+  assert_exit 4 ohbox push --cert-dir "$REG_CERTDIR" "$image" "$REG_HOST/ro/rt:v1"
+  assert_exit 3 ohbox push "${AUTH[@]}" no-such-image "$REG_HOST/ro/rt:v1"
+}
+
+test_lock_from_registry_gives_path_2 ()
+{
+  build
+  local lock source
+  lock=$(jq -r .tags.lock <<<"$json")
+  source=$(jq -r .tags.source <<<"$json")
+  assert_ok ohbox push "${AUTH[@]}" "$REPO:$lock"
+  other_store
+  # Another executor source tree would be a new source tag; the same one
+  # is too, as the store is empty: the lock snapshot is pulled, not built.
+  build
+  assert_eq "$path" from-lock
+  assert_eq "$(jq -r .tags.lock <<<"$json")" "$lock"
+  assert_eq "$(jq -r .tags.source <<<"$json")" "$source"
+  # It serves.
+  local port
+  port=$(t_free_port)
+  assert_ok ohbox run -d --rm --network host "$image" "$port" --working-dir /workspace --username root --user-id 0
+  local sid=$out
+  t_wait_until 10 curl -sf "http://127.0.0.1:$port/alive" >/dev/null
+  assert_jq "$(curl -sf -X POST -H 'Content-Type: application/json' "http://127.0.0.1:$port/execute_action" \
+    -d '{"action": {"action": "run", "args": {"command": "echo pulled"}, "timeout": 30}}')" '.content == "pulled"'
+  ohbox stop "$sid" >/dev/null
+  # And then reuse.
+  build
+  assert_eq "$path" reuse
+}
+
+test_versioned_from_registry_gives_path_3 ()
+{
+  # (The registry may have the lock snapshot from another test: only a
+  # build from scratch tags the versioned one here.)
+  build --force-rebuild
+  local versioned
+  versioned=$(jq -r .tags.versioned <<<"$json")
+  assert_ok ohbox push "${AUTH[@]}" "$REPO:$versioned"
+  other_store
+  # A new dependency lock (another bash) is not in the registry: from versioned.
+  cp /bin/bash-static "$T_WORK/bash2"
+  printf 'x' >>"$T_WORK/bash2"
+  build --bash "$T_WORK/bash2"
+  assert_eq "$path" from-versioned
+}
+
+test_no_pull_builds_locally ()
+{
+  build
+  assert_ok ohbox push "${AUTH[@]}" "$REPO:$(jq -r .tags.lock <<<"$json")"
+  other_store
+  assert_ok ohbox pull "${AUTH[@]}" "$BASE"
+  assert_ok ohbox build --format json --no-pull --runtime-repo "$REPO" "$BASE"
+  assert_jq "$out" '.path == "from-scratch"'
+}
+
+run_test push_and_read_back test_push_and_read_back
+run_test push_refused_for_reader test_push_refused_for_reader
+run_test lock_from_registry_gives_path_2 test_lock_from_registry_gives_path_2
+run_test versioned_from_registry_gives_path_3 test_versioned_from_registry_gives_path_3
+run_test no_pull_builds_locally test_no_pull_builds_locally
+t_summary 2>/dev/null || true

@@ -305,7 +305,7 @@ test_debian_base ()
 {
   # Runs when asked, or when the Debian layout is already cached (then it is fast).
   local cached
-  cached=$(ls "$OHBOX_TEST_WORK"/cache/debian-*/meta.env 2>/dev/null | head -n 1)
+  cached=$(ls "$OHBOX_TEST_WORK"/cache/debian-*/meta.env 2>/dev/null | head -n 1 || true)
   [ "${OHBOX_TEST_DEBIAN:-0}" = 1 ] || [ -n "$cached" ] ||
     skip "set OHBOX_TEST_DEBIAN=1 (debootstrap, ~80 s the first time)"
   img_build_debian >&9 2>&1 || skip "img_build_debian failed"

@@ -321,20 +321,28 @@ run_test ()
     "$fn" "$@"
   ) >"$log" 2>&1 </dev/null &
   local tpid=$!
-  # The time limit: a sleep we own, raced against the test.
-  sleep "$T_TEST_TIMEOUT" &
-  local spid=$! done_pid=
-  wait -n -p done_pid "$tpid" "$spid"
+  # The time limit: a watchdog that kills the test's tree when it expires.
+  # (Not `wait -n PID PID`: bash 5.2 misses a child that has already exited,
+  # and a fast test then waited for the whole time limit.)
+  (
+    sleep "$T_TEST_TIMEOUT"
+    : >"$dir/.timed_out"
+    _t_kill_tree "$tpid"
+  ) >/dev/null 2>&1 </dev/null &
+  local wpid=$!
+  wait "$tpid"
   local rc=$?
   local timed_out=0
-  if [ "$done_pid" = "$spid" ]; then
+  if [ -e "$dir/.timed_out" ]; then
     timed_out=1
-    _t_kill_tree "$tpid"
-    wait "$tpid"
     rc=124
+    wait "$wpid"
   else
-    kill "$spid" 2>/dev/null
-    wait "$spid" 2>/dev/null
+    # Freeze the watchdog, kill its sleep (by parent pid) and itself.
+    kill -STOP "$wpid" 2>/dev/null
+    pkill -KILL -P "$wpid" 2>/dev/null
+    kill -KILL "$wpid" 2>/dev/null
+    wait "$wpid" 2>/dev/null
   fi
   _t_kill_pidfile "$dir/pids"
   local secs=$((SECONDS - start))

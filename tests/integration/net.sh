@@ -76,6 +76,8 @@ leftovers ()
   local ids v
   ids=$(ls "$OHBOX_RUNROOT" 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12 || true)
   for v in $(ip -o link show | sed -n 's/^[0-9]*: \(ohb[0-9a-f]\{12\}\)[@:].*/\1/p'); do
+    # Sandboxes of other ohbox users that were there before this script are not ours.
+    grep -qx "$v" <<<"$VETHS_BEFORE" && continue
     grep -qx "${v#ohb}" <<<"$ids" || echo "veth $v"
   done
   local e
@@ -104,6 +106,7 @@ setup ()
   img_build || return 1
 }
 t_setup_or_die setup setup
+VETHS_BEFORE=$(ip -o link show | sed -n 's/^[0-9]*: \(ohb[0-9a-f]\{12\}\)[@:].*/\1/p')
 
 test_two_sandboxes ()
 {

@@ -22,3 +22,4 @@ dist_man_MANS += \
 	man/ohbox-port.1 \
 	man/ohbox-build.1 \
 	man/ohbox-push.1
+dist_man_MANS += man/ohbox-exec.1

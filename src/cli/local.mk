@@ -18,3 +18,4 @@ ohbox_SOURCES = \
 	src/cli/build.c \
 	src/cli/push.c
 ohbox_SOURCES += src/cli/port.c
+ohbox_SOURCES += src/cli/exec.c

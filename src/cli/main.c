@@ -28,6 +28,7 @@ static const struct command commands[] = {
   { "login", cli_login, "Store credentials for a registry in auth.json" },
   { "logout", cli_logout, "Remove stored credentials for a registry" },
   { "run", cli_run, "Run a command in a new sandbox from an image" },
+  { "exec", cli_exec, "Run a command in a running sandbox" },
   { "ps", cli_ps, "List sandboxes" },
   { "stop", cli_stop, "Stop sandboxes (SIGTERM, then SIGKILL)" },
   { "kill", cli_kill, "Send a signal to sandboxes" },

@@ -46,6 +46,9 @@ libohbox_la_SOURCES += \
 	src/libohbox/mounts.c src/libohbox/userns.c src/libohbox/init.c \
 	src/libohbox/sandbox.c src/libohbox/sandbox.h src/libohbox/sandbox_internal.h \
 	src/libohbox/sandbox_ops.c src/libohbox/state.c src/libohbox/monitor.c
+# `ohbox exec` (exec.h).
+libohbox_la_SOURCES += src/libohbox/exec.c src/libohbox/exec.h src/libohbox/exec_internal.h src/libohbox/exec_child.c \
+	src/libohbox/terminal.c
 
 # `ohbox build`: runtime images (build.h), `ohbox push` (registry_push.c).
 # Where build.c looks for the executor, its sources and closure.sh (build.h).

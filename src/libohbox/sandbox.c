@@ -4,6 +4,7 @@
 #include "config.h"
 #include "sandbox_internal.h"
 #include "capabilities.h"
+#include "exec.h"
 #include "image.h"
 #include "linux.h"
 #include "network.h"
@@ -443,6 +444,11 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   const char *user = o->user ? o->user : json_string_value (json_object_get (rc, "User"));
   if (user && *user == '\0')
     user = NULL;
+  /* What `ohbox exec` gives its processes too (exec.h). */
+  struct ohbox_exec_record xr = { .env = c.env, .cwd = wd, .user = user, .caps = caps, .caps_added = added,
+                                  .no_new_privs = !o->allow_new_privs, .seccomp_profile = o->seccomp_profile };
+  if (ohbox_exec_record (dfd, &xr, err) < 0)
+    goto fail;
   struct ohbox_linux_spec spec = {
     .id = id,
     .argv = c.argv,

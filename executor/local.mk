@@ -46,3 +46,36 @@ tests_executor_test_executor_units_SOURCES = tests/executor/test-executor-units.
 tests_executor_test_executor_units_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/executor -I$(top_srcdir)/tests/unit \
 	$(JANSSON_CFLAGS) $(VTERM_CFLAGS)
 tests_executor_test_executor_units_LDADD = $(JANSSON_LIBS) $(VTERM_LIBS) -lm
+
+# What `ohbox build` needs from an installed ohbox (src/libohbox/build_inputs.c
+# looks there): closure.sh, and the executor source tree whose digest is the
+# runtime images' source tag. Keep this list equal to executor/*.c, *.h, local.mk.
+dist_pkgdata_DATA = executor/closure.sh
+executorsrcdir = $(pkgdatadir)/executor-src
+dist_executorsrc_DATA = \
+	executor/actions.c \
+	executor/archive.c \
+	executor/bash_private.h \
+	executor/bash_pty.c \
+	executor/bash_session.c \
+	executor/bash_session.h \
+	executor/cmdsplit.c \
+	executor/cmdsplit.h \
+	executor/diff.c \
+	executor/editor.c \
+	executor/editor.h \
+	executor/editor_private.h \
+	executor/editor_view.c \
+	executor/executor.h \
+	executor/files.c \
+	executor/ipython.c \
+	executor/local.mk \
+	executor/main.c \
+	executor/obs.c \
+	executor/obs.h \
+	executor/server.c \
+	executor/server.h \
+	executor/terminal.c \
+	executor/terminal.h \
+	executor/users.c \
+	executor/users.h

@@ -44,6 +44,26 @@ test_save_skopeo ()
   assert_file_exists "$T_WORK/dir/${IMG_BB_LAYER1#sha256:}"
 }
 
+test_save_podman ()
+{
+  # podman reads what ohbox writes: it pulls the layout into a store of this
+  # test's own (vfs: no mounts to leave behind) and keeps the same digests.
+  # podman refuses a runroot path longer than 50 characters, and names the
+  # image after the layout's path, which must then be lowercase.
+  local run=/tmp/ohbox-pm-$BASHPID-$RANDOM
+  mkdir -p "$run/run"
+  assert_ok ohbox pull -q --tls-verify=false "$BB"
+  assert_ok ohbox save "$BB" "oci:$run/out:v1"
+  local pm=(podman --root "$T_WORK/podman" --runroot "$run/run" --storage-driver vfs)
+  local id view
+  id=$("${pm[@]}" pull -q "oci:$run/out:v1" 2>"$T_WORK/podman.err") || id=
+  view=$([ -n "$id" ] && "${pm[@]}" image inspect --format '{{.Digest}} {{.Architecture}} {{len .RootFS.Layers}}' \
+    "$id" 2>>"$T_WORK/podman.err") || view=
+  "${pm[@]}" rmi -af >/dev/null 2>&1 || true
+  rm -rf "$run"
+  assert_eq "$IMG_BB_MANIFEST amd64 2" "$view" "podman's view of the saved image ($(tr '\n' ' ' <"$T_WORK/podman.err"))"
+}
+
 test_save_default_tag ()
 {
   assert_ok ohbox pull -q --tls-verify=false "$BB"
@@ -172,6 +192,7 @@ test_usage ()
 }
 
 run_test save_skopeo test_save_skopeo
+run_test save_podman test_save_podman
 run_test save_default_tag test_save_default_tag
 run_test save_by_id_zstd test_save_by_id_zstd
 run_test save_two_tags_one_layout test_save_two_tags_one_layout

@@ -14,36 +14,6 @@
 /* A layers file lists at most MAX_LAYERS digests of 71 characters. */
 #define LAYERS_FILE_MAX (OHBOX_SNAPSHOT_MAX_LAYERS * 80)
 
-/* Writes DIRFD/NAME atomically (temporary file + rename) without fsync:
- * the layers list describes running processes, meaningless after a crash or
- * reboot, and fsync would cost milliseconds on every start. */
-static int
-write_file_nosync (int dirfd, const char *name, const void *data, size_t len, ohbox_error_t *err)
-{
-  char tmp[256];
-  snprintf (tmp, sizeof tmp, ".%s.tmp-%d", name, (int) getpid ());
-  int fd = openat (dirfd, tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    return ohbox_error_errno (err, "create `%s`", tmp);
-  if (ohbox_write_all (fd, data, len) < 0)
-    {
-      int e = errno;
-      close (fd);
-      unlinkat (dirfd, tmp, 0);
-      errno = e;
-      return ohbox_error_errno (err, "write `%s`", name);
-    }
-  close (fd);
-  if (renameat (dirfd, tmp, dirfd, name) < 0)
-    {
-      int e = errno;
-      unlinkat (dirfd, tmp, 0);
-      errno = e;
-      return ohbox_error_errno (err, "rename `%s`", name);
-    }
-  return 0;
-}
-
 void
 ohbox_snapshot_free (struct ohbox_snapshot *snap)
 {
@@ -103,7 +73,7 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff
       goto out;
     }
   /* The layer list goes first: from now on GC keeps these layers. */
-  if (write_file_nosync (dfd, "layers", list.data, list.len, err) < 0)
+  if (ohbox_write_file_nosync (dfd, "layers", list.data, list.len, err) < 0)
     goto out;
   if ((mkdirat (dfd, "upper", 0755) < 0 && errno != EEXIST) || (mkdirat (dfd, "work", 0700) < 0 && errno != EEXIST))
     {

@@ -17,36 +17,6 @@
 #define STATE_FILE_MAX (1024 * 1024)
 #define NAME_MAX_LEN 128
 
-/* Writes DIRFD/NAME atomically (temporary file + rename) without fsync:
- * the state describes running processes, meaningless after a crash or
- * reboot, and fsync would cost milliseconds on every start. */
-static int
-write_file_nosync (int dirfd, const char *name, const void *data, size_t len, ohbox_error_t *err)
-{
-  char tmp[256];
-  snprintf (tmp, sizeof tmp, ".%s.tmp-%d", name, (int) getpid ());
-  int fd = openat (dirfd, tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
-  if (fd < 0)
-    return ohbox_error_errno (err, "create `%s`", tmp);
-  if (ohbox_write_all (fd, data, len) < 0)
-    {
-      int e = errno;
-      close (fd);
-      unlinkat (dirfd, tmp, 0);
-      errno = e;
-      return ohbox_error_errno (err, "write `%s`", name);
-    }
-  close (fd);
-  if (renameat (dirfd, tmp, dirfd, name) < 0)
-    {
-      int e = errno;
-      unlinkat (dirfd, tmp, 0);
-      errno = e;
-      return ohbox_error_errno (err, "rename `%s`", name);
-    }
-  return 0;
-}
-
 char *
 ohbox_runtime_default_state_root (const char *store_root)
 {
@@ -220,7 +190,7 @@ ohbox_state_write_json (int dirfd, const char *file, json_t *j, ohbox_error_t *e
   cleanup_free char *text = json_dumps (j, JSON_COMPACT);
   if (text == NULL)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "serialise `%s`", file);
-  return write_file_nosync (dirfd, file, text, strlen (text), err);
+  return ohbox_write_file_nosync (dirfd, file, text, strlen (text), err);
 }
 
 int

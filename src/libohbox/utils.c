@@ -160,6 +160,33 @@ ohbox_write_file_atomic (int dirfd, const char *name, const void *data, size_t l
 }
 
 int
+ohbox_write_file_nosync (int dirfd, const char *name, const void *data, size_t len, ohbox_error_t *err)
+{
+  char tmp[256];
+  snprintf (tmp, sizeof tmp, ".%s.tmp-%d", name, (int) getpid ());
+  int fd = openat (dirfd, tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
+  if (fd < 0)
+    return ohbox_error_errno (err, "create `%s`", tmp);
+  if (ohbox_write_all (fd, data, len) < 0)
+    {
+      int e = errno;
+      close (fd);
+      unlinkat (dirfd, tmp, 0);
+      errno = e;
+      return ohbox_error_errno (err, "write `%s`", name);
+    }
+  close (fd);
+  if (renameat (dirfd, tmp, dirfd, name) < 0)
+    {
+      int e = errno;
+      unlinkat (dirfd, tmp, 0);
+      errno = e;
+      return ohbox_error_errno (err, "rename `%s`", name);
+    }
+  return 0;
+}
+
+int
 ohbox_read_fd (int fd, const char *what, size_t max, char **out, size_t *len, ohbox_error_t *err)
 {
   struct ohbox_buf b = { 0 };

@@ -28,7 +28,8 @@ cli_prune (int argc, char **argv)
       case 'h':
         printf ("Usage: ohbox prune [--format json]\n\n"
                 "Remove images no name references, blobs and layers no image uses, partial\n"
-                "downloads and half-unpacked layers. Waits for other ohbox processes using the store.\n");
+                "downloads, half-unpacked layers and what an interrupted build left. Waits for\n"
+                "other ohbox processes using the store.\n");
         return 0;
       default:
         return cli_usage_error ("prune", "invalid option");

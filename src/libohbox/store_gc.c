@@ -117,6 +117,24 @@ keep_store_lock (struct gc_ctx *c, const char *name)
 }
 
 /* Layers of existing sandboxes (snapshot.h) are kept even without an image. */
+/* What a killed `ohbox build` leaves: closures it was still making
+ * (build/closures/tmp-PID; finished ones are renamed to their digest). */
+static bool
+keep_finished_closure (struct gc_ctx *c, const char *name)
+{
+  (void) c;
+  return strncmp (name, "tmp-", 4) != 0;
+}
+
+/* What a killed ohbox_write_file_atomic leaves: its `.tmp-NAME-PID-N`
+ * (utils.c); every other entry is the store's own. */
+static bool
+keep_unless_atomic_temp (struct gc_ctx *c, const char *name)
+{
+  (void) c;
+  return strncmp (name, ".tmp-", 5) != 0;
+}
+
 static int
 mark_sandbox_layer (const char *diff_id, void *data)
 {
@@ -177,6 +195,9 @@ gc_locked (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *s
       || sweep (s, "layers/sha256", keep_layer, &c, &stats->layers_removed, err) < 0
       || sweep (s, "ingest", NULL, &c, &stats->partials_removed, err) < 0
       || sweep (s, "tmp", NULL, &c, &stats->partials_removed, err) < 0
+      || sweep (s, "build/closures", keep_finished_closure, &c, &stats->partials_removed, err) < 0
+      || sweep (s, ".", keep_unless_atomic_temp, &c, &stats->partials_removed, err) < 0
+      || sweep (s, "build", keep_unless_atomic_temp, &c, &stats->partials_removed, err) < 0
       || sweep (s, "locks", keep_store_lock, &c, NULL, err) < 0)
     goto out;
   ret = 0;

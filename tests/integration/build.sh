@@ -165,6 +165,30 @@ test_bad_input ()
   assert_not_contains "$(ohbox images)" "ohbox/runtime"
 }
 
+# A build killed while it makes the executor's closure leaves build/closures/tmp-PID
+# and no tag; `ohbox prune` removes the half-made closure, and the next build works.
+test_killed_build_pruned ()
+{
+  load_bb
+  cat >"$T_TMP/slow-closure.sh" <<EOF
+sh "$OHBOX_SRCDIR/executor/closure.sh" "\$@" || exit 1
+echo \$\$ >"$T_TMP/closure.pid"
+exec sleep 60
+EOF
+  OHBOX_CLOSURE_SH=$T_TMP/slow-closure.sh ohbox_bg "$T_TMP/build.out" build --no-pull "$BB"
+  t_wait_until 30 test -s "$T_TMP/closure.pid" || { t_fail "closure.sh never ran: $(cat "$T_TMP/build.out")"; return; }
+  kill -KILL "$OHBOX_BG_PID"
+  kill -KILL "$(cat "$T_TMP/closure.pid")"
+  wait "$OHBOX_BG_PID" 2>/dev/null || true
+  assert_ne "" "$(find "$T_ROOT/build/closures" -maxdepth 1 -name 'tmp-*')" "the killed build's closure"
+  assert_not_contains "$(ohbox images)" "ohbox/runtime"
+  assert_ok ohbox prune --format json
+  assert_jq "$out" '.partials >= 1' "prune after a killed build"
+  assert_eq "" "$(find "$T_ROOT/build/closures" -maxdepth 1 -name 'tmp-*')" "half-made closures after prune"
+  build "$BB"
+  assert_eq "$path" from-scratch
+}
+
 test_unsupported_arch ()
 {
   ohbox load --platform linux/arm64 "oci:$IMG_MULTI:latest" localhost/multi:arm64 >/dev/null 2>&1 ||
@@ -326,6 +350,7 @@ run_test new_base_from_scratch_shares_layers test_new_base_from_scratch_shares_l
 run_test images_lists_tags test_images_lists_tags
 run_test table_output_and_timing test_table_output_and_timing
 run_test bad_input test_bad_input
+run_test killed_build_pruned test_killed_build_pruned
 run_test unsupported_arch test_unsupported_arch
 run_test runtime_image_serves test_runtime_image_serves
 run_test save_for_skopeo test_save_for_skopeo

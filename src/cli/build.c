@@ -57,10 +57,6 @@ cli_build (int argc, char **argv)
     OPT_EXECUTOR,
     OPT_EXECUTOR_SRC,
     OPT_BASH,
-    OPT_CREDS,
-    OPT_AUTHFILE,
-    OPT_CERT_DIR,
-    OPT_TLS_VERIFY,
     OPT_FORMAT,
   };
   static const struct option opts[] = {
@@ -70,10 +66,8 @@ cli_build (int argc, char **argv)
     { "executor", required_argument, NULL, OPT_EXECUTOR },
     { "executor-src", required_argument, NULL, OPT_EXECUTOR_SRC },
     { "bash", required_argument, NULL, OPT_BASH },
-    { "creds", required_argument, NULL, OPT_CREDS },
-    { "authfile", required_argument, NULL, OPT_AUTHFILE },
-    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
-    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    CLI_CREDS_OPTION,
+    CLI_REGISTRY_OPTIONS,
     { "format", required_argument, NULL, OPT_FORMAT },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
@@ -83,7 +77,7 @@ cli_build (int argc, char **argv)
   struct ohbox_pull_options po = { 0 };
   enum cli_format format = CLI_FORMAT_TABLE;
   bool quiet = false;
-  const char *creds_arg = NULL;
+  struct cli_registry_args ra = { .ro = &po.registry };
   ohbox_error_t err = NULL;
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
@@ -108,24 +102,6 @@ cli_build (int argc, char **argv)
         case OPT_BASH:
           bo.bash = optarg;
           break;
-        case OPT_CREDS:
-          creds_arg = optarg;
-          break;
-        case OPT_AUTHFILE:
-          po.registry.authfile = optarg;
-          break;
-        case OPT_CERT_DIR:
-          po.registry.cert_dir = optarg;
-          break;
-        case OPT_TLS_VERIFY:
-          {
-            bool verify;
-            if (cli_parse_bool (optarg, &verify) < 0)
-              return cli_usage_error ("build", "--tls-verify takes true or false, not `%s`", optarg);
-            po.registry.insecure = !verify;
-            po.tls_verify_explicit = true;
-            break;
-          }
         case OPT_FORMAT:
           if (cli_parse_format (optarg, &format) < 0)
             return cli_usage_error ("build", "--format takes json or table, not `%s`", optarg);
@@ -137,15 +113,20 @@ cli_build (int argc, char **argv)
           build_usage (stdout);
           return 0;
         default:
-          return cli_usage_error ("build", "invalid option");
+          {
+            int r = cli_registry_option ("build", c, optarg, &ra);
+            if (r != 1)
+              return r == 0 ? cli_usage_error ("build", "invalid option") : r;
+          }
         }
     }
   if (optind + 1 != argc)
     return cli_usage_error ("build", "expected exactly one BASE-IMAGE");
   const char *base = argv[optind];
 
+  po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_credentials *creds = NULL;
-  if (creds_arg && ohbox_credentials_parse (creds_arg, &creds, &err) < 0)
+  if (ra.creds && ohbox_credentials_parse (ra.creds, &creds, &err) < 0)
     return cli_fail ("build", &err);
   po.registry.creds = creds;
   struct ohbox_registries_conf *conf = NULL;

@@ -44,6 +44,34 @@ int cli_open_store (const char *command, struct ohbox_store **out);
 /* "true"/"false" (also 1/0, yes/no). */
 int cli_parse_bool (const char *s, bool *out);
 
+/* The registry options pull, build, push and login share: one parser, one
+ * meaning. Commands put CLI_REGISTRY_OPTIONS (and CLI_CREDS_OPTION where
+ * --creds is accepted) in their option table and hand every option they do
+ * not know to cli_registry_option. */
+enum
+{
+  CLI_OPT_CREDS = 0x1000,
+  CLI_OPT_AUTHFILE,
+  CLI_OPT_CERT_DIR,
+  CLI_OPT_TLS_VERIFY,
+};
+#define CLI_CREDS_OPTION { "creds", required_argument, NULL, CLI_OPT_CREDS }
+#define CLI_REGISTRY_OPTIONS                                                                                           \
+  { "authfile", required_argument, NULL, CLI_OPT_AUTHFILE },                                                           \
+  { "cert-dir", required_argument, NULL, CLI_OPT_CERT_DIR },                                                           \
+  { "tls-verify", required_argument, NULL, CLI_OPT_TLS_VERIFY }
+
+struct ohbox_registry_options;
+struct cli_registry_args
+{
+  struct ohbox_registry_options *ro; /* filled by --authfile, --cert-dir, --tls-verify */
+  const char *creds;                 /* --creds USER:PASS, parsed by the command */
+  bool tls_verify_explicit;          /* --tls-verify was given */
+};
+/* 1 when OPT was one of the options above (stored in A), 0 when it is not,
+ * 2 (a usage error, printed) when its value is wrong. */
+int cli_registry_option (const char *command, int opt, const char *arg, struct cli_registry_args *a);
+
 int cli_pull (int argc, char **argv);
 int cli_images (int argc, char **argv);
 int cli_inspect (int argc, char **argv);

@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "cli.h"
+#include "registry.h"
 #include "store.h"
 
 int
@@ -85,4 +86,31 @@ cli_parse_bool (const char *s, bool *out)
   else
     return -1;
   return 0;
+}
+
+int
+cli_registry_option (const char *command, int opt, const char *arg, struct cli_registry_args *a)
+{
+  bool verify;
+  switch (opt)
+    {
+    case CLI_OPT_CREDS:
+      a->creds = arg;
+      return 1;
+    case CLI_OPT_AUTHFILE:
+      a->ro->authfile = arg;
+      return 1;
+    case CLI_OPT_CERT_DIR:
+      a->ro->cert_dir = arg;
+      return 1;
+    case CLI_OPT_TLS_VERIFY:
+      if (cli_parse_bool (arg, &verify) < 0)
+        return cli_usage_error (command, "--tls-verify takes true or false, not `%s`", arg);
+      /* false also allows plain HTTP: registry.h, insecure. */
+      a->ro->insecure = !verify;
+      a->tls_verify_explicit = true;
+      return 1;
+    default:
+      return 0;
+    }
 }

@@ -70,23 +70,19 @@ cli_login (int argc, char **argv)
   enum
   {
     OPT_PASSWORD_STDIN = 256,
-    OPT_AUTHFILE,
-    OPT_CERT_DIR,
-    OPT_TLS_VERIFY,
   };
   static const struct option opts[] = {
     { "username", required_argument, NULL, 'u' },
     { "password", required_argument, NULL, 'p' },
     { "password-stdin", no_argument, NULL, OPT_PASSWORD_STDIN },
-    { "authfile", required_argument, NULL, OPT_AUTHFILE },
-    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
-    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    CLI_REGISTRY_OPTIONS,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   const char *username = NULL, *password_arg = NULL;
   bool password_stdin = false;
   struct ohbox_registry_options ro = { 0 };
+  struct cli_registry_args ra = { .ro = &ro };
   int c;
   while ((c = getopt_long (argc, argv, "u:p:h", opts, NULL)) != -1)
     switch (c)
@@ -100,27 +96,17 @@ cli_login (int argc, char **argv)
       case OPT_PASSWORD_STDIN:
         password_stdin = true;
         break;
-      case OPT_AUTHFILE:
-        ro.authfile = optarg;
-        break;
-      case OPT_CERT_DIR:
-        ro.cert_dir = optarg;
-        break;
-      case OPT_TLS_VERIFY:
-        {
-          bool verify;
-          if (cli_parse_bool (optarg, &verify) < 0)
-            return cli_usage_error ("login", "--tls-verify takes true or false, not `%s`", optarg);
-          ro.insecure = !verify;
-          break;
-        }
       case 'h':
         printf ("Usage: ohbox login [-u USER] [-p PASS | --password-stdin] [--authfile FILE]\n"
                 "                   [--cert-dir DIR] [--tls-verify=BOOL] REGISTRY\n\n"
                 "Check credentials against REGISTRY and store them in auth.json.\n");
         return 0;
       default:
-        return cli_usage_error ("login", "invalid option");
+        {
+          int r = cli_registry_option ("login", c, optarg, &ra);
+          if (r != 1)
+            return r == 0 ? cli_usage_error ("login", "invalid option") : r;
+        }
       }
   if (argc - optind != 1)
     return cli_usage_error ("login", "expected one REGISTRY");

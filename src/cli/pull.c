@@ -67,20 +67,14 @@ cli_pull (int argc, char **argv)
   enum
   {
     OPT_PLATFORM = 256,
-    OPT_CREDS,
-    OPT_AUTHFILE,
-    OPT_CERT_DIR,
-    OPT_TLS_VERIFY,
     OPT_PARALLEL,
     OPT_MAX_LAYER,
     OPT_FORMAT,
   };
   static const struct option opts[] = {
     { "platform", required_argument, NULL, OPT_PLATFORM },
-    { "creds", required_argument, NULL, OPT_CREDS },
-    { "authfile", required_argument, NULL, OPT_AUTHFILE },
-    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
-    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    CLI_CREDS_OPTION,
+    CLI_REGISTRY_OPTIONS,
     { "parallel", required_argument, NULL, OPT_PARALLEL },
     { "max-layer-size", required_argument, NULL, OPT_MAX_LAYER },
     { "format", required_argument, NULL, OPT_FORMAT },
@@ -91,7 +85,7 @@ cli_pull (int argc, char **argv)
   struct ohbox_pull_options po = { 0 };
   enum cli_format format = CLI_FORMAT_TABLE;
   bool quiet = false;
-  const char *creds_arg = NULL;
+  struct cli_registry_args ra = { .ro = &po.registry };
   ohbox_error_t err = NULL;
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
@@ -101,24 +95,6 @@ cli_pull (int argc, char **argv)
         case OPT_PLATFORM:
           po.platform = optarg;
           break;
-        case OPT_CREDS:
-          creds_arg = optarg;
-          break;
-        case OPT_AUTHFILE:
-          po.registry.authfile = optarg;
-          break;
-        case OPT_CERT_DIR:
-          po.registry.cert_dir = optarg;
-          break;
-        case OPT_TLS_VERIFY:
-          {
-            bool verify;
-            if (cli_parse_bool (optarg, &verify) < 0)
-              return cli_usage_error ("pull", "--tls-verify takes true or false, not `%s`", optarg);
-            po.registry.insecure = !verify;
-            po.tls_verify_explicit = true;
-            break;
-          }
         case OPT_PARALLEL:
           {
             char *end = NULL;
@@ -144,15 +120,20 @@ cli_pull (int argc, char **argv)
           pull_usage (stdout);
           return 0;
         default:
-          return cli_usage_error ("pull", "invalid option");
+          {
+            int r = cli_registry_option ("pull", c, optarg, &ra);
+            if (r != 1)
+              return r == 0 ? cli_usage_error ("pull", "invalid option") : r;
+          }
         }
     }
   if (optind + 1 != argc)
     return cli_usage_error ("pull", "expected exactly one IMAGE");
   const char *image = argv[optind];
 
+  po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_credentials *creds = NULL;
-  if (creds_arg && ohbox_credentials_parse (creds_arg, &creds, &err) < 0)
+  if (ra.creds && ohbox_credentials_parse (ra.creds, &creds, &err) < 0)
     return cli_fail ("pull", &err);
   po.registry.creds = creds;
 

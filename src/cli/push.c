@@ -33,17 +33,11 @@ cli_push (int argc, char **argv)
 {
   enum
   {
-    OPT_CREDS = 256,
-    OPT_AUTHFILE,
-    OPT_CERT_DIR,
-    OPT_TLS_VERIFY,
-    OPT_FORMAT,
+    OPT_FORMAT = 256,
   };
   static const struct option opts[] = {
-    { "creds", required_argument, NULL, OPT_CREDS },
-    { "authfile", required_argument, NULL, OPT_AUTHFILE },
-    { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
-    { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
+    CLI_CREDS_OPTION,
+    CLI_REGISTRY_OPTIONS,
     { "format", required_argument, NULL, OPT_FORMAT },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
@@ -52,30 +46,13 @@ cli_push (int argc, char **argv)
   struct ohbox_push_options po = { 0 };
   enum cli_format format = CLI_FORMAT_TABLE;
   bool quiet = false;
-  const char *creds_arg = NULL;
+  struct cli_registry_args ra = { .ro = &po.registry };
   ohbox_error_t err = NULL;
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
     {
       switch (c)
         {
-        case OPT_CREDS:
-          creds_arg = optarg;
-          break;
-        case OPT_AUTHFILE:
-          po.registry.authfile = optarg;
-          break;
-        case OPT_CERT_DIR:
-          po.registry.cert_dir = optarg;
-          break;
-        case OPT_TLS_VERIFY:
-          {
-            bool verify;
-            if (cli_parse_bool (optarg, &verify) < 0)
-              return cli_usage_error ("push", "--tls-verify takes true or false, not `%s`", optarg);
-            po.registry.insecure = !verify;
-            break;
-          }
         case OPT_FORMAT:
           if (cli_parse_format (optarg, &format) < 0)
             return cli_usage_error ("push", "--format takes json or table, not `%s`", optarg);
@@ -87,7 +64,11 @@ cli_push (int argc, char **argv)
           push_usage (stdout);
           return 0;
         default:
-          return cli_usage_error ("push", "invalid option");
+          {
+            int r = cli_registry_option ("push", c, optarg, &ra);
+            if (r != 1)
+              return r == 0 ? cli_usage_error ("push", "invalid option") : r;
+          }
         }
     }
   if (optind + 1 != argc && optind + 2 != argc)
@@ -96,7 +77,7 @@ cli_push (int argc, char **argv)
   const char *dest = optind + 2 == argc ? argv[optind + 1] : NULL;
 
   struct ohbox_credentials *creds = NULL;
-  if (creds_arg && ohbox_credentials_parse (creds_arg, &creds, &err) < 0)
+  if (ra.creds && ohbox_credentials_parse (ra.creds, &creds, &err) < 0)
     return cli_fail ("push", &err);
   po.registry.creds = creds;
   struct ohbox_store *store = NULL;

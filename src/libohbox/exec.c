@@ -273,26 +273,12 @@ read_report (int fd, char *buf, size_t max)
 static size_t
 read_helper_report (int sock, char *buf, size_t max, int *ret_fd)
 {
-  *ret_fd = -1;
-  union
-  {
-    struct cmsghdr h;
-    char b[CMSG_SPACE (sizeof (int))];
-  } cm;
-  struct iovec iov = { .iov_base = buf, .iov_len = max - 1 };
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = cm.b, .msg_controllen = sizeof cm.b };
-  ssize_t n;
-  do
-    n = recvmsg (sock, &mh, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  ssize_t n = ohbox_recv_with_fd (sock, buf, max - 1, ret_fd);
   if (n <= 0)
     {
       buf[0] = '\0';
       return 0;
     }
-  struct cmsghdr *h = CMSG_FIRSTHDR (&mh);
-  if (h && h->cmsg_level == SOL_SOCKET && h->cmsg_type == SCM_RIGHTS && h->cmsg_len == CMSG_LEN (sizeof (int)))
-    memcpy (ret_fd, CMSG_DATA (h), sizeof (int));
   return (size_t) n + read_report (sock, buf + n, max - (size_t) n);
 }
 

@@ -197,26 +197,7 @@ ohbox_exec_helper_main (struct child_ctx *c)
     command_main (c);
   char msg[32];
   snprintf (msg, sizeof msg, "P%d", (int) pid);
-  struct iovec iov = { .iov_base = msg, .iov_len = strlen (msg) };
-  union
-  {
-    struct cmsghdr h;
-    char b[CMSG_SPACE (sizeof (int))];
-  } cm;
-  memset (&cm, 0, sizeof cm);
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-  if (master >= 0)
-    {
-      mh.msg_control = cm.b;
-      mh.msg_controllen = sizeof cm.b;
-      struct cmsghdr *h = CMSG_FIRSTHDR (&mh);
-      h->cmsg_level = SOL_SOCKET;
-      h->cmsg_type = SCM_RIGHTS;
-      h->cmsg_len = CMSG_LEN (sizeof (int));
-      memcpy (CMSG_DATA (h), &master, sizeof (int));
-    }
-  while (sendmsg (fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
-    ;
+  ohbox_send_with_fd (fd, msg, strlen (msg), master);
   _exit (0);
 }
 

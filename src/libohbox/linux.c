@@ -79,48 +79,19 @@ send_msg (int fd, int type, int kind, int errno_value, int exit_code, const char
   m.exit_code = exit_code;
   if (text)
     snprintf (m.text, sizeof m.text, "%s", text);
-  struct iovec iov = { .iov_base = &m, .iov_len = sizeof m };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
-  if (pass_fd >= 0)
-    {
-      mh.msg_control = u.buf;
-      mh.msg_controllen = sizeof u.buf;
-      struct cmsghdr *c = CMSG_FIRSTHDR (&mh);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN (sizeof (int));
-      memcpy (CMSG_DATA (c), &pass_fd, sizeof (int));
-    }
-  while (sendmsg (fd, &mh, MSG_NOSIGNAL) < 0 && errno == EINTR)
-    ;
+  ohbox_send_with_fd (fd, &m, sizeof m, pass_fd);
 }
 
 /* Returns the message size (0 on EOF, -1 on error); *FD gets a passed fd. */
 static ssize_t
 recv_msg (int fd, struct sync_msg *m, int *passed)
 {
-  struct iovec iov = { .iov_base = m, .iov_len = sizeof *m };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  ssize_t n;
-  do
-    n = recvmsg (fd, &mh, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
+  int fd_in;
+  ssize_t n = ohbox_recv_with_fd (fd, m, sizeof *m, &fd_in);
   if (passed)
-    *passed = -1;
-  if (n > 0 && passed)
-    for (struct cmsghdr *c = CMSG_FIRSTHDR (&mh); c; c = CMSG_NXTHDR (&mh, c))
-      if (c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS)
-        memcpy (passed, CMSG_DATA (c), sizeof (int));
+    *passed = fd_in;
+  else if (fd_in >= 0)
+    close (fd_in);
   return n;
 }
 

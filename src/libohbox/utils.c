@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <time.h>
@@ -395,4 +396,57 @@ ohbox_monotonic (void)
   struct timespec ts;
   clock_gettime (CLOCK_MONOTONIC, &ts);
   return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
+}
+
+ssize_t
+ohbox_send_with_fd (int fd, const void *data, size_t len, int pass_fd)
+{
+  struct iovec iov = { .iov_base = (void *) data, .iov_len = len };
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  memset (&u, 0, sizeof u);
+  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1 };
+  if (pass_fd >= 0)
+    {
+      mh.msg_control = u.buf;
+      mh.msg_controllen = sizeof u.buf;
+      struct cmsghdr *c = CMSG_FIRSTHDR (&mh);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN (sizeof (int));
+      memcpy (CMSG_DATA (c), &pass_fd, sizeof (int));
+    }
+  ssize_t n;
+  do
+    n = sendmsg (fd, &mh, MSG_NOSIGNAL);
+  while (n < 0 && errno == EINTR);
+  return n;
+}
+
+ssize_t
+ohbox_recv_with_fd (int fd, void *buf, size_t max, int *passed)
+{
+  struct iovec iov = { .iov_base = buf, .iov_len = max };
+  /* Room for one fd only: the kernel closes any further ones (MSG_CTRUNC),
+   * so a peer cannot make us hold descriptors we do not expect. */
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr mh = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
+  ssize_t n;
+  do
+    n = recvmsg (fd, &mh, MSG_CMSG_CLOEXEC);
+  while (n < 0 && errno == EINTR);
+  *passed = -1;
+  if (n < 0)
+    return n;
+  struct cmsghdr *c = CMSG_FIRSTHDR (&mh);
+  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
+    memcpy (passed, CMSG_DATA (c), sizeof (int));
+  return n;
 }

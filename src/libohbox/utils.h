@@ -84,6 +84,12 @@ int ohbox_read_file_at (int dirfd, const char *path, size_t max, char **out, siz
 int ohbox_read_fd (int fd, const char *what, size_t max, char **out, size_t *len, ohbox_error_t *err);
 /* Writes all of LEN bytes, retrying on EINTR and short writes. */
 int ohbox_write_all (int fd, const void *data, size_t len);
+/* One message of LEN bytes on the unix socket FD, with PASS_FD (when >= 0)
+ * as SCM_RIGHTS. Returns what sendmsg returns (EINTR retried). */
+ssize_t ohbox_send_with_fd (int fd, const void *data, size_t len, int pass_fd);
+/* One message of at most MAX bytes from FD; *PASSED gets the fd sent with it
+ * (close-on-exec) or -1. Returns what recvmsg returns (EINTR retried). */
+ssize_t ohbox_recv_with_fd (int fd, void *buf, size_t max, int *passed);
 /* mkdir -p relative to DIRFD (AT_FDCWD allowed); existing directories are fine. */
 int ohbox_mkdir_p (int dirfd, const char *path, mode_t mode, ohbox_error_t *err);
 /* Removes DIRFD/NAME recursively; never follows symlinks; missing is fine. */

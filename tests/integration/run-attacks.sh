@@ -139,9 +139,12 @@ leak_snapshot ()
 {
   local mounts cg procs state upper
   mounts=$(grep -c "$T_TMP" /proc/self/mountinfo || true)
+  # Leaked cgroups are empty ones (a process left behind is counted by procs);
+  # counting only those keeps sandboxes other test runs have alive out of it.
   # (grep -v exits 1 when it filters every line: not a failure here.)
   cg=$(find /sys/fs/cgroup -maxdepth 3 -path '*/ohbox/*' -type d -newer "$T_TMP" 2>/dev/null |
-    { grep -v -e "$KEEPER" || true; } | wc -l)
+    { grep -v -e "$KEEPER" || true; } |
+    while read -r d; do [ -n "$(cat "$d/cgroup.procs" 2>/dev/null)" ] || echo "$d"; done | wc -l)
   procs=$(pgrep -c -f -- "--root $T_ROOT " || true)
   state=$(ls -A "$STATE_ROOT" 2>/dev/null | grep -cv '^names$\|^seccomp-cache$' || true)
   upper=$(ls -A "$T_ROOT/sandboxes" 2>/dev/null | wc -l)

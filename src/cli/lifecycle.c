@@ -67,30 +67,6 @@ simple_opts (int argc, char **argv, const char *name, const char *help, const ch
   return 0;
 }
 
-static int
-parse_signal (const char *s, int *out)
-{
-  char *end;
-  long v = strtol (s, &end, 10);
-  if (*s && *end == '\0' && v > 0 && v < NSIG)
-    {
-      *out = (int) v;
-      return 0;
-    }
-  if (strncasecmp (s, "SIG", 3) == 0)
-    s += 3;
-  for (int i = 1; i < NSIG; i++)
-    {
-      const char *abbrev = sigabbrev_np (i);
-      if (abbrev && strcasecmp (abbrev, s) == 0)
-        {
-          *out = i;
-          return 0;
-        }
-    }
-  return -1;
-}
-
 /* Runs FN on every SANDBOX argument; prints what the caller names. */
 typedef int (*each_fn) (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err);
 
@@ -244,8 +220,9 @@ cli_stop (int argc, char **argv)
   int timeout = 10;
   int r = simple_opts (argc, argv, "stop",
                        "Usage: ohbox stop [-t|--time SECONDS] SANDBOX...\n\n"
-                       "Stop sandboxes: SIGTERM to the command, SIGKILL to everything left after\n"
-                       "SECONDS (default 10).\n",
+                       "Stop sandboxes: the stop signal (run --stop-signal, the image's StopSignal,\n"
+                       "else SIGTERM) to the command, SIGKILL to everything left after SECONDS\n"
+                       "(default 10).\n",
                        "t:h", opts, opt_int, &timeout);
   if (r < 0)
     return r == -1 ? 0 : 2;
@@ -256,7 +233,7 @@ static int
 opt_signal (int c, const char *arg, void *data)
 {
   (void) c;
-  return parse_signal (arg, (int *) data);
+  return ohbox_signal_parse (arg, (int *) data);
 }
 
 static int

@@ -53,6 +53,7 @@ static const char run_help[] =
   "      --cap-add CAP            add a capability (repeatable, ALL)\n"
   "      --cap-drop CAP           drop a capability (repeatable, ALL)\n"
   "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false]\n"
+  "      --stop-signal SIG        what `ohbox stop` sends first (default: the image's StopSignal, else TERM)\n"
   "      --userns host            share the host's user namespace (no id mapping)\n"
   "      --executor-port PORT     runtime image (ohbox build): the executor's port (default: a free one)\n"
   "  -h, --help                   this help\n\n"
@@ -148,6 +149,7 @@ enum
   OPT_CAP_ADD,
   OPT_CAP_DROP,
   OPT_SECURITY,
+  OPT_STOP_SIGNAL,
   OPT_USERNS,
   OPT_DNS,
   OPT_EXECUTOR_PORT,
@@ -181,6 +183,7 @@ cli_run (int argc, char **argv)
     { "cap-add", required_argument, NULL, OPT_CAP_ADD },
     { "cap-drop", required_argument, NULL, OPT_CAP_DROP },
     { "security-opt", required_argument, NULL, OPT_SECURITY },
+    { "stop-signal", required_argument, NULL, OPT_STOP_SIGNAL },
     { "userns", required_argument, NULL, OPT_USERNS },
     { "publish", required_argument, NULL, 'p' },
     { "dns", required_argument, NULL, OPT_DNS },
@@ -335,6 +338,9 @@ cli_run (int argc, char **argv)
               fprintf (stderr, "ohbox run: unknown --security-opt `%s`; see 'ohbox run --help'\n", optarg);
               goto out;
             }
+          break;
+        case OPT_STOP_SIGNAL:
+          o.stop_signal = optarg;
           break;
         case OPT_USERNS:
           if (strcmp (optarg, "host") != 0)

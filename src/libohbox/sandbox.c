@@ -312,17 +312,40 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
   return 0;
 }
 
+/* The signal `ohbox stop` sends first: checked now, so that a bad
+ * --stop-signal or image StopSignal fails the run, not a later stop. */
+static int
+stop_signal (const struct ohbox_run_options *o, json_t *rc, int *sig, ohbox_error_t *err)
+{
+  const char *s = o->stop_signal;
+  const char *from = "--stop-signal";
+  if (s == NULL)
+    {
+      s = json_string_value (json_object_get (rc, "StopSignal"));
+      from = "the image's StopSignal";
+    }
+  *sig = SIGTERM;
+  if (s == NULL || *s == '\0')
+    return 0;
+  if (ohbox_signal_parse (s, sig) < 0)
+    return ohbox_error (err, o->stop_signal ? OHBOX_ERR_USAGE : OHBOX_ERR_GENERIC, 0, "%s `%s` is not a signal", from, s);
+  return 0;
+}
+
 static int
 write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct run_ctx *c, struct ohbox_store *s,
               ohbox_error_t *err)
 {
+  int sig;
+  if (stop_signal (o, c->img->config->runtime_config, &sig, err) < 0)
+    return -1;
   json_t *cmd = json_array ();
   for (size_t i = 0; c->argv[i]; i++)
     json_array_append_new (cmd, json_string (c->argv[i]));
   cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s}", "id", id, "name", o->name, "image",
+  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i}", "id", id, "name", o->name, "image",
                            o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm, "detached",
-                           o->detach, "store", ohbox_store_root (s));
+                           o->detach, "store", ohbox_store_root (s), "stop_signal", sig);
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   return r;

@@ -68,6 +68,7 @@ struct ohbox_run_options
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
+  const char *stop_signal;     /* what `stop` sends first; NULL: the image's StopSignal, else SIGTERM */
   bool allow_new_privs;        /* --security-opt no-new-privileges=false */
   bool userns_host;            /* --userns host */
   /* Called with warnings meant for the user (may be NULL). */
@@ -109,7 +110,8 @@ int ohbox_sandbox_network (struct ohbox_runtime *rt, const char *id, json_t **re
 
 /* Sends SIG to the sandbox's command (through its init). */
 int ohbox_sandbox_kill (struct ohbox_runtime *rt, const char *id, int sig, ohbox_error_t *err);
-/* SIGTERM (or the image's StopSignal), then SIGKILL to everything after
+/* The sandbox's stop signal (--stop-signal, the image's StopSignal, else
+ * SIGTERM), then SIGKILL to everything after
  * TIMEOUT seconds; returns when the sandbox is exited. */
 int ohbox_sandbox_stop (struct ohbox_runtime *rt, const char *id, int timeout, ohbox_error_t *err);
 /* Removes an exited sandbox (FORCE: kills a running one first). */

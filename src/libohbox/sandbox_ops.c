@@ -264,16 +264,26 @@ ohbox_sandbox_stop (struct ohbox_runtime *rt, const char *id, int timeout, ohbox
     paused = json_is_true (json_object_get (st, "paused"));
   ohbox_error_release (&e);
   json_decref (st);
+  /* config.json's stop_signal was checked by run (sandbox.c, stop_signal). */
+  int sig = SIGTERM;
+  if (ohbox_state_read_json (dfd, "config.json", &st, &e) == 0)
+    {
+      json_int_t v = json_integer_value (json_object_get (st, "stop_signal"));
+      if (v > 0 && v < NSIG)
+        sig = (int) v;
+    }
+  ohbox_error_release (&e);
+  json_decref (st);
   struct ohbox_cgroup *cg = NULL;
   if (with_cgroup (rt, id, &cg, &e) < 0)
     ohbox_error_release (&e);
-  /* A frozen command cannot handle SIGTERM: thaw it first. */
+  /* A frozen command cannot handle its stop signal: thaw it first. */
   if (paused && cg)
     {
       ohbox_cgroup_freeze (cg, false, &e);
       ohbox_error_release (&e);
     }
-  syscall (SYS_pidfd_send_signal, pidfd, SIGTERM, NULL, 0);
+  syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
   struct pollfd p = { .fd = pidfd, .events = POLLIN };
   int r;
   do

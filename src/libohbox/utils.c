@@ -6,7 +6,10 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
+#include <signal.h>
+#include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <sys/file.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
@@ -449,4 +452,29 @@ ohbox_recv_with_fd (int fd, void *buf, size_t max, int *passed)
   if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
     memcpy (passed, CMSG_DATA (c), sizeof (int));
   return n;
+}
+
+int
+ohbox_signal_parse (const char *s, int *out)
+{
+  char *end;
+  errno = 0;
+  long v = strtol (s, &end, 10);
+  if (*s && *end == '\0' && errno == 0 && v > 0 && v < NSIG)
+    {
+      *out = (int) v;
+      return 0;
+    }
+  if (strncasecmp (s, "SIG", 3) == 0)
+    s += 3;
+  for (int i = 1; i < NSIG; i++)
+    {
+      const char *abbrev = sigabbrev_np (i);
+      if (abbrev && strcasecmp (abbrev, s) == 0)
+        {
+          *out = i;
+          return 0;
+        }
+    }
+  return -1;
 }

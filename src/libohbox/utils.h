@@ -84,6 +84,9 @@ int ohbox_read_file_at (int dirfd, const char *path, size_t max, char **out, siz
 int ohbox_read_fd (int fd, const char *what, size_t max, char **out, size_t *len, ohbox_error_t *err);
 /* Writes all of LEN bytes, retrying on EINTR and short writes. */
 int ohbox_write_all (int fd, const void *data, size_t len);
+/* A signal as users and image configs write it: 15, TERM, SIGTERM (any
+ * case). -1 when it names no signal. */
+int ohbox_signal_parse (const char *s, int *out);
 /* One message of LEN bytes on the unix socket FD, with PASS_FD (when >= 0)
  * as SCM_RIGHTS. Returns what sendmsg returns (EINTR retried). */
 ssize_t ohbox_send_with_fd (int fd, const void *data, size_t len, int pass_fd);

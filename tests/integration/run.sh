@@ -226,6 +226,50 @@ bye"
   assert_gone "$T_ROOT/sandboxes/$id"
 }
 
+# with_stop_signal SIG NAME: loads the busybox image with its config's
+# StopSignal set to SIG, as NAME.
+with_stop_signal ()
+{
+  local layout=$T_TMP/stopsig-$1 man cfg
+  cp -a "$IMG_BUSYBOX" "$layout"
+  man=$(jq -r '.manifests[0].digest' "$layout/index.json")
+  cfg=$(jq -r .config.digest "$layout/blobs/sha256/${man#sha256:}")
+  _img_put_json "$layout" "$(jq -c --arg s "$1" '.config.StopSignal = $s' "$layout/blobs/sha256/${cfg#sha256:}")"
+  _img_put_json "$layout" "$(jq -c --arg d "$BLOB_DIGEST" --argjson n "$BLOB_SIZE" '.config.digest = $d | .config.size = $n' \
+    "$layout/blobs/sha256/${man#sha256:}")"
+  img_set_refs "$layout" "latest=$(_img_desc "$IMG_OCI_MANIFEST" "$BLOB_DIGEST" "$BLOB_SIZE")"
+  ohbox load "oci:$layout:latest" "$2" >/dev/null
+}
+
+# The stop signal: the image's StopSignal, overridden by --stop-signal; a bad one fails the run.
+test_stop_signal ()
+{
+  local trap='echo up; trap "echo got-usr1; exit 3" USR1; trap "echo got-term; exit 4" TERM; while true; do sleep 0.1; done'
+  with_stop_signal SIGUSR1 localhost/stopsig:usr1 || { t_fail "could not make the StopSignal image"; return; }
+  local id
+  assert_ok ohbox run -d localhost/stopsig:usr1 sh -c "$trap"
+  id=$out
+  t_wait_until 5 sh -c "'$OHBOX_BIN' --root '$T_ROOT' logs $id | grep -q up"
+  assert_ok ohbox stop -t 5 "$id"
+  assert_ok ohbox wait "$id"
+  assert_eq "$out" "3" "exit code after the image's StopSignal"
+  assert_ok ohbox rm "$id"
+  assert_ok ohbox run -d --stop-signal TERM localhost/stopsig:usr1 sh -c "$trap"
+  id=$out
+  t_wait_until 5 sh -c "'$OHBOX_BIN' --root '$T_ROOT' logs $id | grep -q up"
+  assert_ok ohbox stop -t 5 "$id"
+  assert_ok ohbox wait "$id"
+  assert_eq "$out" "4" "exit code after --stop-signal TERM"
+  assert_ok ohbox rm "$id"
+  assert_exit 125 ohbox run --rm --stop-signal NOPE localhost/stopsig:usr1 true
+  assert_contains "$err" "--stop-signal \`NOPE\` is not a signal"
+  with_stop_signal SIGBOGUS localhost/stopsig:bad || { t_fail "could not make the bad StopSignal image"; return; }
+  assert_exit 125 ohbox run --rm localhost/stopsig:bad true
+  assert_contains "$err" "StopSignal \`SIGBOGUS\`"
+  assert_ok ohbox ps -a -q
+  assert_eq "$out" ""
+}
+
 test_logs_follow ()
 {
   load_bb
@@ -278,6 +322,7 @@ run_test security test_security
 run_test users_env_mounts test_users_env_mounts
 run_test limits_v1 test_limits_v1
 run_test lifecycle test_lifecycle
+run_test stop_signal test_stop_signal
 run_test logs_follow test_logs_follow
 run_test reconcile_killed_monitor test_reconcile_killed_monitor
 run_test gc_keeps_layers test_gc_keeps_layers

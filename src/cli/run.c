@@ -32,7 +32,7 @@ static const char run_help[] =
   "  -i, --interactive            keep stdin open\n"
   "  -t, --tty                    allocate a pseudo-terminal\n"
   "      --read-only              mount the root filesystem read-only\n"
-  "  -v, --volume HOST:CTR[:ro]   bind mount a host path (repeatable)\n"
+  "  -v, --volume HOST:CTR[:OPTS] bind mount a host path (repeatable); OPTS: ro, rw, idmap\n"
   "      --tmpfs PATH             mount a tmpfs on PATH (repeatable)\n"
   "  -w, --workdir DIR            working directory inside the sandbox\n"
   "  -u, --user USER[:GROUP]      user (name or uid) to run the command as\n"

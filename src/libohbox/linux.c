@@ -420,6 +420,8 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
         }
       if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
         goto fail;
+      if (userns_fd >= 0 && ohbox_mounts_idmap_binds (spec->mounts, spec->n_mounts, userns_fd, err) < 0)
+        goto fail;
     }
   send_msg (sync, MSG_GO, 0, 0, 0, NULL, mfd);
   if (mfd >= 0)

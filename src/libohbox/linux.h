@@ -69,6 +69,7 @@ struct ohbox_mount_spec
   char *source; /* host path; NULL for tmpfs */
   char *target; /* absolute path in the sandbox */
   bool read_only;
+  bool idmap; /* ids mapped through the sandbox's user namespace (:idmap) */
   bool tmpfs;
   int fd; /* the source as a detached tree the parent cloned, or -1 */
 };
@@ -78,6 +79,9 @@ struct ohbox_mount_spec
  * source up (its root is an unprivileged host uid), and the path is
  * resolved once, by the caller's credentials. */
 int ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err);
+/* In the parent, once the child's user namespace USERNS_FD exists and
+ * before the child attaches them: idmaps the :idmap binds through it. */
+int ohbox_mounts_idmap_binds (const struct ohbox_mount_spec *mounts, size_t n, int userns_fd, ohbox_error_t *err);
 
 struct ohbox_linux_spec;
 /* In the child, in its mount namespace, with ROOTFD the attached rootfs:

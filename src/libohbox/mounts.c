@@ -283,6 +283,32 @@ ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_err
 }
 
 int
+ohbox_mounts_idmap_binds (const struct ohbox_mount_spec *mounts, size_t n, int userns_fd, ohbox_error_t *err)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      const struct ohbox_mount_spec *m = &mounts[i];
+      if (!m->idmap || m->fd < 0)
+        continue;
+      /* Safe: the tree is a detached clone only this sandbox will attach;
+       * the mapping is the sandbox's own (its root sees host root's files
+       * as its own, and what it creates is owned by host root), which is
+       * what the user asked for by naming this volume :idmap. */
+      struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP, .userns_fd = userns_fd };
+      if (mount_setattr (m->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &attr, sizeof attr) < 0)
+        {
+          if (errno == EINVAL || errno == EOPNOTSUPP)
+            return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, errno,
+                                "volume `%s`: its filesystem (or one mounted below it) cannot be idmapped; "
+                                "drop :idmap",
+                                m->source);
+          return ohbox_error_errno (err, "idmap volume `%s`", m->source);
+        }
+    }
+  return 0;
+}
+
+int
 ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err)
 {
   if (mount_fs_at (rootfd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)

@@ -190,11 +190,31 @@ parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, 
         *ctr++ = '\0';
       if (mode)
         *mode++ = '\0';
-      if (ctr == NULL || s[0] != '/' || ctr[0] != '/' || (mode && strcmp (mode, "ro") && strcmp (mode, "rw")))
+      bool read_only = false, idmap = false, bad = ctr == NULL || s[0] != '/' || ctr[0] != '/';
+      for (char *save = NULL, *opt = mode ? strtok_r (mode, ",", &save) : NULL; opt && !bad;
+           opt = strtok_r (NULL, ",", &save))
+        {
+          if (strcmp (opt, "ro") == 0 || strcmp (opt, "rw") == 0)
+            read_only = strcmp (opt, "ro") == 0;
+          else if (strcmp (opt, "idmap") == 0)
+            idmap = true;
+          else
+            bad = true;
+        }
+      if (bad)
         {
           free (m);
-          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid volume `%s`: use /HOST/PATH:/SANDBOX/PATH[:ro]",
-                              o->volumes[i]);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                              "invalid volume `%s`: use /HOST/PATH:/SANDBOX/PATH[:ro|rw][,idmap]", o->volumes[i]);
+        }
+      /* An idmapped mount maps through the sandbox's user namespace, which
+       * only root's sandboxes with one have (mount_setattr needs
+       * CAP_SYS_ADMIN over the source's filesystem). */
+      if (idmap && (o->userns_host || geteuid () != 0))
+        {
+          free (m);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "volume `%s`: idmap needs %s", o->volumes[i],
+                              o->userns_host ? "a user namespace (not --userns host)" : "root (rootless sandboxes cannot idmap)");
         }
       char abs[PATH_MAX];
       if (realpath (s, abs) == NULL)
@@ -205,7 +225,8 @@ parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, 
       m[n].source = xstrdup (abs);
       m[n].fd = -1;
       m[n].target = xstrdup (ctr);
-      m[n].read_only = mode && strcmp (mode, "ro") == 0;
+      m[n].read_only = read_only;
+      m[n].idmap = idmap;
       n++;
     }
   for (size_t i = 0; o->tmpfs && o->tmpfs[i]; i++)

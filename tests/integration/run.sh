@@ -136,6 +136,38 @@ test_users_env_mounts ()
   assert_eq "$out" "ok"
 }
 
+# :idmap volumes: host ids seen through the sandbox's own mapping, so the
+# sandbox's root owns what host root owns there, and what it writes is host
+# root's; a host uid 1000 file is uid 1000 inside. Refused where it cannot work.
+test_idmap_volume ()
+{
+  load_bb
+  mkdir -p "$T_WORK/idv"
+  echo data >"$T_WORK/idv/root-file"
+  echo u >"$T_WORK/idv/user-file"
+  chown 1000:1000 "$T_WORK/idv/user-file"
+  chmod 0755 "$T_WORK/idv"
+  assert_ok ohbox run --rm -v "$T_WORK/idv:/v" "$BB" stat -c '%u %u' /v/root-file /v/user-file
+  assert_eq "$out" "65534 65534
+65534 65534" "owners without idmap (unmapped host ids)"
+  assert_ok ohbox run --rm -v "$T_WORK/idv:/v:idmap" "$BB" sh -c \
+    'stat -c %u /v/root-file /v/user-file; echo new >/v/made-inside; stat -c %u /v/made-inside'
+  assert_eq "$out" "0
+1000
+0" "owners through the idmapped volume"
+  assert_eq "$(stat -c %u:%g "$T_WORK/idv/made-inside")" "0:0" "host owner of a file the sandbox's root made"
+  assert_ok ohbox run --rm -v "$T_WORK/idv:/v:ro,idmap" "$BB" stat -c %u /v/root-file
+  assert_eq "$out" "0"
+  assert_fails ohbox run --rm -v "$T_WORK/idv:/v:ro,idmap" "$BB" sh -c 'echo x >/v/ro-write'
+  assert_file_absent "$T_WORK/idv/ro-write"
+  assert_exit 125 ohbox run --rm --userns host -v "$T_WORK/idv:/v:idmap" "$BB" true
+  assert_contains "$err" "idmap needs a user namespace"
+  assert_exit 125 ohbox run --rm -v "$T_WORK/idv:/v:idmap,bogus" "$BB" true
+  assert_contains "$err" "invalid volume"
+  assert_ok ohbox ps -a -q
+  assert_eq "$out" ""
+}
+
 test_limits_v1 ()
 {
   load_bb
@@ -320,6 +352,7 @@ run_test image_layers test_image_layers
 run_test isolation test_isolation
 run_test security test_security
 run_test users_env_mounts test_users_env_mounts
+run_test idmap_volume test_idmap_volume
 run_test limits_v1 test_limits_v1
 run_test lifecycle test_lifecycle
 run_test stop_signal test_stop_signal

@@ -30,7 +30,7 @@ static const struct command commands[] = {
   { "run", cli_run, "Run a command in a new sandbox from an image" },
   { "exec", cli_exec, "Run a command in a running sandbox" },
   { "ps", cli_ps, "List sandboxes" },
-  { "stop", cli_stop, "Stop sandboxes (SIGTERM, then SIGKILL)" },
+  { "stop", cli_stop, "Stop sandboxes (stop signal, then SIGKILL)" },
   { "kill", cli_kill, "Send a signal to sandboxes" },
   { "rm", cli_rm, "Remove sandboxes" },
   { "pause", cli_pause, "Freeze every process of sandboxes" },

@@ -211,10 +211,16 @@ t_cpu ()
   used=$((u1 - u0))
   wall=$(((t1 - t0) * 10000))
   echo "# --cpus 0.5: ${used} us of CPU in ${wall} us, throttled ${thr} periods" >&4
-  [ "$thr" -ge 1 ] || why "nr_throttled is $thr: the quota never stopped the loop"
   # Loosely: at most 0.5 CPU plus slack (TCG timers are coarse).
   [ $((used * 100 / wall)) -le 70 ] || why "used $used us in $wall us under --cpus 0.5"
   [ "$used" -gt 0 ] || why "the loop used no CPU"
+  # A loop that got near its quota was throttled.  (On a host too busy to
+  # give the guest's vCPU half a core the loop never reaches it: then the
+  # bound above is all that can be seen.)
+  if [ "$thr" -lt 1 ]; then
+    [ $((used * 100 / wall)) -lt 40 ] || why "nr_throttled is $thr after $used us in $wall us: the quota never stopped the loop"
+    echo "# --cpus 0.5: the loop got too little CPU to reach the quota" >&4
+  fi
 }
 check cpu-max-weight-usage t_cpu
 
@@ -240,8 +246,10 @@ check pause-unpause t_pause
 t_stats ()
 {
   u0=$(key $bd/cpu.stat usage_usec)
+  t0=$(key $bd/cpu.stat nr_throttled)
   js=$(ob stats --format json busy 2>&1) || why "stats: $js"
   u1=$(key $bd/cpu.stat usage_usec)
+  t1=$(key $bd/cpu.stat nr_throttled)
   su=$(jnum "$js" cpu_usage_usec)
   [ "$su" -ge "$u0" ] && [ "$su" -le "$u1" ] || why "cpu_usage_usec $su not within cpu.stat's $u0..$u1"
   [ "$(jnum "$js" memory_max)" = 67108864 ] || why "memory_max: $js"
@@ -250,7 +258,8 @@ t_stats ()
   [ "$(jnum "$js" pids_current)" = "$pc" ] || why "pids_current: $js, pids.current $pc"
   mc=$(jnum "$js" memory_current)
   [ "$mc" -gt 0 ] && [ "$mc" -le 67108864 ] || why "memory_current: $js"
-  [ "$(jnum "$js" cpu_nr_throttled)" -ge 1 ] || why "cpu_nr_throttled: $js"
+  st=$(jnum "$js" cpu_nr_throttled)
+  [ "$st" -ge "$t0" ] && [ "$st" -le "$t1" ] || why "cpu_nr_throttled $st not within cpu.stat's $t0..$t1"
   text=$(ob stats busy 2>&1) || why "stats (table): $text"
 }
 check stats t_stats

@@ -333,7 +333,8 @@ cgroup_bind (const char *dir, ohbox_error_t *err)
   int mfd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (mfd < 0)
     return ohbox_error_errno (err, "bind the sandbox's cgroup `%s`", dir);
-  struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+  struct mount_attr attr
+      = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
   if (mount_setattr (mfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
     {
       ohbox_error_errno (err, "make the bind of `%s` read-only", dir);
@@ -369,13 +370,13 @@ cgroup_v2_view (int rootfd, const char *dir, ohbox_error_t *err)
 }
 
 /* /sys/fs/cgroup on a v1 or hybrid host: v1 hierarchies cannot be mounted
- * per cgroup namespace, so a small tmpfs holds, under each hierarchy's
- * name on the host (memory, cpu,cpuacct with cpu and cpuacct links,
- * systemd, unified),
- * a read-only bind of the sandbox's own directory in it; then the tmpfs
- * becomes read-only too.  Safe: only the sandbox's own cgroups are shown,
- * read-only, and their files belong to host root, which the sandbox's
- * root is not (user namespace). */
+ * per cgroup namespace, so a small tmpfs holds, under each hierarchy's name
+ * on the host (memory, cpu,cpuacct with cpu and cpuacct links, systemd,
+ * unified), a read-only bind of the sandbox's own directory in it; then
+ * the tmpfs becomes read-only too.  Safe: only the sandbox's own cgroups
+ * are shown, read-only, and their files belong to host root, which the
+ * sandbox's root is not (user namespace); making a mount writable again
+ * needs CAP_SYS_ADMIN, which sandboxes do not have by default. */
 static int
 cgroup_v1_view (const struct ohbox_cgroup *cg, int rootfd, ohbox_error_t *err)
 {

@@ -115,7 +115,7 @@ else
   echo "FAIL: guest/pure-v2: no cgroup2 mount with nsdelegate at /sys/fs/cgroup"
   rc=1
 fi
-echo "# guest kernel $(uname -r), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+echo "# guest kernel $(uname -r), up $(cut -d' ' -f1 /proc/uptime) s, controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
   ./$t || rc=1
 done
@@ -127,6 +127,7 @@ else
   echo "FAIL: guest/no-cgroup-left: $(find /sys/fs/cgroup -mindepth 1 -type d | head -n 5 | tr '\n' ' ')"
   rc=1
 fi
+echo "# unit tests done, up $(cut -d' ' -f1 /proc/uptime) s"
 if [ -f ./ohbox-checks.sh ]; then
   sh ./ohbox-checks.sh || rc=1
 fi

@@ -30,6 +30,7 @@ struct ohbox_cgroup_dir
   unsigned controllers;
   char *path;  /* PARENT/ID */
   char *procs; /* PARENT/ID/cgroup.procs, built in advance for ohbox_cgroup_enter */
+  char *name;  /* the hierarchy's mount point's name: "memory", "cpu,cpuacct", "unified" */
 };
 
 struct ohbox_cgroup

@@ -348,7 +348,8 @@ ohbox_cgroup_v2_find_delegated (const char *mount, const char *own, uid_t euid, 
     }
   if (best == NULL)
     {
-      *why = xasprintf ("the cgroup of this process, `%s`, is not delegated to uid %d", own, (int) euid);
+      *why = xasprintf ("the cgroup of this process, `%s`, is not delegated to uid %d", *own ? own : "/",
+                        (int) euid);
       return 0;
     }
   /* The delegated cgroup itself must hold no process, or no controller can

@@ -52,6 +52,7 @@ ohbox_cgroup_free (struct ohbox_cgroup *cg)
     {
       free (cg->dirs[i].path);
       free (cg->dirs[i].procs);
+      free (cg->dirs[i].name);
     }
   if (cg->v2_fd >= 0)
     close (cg->v2_fd);
@@ -72,6 +73,8 @@ cgroup_new (const struct ohbox_cgroup_host *host, const char *id)
       d->controllers = host->hier[i].controllers;
       d->path = xasprintf ("%s/%s", host->hier[i].parent, id);
       d->procs = xasprintf ("%s/cgroup.procs", d->path);
+      const char *slash = strrchr (host->hier[i].mount, '/');
+      d->name = xstrdup (slash ? slash + 1 : host->hier[i].mount);
     }
   return cg;
 }
@@ -91,6 +94,16 @@ ohbox_cgroup_path (const struct ohbox_cgroup *cg, unsigned controller)
     if (controller == 0 ? cg->dirs[i].version == 2 : (cg->dirs[i].controllers & controller) != 0)
       return cg->dirs[i].path;
   return NULL;
+}
+
+const char *
+ohbox_cgroup_dir_at (const struct ohbox_cgroup *cg, size_t i, int *version, const char **name)
+{
+  if (cg == NULL || i >= cg->n)
+    return NULL;
+  *version = cg->dirs[i].version;
+  *name = cg->dirs[i].name;
+  return cg->dirs[i].path;
 }
 
 static const struct ohbox_cgroup_dir *

@@ -145,6 +145,12 @@ void ohbox_cgroup_free (struct ohbox_cgroup *cg);
  * else the first one), or NULL. */
 const char *ohbox_cgroup_path (const struct ohbox_cgroup *cg, unsigned controller);
 
+/* The sandbox's I-th directory (NULL when I is past the last), for the
+ * view of its own cgroups mounted inside it: *VERSION, and in *NAME the
+ * last component of its hierarchy's mount point ("memory", "cpu,cpuacct",
+ * "systemd", "unified" on a v1 or hybrid host). */
+const char *ohbox_cgroup_dir_at (const struct ohbox_cgroup *cg, size_t i, int *version, const char **name);
+
 /* Moves PID into the cgroup in every hierarchy. */
 int ohbox_cgroup_attach (const struct ohbox_cgroup *cg, pid_t pid, ohbox_error_t *err);
 /* Moves the calling process (writes "0", so it works from inside a new pid

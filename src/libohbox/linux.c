@@ -289,6 +289,8 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
       ohbox_error_errno (&err, "unshare the cgroup namespace");
       child_fail (sync, &err);
     }
+  if (ohbox_mounts_cgroup (spec, mfd, &err) < 0)
+    child_fail (sync, &err);
   if (ohbox_mounts_pivot (spec, mfd, &err) < 0)
     child_fail (sync, &err);
   if (spec->hostname && sethostname (spec->hostname, strlen (spec->hostname)) < 0)

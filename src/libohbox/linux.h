@@ -88,6 +88,10 @@ struct ohbox_linux_spec;
  * /proc, /dev, /sys, the user's mounts, masked and read-only paths. On
  * failure fills ERR (the child sends it to the parent). */
 int ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err);
+/* /sys/fs/cgroup: the sandbox's own cgroups, read-only (see mounts.c).
+ * Called after unshare(CLONE_NEWCGROUP), so that a cgroup2 mount shows the
+ * sandbox's cgroup as its root. Nothing when SPEC has no cgroup. */
+int ohbox_mounts_cgroup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err);
 /* pivot_root into ROOTFD (the cwd afterwards is "/"), then --read-only. */
 int ohbox_mounts_pivot (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err);
 

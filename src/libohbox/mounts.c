@@ -352,6 +352,120 @@ ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
   return 0;
 }
 
+/* A detached read-only bind of the sandbox's cgroup directory DIR. */
+static int
+cgroup_bind (const char *dir, ohbox_error_t *err)
+{
+  int mfd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (mfd < 0)
+    return ohbox_error_errno (err, "bind the sandbox's cgroup `%s`", dir);
+  struct mount_attr attr
+      = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+  if (mount_setattr (mfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+    {
+      ohbox_error_errno (err, "make the bind of `%s` read-only", dir);
+      close (mfd);
+      return -1;
+    }
+  return mfd;
+}
+
+/* /sys/fs/cgroup on a pure v2 host: a cgroup2 mount made in the sandbox's
+ * cgroup namespace, whose root is the sandbox's cgroup, read-only (as
+ * Docker and podman do): tools inside read their own limits and usage,
+ * and see nothing of the host's tree above.  Where the kernel refuses the
+ * mount, the sandbox's own directory is bound read-only instead. */
+static int
+cgroup_v2_view (int rootfd, const char *dir, ohbox_error_t *err)
+{
+  cleanup_close int fd = open_target (rootfd, "/sys/fs/cgroup", true, err);
+  if (fd < 0)
+    return -1;
+  char proc[64];
+  snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
+  if (mount ("cgroup2", proc, "cgroup2", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
+    return 0;
+  if (errno != EPERM)
+    return ohbox_error_errno (err, "mount cgroup2 on /sys/fs/cgroup");
+  cleanup_close int mfd = cgroup_bind (dir, err);
+  if (mfd < 0)
+    return -1;
+  if (move_mount (mfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
+    return ohbox_error_errno (err, "attach the sandbox's cgroup on /sys/fs/cgroup");
+  return 0;
+}
+
+/* /sys/fs/cgroup on a v1 or hybrid host: v1 hierarchies cannot be mounted
+ * per cgroup namespace, so a small tmpfs holds, under each hierarchy's name
+ * on the host (memory, cpu,cpuacct with cpu and cpuacct links, systemd,
+ * unified), a read-only bind of the sandbox's own directory in it; then
+ * the tmpfs becomes read-only too.  Safe: only the sandbox's own cgroups
+ * are shown, read-only, and their files belong to host root, which the
+ * sandbox's root is not (user namespace); making a mount writable again
+ * needs CAP_SYS_ADMIN, which sandboxes do not have by default. */
+static int
+cgroup_v1_view (const struct ohbox_cgroup *cg, int rootfd, ohbox_error_t *err)
+{
+  if (mount_fs_at (rootfd, "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k", err)
+      < 0)
+    return -1;
+  cleanup_close int cgfd = ohbox_openat_in_root (rootfd, "/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0);
+  if (cgfd < 0)
+    return ohbox_error_errno (err, "open /sys/fs/cgroup in the rootfs");
+  int version;
+  const char *name, *dir;
+  for (size_t i = 0; (dir = ohbox_cgroup_dir_at (cg, i, &version, &name)) != NULL; i++)
+    {
+      if (*name == '\0' || strchr (name, '/'))
+        return ohbox_error (err, OHBOX_ERR_GENERIC, EINVAL, "bad cgroup hierarchy name `%s`", name);
+      if (mkdirat (cgfd, name, 0755) < 0)
+        return ohbox_error_errno (err, "create /sys/fs/cgroup/%s", name);
+      cleanup_close int mfd = cgroup_bind (dir, err);
+      if (mfd < 0)
+        return -1;
+      if (move_mount (mfd, "", cgfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return ohbox_error_errno (err, "attach the sandbox's cgroup on /sys/fs/cgroup/%s", name);
+      /* "cpu,cpuacct": also reachable as cpu and cpuacct, as on the host. */
+      if (strchr (name, ','))
+        {
+          cleanup_free char *copy = xstrdup (name);
+          char *save = NULL;
+          for (char *c = strtok_r (copy, ",", &save); c; c = strtok_r (NULL, ",", &save))
+            if (symlinkat (name, cgfd, c) < 0 && errno != EEXIST)
+              return ohbox_error_errno (err, "symlink /sys/fs/cgroup/%s", c);
+        }
+    }
+  struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
+  if (mount_setattr (cgfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
+    return ohbox_error_errno (err, "make /sys/fs/cgroup read-only");
+  return 0;
+}
+
+int
+ohbox_mounts_cgroup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err)
+{
+  if (spec->cgroup == NULL)
+    return 0;
+  /* Rootless without a delegated subtree: no cgroup of its own, nothing
+   * to show (/sys/fs/cgroup stays the empty directory of sysfs). */
+  int version, n_v1 = 0;
+  const char *dir, *v2 = NULL;
+  const char *name;
+  for (size_t i = 0; (dir = ohbox_cgroup_dir_at (spec->cgroup, i, &version, &name)) != NULL; i++)
+    {
+      if (version == 1)
+        n_v1++;
+      else
+        v2 = dir;
+    }
+  int r = 0;
+  if (n_v1 > 0)
+    r = cgroup_v1_view (spec->cgroup, rootfd, err);
+  else if (v2)
+    r = cgroup_v2_view (rootfd, v2, err);
+  return r < 0 ? ohbox_error_prefix (err, "/sys/fs/cgroup in the sandbox") : 0;
+}
+
 int
 ohbox_mounts_pivot (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err)
 {

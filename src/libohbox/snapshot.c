@@ -129,29 +129,45 @@ set_string (int fsfd, const char *key, const char *value, ohbox_error_t *err)
   return 0;
 }
 
-/* One lower layer: by fd (Linux >= 6.13, needed for idmapped detached
- * layers), else by path (an idmapped layer through its /proc/self/fd link). */
+/* Before Linux 6.13 overlay refuses a detached mount as a layer
+ * (clone_private_mount() wants a mount of the caller's namespace, the
+ * "failed to clone lowerpath" of dmesg).  Then the layers' clones (FDS) are
+ * attached on SNAP->dir/lower-N for the time the overlay is created, and
+ * named by their fds' /proc/self/fd links (short: they fit the option
+ * strings).  The overlay takes private clones of its own, so they are
+ * detached right after (detach_lowers).  This happens in the caller's mount
+ * namespace: the sandbox's own for a rootless child, the host's for root,
+ * where they sit below the store, which only root can reach, for the few
+ * milliseconds of the overlay's creation. */
 static int
-add_lower (int fsfd, const char *dir, int layer_fd, bool *use_fd, ohbox_error_t *err)
+attach_lowers (const struct ohbox_snapshot *snap, const int *fds, size_t *n_attached, ohbox_error_t *err)
 {
-  if (layer_fd >= 0 && *use_fd)
+  cleanup_close int dfd = open (snap->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return ohbox_error_errno (err, "open `%s`", snap->dir);
+  for (size_t i = 0; i < snap->n_lowers; i++)
     {
-      if (fsconfig (fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, layer_fd) == 0)
-        return 0;
-      if (errno != EINVAL)
-        return ohbox_error_errno (err, "overlay lower layer `%s`", dir);
-      *use_fd = false;
+      char name[32];
+      snprintf (name, sizeof name, "lower-%zu", i);
+      if (mkdirat (dfd, name, 0700) < 0 && errno != EEXIST)
+        return ohbox_error_errno (err, "create `%s/%s`", snap->dir, name);
+      /* FDS[i] stays the layer's root, now attached. */
+      if (move_mount (fds[i], "", dfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+        return ohbox_error_errno (err, "attach layer `%s` on `%s/%s`", snap->lowers[i], snap->dir, name);
+      *n_attached = i + 1;
     }
-  char path[64];
-  const char *p = dir;
-  if (layer_fd >= 0)
-    {
-      snprintf (path, sizeof path, "/proc/self/fd/%d", layer_fd);
-      p = path;
-    }
-  if (fsconfig (fsfd, FSCONFIG_SET_STRING, "lowerdir+", p, 0) < 0)
-    return ohbox_error_errno (err, "overlay lower layer `%s`", dir);
   return 0;
+}
+
+static void
+detach_lowers (const struct ohbox_snapshot *snap, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      cleanup_free char *path = xasprintf ("%s/lower-%zu", snap->dir, i);
+      umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW);
+      rmdir (path);
+    }
 }
 
 /* Linux < 6.8: one "lowerdir" string of /proc/self/fd/N paths (fsconfig
@@ -185,6 +201,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
   int *fds = xmalloc (sizeof (int) * n);
   int ret = -1;
   cleanup_close int fsfd = -1;
+  size_t n_attached = 0;
   int i;
   for (i = 0; i < n; i++)
     fds[i] = -1;
@@ -207,19 +224,43 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
       ohbox_error_errno (err, "overlay option `userxattr`");
       goto out;
     }
-  bool use_fd = true;
+  /* Layers by fd (Linux >= 6.13), else attached and by path: through
+   * "lowerdir+" (Linux >= 6.8), else one "lowerdir" string.  EOPNOTSUPP
+   * for the fd: overlay before Linux 6.5, which has no fs_context of its
+   * own: the VFS's legacy one takes strings and passes them on unparsed
+   * (a "lowerdir+" would only fail at CMD_CREATE). */
+  bool by_fd = true, legacy = false;
   for (i = 0; i < n; i++)
     {
-      if (add_lower (fsfd, snap->lowers[i], fds[i], &use_fd, err) < 0)
+      if (by_fd)
         {
-          if (i > 0 || (*err)->errno_value != EINVAL)
+          if (fsconfig (fsfd, FSCONFIG_SET_FD, "lowerdir+", NULL, fds[i]) == 0)
+            continue;
+          if (i > 0 || (errno != EINVAL && errno != EOPNOTSUPP))
+            {
+              ohbox_error_errno (err, "overlay lower layer `%s`", snap->lowers[i]);
+              goto out;
+            }
+          legacy = errno == EOPNOTSUPP;
+          by_fd = false;
+          if (attach_lowers (snap, fds, &n_attached, err) < 0)
             goto out;
-          /* No "lowerdir+": the legacy string. */
-          ohbox_error_release (err);
-          if (add_lowers_legacy (fsfd, snap, fds, err) < 0)
-            goto out;
-          break;
         }
+      if (!legacy)
+        {
+          char path[64];
+          snprintf (path, sizeof path, "/proc/self/fd/%d", fds[i]);
+          if (fsconfig (fsfd, FSCONFIG_SET_STRING, "lowerdir+", path, 0) == 0)
+            continue;
+          if (i > 0 || errno != EINVAL)
+            {
+              ohbox_error_errno (err, "overlay lower layer `%s`", snap->lowers[i]);
+              goto out;
+            }
+        }
+      if (add_lowers_legacy (fsfd, snap, fds, err) < 0)
+        goto out;
+      break;
     }
   if (!(flags & OHBOX_SNAPSHOT_READ_ONLY))
     {
@@ -240,6 +281,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
   *ret_fd = mfd;
   ret = 0;
 out:
+  detach_lowers (snap, n_attached);
   for (i = 0; i < n; i++)
     if (fds[i] >= 0)
       close (fds[i]);

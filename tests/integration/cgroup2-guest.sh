@@ -5,9 +5,11 @@
 # pids.max / pids.events, cpu.max, cgroup.freeze, cgroup.kill and rootless
 # delegation can only be exercised there.  The test programs are built
 # static from the sources; each check done inside the guest is reported
-# here as PASS:/FAIL:/SKIP: cgroup2-guest/PROGRAM/TEST.  The v2 checks that
-# matter must have run (not skipped), and the whole boot must stay under
-# 2 minutes.
+# here as PASS:/FAIL:/SKIP: cgroup2-guest/PROGRAM/TEST.  In the same boot,
+# tests/guest/ohbox-checks.sh runs real sandboxes through `ohbox run` (root
+# and rootless, limits, pause, stats, /sys/fs/cgroup inside), reported as
+# cgroup2-guest/ohbox/NAME.  The v2 checks that matter must have run (not
+# skipped), and the whole boot must stay under 2 minutes.
 . "$(dirname "$0")/../lib/common.sh"
 
 src=$OHBOX_SRCDIR
@@ -16,6 +18,11 @@ required="test-cgroup/test_detect_real test-cgroup/test_create_limits test-cgrou
 test-cgroup/test_pids_limit test-cgroup/test_cpu_quota test-cgroup/test_freeze_thaw test-cgroup/test_stats
 test-cgroup-lifecycle/test_clone_into_cgroup test-cgroup-lifecycle/test_kill_all
 test-cgroup-lifecycle/test_rootless_delegated test-cgroup-lifecycle/test_create_destroy_loop"
+# ... and through `ohbox run` (tests/guest/ohbox-checks.sh), unless ohbox
+# could not be packed (a FAIL of its own).
+ohbox_required="ohbox/memory-oom-exit-137 ohbox/memory-oom-events ohbox/memory-swap ohbox/pids-limit-eagain
+ohbox/cpu-max-weight-usage ohbox/pause-unpause ohbox/stats ohbox/stop-rm ohbox/sys-fs-cgroup
+ohbox/rootless-delegated ohbox/rootless-undelegated-warns ohbox/nothing-left"
 
 missing=
 command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
@@ -49,6 +56,52 @@ if [ "$built" = 0 ]; then
 fi
 t_pass build-payload
 
+# `ohbox run` in the guest (tests/guest/ohbox-checks.sh): ohbox, newuidmap
+# and newgidmap with their shared libraries at their host paths (ldd's
+# list, the loader included, as executor/closure.sh packs a closure), and
+# the busybox test image as an OCI layout to `ohbox load`.
+# pack_closure BINARY: copies BINARY's libraries into the payload's sysroot.
+pack_closure ()
+{
+  local lib
+  for lib in $(ldd "$1" | awk '$1 ~ /^\// {print $1} $2 == "=>" && $3 ~ /^\// {print $3}'); do
+    cp -L --parents "$lib" "$payload/sysroot/" || return 1
+  done
+}
+ohbox_payload ()
+{
+  . "$T_LIB/images.sh"
+  img_build >>"$build_log" 2>&1 || return 1
+  cp -a "$IMG_BUSYBOX" "$payload/busybox" || return 1
+  mkdir -p "$payload/sysroot/usr/local/bin" "$payload/sysroot/usr/bin" || return 1
+  cp -L "$OHBOX_BIN" "$payload/sysroot/usr/local/bin/ohbox" || return 1
+  # The guest has no use for the debug info: a smaller initramfs boots faster.
+  strip "$payload/sysroot/usr/local/bin/ohbox" 2>/dev/null || true
+  echo /usr/local/bin/ohbox >"$payload/ohbox-path"
+  pack_closure "$OHBOX_BIN" || return 1
+  local h
+  for h in newuidmap newgidmap; do
+    cp -a "/usr/bin/$h" "$payload/sysroot/usr/bin/$h" || return 1
+    pack_closure "/usr/bin/$h" || return 1
+  done
+  cp "$src/tests/guest/ohbox-checks.sh" "$payload/ohbox-checks.sh"
+}
+ohbox_ok=1
+if [ ! -x "$OHBOX_BIN" ]; then
+  t_fail build-payload-ohbox "\`$OHBOX_BIN\` is not built (run make)"
+  ohbox_ok=0
+elif ! command -v newuidmap >/dev/null; then
+  t_fail build-payload-ohbox "newuidmap not found (Debian package uidmap; contrib/install-deps.sh)"
+  ohbox_ok=0
+elif ! ohbox_payload; then
+  t_fail build-payload-ohbox "packing ohbox or the busybox image failed"
+  sed 's/^/    | /' "$build_log" | tail -n 20
+  ohbox_ok=0
+else
+  t_pass build-payload-ohbox
+  echo "# payload: $(du -sh "$payload" | cut -f1)"
+fi
+
 cat >"$payload/run.sh" <<'EOF'
 #!/bin/sh
 # Runs in the guest (busybox sh, root, root cgroup).
@@ -62,7 +115,7 @@ else
   echo "FAIL: guest/pure-v2: no cgroup2 mount with nsdelegate at /sys/fs/cgroup"
   rc=1
 fi
-echo "# guest kernel $(uname -r), controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
+echo "# guest kernel $(uname -r), up $(cut -d' ' -f1 /proc/uptime) s, controllers: $(cat /sys/fs/cgroup/cgroup.controllers)"
 for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
   ./$t || rc=1
 done
@@ -74,6 +127,10 @@ else
   echo "FAIL: guest/no-cgroup-left: $(find /sys/fs/cgroup -mindepth 1 -type d | head -n 5 | tr '\n' ' ')"
   rc=1
 fi
+echo "# unit tests done, up $(cut -d' ' -f1 /proc/uptime) s"
+if [ -f ./ohbox-checks.sh ]; then
+  sh ./ohbox-checks.sh || rc=1
+fi
 exit $rc
 EOF
 chmod +x "$payload/run.sh"
@@ -82,7 +139,7 @@ chmod +x "$payload/run.sh"
 out=$T_TMP/guest.out
 start=$(date +%s%N)
 rc=0
-bash "$src/tests/guest/run-guest.sh" --timeout 240 --log "$T_TMP/console.log" "$payload" \
+bash "$src/tests/guest/run-guest.sh" --modules "overlay loop ext4" --timeout 240 --log "$T_TMP/console.log" "$payload" \
   >"$out" 2>"$T_TMP/guest.err" || rc=$?
 ms=$((($(date +%s%N) - start) / 1000000))
 echo "# guest run: $((ms / 1000)).$(printf %03d $((ms % 1000))) s, status $rc"
@@ -111,6 +168,7 @@ t_pass guest-finished
 
 # The v2 checks ran and passed, rather than skipped.
 not_run=
+[ "$ohbox_ok" = 1 ] && required="$required $ohbox_required"
 for r in $required; do
   grep -qx "PASS: $r" "$out" || not_run="$not_run $r"
 done

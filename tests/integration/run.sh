@@ -173,7 +173,7 @@ test_limits_v1 ()
   load_bb
   assert_ok ohbox run --rm --memory 64m --pids-limit 20 --cpus 0.5 "$BB" sh -c \
     'cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/cpu/cpu.cfs_quota_us 2>/dev/null; cat /proc/self/cgroup | head -3'
-  # /sys/fs/cgroup is not mounted inside: check from the host instead
+  # From the host too (test_sys_fs_cgroup checks the view inside).
   local id
   id=$(ohbox run -d --memory 64m --pids-limit 20 --cpus 0.5 "$BB" sleep 30)
   local d
@@ -200,6 +200,47 @@ test_limits_v1 ()
   assert_eq "$out" "done"
   assert_ok ohbox rm -f "$id"
   assert_gone "/sys/fs/cgroup/memory/ohbox/$id"
+}
+
+# /sys/fs/cgroup inside shows the sandbox's own cgroups, read-only: on a
+# v1 or hybrid host a read-only tmpfs with a bind of the sandbox's directory
+# in each hierarchy (under the host's names), on a pure v2 host a cgroup2
+# mount rooted at the sandbox's cgroup (tests/guest/ohbox-checks.sh checks
+# that one in the qemu guest).
+test_sys_fs_cgroup ()
+{
+  load_bb
+  local script='grep " /sys/fs/cgroup" /proc/mounts | cut -d" " -f1-4; echo ---; ls /sys/fs/cgroup; echo ---
+    cat /proc/self/cgroup; echo ---
+    for f in memory/memory.limit_in_bytes pids/pids.max cpu/cpu.cfs_quota_us memory.max pids.max cpu.max; do
+      [ -f /sys/fs/cgroup/$f ] && echo "$f=$(cat /sys/fs/cgroup/$f)"
+    done
+    (echo 1 >/sys/fs/cgroup/pids/pids.max) 2>/dev/null && echo WRITABLE-V1
+    (echo 1 >/sys/fs/cgroup/pids.max) 2>/dev/null && echo WRITABLE-V2
+    mkdir /sys/fs/cgroup/memory/x 2>/dev/null && echo MKDIR; mkdir /sys/fs/cgroup/x 2>/dev/null && echo MKDIR; true'
+  assert_ok ohbox run --rm --network none --memory 64m --pids-limit 20 --cpus 0.5 "$BB" sh -c "$script"
+  assert_not_contains "$out" WRITABLE
+  assert_not_contains "$out" MKDIR
+  # The cgroup namespace: every hierarchy's root is the sandbox's cgroup.
+  assert_not_contains "$out" ":/ohbox" "/proc/self/cgroup"
+  if grep -q ' /sys/fs/cgroup cgroup2 ' /proc/self/mounts; then
+    assert_match "$out" '^cgroup2 /sys/fs/cgroup cgroup2 ro,'
+    assert_contains "$out" "memory.max=67108864"
+    assert_contains "$out" "pids.max=20"
+    assert_contains "$out" "cpu.max=50000 100000"
+  else
+    assert_match "$out" '^tmpfs /sys/fs/cgroup tmpfs ro,'
+    assert_match "$out" '^cgroup /sys/fs/cgroup/memory cgroup ro,'
+    assert_contains "$out" "memory/memory.limit_in_bytes=67108864"
+    assert_contains "$out" "pids/pids.max=20"
+    assert_contains "$out" "cpu/cpu.cfs_quota_us=50000"
+    if [ -d /sys/fs/cgroup/unified ]; then
+      assert_match "$out" '^cgroup2 /sys/fs/cgroup/unified cgroup2 ro,'
+    fi
+    # Only the sandbox's own cgroups: no sibling or parent directory.
+    assert_ok ohbox run --rm --network none "$BB" sh -c 'ls /sys/fs/cgroup/memory | grep -v "^memory\.\|^cgroup\.\|^notify_on_release$\|^tasks$"; true'
+    assert_eq "$out" ""
+  fi
 }
 
 test_lifecycle ()
@@ -354,6 +395,7 @@ run_test security test_security
 run_test users_env_mounts test_users_env_mounts
 run_test idmap_volume test_idmap_volume
 run_test limits_v1 test_limits_v1
+run_test sys_fs_cgroup test_sys_fs_cgroup
 run_test lifecycle test_lifecycle
 run_test stop_signal test_stop_signal
 run_test logs_follow test_logs_follow

@@ -261,6 +261,31 @@ test_detect_hybrid_v1 (void)
        && h.controllers
               == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_FREEZER
                   | OHBOX_CGROUP_PIDS);
+  /* A sandbox's directories and the names /sys/fs/cgroup shows them
+   * under inside it (mounts.c): the host's mount points' names. */
+  cleanup_free char *sbdir = xasprintf ("%s/t/abc", uni);
+  ok = ok && mkdir (h.hier[5].parent, 0755) == 0 && mkdir (sbdir, 0755) == 0;
+  struct ohbox_cgroup *opened = NULL;
+  ok = ok && ohbox_cgroup_open (&h, "abc", &opened, &err) == 0;
+  static const char *const views[] = { "cpu,cpuacct", "memory", "freezer", "pids", "systemd", "unified" };
+  for (size_t i = 0; ok && i < 7; i++)
+    {
+      int version = 0;
+      const char *name = NULL;
+      const char *dir = ohbox_cgroup_dir_at (opened, i, &version, &name);
+      if (i == 6)
+        ok = dir == NULL;
+      else
+        {
+          cleanup_free char *want = i == 5 ? xstrdup (sbdir) : xasprintf ("%s/abc", parents[i]);
+          ok = dir && strcmp (dir, want) == 0 && strcmp (name, views[i]) == 0 && version == (i == 5 ? 2 : 1);
+        }
+      if (!ok)
+        printf ("# directory %zu: %s as %s\n", i, dir ? dir : "(none)", dir ? name : "");
+    }
+  ohbox_cgroup_free (opened);
+  rmdir (sbdir);
+  rmdir (h.hier[5].parent);
   ohbox_cgroup_host_release (&h);
   CHECK (ok);
 

@@ -345,6 +345,12 @@ run_test ()
     wait "$wpid" 2>/dev/null
   fi
   _t_kill_pidfile "$dir/pids"
+  # A failed test may have stopped before removing its sandboxes: remove
+  # those of its store, so that they do not outlive the run.
+  if [ "$rc" -ne 0 ] && [ "$rc" -ne 77 ] && [ -x "$OHBOX_BIN" ]; then
+    "$OHBOX_BIN" --root "$dir/root" ps -a -q 2>/dev/null |
+      xargs -r timeout -k 5 60 "$OHBOX_BIN" --root "$dir/root" rm -f >/dev/null 2>&1 || true
+  fi
   local secs=$((SECONDS - start))
   if [ "$rc" -eq 0 ]; then
     t_pass "$name"

@@ -315,7 +315,7 @@ ohbox_observation_text (json_t *obs)
     ohbox_buf_append (&b, content, strlen (content));
   if (suffix && *suffix)
     ohbox_buf_append (&b, suffix, strlen (suffix));
-  if (b.len == 0 || b.data[b.len - 1] != '\n')
+  if (b.len > 0 && b.data[b.len - 1] != '\n')
     ohbox_buf_append (&b, "\n", 1);
   if (b.data == NULL)
     ohbox_buf_append (&b, "", 0);

@@ -85,3 +85,4 @@ include_HEADERS = src/libohbox/ohbox.h
 pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = libohbox.pc
 EXTRA_DIST += src/libohbox/libohbox.sym libohbox.pc.in
+EXTRA_DIST += contrib/embed/example.c contrib/embed/Makefile

@@ -164,13 +164,18 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action,
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                         "an action needs an \"action\" member: its type (\"run\", \"read\", ...) or the action object");
   double timeout = o.timeout;
-  if (timeout <= 0)
+  if (!(timeout > 0))
     {
       json_t *t = json_object_get (inner, "timeout");
       timeout = json_is_number (t) && json_number_value (t) > 0 ? json_number_value (t) + 5 : 130;
     }
-  if (o.connect_timeout <= 0)
+  if (!(o.connect_timeout > 0))
     o.connect_timeout = 10;
+  /* Bounded (a week), and NaN never reaches a conversion to long. */
+  if (!(timeout <= 7 * 86400))
+    timeout = 7 * 86400;
+  if (o.connect_timeout > 7 * 86400)
+    o.connect_timeout = 7 * 86400;
   cleanup_free char *body = json_dumps (envelope, JSON_COMPACT);
   json_decref (envelope);
   if (body == NULL)

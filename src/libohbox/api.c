@@ -360,9 +360,9 @@ ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_e
   size_t ne = 0;
   for (size_t i = 0; i < n_env; i++)
     env[ne++] = (char *) o.env[i];
+  /* The key is for a runtime image's executor only: shown to
+   * prepare_run, kept in the environment only for a runtime image. */
   cleanup_free char *key_entry = o.api_key ? xasprintf ("SESSION_API_KEY=%s", o.api_key) : NULL;
-  if (key_entry)
-    env[ne++] = key_entry;
   ro.env = env;
   /* The internal options are not const but are only read. */
   ro.command = n_argv ? (char **) o.argv : NULL;
@@ -374,10 +374,15 @@ ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_e
   struct ohbox_runtime_exec rx;
   bool runtime_image = false;
   int r = -1;
-  if (n_argv == 0 && ohbox_runtime_image_prepare_run (store, o.image, env, o.executor_port, &runtime_image, &rx, &e) < 0)
+  env[ne] = key_entry;
+  r = n_argv ? 0 : ohbox_runtime_image_prepare_run (store, o.image, env, o.executor_port, &runtime_image, &rx, &e);
+  env[ne] = NULL;
+  if (r < 0)
     goto out;
   if (runtime_image)
     {
+      if (key_entry)
+        env[ne++] = key_entry;
       bool has_key = false;
       for (size_t i = 0; i < ne; i++)
         has_key |= strncmp (env[i], "SESSION_API_KEY=", 16) == 0;

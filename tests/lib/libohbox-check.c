@@ -89,6 +89,16 @@ main (int argc, char **argv)
   ro.remove = true;
   check (ohbox_run (ctx, &ro, NULL, &code, &err) == 0 && code == 5, "foreground run: exit code 5", &err);
 
+  /* The runtime image the CLI built is reused: the same name. */
+  ohbox_build_opts bo = OHBOX_OPTS_INIT (ohbox_build_opts);
+  bo.no_pull = true;
+  char *built = NULL;
+  check (ohbox_build_image (ctx, argv[2], &bo, &built, &err) == 0, "build", &err);
+  size_t lb = strlen (built), lr = strlen (argv[3]);
+  printf ("built: %s\n", built);
+  check (lb >= lr && strcmp (built + lb - lr, argv[3]) == 0, "build reuses the CLI's runtime image", NULL);
+  ohbox_free (built);
+
   /* The runtime image: its executor, with our key. */
   ohbox_run_opts rr = OHBOX_OPTS_INIT (ohbox_run_opts);
   rr.image = argv[3];

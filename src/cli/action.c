@@ -36,7 +36,7 @@ static const char action_help[] =
   "  -h, --help                   show this help\n\n"
   "Exit status: for a run action the command's exit code (124 when it did not\n"
   "finish in time); else 0, or 1 for an error observation; 125 when ohbox failed\n"
-  "(no such sandbox, no executor, HTTP error).\n";
+  "(no such sandbox, not running or paused, no executor, HTTP error).\n";
 
 enum
 {

@@ -56,6 +56,15 @@ ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox
                         what);
   json_t *j = NULL;
   ohbox_error_t e = NULL;
+  /* A frozen executor would take the request and never answer. */
+  if (ohbox_state_read_json (dfd, "state.json", &j, &e) == 0 && json_is_true (json_object_get (j, "paused")))
+    {
+      json_decref (j);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused; `ohbox unpause` it first", what);
+    }
+  json_decref (j);
+  j = NULL;
+  ohbox_error_release (&e);
   if (ohbox_state_read_json (dfd, EXECUTOR_FILE, &j, &e) < 0)
     {
       bool missing = e->kind == OHBOX_ERR_NOT_FOUND;

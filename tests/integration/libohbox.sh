@@ -173,6 +173,12 @@ test_action_cli ()
   assert_exit 125 ohbox action "$sid" fly away
   assert_contains "$err" "expected JSON, \`run CMD\`"
   assert_exit 125 ohbox action "$sid" '{"action": 1}'
+  assert_ok ohbox pause "$sid"
+  assert_exit 125 ohbox action "$sid" run true
+  assert_contains "$err" "is paused"
+  assert_ok ohbox unpause "$sid"
+  # (read: the shell session is still busy with the `sleep 5` above.)
+  assert_ok ohbox action "$sid" read /workspace/f.txt
   # The key is the owner's only, and a wrong one is refused.
   local f
   f=$(find "$OHBOX_RUNROOT" -path "*/$sid/executor.json")

@@ -4,7 +4,7 @@
 # the installed header and library with pkg-config; the example pulls from
 # a test registry, runs, execs, stops and removes a sandbox, and nothing is
 # left; libohbox-check drives the rest of the API (errors, options ABI,
-# run, list, actions, exec capture). The exported symbols are exactly the
+# build, run, list, actions, exec capture) under LeakSanitizer. The exported symbols are exactly the
 # header's functions. `ohbox action` against a runtime-image sandbox.
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
@@ -138,10 +138,12 @@ runtime_image ()
 test_api ()
 {
   runtime_image
-  assert_ok cc -O1 -Wall -Wextra -Werror $(pkg-config --cflags libohbox) "$OHBOX_SRCDIR/tests/lib/libohbox-check.c" \
-    -o "$T_WORK/check" $(pkg-config --libs libohbox)
-  t_run "$T_WORK/check" "$T_ROOT" localhost/busybox:latest "$rt_image"
-  [ "$rc" = 0 ] || _t_assert_fail "libohbox-check: $(grep FAIL: <<<"$out")"
+  # With AddressSanitizer: its leak checker intercepts malloc for the whole
+  # process, the library's allocations included (a leak fails the run).
+  assert_ok cc -O1 -g -fsanitize=address -Wall -Wextra -Werror $(pkg-config --cflags libohbox) \
+    "$OHBOX_SRCDIR/tests/lib/libohbox-check.c" -o "$T_WORK/check" $(pkg-config --libs libohbox)
+  ASAN_OPTIONS=detect_leaks=1 t_run "$T_WORK/check" "$T_ROOT" localhost/busybox:latest "$rt_image"
+  [ "$rc" = 0 ] || _t_assert_fail "libohbox-check (status $rc): $(grep FAIL: <<<"$out") $(grep -m1 SUMMARY <<<"$err")"
   assert_contains "$out" "all ok"
   local obs id
   obs=$(sed -n 's/^obs: //p' <<<"$out")

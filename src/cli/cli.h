@@ -95,6 +95,8 @@ int cli_stats (int argc, char **argv);
 int cli_port (int argc, char **argv);
 /* exec.c */
 int cli_exec (int argc, char **argv);
+/* action.c */
+int cli_action (int argc, char **argv);
 /* Runtime images: build.c, push.c. */
 int cli_build (int argc, char **argv);
 int cli_push (int argc, char **argv);

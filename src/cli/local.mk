@@ -1,7 +1,7 @@
 # The ohbox CLI: one small file per command over libohbox.
 bin_PROGRAMS += ohbox
 ohbox_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
-ohbox_LDADD = libohbox.la $(JANSSON_LIBS)
+ohbox_LDADD = libohbox-internal.la $(JANSSON_LIBS)
 ohbox_SOURCES = \
 	src/cli/main.c src/cli/cli.h \
 	src/cli/common.c \
@@ -19,3 +19,4 @@ ohbox_SOURCES = \
 	src/cli/push.c
 ohbox_SOURCES += src/cli/port.c
 ohbox_SOURCES += src/cli/exec.c
+ohbox_SOURCES += src/cli/action.c

@@ -29,6 +29,7 @@ static const struct command commands[] = {
   { "logout", cli_logout, "Remove stored credentials for a registry" },
   { "run", cli_run, "Run a command in a new sandbox from an image" },
   { "exec", cli_exec, "Run a command in a running sandbox" },
+  { "action", cli_action, "Send an action to a runtime sandbox's executor" },
   { "ps", cli_ps, "List sandboxes" },
   { "stop", cli_stop, "Stop sandboxes (stop signal, then SIGKILL)" },
   { "kill", cli_kill, "Send a signal to sandboxes" },

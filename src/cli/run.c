@@ -203,7 +203,6 @@ cli_run (int argc, char **argv)
   int c;
   /* A runtime image without a command starts its executor (runtime_image.h). */
   struct ohbox_runtime_exec rx = { 0 };
-  cleanup_error ohbox_error_t ri_err = NULL; /* an unknown image is sandbox_run's to report */
   /* Declared before the first `goto out_err`: its cleanup runs there. */
   cleanup_free char *id = NULL;
   int executor_port = 0;
@@ -385,22 +384,25 @@ cli_run (int argc, char **argv)
   if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
     goto out_err;
   bool runtime_image = false;
-  if (o.command[0] == NULL && o.entrypoint == NULL
-      && ohbox_runtime_image_is (store, o.image, &runtime_image, &ri_err) == 0 && runtime_image)
+  if (o.command[0] == NULL && o.entrypoint == NULL)
     {
-      const char *key = NULL;
-      for (size_t i = 0; i < env.n; i++)
-        if (strncmp (env.v[i], "SESSION_API_KEY=", 16) == 0)
-          key = env.v[i] + 16;
-      if (ohbox_runtime_exec_prepare (executor_port, key, &rx, &err) < 0)
+      if (ohbox_runtime_image_prepare_run (store, o.image, env.v, executor_port, &runtime_image, &rx, &err) < 0)
         {
           ohbox_store_close (store);
           goto out_err;
         }
+    }
+  if (runtime_image)
+    {
       o.command = rx.argv;
-      if (key == NULL)
+      bool has_key = false;
+      for (size_t i = 0; i < env.n; i++)
+        has_key |= strncmp (env.v[i], "SESSION_API_KEY=", 16) == 0;
+      if (!has_key)
         strv_add (&env, rx.env_key);
       o.env = env.v;
+      o.executor_url = rx.url;
+      o.executor_key = rx.api_key;
       /* Reachable from the host unless the user chose the network. */
       if (!network_set && pub.n == 0)
         o.network = OHBOX_NETWORK_HOST;

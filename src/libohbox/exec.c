@@ -426,7 +426,21 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
   struct winsize ws;
   memset (&ws, 0, sizeof ws);
   bool has_ws = o->tty && (ioctl (1, TIOCGWINSZ, &ws) == 0 || ioctl (0, TIOCGWINSZ, &ws) == 0);
-  if (!o->tty)
+  if (!o->tty && o->stdio)
+    {
+      /* Duplicates above 2 (closed below), /dev/null for -1. */
+      for (int i = 0; i < 3; i++)
+        {
+          stdio[i] = o->stdio[i] >= 0 ? fcntl (o->stdio[i], F_DUPFD_CLOEXEC, 3)
+                                      : open ("/dev/null", (i ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+          if (stdio[i] < 0)
+            {
+              ohbox_error_errno (err, "the command's fd %d", i);
+              goto out;
+            }
+        }
+    }
+  else if (!o->tty)
     {
       stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
       if (stdio[0] < 0)
@@ -508,8 +522,9 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
     }
   /* Only the command (and its children) may hold the terminal now: the
    * master sees EOF once they are gone. */
-  if (stdio[0] > 2)
-    close (stdio[0]);
+  for (int i = 0; i < 3; i++)
+    if (stdio[i] > 2)
+      close (stdio[i]);
   stdio[0] = stdio[1] = stdio[2] = -1;
   if (master >= 0)
     {
@@ -557,8 +572,9 @@ out:
       if (cp[i] >= 0)
         close (cp[i]);
     }
-  if (stdio[0] > 2)
-    close (stdio[0]);
+  for (int i = 0; i < 3; i++)
+    if (stdio[i] > 2)
+      close (stdio[i]);
   if (master >= 0)
     close (master);
   for (size_t i = 0; i < N_NS; i++)

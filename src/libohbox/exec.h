@@ -38,6 +38,10 @@ struct ohbox_exec_options
   /* -t: the key sequence that detaches (the command keeps running); NULL
    * or empty: none. Parsed with ohbox_exec_parse_detach_keys. */
   const char *detach_keys;
+  /* Without -t: the command's stdin, stdout and stderr (three fds, each
+   * may be -1 for /dev/null); NULL: the caller's 0 (with -i, else
+   * /dev/null), 1 and 2. They are not closed. */
+  const int *stdio;
 };
 
 /* Runs OPTS->argv in the running sandbox WHAT (name, id or id prefix) and

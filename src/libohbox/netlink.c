@@ -79,16 +79,17 @@ ohbox_nl_close (struct ohbox_nl *nl)
 static int
 nl_talk (struct ohbox_nl *nl, struct nlmsghdr *nlh, mnl_cb_t cb, void *data)
 {
-  /* Static: 32 KiB is too much for the stack of every caller (ohbox is
-   * single-threaded where it talks netlink). */
-  static char buf[NL_RECV_SIZE];
+  /* On the heap: 32 KiB is too much for the stack of every caller, and a
+   * static buffer would be shared by the threads of a program embedding
+   * libohbox (ohbox.h). */
+  cleanup_free char *buf = xmalloc (NL_RECV_SIZE);
   nlh->nlmsg_flags |= NLM_F_ACK;
   nlh->nlmsg_seq = ++nl->seq;
   if (mnl_socket_sendto (nl->sock, nlh, nlh->nlmsg_len) < 0)
     return -errno;
   for (;;)
     {
-      ssize_t n = mnl_socket_recvfrom (nl->sock, buf, sizeof buf);
+      ssize_t n = mnl_socket_recvfrom (nl->sock, buf, NL_RECV_SIZE);
       if (n < 0)
         return -errno;
       int r = mnl_cb_run (buf, (size_t) n, nl->seq, nl->portid, cb, data);

@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <pthread.h>
 #include <sched.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -38,22 +39,29 @@ struct ohbox_network
   size_t n_maps;
 };
 
+/* Computed once per process (pthread_once: libohbox may be called from
+ * several threads, ohbox.h). */
+static char *rootless_root;
+static pthread_once_t rootless_once = PTHREAD_ONCE_INIT;
+
+static void
+rootless_root_init (void)
+{
+  const char *x = getenv ("XDG_RUNTIME_DIR");
+  rootless_root = x && *x ? xasprintf ("%s/ohbox/net", x) : xasprintf ("/tmp/ohbox-%u/net", (unsigned) geteuid ());
+}
+
 const char *
 ohbox_network_root (void)
 {
-  static char *rootless;
   const char *e = getenv ("OHBOX_NETROOT");
   if (e && *e)
     return e;
   if (geteuid () == 0)
     return "/run/ohbox/net";
   /* An ordinary user's leases are only the host ports slirp4netns binds. */
-  if (rootless == NULL)
-    {
-      const char *x = getenv ("XDG_RUNTIME_DIR");
-      rootless = x && *x ? xasprintf ("%s/ohbox/net", x) : xasprintf ("/tmp/ohbox-%u/net", (unsigned) geteuid ());
-    }
-  return rootless;
+  pthread_once (&rootless_once, rootless_root_init);
+  return rootless_root;
 }
 
 static int

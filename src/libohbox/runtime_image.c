@@ -86,3 +86,28 @@ ohbox_runtime_exec_clear (struct ohbox_runtime_exec *x)
   free (x->url);
   memset (x, 0, sizeof *x);
 }
+
+int
+ohbox_runtime_image_prepare_run (struct ohbox_store *s, const char *image, char **env, int port, bool *yes,
+                                 struct ohbox_runtime_exec *out, ohbox_error_t *err)
+{
+  ohbox_error_t ignored = NULL;
+  memset (out, 0, sizeof *out);
+  *yes = false;
+  bool is = false;
+  if (ohbox_runtime_image_is (s, image, &is, &ignored) < 0)
+    {
+      ohbox_error_release (&ignored);
+      return 0;
+    }
+  if (!is)
+    return 0;
+  const char *key = NULL;
+  for (size_t i = 0; env && env[i]; i++)
+    if (strncmp (env[i], "SESSION_API_KEY=", 16) == 0)
+      key = env[i] + 16;
+  if (ohbox_runtime_exec_prepare (port, key, out, err) < 0)
+    return -1;
+  *yes = true;
+  return 0;
+}

@@ -29,4 +29,15 @@ int ohbox_runtime_image_is (struct ohbox_store *s, const char *image, bool *yes,
 int ohbox_runtime_exec_prepare (int port, const char *api_key, struct ohbox_runtime_exec *out, ohbox_error_t *err);
 void ohbox_runtime_exec_clear (struct ohbox_runtime_exec *x);
 
+/* What `ohbox run IMAGE` does without a command (and without an
+ * entrypoint): when IMAGE is a runtime image, sets *YES and prepares its
+ * executor into *OUT: PORT (0: a free one), the key of a SESSION_API_KEY=
+ * entry of ENV (NULL-terminated or NULL) or a new one. The caller runs
+ * OUT->argv, adds OUT->env_key to the environment when ENV had no key, and
+ * passes OUT->url and OUT->api_key as the run's executor_url/executor_key.
+ * An image that cannot be loaded is not an error here (*YES false): the
+ * run reports it. */
+int ohbox_runtime_image_prepare_run (struct ohbox_store *s, const char *image, char **env, int port, bool *yes,
+                                     struct ohbox_runtime_exec *out, ohbox_error_t *err);
+
 #endif

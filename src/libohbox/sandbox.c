@@ -3,6 +3,7 @@
  * commands are in sandbox_ops.c. */
 #include "config.h"
 #include "sandbox_internal.h"
+#include "action.h"
 #include "capabilities.h"
 #include "exec.h"
 #include "image.h"
@@ -369,6 +370,8 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
                            o->detach, "store", ohbox_store_root (s), "stop_signal", sig);
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
+  if (r == 0 && o->executor_url)
+    r = ohbox_executor_record (dfd, o->executor_url, o->executor_key, err);
   return r;
 }
 

@@ -74,6 +74,11 @@ struct ohbox_run_options
   /* Called with warnings meant for the user (may be NULL). */
   void (*warn) (const char *msg, void *data);
   void *warn_data;
+  /* A runtime image's executor (runtime_image.h): where it listens and its
+   * session API key, kept in STATE/<id>/executor.json for `ohbox action`
+   * (action.h). NULL: none. */
+  const char *executor_url;
+  const char *executor_key;
 };
 
 struct ohbox_runtime;

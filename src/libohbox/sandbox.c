@@ -241,6 +241,7 @@ struct run_ctx
   int rootdir_fd;
   int stdio[3];
   int out_read; /* the monitor's end of the output pipe or terminal */
+  int line_read[2]; /* on_output: the monitor's ends of the stdout and stderr pipes */
 };
 
 static void
@@ -266,8 +267,12 @@ run_ctx_release (struct run_ctx *c)
   for (int i = 0; i < 3; i++)
     if (c->stdio[i] > 2)
       close (c->stdio[i]);
+  for (int i = 0; i < 2; i++)
+    if (c->line_read[i] >= 0)
+      close (c->line_read[i]);
   memset (c, 0, sizeof *c);
   c->rootdir_fd = c->out_read = -1;
+  c->line_read[0] = c->line_read[1] = -1;
 }
 
 static int
@@ -294,6 +299,25 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->out_read = master;
       *tty_master = master;
       return 0;
+    }
+  if (!o->detach && o->on_output)
+    {
+      /* Line events: two pipes the monitor splits into lines. */
+      int po[2], pe[2];
+      if (pipe2 (po, O_CLOEXEC) < 0)
+        return ohbox_error_errno (err, "pipe");
+      if (pipe2 (pe, O_CLOEXEC) < 0)
+        {
+          close (po[0]);
+          close (po[1]);
+          return ohbox_error_errno (err, "pipe");
+        }
+      c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
+      c->stdio[1] = po[1];
+      c->stdio[2] = pe[1];
+      c->line_read[0] = po[0];
+      c->line_read[1] = pe[0];
+      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
     }
   if (!o->detach)
     {
@@ -347,6 +371,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   struct run_ctx c;
   memset (&c, 0, sizeof c);
   c.rootdir_fd = c.out_read = -1;
+  c.line_read[0] = c.line_read[1] = -1;
   c.stdio[0] = c.stdio[1] = c.stdio[2] = -1;
   int tty_master = -1;
   struct ohbox_linux_proc proc = { 0 };
@@ -482,6 +507,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       *ret_exit_code = proc.exit_code_hint;
       goto fail;
     }
+  double started = ohbox_monotonic ();
   /* From here on the store is only read through the sandbox's own mounts;
    * its layers file keeps GC away from them (snapshot.h). */
   ohbox_store_unlock (rt->store);
@@ -503,8 +529,15 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .forward_signals = report_fd < 0,
     .rm = o->rm,
     .cgroup = c.cgroup,
+    .started = started,
+    .timeout = o->timeout,
+    .line_fd = { c.line_read[0], c.line_read[1] },
+    .on_output = report_fd < 0 ? o->on_output : NULL,
+    .on_exited = report_fd < 0 ? o->on_exited : NULL,
+    .event_data = o->event_data,
   };
   c.out_read = -1;
+  c.line_read[0] = c.line_read[1] = -1;
   c.cgroup = NULL;
   struct ohbox_cgroup *cg = m.cgroup;
   /* The reserved host ports stay bound for as long as the monitor runs. */
@@ -527,6 +560,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       /* What setup allocated is not needed any more (< 1 MiB per monitor). */
       malloc_trim (0);
     }
+  if (report_fd < 0 && o->on_started)
+    o->on_started (id, proc.pid, o->event_data);
   struct termios saved;
   bool raw = tty_master >= 0 && isatty (0) && tcgetattr (0, &saved) == 0;
   if (raw)

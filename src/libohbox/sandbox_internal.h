@@ -63,6 +63,13 @@ struct ohbox_monitor
   bool forward_signals;
   bool rm;
   struct ohbox_cgroup *cgroup;
+  double started;    /* ohbox_monotonic () when the command started */
+  double timeout;    /* seconds, 0: none (ohbox_run_options.timeout) */
+  int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
+  /* The caller's events (ohbox_run_options), foreground only. */
+  void (*on_output) (int stream, const char *line, size_t len, void *data);
+  void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
+  void *event_data;
 };
 /* Runs until the sandbox's init exited: logs, signals, exit status, cleanup
  * (--rm included). Returns the exit code (or -1 with ERR). */

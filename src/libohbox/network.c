@@ -555,17 +555,6 @@ ohbox_network_join_fd (struct ohbox_network *n)
 int
 ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int netns_fd, ohbox_error_t *err)
 {
-  if (n && n->mode == OHBOX_NETWORK_NONE && netns_fd >= 0)
-    {
-      /* "loopback only" means a loopback that is up, as with Docker: a job
-       * and its services (ohbox ci) talk over 127.0.0.1. */
-      struct ohbox_nl *in = NULL;
-      int r = ohbox_nl_open (netns_fd, &in, err);
-      if (r == 0)
-        r = ohbox_nl_link_up (in, 1, err);
-      ohbox_nl_close (in);
-      return r < 0 ? ohbox_error_prefix (err, "bring up the sandbox's loopback") : 0;
-    }
   if (n == NULL || n->mode != OHBOX_NETWORK_BRIDGE)
     return 0;
   if (n->slirp)

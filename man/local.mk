@@ -24,3 +24,4 @@ dist_man_MANS += \
 	man/ohbox-push.1
 dist_man_MANS += man/ohbox-exec.1
 dist_man_MANS += man/ohbox-ci.1
+dist_man_MANS += man/ohbox-attach.1

@@ -20,3 +20,4 @@ ohbox_SOURCES = \
 ohbox_SOURCES += src/cli/port.c
 ohbox_SOURCES += src/cli/exec.c
 ohbox_SOURCES += src/cli/ci_gitlab.c
+ohbox_SOURCES += src/cli/attach.c

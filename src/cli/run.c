@@ -30,7 +30,7 @@ static const char run_help[] =
   "  -e, --env KEY=VALUE          set an environment variable (repeatable)\n"
   "      --env-file FILE          read KEY=VALUE lines from FILE\n"
   "  -i, --interactive            keep stdin open\n"
-  "  -t, --tty                    allocate a pseudo-terminal\n"
+  "  -t, --tty                    allocate a pseudo-terminal (with -d: for ohbox attach)\n"
   "      --read-only              mount the root filesystem read-only\n"
   "  -v, --volume HOST:CTR[:ro]   bind mount a host path (repeatable)\n"
   "      --tmpfs PATH             mount a tmpfs on PATH (repeatable)\n"
@@ -477,8 +477,7 @@ cli_run (int argc, char **argv)
     }
   if (ohbox_cgroup_limits_validate (&o.limits, &err) < 0)
     goto out_err;
-  if (o.detach && o.tty)
-    o.tty = false; /* no terminal to attach to: output goes to the log */
+  /* -d -t: the terminal's output goes to the log; `ohbox attach` takes it. */
   o.image = argv[optind];
   o.command = argv + optind + 1;
   o.env = env.v;

@@ -67,3 +67,4 @@ libohbox_la_SOURCES += \
 	src/libohbox/netlink.c src/libohbox/netlink.h \
 	src/libohbox/nft.c src/libohbox/nft.h \
 	src/libohbox/rootless-net.c
+libohbox_la_SOURCES += src/libohbox/attach.c

@@ -15,7 +15,9 @@
 #include <signal.h>
 #include <string.h>
 #include <sys/signalfd.h>
+#include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -144,6 +146,72 @@ timeout_step (struct ohbox_monitor *m, bool *timed_out, bool *killed)
 }
 
 int
+ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
+{
+  /* Through /proc/self/fd: sun_path holds 108 bytes, a state directory's
+   * path may be longer. The directory is the sandbox's (0700, ours); the
+   * umask makes the socket 0600 from its creation on (the monitor is one
+   * thread here). */
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", state_dirfd, OHBOX_ATTACH_SOCK);
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return ohbox_error_errno (err, "create the attach socket");
+  unlinkat (state_dirfd, OHBOX_ATTACH_SOCK, 0);
+  mode_t old = umask (0077);
+  int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
+  umask (old);
+  if (r < 0 || listen (fd, 4) < 0)
+    {
+      ohbox_error_errno (err, "listen on `%s`", OHBOX_ATTACH_SOCK);
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+/* A connection to attach.sock: the terminal's master goes to a client of
+ * our own uid (or root), one at a time. Nothing is allocated. */
+static void
+attach_accept (struct ohbox_monitor *m, int *client)
+{
+  int fd = accept4 (m->attach_fd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd < 0)
+    return;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  char answer = OHBOX_ATTACH_OK;
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || (cred.uid != 0 && cred.uid != geteuid ()))
+    answer = OHBOX_ATTACH_DENIED;
+  else if (*client >= 0)
+    answer = OHBOX_ATTACH_BUSY;
+  struct iovec iov = { .iov_base = &answer, .iov_len = 1 };
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+  if (answer == OHBOX_ATTACH_OK)
+    {
+      memset (&u, 0, sizeof u);
+      msg.msg_control = u.buf;
+      msg.msg_controllen = sizeof u.buf;
+      struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN (sizeof (int));
+      memcpy (CMSG_DATA (c), &m->tty_master, sizeof (int));
+    }
+  if (sendmsg (fd, &msg, MSG_NOSIGNAL) == 1 && answer == OHBOX_ATTACH_OK)
+    {
+      *client = fd;
+      return;
+    }
+  close (fd);
+}
+
+int
 ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
 {
   char *buf = xmalloc (LOG_BUF);
@@ -173,20 +241,36 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       sigfd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     }
   bool tty = m->tty_master >= 0;
-  bool stdin_open = tty;
+  bool stdin_open = tty && !m->detached;
+  /* -d: the log; foreground -t: our stdout. */
+  struct log_writer *to_log = m->detached ? &lw : NULL;
+  int to_out = tty && !m->detached ? 1 : -1;
+  /* ohbox attach: while a client has the terminal, its output is the
+   * client's to read (the log misses it). */
+  int client = -1;
   for (;;)
     {
-      struct pollfd p[6];
+      struct pollfd p[8];
       int n = 0;
       p[n++] = (struct pollfd){ .fd = m->pidfd, .events = POLLIN };
-      int log_i = -1, sig_i = -1, in_i = -1, line_i[2] = { -1, -1 };
+      int log_i = -1, sig_i = -1, in_i = -1, line_i[2] = { -1, -1 }, listen_i = -1, client_i = -1;
+      if (m->attach_fd >= 0)
+        {
+          listen_i = n;
+          p[n++] = (struct pollfd){ .fd = m->attach_fd, .events = POLLIN };
+        }
+      if (client >= 0)
+        {
+          client_i = n;
+          p[n++] = (struct pollfd){ .fd = client, .events = POLLIN };
+        }
       for (int i = 0; i < 2; i++)
         if (m->on_output && m->line_fd[i] >= 0)
           {
             line_i[i] = n;
             p[n++] = (struct pollfd){ .fd = m->line_fd[i], .events = POLLIN };
           }
-      if (m->log_fd >= 0)
+      if (m->log_fd >= 0 && client < 0)
         {
           log_i = n;
           p[n++] = (struct pollfd){ .fd = m->log_fd, .events = POLLIN };
@@ -214,9 +298,21 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       for (int i = 0; i < 2; i++)
         if (line_i[i] >= 0 && p[line_i[i]].revents)
           lines_pump (m, &ls, i, buf);
+      if (listen_i >= 0 && p[listen_i].revents)
+        attach_accept (m, &client);
+      if (client_i >= 0 && p[client_i].revents)
+        {
+          /* The client says nothing: readable means it went away. */
+          ssize_t r = read (client, buf, LOG_BUF);
+          if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
+            {
+              close (client);
+              client = -1;
+            }
+        }
       if (log_i >= 0 && p[log_i].revents)
         {
-          if (!pump (m->log_fd, m->tty_master >= 0 ? NULL : &lw, tty ? 1 : -1, buf))
+          if (!pump (m->log_fd, to_log, to_out, buf))
             {
               if (!tty)
                 close (m->log_fd);
@@ -238,8 +334,10 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
         break;
     }
   /* Whatever the command wrote before it ended. */
+  if (client >= 0)
+    close (client);
   if (m->log_fd >= 0)
-    while (pump (m->log_fd, tty ? NULL : &lw, tty ? 1 : -1, buf))
+    while (pump (m->log_fd, to_log, to_out, buf))
       {
         struct pollfd q = { .fd = m->log_fd, .events = POLLIN };
         if (poll (&q, 1, 0) <= 0)

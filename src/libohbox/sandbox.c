@@ -21,6 +21,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 
@@ -279,8 +280,9 @@ static int
 setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, ohbox_error_t *err)
 {
   *tty_master = -1;
-  if (o->tty && !o->detach)
+  if (o->tty)
     {
+      /* -d -t: the monitor keeps the master for `ohbox attach`. */
       int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (master < 0 || grantpt (master) < 0 || unlockpt (master) < 0)
         return ohbox_error_errno (err, "allocate a pseudo-terminal");
@@ -344,9 +346,9 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   for (size_t i = 0; c->argv[i]; i++)
     json_array_append_new (cmd, json_string (c->argv[i]));
   cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s}", "id", id, "name", o->name, "image",
+  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:b}", "id", id, "name", o->name, "image",
                            o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm, "detached",
-                           o->detach, "store", ohbox_store_root (s));
+                           o->detach, "store", ohbox_store_root (s), "tty", o->tty);
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   return r;
@@ -532,6 +534,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .started = started,
     .timeout = o->timeout,
     .line_fd = { c.line_read[0], c.line_read[1] },
+    .detached = report_fd >= 0,
+    .attach_fd = -1,
     .on_output = report_fd < 0 ? o->on_output : NULL,
     .on_exited = report_fd < 0 ? o->on_exited : NULL,
     .event_data = o->event_data,
@@ -545,6 +549,21 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   run_ctx_release (&c);
   if (ret_id)
     *ret_id = xstrdup (id);
+  if (report_fd >= 0 && tty_master >= 0)
+    {
+      /* Before the report: once `ohbox run -d -t` returned, attach works. */
+      m.attach_fd = ohbox_monitor_attach_listen (dfd, err);
+      if (m.attach_fd < 0)
+        {
+          syscall (SYS_pidfd_send_signal, m.pidfd, SIGKILL, NULL, 0);
+          ohbox_monitor_run (&m, NULL);
+          close (tty_master);
+          close (m.pidfd);
+          ohbox_cgroup_free (cg);
+          ohbox_network_free (net);
+          return -1;
+        }
+    }
   if (report_fd >= 0)
     {
       /* Detached: the monitor lets go of the caller's terminal and reports. */
@@ -571,6 +590,11 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       tcsetattr (0, TCSANOW, &t);
     }
   int code = ohbox_monitor_run (&m, err);
+  if (m.attach_fd >= 0)
+    {
+      close (m.attach_fd);
+      unlinkat (dfd, OHBOX_ATTACH_SOCK, 0);
+    }
   if (raw)
     tcsetattr (0, TCSANOW, &saved);
   if (tty_master >= 0)

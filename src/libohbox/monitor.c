@@ -161,6 +161,9 @@ ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
   mode_t old = umask (0077);
   int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
   umask (old);
+  /* 0700 from bind: execute means nothing on a socket, 0600 says so. */
+  if (r == 0)
+    r = fchmodat (state_dirfd, OHBOX_ATTACH_SOCK, 0600, 0);
   if (r < 0 || listen (fd, 4) < 0)
     {
       ohbox_error_errno (err, "listen on `%s`", OHBOX_ATTACH_SOCK);

@@ -24,6 +24,7 @@
 #include "cli.h"
 #include "exec.h"
 #include "image.h"
+#include "network.h"
 #include "sandbox.h"
 #include "store.h"
 #include "utils.h"
@@ -537,7 +538,11 @@ ci_prepare (int argc, char **argv)
     return ci_fail ("prepare", &err);
   char *keep[] = { (char *) "/bin/sh", (char *) "-c", (char *) keepalive, NULL };
   struct ohbox_run_options o = { .image = image, .name = name, .entrypoint = keep, .limits = po.limits };
-  o.network = po.network_set ? po.network : geteuid () == 0 ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
+  /* As ohbox run: a bridge as root, slirp4netns rootless when installed. */
+  if (po.network_set)
+    o.network = po.network;
+  else
+    o.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
   struct ci_ctx c;
   if (ci_open (&c, &err) < 0)
     return ci_fail ("prepare", &err);

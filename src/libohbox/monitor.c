@@ -301,8 +301,8 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       for (int i = 0; i < 2; i++)
         if (line_i[i] >= 0 && p[line_i[i]].revents)
           lines_pump (m, &ls, i, buf);
-      if (listen_i >= 0 && p[listen_i].revents)
-        attach_accept (m, &client);
+      /* A client that went away first: one that detaches and attaches
+       * again at once must not find itself busy. */
       if (client_i >= 0 && p[client_i].revents)
         {
           /* The client says nothing: readable means it went away. */
@@ -313,6 +313,8 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
               client = -1;
             }
         }
+      if (listen_i >= 0 && p[listen_i].revents)
+        attach_accept (m, &client);
       if (log_i >= 0 && p[log_i].revents)
         {
           if (!pump (m->log_fd, to_log, to_out, buf))

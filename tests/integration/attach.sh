@@ -181,6 +181,8 @@ for i in range(int(sys.argv[2])):
     s.connect("attach.sock")
     msg, anc, flags, addr = s.recvmsg(1, socket.CMSG_SPACE(4))
     assert msg == b"O", msg
+    for level, kind, data in anc:
+        os.close(int.from_bytes(data[:4], "little"))
     s.close()
 PYEOF
   before=$(rss_kb "$SB_MONITOR")

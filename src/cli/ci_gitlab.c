@@ -362,13 +362,89 @@ json_strv (json_t *arr)
   return v;
 }
 
-/* The job's services, from the job payload the runner writes to
- * $JOB_RESPONSE_FILE (the custom executor exposes them nowhere else). Each
- * one runs in the job sandbox's network namespace: reachable on 127.0.0.1,
- * as with GitLab's Kubernetes executor. */
-static int
-start_services (struct prepare_opts *po, const char *job_name, ohbox_error_t *err)
+static bool
+hostname_ok (const char *h, size_t len)
 {
+  if (len == 0 || len > 253 || h[0] == '-' || h[0] == '.')
+    return false;
+  for (size_t i = 0; i < len; i++)
+    {
+      char c = h[i];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-'
+            || c == '_'))
+        return false;
+    }
+  return true;
+}
+
+#define CI_MAX_HOSTNAMES (CI_MAX_SERVICES * 8)
+
+struct hostnames
+{
+  char *v[CI_MAX_HOSTNAMES + 1];
+  size_t n;
+};
+
+/* As --add-host NAME:127.0.0.1 of the job's sandbox. */
+static void
+hostnames_add (struct hostnames *h, const char *name, size_t len)
+{
+  if (h->n < CI_MAX_HOSTNAMES && hostname_ok (name, len))
+    h->v[h->n++] = xasprintf ("%.*s:127.0.0.1", (int) len, name);
+}
+
+static void
+hostnames_clear (struct hostnames *h)
+{
+  for (size_t i = 0; i < h->n; i++)
+    free (h->v[i]);
+  h->n = 0;
+}
+
+/* The names GitLab's docker executor gives a service: each of its aliases
+ * (separated by spaces or commas), and from the image without its tag,
+ * "reg/group/img" as "reg__group__img" and "reg-group-img". */
+static void
+service_hostnames (struct hostnames *h, const char *image, const char *alias)
+{
+  for (const char *p = alias; p && *p;)
+    {
+      size_t len = strcspn (p, " ,");
+      hostnames_add (h, p, len);
+      p += len;
+      p += strspn (p, " ,");
+    }
+  size_t len = strcspn (image, "@");
+  const char *slash = memrchr (image, '/', len);
+  const char *colon = memchr (slash ? slash : image, ':', len - (size_t) ((slash ? slash : image) - image));
+  if (colon)
+    len = (size_t) (colon - image);
+  char a[512], b[512];
+  size_t na = 0, nb = 0;
+  for (size_t i = 0; i < len && na + 2 < sizeof a && nb + 1 < sizeof b; i++)
+    {
+      if (image[i] == '/')
+        {
+          a[na++] = '_';
+          a[na++] = '_';
+          b[nb++] = '-';
+        }
+      else
+        a[na++] = b[nb++] = image[i];
+    }
+  hostnames_add (h, a, na);
+  if (nb != na || memcmp (a, b, nb) != 0)
+    hostnames_add (h, b, nb);
+}
+
+/* The job's services, from the job payload the runner writes to
+ * $JOB_RESPONSE_FILE (the custom executor exposes them nowhere else): *RET
+ * the "services" array (NULL when none), *HOSTS the names the docker
+ * executor would give them. */
+static int
+load_services (json_t **ret, struct hostnames *hosts, ohbox_error_t *err)
+{
+  *ret = NULL;
   const char *file = getenv ("JOB_RESPONSE_FILE");
   if (file == NULL || *file == '\0')
     return 0;
@@ -381,12 +457,33 @@ start_services (struct prepare_opts *po, const char *job_name, ohbox_error_t *er
   if (job == NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse the job response `%s`: %s", file, je.text);
   json_t *services = json_object_get (job, "services");
-  size_t n = json_is_array (services) ? json_array_size (services) : 0;
+  if (json_is_array (services) && json_array_size (services) > CI_MAX_SERVICES)
+    {
+      json_decref (job);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the job has %zu services; ohbox runs at most %d",
+                          json_array_size (services), CI_MAX_SERVICES);
+    }
+  if (json_is_array (services) && json_array_size (services) > 0)
+    *ret = json_incref (services);
+  json_decref (job);
+  for (size_t i = 0; *ret && i < json_array_size (*ret); i++)
+    {
+      json_t *sv = json_array_get (*ret, i);
+      const char *image = json_string_value (json_object_get (sv, "name"));
+      if (image && *image)
+        service_hostnames (hosts, image, json_string_value (json_object_get (sv, "alias")));
+    }
+  return 0;
+}
+
+/* Each service runs in the job sandbox's network namespace: reachable on
+ * 127.0.0.1, as with GitLab's Kubernetes executor, and under its names
+ * (the job's /etc/hosts). */
+static int
+start_services (struct prepare_opts *po, const char *job_name, json_t *services, ohbox_error_t *err)
+{
   int r = 0;
-  if (n > CI_MAX_SERVICES)
-    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "the job has %zu services; ohbox runs at most %d", n,
-                     CI_MAX_SERVICES);
-  for (size_t i = 0; r == 0 && i < n; i++)
+  for (size_t i = 0; r == 0 && i < json_array_size (services); i++)
     {
       json_t *s = json_array_get (services, i);
       const char *image = json_string_value (json_object_get (s, "name"));
@@ -395,10 +492,7 @@ start_services (struct prepare_opts *po, const char *job_name, ohbox_error_t *er
       const char *alias = json_string_value (json_object_get (s, "alias"));
       printf ("Starting service %s%s%s\n", image, alias ? " as " : "", alias ? alias : "");
       if (ensure_image (po, image, err) < 0)
-        {
-          r = -1;
-          break;
-        }
+        return -1;
       char name[CI_NAME_MAX];
       service_sandbox_name (name, job_name, i);
       char **env = service_env (json_object_get (s, "variables"));
@@ -421,7 +515,6 @@ start_services (struct prepare_opts *po, const char *job_name, ohbox_error_t *er
       strv_free (entrypoint);
       strv_free (command);
     }
-  json_decref (job);
   return r;
 }
 
@@ -536,8 +629,13 @@ ci_prepare (int argc, char **argv)
   printf ("Using ohbox %s, sandbox %s, image %s\n", PACKAGE_VERSION, name, image);
   if (ensure_image (&po, image, &err) < 0)
     return ci_fail ("prepare", &err);
+  json_t *services = NULL;
+  struct hostnames hosts = { .n = 0 };
+  if (load_services (&services, &hosts, &err) < 0)
+    return ci_fail ("prepare", &err);
   char *keep[] = { (char *) "/bin/sh", (char *) "-c", (char *) keepalive, NULL };
-  struct ohbox_run_options o = { .image = image, .name = name, .entrypoint = keep, .limits = po.limits };
+  struct ohbox_run_options o
+      = { .image = image, .name = name, .entrypoint = keep, .limits = po.limits, .add_hosts = hosts.v };
   /* As ohbox run: a bridge as root, slirp4netns rootless when installed. */
   if (po.network_set)
     o.network = po.network;
@@ -548,8 +646,10 @@ ci_prepare (int argc, char **argv)
     return ci_fail ("prepare", &err);
   r = start_detached (&c, &o, &err);
   ci_close (&c);
-  if (r == 0)
-    r = start_services (&po, name, &err);
+  if (r == 0 && services)
+    r = start_services (&po, name, services, &err);
+  json_decref (services);
+  hostnames_clear (&hosts);
   if (r < 0)
     {
       /* Nothing of a job that could not start stays behind, whether or not

@@ -44,6 +44,7 @@ static const char run_help[] =
   "                               publish a port (ranges A-B; HOST a range with one\n"
   "                               CTR: pick a free host port of it; no HOST: any)\n"
   "      --dns IP                 nameserver for /etc/resolv.conf (repeatable)\n"
+  "      --add-host NAME:IP       a line for /etc/hosts (repeatable)\n"
   "      --entrypoint CMD         override the image's entrypoint\n"
   "  -m, --memory SIZE            memory limit (e.g. 512m, 1g)\n"
   "      --memory-swap SIZE       memory + swap limit (-1: unlimited swap)\n"
@@ -246,6 +247,7 @@ enum
   OPT_EXECUTOR_PORT,
   OPT_TIMEOUT,
   OPT_FORMAT,
+  OPT_ADD_HOST,
 };
 
 int
@@ -281,6 +283,7 @@ cli_run (int argc, char **argv)
     { "dns", required_argument, NULL, OPT_DNS },
     { "executor-port", required_argument, NULL, OPT_EXECUTOR_PORT },
     { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "add-host", required_argument, NULL, OPT_ADD_HOST },
     { "format", required_argument, NULL, OPT_FORMAT },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -290,7 +293,7 @@ cli_run (int argc, char **argv)
   /* bridge: as root a veth on ohbox0; rootless slirp4netns, when installed
    * (otherwise loopback only, as --network none). */
   o.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
-  struct strv pub = { 0 }, dns = { 0 };
+  struct strv pub = { 0 }, dns = { 0 }, hosts = { 0 };
   struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
   cleanup_error ohbox_error_t err = NULL;
   int rc = RUN_EXIT_RUNTIME;
@@ -383,6 +386,9 @@ cli_run (int argc, char **argv)
           break;
         case OPT_DNS:
           strv_add (&dns, optarg);
+          break;
+        case OPT_ADD_HOST:
+          strv_add (&hosts, optarg);
           break;
         case OPT_EXECUTOR_PORT:
           {
@@ -484,6 +490,7 @@ cli_run (int argc, char **argv)
   o.volumes = vols.v;
   o.publish = pub.v;
   o.dns = dns.v;
+  o.add_hosts = hosts.v;
   o.tmpfs = tmpfs.v;
   o.cap_add = add.v;
   o.cap_drop = drop.v;
@@ -550,6 +557,7 @@ out:
   strv_clear (&env);
   strv_clear (&pub);
   strv_clear (&dns);
+  strv_clear (&hosts);
   strv_clear (&vols);
   strv_clear (&tmpfs);
   strv_clear (&add);

@@ -79,6 +79,7 @@ struct ohbox_run_options
   const char *network_container; /* OHBOX_NETWORK_CONTAINER: name or id */
   char **publish;                /* -p specs (NULL-terminated or NULL; network.h) */
   char **dns;                    /* --dns addresses (NULL-terminated or NULL) */
+  char **add_hosts;              /* --add-host "NAME:IP" lines for /etc/hosts (NULL-terminated or NULL) */
   struct ohbox_cgroup_limits limits;
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
@@ -156,6 +157,7 @@ int ohbox_sandbox_stats (struct ohbox_runtime *rt, const char *id, struct ohbox_
 #define OHBOX_SANDBOX_MAX_ARGS 4096
 #define OHBOX_SANDBOX_MAX_ENV 4096
 #define OHBOX_SANDBOX_MAX_MOUNTS 256
+#define OHBOX_SANDBOX_MAX_ADD_HOSTS 256
 #define OHBOX_SANDBOX_LOG_MAX (1024 * 1024) /* per log file; one rotation keeps two */
 
 #endif

@@ -246,6 +246,14 @@ test_services ()
   run_stage step_script 'for i in $(seq 100); do wget -q -O - http://127.0.0.1:8080/passwd && exit 0; sleep 0.05; done; exit 1'
   assert_eq "$rc" 0
   assert_contains "$out" "root:"
+  # its alias is a host name of the job's; the names the docker executor
+  # derives from the image are not valid here (the registry's host has a
+  # port: "127.0.0.1:PORT__ci__busybox"), so they are left out
+  run_stage step_script 'cat /etc/hosts; wget -q -O - http://web:8080/group'
+  assert_eq "$rc" 0
+  assert_match "$out" "127.0.0.1.web"
+  assert_not_contains "$out" "__ci__busybox"
+  assert_contains "$out" "root:x:0:"
   assert_ok driver cleanup
   assert_contains "$out" "Removed 2 sandboxes"
   assert_job_gone

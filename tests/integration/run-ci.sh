@@ -149,12 +149,25 @@ test_streaming ()
   assert_no_sandboxes
 }
 
+test_add_host ()
+{
+  load_bb
+  assert_ok ohbox run --rm --network none --add-host db:10.1.2.3 --add-host v6:fd00::1 "$BB" cat /etc/hosts
+  assert_contains "$out" "10.1.2.3	db"
+  assert_contains "$out" "fd00::1	v6"
+  assert_exit 125 ohbox run --rm --add-host 'bad name:1.2.3.4' "$BB" true
+  assert_contains "$err" "invalid --add-host"
+  assert_exit 125 ohbox run --rm --add-host db:not-an-ip "$BB" true
+  assert_no_sandboxes
+}
+
 run_test timeout test_timeout
 run_test timeout-kill test_timeout_kill
 run_test timeout-detached test_timeout_detached
 run_test json-events test_json_events
 run_test json-errors test_json_errors
 run_test streaming test_streaming
+run_test add-host test_add_host
 
 # Whatever a failed test left behind (a passing one removed its own).
 for id in $(ohbox ps -a -q 2>/dev/null); do

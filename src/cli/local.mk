@@ -19,5 +19,5 @@ ohbox_SOURCES = \
 	src/cli/push.c
 ohbox_SOURCES += src/cli/port.c
 ohbox_SOURCES += src/cli/exec.c
-ohbox_SOURCES += src/cli/ci_gitlab.c
+ohbox_SOURCES += src/cli/ci_gitlab.c src/cli/ci_gitlab.h src/cli/ci_gitlab_services.c
 ohbox_SOURCES += src/cli/attach.c

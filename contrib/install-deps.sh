@@ -17,7 +17,8 @@ BUILD="autoconf automake libtool pkg-config gcc make clang xz-utils
 # fault proxy, iproute2, util-linux (setpriv, flock), debootstrap for the
 # optional Debian image; python3-httpx for tests/integration/executor.sh;
 # qemu-system-x86, linux-image-amd64 and cpio for the cgroup v2 guest (tests/guest);
-# bash-static (layered into runtime images of bases without bash), musl-tools
+# bash-static (layered into runtime images of bases without bash, and the CI
+# job image of ci-gitlab.sh), musl-tools
 # (a musl base image in the build tests); nftables (the nft CLI to inspect
 # ohbox's table in tests), slirp4netns and uidmap (rootless sandboxes); podman
 # (it must read the layouts `ohbox save` writes).

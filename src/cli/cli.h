@@ -100,5 +100,9 @@ int cli_action (int argc, char **argv);
 /* Runtime images: build.c, push.c. */
 int cli_build (int argc, char **argv);
 int cli_push (int argc, char **argv);
+/* attach.c */
+int cli_attach (int argc, char **argv);
+/* ci_gitlab.c */
+int cli_ci (int argc, char **argv);
 
 #endif

@@ -42,6 +42,8 @@ static const struct command commands[] = {
   { "stats", cli_stats, "Print memory, CPU and process usage of sandboxes" },
   { "build", cli_build, "Build (or reuse) the runtime image for a base image" },
   { "push", cli_push, "Push an image to a registry" },
+  { "attach", cli_attach, "Attach to the terminal of a sandbox started with -d -t" },
+  { "ci", cli_ci, "Run CI jobs in sandboxes (GitLab Runner custom executor)" },
   { NULL, NULL, NULL },
 };
 

@@ -30,7 +30,7 @@ static const char run_help[] =
   "  -e, --env KEY=VALUE          set an environment variable (repeatable)\n"
   "      --env-file FILE          read KEY=VALUE lines from FILE\n"
   "  -i, --interactive            keep stdin open\n"
-  "  -t, --tty                    allocate a pseudo-terminal\n"
+  "  -t, --tty                    allocate a pseudo-terminal (with -d: for ohbox attach)\n"
   "      --read-only              mount the root filesystem read-only\n"
   "  -v, --volume HOST:CTR[:OPTS] bind mount a host path (repeatable); OPTS: ro, rw, idmap\n"
   "      --tmpfs PATH             mount a tmpfs on PATH (repeatable)\n"
@@ -44,6 +44,7 @@ static const char run_help[] =
   "                               publish a port (ranges A-B; HOST a range with one\n"
   "                               CTR: pick a free host port of it; no HOST: any)\n"
   "      --dns IP                 nameserver for /etc/resolv.conf (repeatable)\n"
+  "      --add-host NAME:IP       a line for /etc/hosts (repeatable)\n"
   "      --entrypoint CMD         override the image's entrypoint\n"
   "  -m, --memory SIZE            memory limit (e.g. 512m, 1g)\n"
   "      --memory-swap SIZE       memory + swap limit (-1: unlimited swap)\n"
@@ -56,9 +57,14 @@ static const char run_help[] =
   "      --stop-signal SIG        what `ohbox stop` sends first (default: the image's StopSignal, else TERM)\n"
   "      --userns host            share the host's user namespace (no id mapping)\n"
   "      --executor-port PORT     runtime image (ohbox build): the executor's port (default: a free one)\n"
+  "      --timeout DURATION       kill the sandbox when it runs longer (e.g. 90, 90s,\n"
+  "                               10m, 1h): SIGTERM, SIGKILL 5 s later; exit status 124\n"
+  "      --format json            print JSON lines: created, started (id, pid), output\n"
+  "                               (stream, line; not with -t or -d), exited (exit_code,\n"
+  "                               signal, timed_out, duration), or error\n"
   "  -h, --help                   this help\n\n"
-  "Exit status: the command's, or 125 when ohbox failed, 126 when the command\n"
-  "cannot be executed, 127 when it is not found.\n";
+  "Exit status: the command's, or 124 when --timeout killed it, 125 when ohbox\n"
+  "failed, 126 when the command cannot be executed, 127 when it is not found.\n";
 
 struct strv
 {
@@ -124,12 +130,100 @@ print_warning (const char *msg, void *data)
   fprintf (stderr, "ohbox run: warning: %s\n", msg);
 }
 
+/* --format json: one JSON object per line on stdout, flushed at once so
+ * that a CI reading the pipe sees each event when it happens. */
+static bool json_events;
+
+static void
+emit (json_t *j)
+{
+  json_dumpf (j, stdout, JSON_COMPACT | JSON_ENSURE_ASCII | JSON_REAL_PRECISION (6));
+  fputc ('\n', stdout);
+  fflush (stdout);
+  json_decref (j);
+}
+
+static void
+on_started (const char *id, pid_t pid, void *data)
+{
+  (void) data;
+  emit (json_pack ("{s:s, s:s}", "event", "created", "id", id));
+  emit (json_pack ("{s:s, s:s, s:i}", "event", "started", "id", id, "pid", (int) pid));
+}
+
+static void
+on_output (int stream, const char *line, size_t len, void *data)
+{
+  (void) data;
+  /* Bytes that are not UTF-8 must not lose the line: json_stringn refuses
+   * them, so they become U+FFFD. */
+  json_t *s = json_stringn (line, len);
+  if (s == NULL)
+    {
+      cleanup_free char *fixed = xmalloc (len * 3 + 1);
+      size_t k = 0;
+      for (size_t i = 0; i < len; i++)
+        {
+          unsigned char ch = (unsigned char) line[i];
+          if (ch < 0x80)
+            fixed[k++] = (char) ch;
+          else
+            {
+              memcpy (fixed + k, "\xef\xbf\xbd", 3);
+              k += 3;
+            }
+        }
+      s = json_stringn (fixed, k);
+    }
+  emit (json_pack ("{s:s, s:s, s:o}", "event", "output", "stream", stream == 2 ? "stderr" : "stdout", "line", s));
+}
+
+static void
+on_exited (const struct ohbox_run_exit *ex, void *data)
+{
+  (void) data;
+  json_t *sig = json_null ();
+  if (ex->signal)
+    {
+      const char *abbrev = sigabbrev_np (ex->signal);
+      json_decref (sig);
+      sig = abbrev ? json_sprintf ("SIG%s", abbrev) : json_integer (ex->signal);
+    }
+  emit (json_pack ("{s:s, s:s, s:i, s:o, s:b, s:f}", "event", "exited", "id", ex->id, "exit_code", ex->exit_code,
+                   "signal", sig, "timed_out", ex->timed_out, "duration", ex->duration));
+}
+
 static int
 run_fail (ohbox_error_t *err, int code)
 {
   fprintf (stderr, "ohbox run: %s\n", (*err)->msg);
+  if (json_events)
+    emit (json_pack ("{s:s, s:s, s:i}", "event", "error", "message", (*err)->msg, "exit_code", code));
   ohbox_error_release (err);
   return code;
+}
+
+/* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year). */
+static int
+parse_duration (const char *s, double *ret)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod (s, &end);
+  if (errno || end == s || !(v > 0))
+    return -1;
+  if (strcmp (end, "ms") == 0)
+    v /= 1000;
+  else if (strcmp (end, "m") == 0)
+    v *= 60;
+  else if (strcmp (end, "h") == 0)
+    v *= 3600;
+  else if (*end && strcmp (end, "s") != 0)
+    return -1;
+  if (v > 366 * 86400.0)
+    return -1;
+  *ret = v;
+  return 0;
 }
 
 enum
@@ -153,6 +247,9 @@ enum
   OPT_USERNS,
   OPT_DNS,
   OPT_EXECUTOR_PORT,
+  OPT_TIMEOUT,
+  OPT_FORMAT,
+  OPT_ADD_HOST,
 };
 
 int
@@ -188,6 +285,9 @@ cli_run (int argc, char **argv)
     { "publish", required_argument, NULL, 'p' },
     { "dns", required_argument, NULL, OPT_DNS },
     { "executor-port", required_argument, NULL, OPT_EXECUTOR_PORT },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "add-host", required_argument, NULL, OPT_ADD_HOST },
+    { "format", required_argument, NULL, OPT_FORMAT },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -196,7 +296,7 @@ cli_run (int argc, char **argv)
   /* bridge: as root a veth on ohbox0; rootless slirp4netns, when installed
    * (otherwise loopback only, as --network none). */
   o.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
-  struct strv pub = { 0 }, dns = { 0 };
+  struct strv pub = { 0 }, dns = { 0 }, hosts = { 0 };
   struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
   cleanup_error ohbox_error_t err = NULL;
   int rc = RUN_EXIT_RUNTIME;
@@ -289,6 +389,9 @@ cli_run (int argc, char **argv)
         case OPT_DNS:
           strv_add (&dns, optarg);
           break;
+        case OPT_ADD_HOST:
+          strv_add (&hosts, optarg);
+          break;
         case OPT_EXECUTOR_PORT:
           {
             char *end = NULL;
@@ -304,6 +407,24 @@ cli_run (int argc, char **argv)
         case OPT_ENTRYPOINT:
           strv_add (&ep, optarg);
           break;
+        case OPT_TIMEOUT:
+          if (parse_duration (optarg, &o.timeout) < 0)
+            {
+              fprintf (stderr, "ohbox run: invalid --timeout `%s`: use e.g. 30, 30s, 10m, 1h, 500ms\n", optarg);
+              goto out;
+            }
+          break;
+        case OPT_FORMAT:
+          {
+            enum cli_format f;
+            if (cli_parse_format (optarg, &f) < 0)
+              {
+                fprintf (stderr, "ohbox run: unknown --format `%s`: use table or json\n", optarg);
+                goto out;
+              }
+            json_events = f == CLI_FORMAT_JSON;
+            break;
+          }
         case 'm':
           limit = "memory";
           break;
@@ -367,19 +488,27 @@ cli_run (int argc, char **argv)
     }
   if (ohbox_cgroup_limits_validate (&o.limits, &err) < 0)
     goto out_err;
-  if (o.detach && o.tty)
-    o.tty = false; /* no terminal to attach to: output goes to the log */
+  /* -d -t: the terminal's output goes to the log; `ohbox attach` takes it. */
   o.image = argv[optind];
   o.command = argv + optind + 1;
   o.env = env.v;
   o.volumes = vols.v;
   o.publish = pub.v;
   o.dns = dns.v;
+  o.add_hosts = hosts.v;
   o.tmpfs = tmpfs.v;
   o.cap_add = add.v;
   o.cap_drop = drop.v;
   o.entrypoint = ep.n ? ep.v : NULL;
   o.warn = print_warning;
+  if (json_events)
+    {
+      o.on_started = on_started;
+      o.on_exited = on_exited;
+      /* With a terminal the output is the terminal's, raw. */
+      if (!o.tty)
+        o.on_output = on_output;
+    }
   struct ohbox_store *store = NULL;
   if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
     goto out_err;
@@ -424,7 +553,9 @@ cli_run (int argc, char **argv)
       rc = run_fail (&err, code ? code : RUN_EXIT_RUNTIME);
       goto out;
     }
-  if (o.detach)
+  if (o.detach && json_events)
+    emit (json_pack ("{s:s, s:s}", "event", "started", "id", id));
+  else if (o.detach)
     printf ("%s\n", id);
   rc = code;
   goto out;
@@ -434,6 +565,7 @@ out:
   strv_clear (&env);
   strv_clear (&pub);
   strv_clear (&dns);
+  strv_clear (&hosts);
   strv_clear (&vols);
   strv_clear (&tmpfs);
   strv_clear (&add);

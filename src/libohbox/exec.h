@@ -54,6 +54,17 @@ struct ohbox_exec_options
 int ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohbox_exec_options *opts,
                         int *ret_exit_code, ohbox_error_t *err);
 
+/* attach.c: `ohbox attach`: the terminal of the command of a sandbox
+ * started with `ohbox run -d -t`, which its monitor hands over (the master
+ * fd, through STATE/<id>/attach.sock, to one client at a time) and takes
+ * back when the client goes. Proxied as exec -t does (raw mode, window
+ * size, DETACH_KEYS as for ohbox_sandbox_exec; NULL or "": none). Returns
+ * when the user detached (*RET_EXIT_CODE -1) or the command exited
+ * (*RET_EXIT_CODE its status). A sandbox without a terminal, not running,
+ * paused, or with another client attached is an OHBOX_ERR_USAGE error. */
+int ohbox_sandbox_attach (struct ohbox_runtime *rt, const char *what, const char *detach_keys, int *ret_exit_code,
+                          ohbox_error_t *err);
+
 /* What `ohbox run` gave the sandbox's command, for exec (exec.json). */
 struct ohbox_exec_record
 {

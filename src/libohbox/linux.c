@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -67,6 +68,22 @@ struct exec_ctx
   char **env;
   int sync_fd;
 };
+
+
+static int
+loopback_up (ohbox_error_t *err)
+{
+  cleanup_close int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  struct ifreq ifr;
+  memset (&ifr, 0, sizeof ifr);
+  strcpy (ifr.ifr_name, "lo");
+  if (fd < 0 || ioctl (fd, SIOCGIFFLAGS, &ifr) < 0)
+    return ohbox_error_errno (err, "read the flags of the sandbox's loopback");
+  ifr.ifr_flags |= IFF_UP;
+  if (ioctl (fd, SIOCSIFFLAGS, &ifr) < 0)
+    return ohbox_error_errno (err, "bring up the sandbox's loopback");
+  return 0;
+}
 
 static void
 send_msg (int fd, int type, int kind, int errno_value, int exit_code, const char *text, int pass_fd)
@@ -298,6 +315,12 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
       ohbox_error_errno (&err, "set hostname `%s`", spec->hostname);
       child_fail (sync, &err);
     }
+  /* A new network namespace's loopback starts down: "loopback only"
+   * (--network none) means one that works, as with Docker (ohbox ci: a job
+   * and its services talk over 127.0.0.1). Done here, with the namespace's
+   * own CAP_NET_ADMIN: rootless too. */
+  if (spec->netns && !spec->join_netns && loopback_up (&err) < 0)
+    child_fail (sync, &err);
   close (mfd);
   ohbox_init_run (exec_command, &ctx, sync);
 }

@@ -86,3 +86,4 @@ pkgconfigdir = $(libdir)/pkgconfig
 pkgconfig_DATA = libohbox.pc
 EXTRA_DIST += src/libohbox/libohbox.sym libohbox.pc.in
 EXTRA_DIST += contrib/embed/example.c contrib/embed/Makefile
+libohbox_internal_la_SOURCES += src/libohbox/attach.c

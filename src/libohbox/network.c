@@ -400,6 +400,36 @@ make_resolv (const struct ohbox_run_options *o, bool keep_loopback, ohbox_error_
   return b.data;
 }
 
+/* --add-host NAME:IP (the IP may be v6, so the name ends at the first
+ * colon): one more line of /etc/hosts each, checked, as Docker's. */
+static int
+add_hosts (char **hosts, char **add, ohbox_error_t *err)
+{
+  size_t n = 0;
+  for (size_t i = 0; add && add[i]; i++, n++)
+    {
+      if (n >= OHBOX_SANDBOX_MAX_ADD_HOSTS)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many --add-host (at most %d)", OHBOX_SANDBOX_MAX_ADD_HOSTS);
+      const char *colon = strchr (add[i], ':');
+      size_t len = colon ? (size_t) (colon - add[i]) : 0;
+      bool name_ok = len > 0 && len <= 253 && add[i][0] != '-';
+      for (size_t k = 0; name_ok && k < len; k++)
+        {
+          char c = add[i][k];
+          name_ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-'
+                    || c == '_';
+        }
+      unsigned char buf[sizeof (struct in6_addr)];
+      if (!name_ok
+          || (inet_pton (AF_INET, colon + 1, buf) != 1 && inet_pton (AF_INET6, colon + 1, buf) != 1))
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid --add-host `%s`: use NAME:IP", add[i]);
+      char *more = xasprintf ("%s%s\t%.*s\n", *hosts, colon + 1, (int) len, add[i]);
+      free (*hosts);
+      *hosts = more;
+    }
+  return 0;
+}
+
 static int
 write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, const char *hostname,
            ohbox_error_t *err)
@@ -432,6 +462,8 @@ write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o
       hosts = xasprintf ("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s%s",
                          self ? self : "", host ? host : "");
     }
+  if (add_hosts (&hosts, o->add_hosts, err) < 0)
+    return -1;
   cleanup_free char *hn = xasprintf ("%s\n", hostname);
   if (ohbox_write_file_atomic (dirfd, "hosts", hosts, strlen (hosts), 0644, err) < 0
       || ohbox_write_file_atomic (dirfd, "hostname", hn, strlen (hn), 0644, err) < 0

@@ -22,6 +22,7 @@
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <sys/syscall.h>
 #include <sys/ioctl.h>
 #include <termios.h>
 
@@ -263,6 +264,7 @@ struct run_ctx
   int rootdir_fd;
   int stdio[3];
   int out_read; /* the monitor's end of the output pipe or terminal */
+  int line_read[2]; /* on_output: the monitor's ends of the stdout and stderr pipes */
 };
 
 static void
@@ -288,16 +290,21 @@ run_ctx_release (struct run_ctx *c)
   for (int i = 0; i < 3; i++)
     if (c->stdio[i] > 2)
       close (c->stdio[i]);
+  for (int i = 0; i < 2; i++)
+    if (c->line_read[i] >= 0)
+      close (c->line_read[i]);
   memset (c, 0, sizeof *c);
   c->rootdir_fd = c->out_read = -1;
+  c->line_read[0] = c->line_read[1] = -1;
 }
 
 static int
 setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, ohbox_error_t *err)
 {
   *tty_master = -1;
-  if (o->tty && !o->detach)
+  if (o->tty)
     {
+      /* -d -t: the monitor keeps the master for `ohbox attach`. */
       int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (master < 0 || grantpt (master) < 0 || unlockpt (master) < 0)
         return ohbox_error_errno (err, "allocate a pseudo-terminal");
@@ -316,6 +323,25 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->out_read = master;
       *tty_master = master;
       return 0;
+    }
+  if (!o->detach && o->on_output)
+    {
+      /* Line events: two pipes the monitor splits into lines. */
+      int po[2], pe[2];
+      if (pipe2 (po, O_CLOEXEC) < 0)
+        return ohbox_error_errno (err, "pipe");
+      if (pipe2 (pe, O_CLOEXEC) < 0)
+        {
+          close (po[0]);
+          close (po[1]);
+          return ohbox_error_errno (err, "pipe");
+        }
+      c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
+      c->stdio[1] = po[1];
+      c->stdio[2] = pe[1];
+      c->line_read[0] = po[0];
+      c->line_read[1] = pe[0];
+      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
     }
   if (!o->detach)
     {
@@ -365,9 +391,9 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   for (size_t i = 0; c->argv[i]; i++)
     json_array_append_new (cmd, json_string (c->argv[i]));
   cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i}", "id", id, "name", o->name, "image",
-                           o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm, "detached",
-                           o->detach, "store", ohbox_store_root (s), "stop_signal", sig);
+  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
+                           "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
+                           "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   if (r == 0 && o->executor_url)
@@ -394,6 +420,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   struct run_ctx c;
   memset (&c, 0, sizeof c);
   c.rootdir_fd = c.out_read = -1;
+  c.line_read[0] = c.line_read[1] = -1;
   c.stdio[0] = c.stdio[1] = c.stdio[2] = -1;
   int tty_master = -1;
   struct ohbox_linux_proc proc = { 0 };
@@ -529,6 +556,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       *ret_exit_code = proc.exit_code_hint;
       goto fail;
     }
+  double started = ohbox_monotonic ();
   /* From here on the store is only read through the sandbox's own mounts;
    * its layers file keeps GC away from them (snapshot.h). */
   ohbox_store_unlock (rt->store);
@@ -550,8 +578,17 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .forward_signals = report_fd < 0,
     .rm = o->rm,
     .cgroup = c.cgroup,
+    .started = started,
+    .timeout = o->timeout,
+    .line_fd = { c.line_read[0], c.line_read[1] },
+    .detached = report_fd >= 0,
+    .attach_fd = -1,
+    .on_output = report_fd < 0 ? o->on_output : NULL,
+    .on_exited = report_fd < 0 ? o->on_exited : NULL,
+    .event_data = o->event_data,
   };
   c.out_read = -1;
+  c.line_read[0] = c.line_read[1] = -1;
   c.cgroup = NULL;
   struct ohbox_cgroup *cg = m.cgroup;
   /* The reserved host ports stay bound for as long as the monitor runs. */
@@ -559,6 +596,21 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   run_ctx_release (&c);
   if (ret_id)
     *ret_id = xstrdup (id);
+  if (report_fd >= 0 && tty_master >= 0)
+    {
+      /* Before the report: once `ohbox run -d -t` returned, attach works. */
+      m.attach_fd = ohbox_monitor_attach_listen (dfd, err);
+      if (m.attach_fd < 0)
+        {
+          syscall (SYS_pidfd_send_signal, m.pidfd, SIGKILL, NULL, 0);
+          ohbox_monitor_run (&m, NULL);
+          close (tty_master);
+          close (m.pidfd);
+          ohbox_cgroup_free (cg);
+          ohbox_network_free (net);
+          return -1;
+        }
+    }
   if (report_fd >= 0)
     {
       /* Detached: the monitor lets go of the caller's terminal and reports. */
@@ -574,6 +626,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       /* What setup allocated is not needed any more (< 1 MiB per monitor). */
       malloc_trim (0);
     }
+  if (report_fd < 0 && o->on_started)
+    o->on_started (id, proc.pid, o->event_data);
   struct termios saved;
   bool raw = tty_master >= 0 && isatty (0) && tcgetattr (0, &saved) == 0;
   if (raw)
@@ -583,6 +637,11 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       tcsetattr (0, TCSANOW, &t);
     }
   int code = ohbox_monitor_run (&m, err);
+  if (m.attach_fd >= 0)
+    {
+      close (m.attach_fd);
+      unlinkat (dfd, OHBOX_ATTACH_SOCK, 0);
+    }
   if (raw)
     tcsetattr (0, TCSANOW, &saved);
   if (tty_master >= 0)

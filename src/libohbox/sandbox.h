@@ -30,6 +30,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <sys/types.h>
 
 #include "cgroup.h"
 #include "error.h"
@@ -42,6 +43,20 @@ enum ohbox_network_mode
   OHBOX_NETWORK_BRIDGE,   /* a veth pair on the ohbox0 bridge (root; network.h) */
   OHBOX_NETWORK_CONTAINER, /* the network namespace of sandbox network_container */
 };
+
+/* How a sandbox's command ended (ohbox_run_options.on_exited). */
+struct ohbox_run_exit
+{
+  const char *id;
+  int exit_code;   /* its status, 128+N when killed by signal N, OHBOX_EXIT_TIMEOUT on timeout */
+  int signal;      /* the signal that killed it, or 0 (from 128+N, as shells tell) */
+  bool timed_out;  /* --timeout killed it */
+  double duration; /* seconds from start to exit */
+};
+
+#define OHBOX_EXIT_TIMEOUT 124      /* as timeout(1) */
+#define OHBOX_RUN_TIMEOUT_GRACE 5.0 /* seconds between SIGTERM and SIGKILL */
+#define OHBOX_RUN_LINE_MAX 16384    /* on_output: longer lines come in pieces */
 
 struct ohbox_run_options
 {
@@ -64,6 +79,7 @@ struct ohbox_run_options
   const char *network_container; /* OHBOX_NETWORK_CONTAINER: name or id */
   char **publish;                /* -p specs (NULL-terminated or NULL; network.h) */
   char **dns;                    /* --dns addresses (NULL-terminated or NULL) */
+  char **add_hosts;              /* --add-host "NAME:IP" lines for /etc/hosts (NULL-terminated or NULL) */
   struct ohbox_cgroup_limits limits;
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
@@ -79,6 +95,21 @@ struct ohbox_run_options
    * (action.h). NULL: none. */
   const char *executor_url;
   const char *executor_key;
+  /* Kill the sandbox when it runs longer than this many seconds (0: never):
+   * SIGTERM to its command, SIGKILL to all of it OHBOX_RUN_TIMEOUT_GRACE
+   * seconds later; its exit status is then OHBOX_EXIT_TIMEOUT. */
+  double timeout;
+  /* Events for callers that report progress (ohbox run --format json); all
+   * may be NULL. on_started: the command runs (foreground: called in this
+   * process; detached: never, the id is returned). on_output: foreground
+   * without a terminal only: the command's stdout (STREAM 1) and stderr (2)
+   * then go through pipes and come here one line at a time (LINE without
+   * its newline; a line longer than OHBOX_RUN_LINE_MAX comes in pieces).
+   * on_exited: the command ended (foreground), before any --rm cleanup. */
+  void (*on_started) (const char *id, pid_t pid, void *data);
+  void (*on_output) (int stream, const char *line, size_t len, void *data);
+  void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
+  void *event_data;
 };
 
 struct ohbox_runtime;
@@ -104,7 +135,7 @@ int ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **re
 
 /* Every sandbox (ALL false: running and paused only) as a JSON array of
  * {"id","name","image","image_id","command","created","status","pid",
- *  "exit_code","finished_at"}; reconciles the dead ones first. */
+ *  "exit_code","finished_at","timed_out"}; reconciles the dead ones first. */
 int ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_error_t *err);
 /* One sandbox, same fields. */
 int ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err);
@@ -133,6 +164,7 @@ int ohbox_sandbox_stats (struct ohbox_runtime *rt, const char *id, struct ohbox_
 #define OHBOX_SANDBOX_MAX_ARGS 4096
 #define OHBOX_SANDBOX_MAX_ENV 4096
 #define OHBOX_SANDBOX_MAX_MOUNTS 256
+#define OHBOX_SANDBOX_MAX_ADD_HOSTS 256
 #define OHBOX_SANDBOX_LOG_MAX (1024 * 1024) /* per log file; one rotation keeps two */
 
 #endif

@@ -63,9 +63,29 @@ struct ohbox_monitor
   bool forward_signals;
   bool rm;
   struct ohbox_cgroup *cgroup;
+  double started;    /* ohbox_monotonic () when the command started */
+  double timeout;    /* seconds, 0: none (ohbox_run_options.timeout) */
+  int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
+  bool detached;     /* -d: output goes to the log, stdio is /dev/null */
+  int attach_fd;     /* -d -t: the listening attach.sock (ohbox attach), or -1 */
+  /* The caller's events (ohbox_run_options), foreground only. */
+  void (*on_output) (int stream, const char *line, size_t len, void *data);
+  void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
+  void *event_data;
 };
 /* Runs until the sandbox's init exited: logs, signals, exit status, cleanup
  * (--rm included). Returns the exit code (or -1 with ERR). */
 int ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err);
+/* -d -t: listens on STATE/<id>/attach.sock (0600) for `ohbox attach`. */
+int ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err);
+
+/* The attach protocol (attach.c, monitor.c): the monitor answers a
+ * connection with one byte, ATTACH_OK with the terminal's master fd
+ * (SCM_RIGHTS), or ATTACH_BUSY when another client is attached; the client
+ * keeps the connection open for as long as it uses the terminal. */
+#define OHBOX_ATTACH_SOCK "attach.sock"
+#define OHBOX_ATTACH_OK 'O'
+#define OHBOX_ATTACH_BUSY 'B'
+#define OHBOX_ATTACH_DENIED 'D'
 
 #endif

@@ -114,6 +114,8 @@ describe (int dirfd, const char *id)
       bool wanted = i == 1 || (i == 0) == alive;
       json_object_set (j, st_keys[i], v && wanted ? v : json_null ());
     }
+  /* --timeout killed it (state.json of older versions has no such field). */
+  json_object_set_new (j, "timed_out", json_boolean (!alive && json_is_true (json_object_get (st, "timed_out"))));
   /* Address and published ports while they are held. */
   json_t *net = ohbox_network_read (dirfd);
   if (net && json_is_true (json_object_get (net, "active")))

@@ -1,0 +1,206 @@
+/* ci_gitlab_services.c: the services of an `ohbox ci gitlab` job (see
+ * ci_gitlab.c and ohbox-ci(1)): read from the job payload, started in the
+ * job sandbox's network namespace, named in its /etc/hosts. */
+#include "config.h"
+
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "ci_gitlab.h"
+#include "utils.h"
+
+/* "KEY=VALUE" strings from the runner's [{"key","value"}] list. */
+static char **
+service_env (json_t *vars)
+{
+  size_t n = json_is_array (vars) ? json_array_size (vars) : 0;
+  if (n > 4096)
+    n = 4096;
+  char **env = xcalloc (n + 1, sizeof (char *));
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    {
+      json_t *v = json_array_get (vars, i);
+      const char *key = json_string_value (json_object_get (v, "key"));
+      const char *value = json_string_value (json_object_get (v, "value"));
+      if (key && *key && strchr (key, '=') == NULL && value)
+        env[k++] = xasprintf ("%s=%s", key, value);
+    }
+  return env;
+}
+
+static void
+strv_free (char **v)
+{
+  for (size_t i = 0; v && v[i]; i++)
+    free (v[i]);
+  free (v);
+}
+
+/* A JSON array of strings as a NULL-terminated vector (NULL when absent). */
+static char **
+json_strv (json_t *arr)
+{
+  if (!json_is_array (arr) || json_array_size (arr) == 0 || json_array_size (arr) > OHBOX_SANDBOX_MAX_ARGS)
+    return NULL;
+  char **v = xcalloc (json_array_size (arr) + 1, sizeof (char *));
+  size_t k = 0;
+  for (size_t i = 0; i < json_array_size (arr); i++)
+    {
+      const char *s = json_string_value (json_array_get (arr, i));
+      if (s)
+        v[k++] = xstrdup (s);
+    }
+  return v;
+}
+
+static bool
+hostname_ok (const char *h, size_t len)
+{
+  if (len == 0 || len > 253 || h[0] == '-' || h[0] == '.')
+    return false;
+  for (size_t i = 0; i < len; i++)
+    {
+      char c = h[i];
+      if (!((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '.' || c == '-'
+            || c == '_'))
+        return false;
+    }
+  return true;
+}
+
+
+/* As --add-host NAME:127.0.0.1 of the job's sandbox. */
+static void
+hostnames_add (struct hostnames *h, const char *name, size_t len)
+{
+  if (h->n < CI_MAX_HOSTNAMES && hostname_ok (name, len))
+    h->v[h->n++] = xasprintf ("%.*s:127.0.0.1", (int) len, name);
+}
+
+void
+ci_hostnames_clear (struct hostnames *h)
+{
+  for (size_t i = 0; i < h->n; i++)
+    free (h->v[i]);
+  h->n = 0;
+}
+
+/* The names GitLab's docker executor gives a service: each of its aliases
+ * (separated by spaces or commas), and from the image without its tag,
+ * "reg/group/img" as "reg__group__img" and "reg-group-img". */
+static void
+service_hostnames (struct hostnames *h, const char *image, const char *alias)
+{
+  for (const char *p = alias; p && *p;)
+    {
+      size_t len = strcspn (p, " ,");
+      hostnames_add (h, p, len);
+      p += len;
+      p += strspn (p, " ,");
+    }
+  size_t len = strcspn (image, "@");
+  const char *slash = memrchr (image, '/', len);
+  const char *colon = memchr (slash ? slash : image, ':', len - (size_t) ((slash ? slash : image) - image));
+  if (colon)
+    len = (size_t) (colon - image);
+  char a[512], b[512];
+  size_t na = 0, nb = 0;
+  for (size_t i = 0; i < len && na + 2 < sizeof a && nb + 1 < sizeof b; i++)
+    {
+      if (image[i] == '/')
+        {
+          a[na++] = '_';
+          a[na++] = '_';
+          b[nb++] = '-';
+        }
+      else
+        a[na++] = b[nb++] = image[i];
+    }
+  hostnames_add (h, a, na);
+  if (nb != na || memcmp (a, b, nb) != 0)
+    hostnames_add (h, b, nb);
+}
+
+/* The job's services, from the job payload the runner writes to
+ * $JOB_RESPONSE_FILE (the custom executor exposes them nowhere else): *RET
+ * the "services" array (NULL when none), *HOSTS the names the docker
+ * executor would give them. */
+int
+ci_load_services (json_t **ret, struct hostnames *hosts, ohbox_error_t *err)
+{
+  *ret = NULL;
+  const char *file = getenv ("JOB_RESPONSE_FILE");
+  if (file == NULL || *file == '\0')
+    return 0;
+  cleanup_free char *text = NULL;
+  size_t len;
+  if (ohbox_read_file_at (AT_FDCWD, file, CI_JOB_RESPONSE_MAX, &text, &len, err) < 0)
+    return ohbox_error_prefix (err, "read the job response (JOB_RESPONSE_FILE)");
+  json_error_t je;
+  json_t *job = json_loadb (text, len, 0, &je);
+  if (job == NULL)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse the job response `%s`: %s", file, je.text);
+  json_t *services = json_object_get (job, "services");
+  if (json_is_array (services) && json_array_size (services) > CI_MAX_SERVICES)
+    {
+      json_decref (job);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the job has %zu services; ohbox runs at most %d",
+                          json_array_size (services), CI_MAX_SERVICES);
+    }
+  if (json_is_array (services) && json_array_size (services) > 0)
+    *ret = json_incref (services);
+  json_decref (job);
+  for (size_t i = 0; *ret && i < json_array_size (*ret); i++)
+    {
+      json_t *sv = json_array_get (*ret, i);
+      const char *image = json_string_value (json_object_get (sv, "name"));
+      if (image && *image)
+        service_hostnames (hosts, image, json_string_value (json_object_get (sv, "alias")));
+    }
+  return 0;
+}
+
+/* Each service runs in the job sandbox's network namespace: reachable on
+ * 127.0.0.1, as with GitLab's Kubernetes executor, and under its names
+ * (the job's /etc/hosts). */
+int
+ci_start_services (struct prepare_opts *po, const char *job_name, json_t *services, ohbox_error_t *err)
+{
+  int r = 0;
+  for (size_t i = 0; r == 0 && i < json_array_size (services); i++)
+    {
+      json_t *s = json_array_get (services, i);
+      const char *image = json_string_value (json_object_get (s, "name"));
+      if (image == NULL || *image == '\0')
+        continue;
+      const char *alias = json_string_value (json_object_get (s, "alias"));
+      printf ("Starting service %s%s%s\n", image, alias ? " as " : "", alias ? alias : "");
+      if (ci_ensure_image (po, image, err) < 0)
+        return -1;
+      char name[CI_NAME_MAX];
+      ci_service_sandbox_name (name, job_name, i);
+      char **env = service_env (json_object_get (s, "variables"));
+      char **entrypoint = json_strv (json_object_get (s, "entrypoint"));
+      char **command = json_strv (json_object_get (s, "command"));
+      struct ohbox_run_options o = { .image = image,
+                                     .name = name,
+                                     .env = env,
+                                     .entrypoint = entrypoint,
+                                     .command = command,
+                                     .network = OHBOX_NETWORK_CONTAINER,
+                                     .network_container = job_name,
+                                     .limits = po->limits };
+      struct ci_ctx c;
+      r = ci_open (&c, err);
+      if (r == 0)
+        r = ci_start_detached (&c, &o, err);
+      ci_close (&c);
+      strv_free (env);
+      strv_free (entrypoint);
+      strv_free (command);
+    }
+  return r;
+}

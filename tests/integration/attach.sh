@@ -1,0 +1,219 @@
+#!/bin/bash
+# attach.sh: `ohbox attach` to sandboxes started with `ohbox run -d -t`,
+# driven through a real pty (Debian's python3): output and input, raw mode,
+# window size at start and on resize, Ctrl-C inside, detach keys, attach
+# again, the command's exit code; one client at a time (and the monitor
+# takes the terminal back when a client dies); clear errors for sandboxes
+# without a terminal, exited or paused; the monitor's memory stays flat.
+. "$(dirname "$0")/../lib/common.sh"
+. "$T_LIB/images.sh"
+. "$T_LIB/ohbox.sh"
+
+export OHBOX_RUNROOT=$T_TMP/run
+PY=/usr/bin/python3
+
+setup ()
+{
+  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
+  [ -x "$PY" ] || { echo "needs Debian's $PY (the pty driver)"; return 1; }
+  img_build || return 1
+}
+t_setup_or_die setup setup
+
+BB=localhost/busybox:latest
+
+# start_tty NAME: a detached sandbox with a terminal running sh; sets
+# SB_ID and SB_MONITOR (its monitor's pid, killed when the test ends).
+start_tty ()
+{
+  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  SB_ID=$(ohbox run -d -t --name "$1" "$BB" sh)
+  local init
+  init=$(jq -r .pid "$OHBOX_RUNROOT/$SB_ID/state.json")
+  SB_MONITOR=$(awk '{print $4}' "/proc/$init/stat")
+  t_track "$SB_MONITOR"
+}
+
+cat >"$T_TMP/drive.py" <<'PYEOF'
+import fcntl, os, pty, select, struct, sys, termios, time
+
+def setsize(fd, rows, cols):
+    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
+
+buf = b""
+def expect(fd, what, timeout=10):
+    global buf
+    end = time.time() + timeout
+    while what.encode() not in buf:
+        left = end - time.time()
+        if left <= 0:
+            sys.exit("timeout waiting for %r; got %r" % (what, buf[-400:]))
+        r, _, _ = select.select([fd], [], [], left)
+        if r:
+            try:
+                data = os.read(fd, 4096)
+            except OSError:
+                data = b""
+            if not data:
+                sys.exit("EOF waiting for %r; got %r" % (what, buf[-400:]))
+            buf += data
+    buf = buf[buf.index(what.encode()) + len(what):]
+
+def attach(args):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(args[0], args)
+    return pid, fd
+
+def finish(pid, fd, before):
+    _, status = os.waitpid(pid, 0)
+    if termios.tcgetattr(fd) != before:
+        sys.exit("terminal not restored")
+    return os.waitstatus_to_exitcode(status)
+
+args = sys.argv[1:]
+# 1: size, raw mode, resize, Ctrl-C, detach
+pid, fd = attach(args)
+setsize(fd, 40, 100)
+before = termios.tcgetattr(fd)
+time.sleep(0.3)
+os.write(fd, b"stty size; echo MARK$((1+0))\r")
+expect(fd, "MARK1")
+during = termios.tcgetattr(fd)
+if during[3] & termios.ICANON or during[3] & termios.ECHO:
+    sys.exit("the caller's terminal is not in raw mode")
+setsize(fd, 50, 120)
+time.sleep(0.3)
+os.write(fd, b"stty size; echo MARK$((2+0))\r")
+expect(fd, "50 120")
+expect(fd, "MARK2")
+os.write(fd, b"trap 'echo GOT_INT' INT; sleep 100; echo AFTER$((0))\r")
+time.sleep(0.5)
+os.write(fd, b"\x03")
+expect(fd, "GOT_INT", 5)
+expect(fd, "AFTER0", 5)
+os.write(fd, b"echo state-kept > /tmp/s; echo SAVED$((0))\r")
+expect(fd, "SAVED0")
+os.write(fd, b"\x10\x11")  # ctrl-p,ctrl-q
+code = finish(pid, fd, before)
+print("detach", code)
+# 2: attach again: the same shell; its exit code is ours
+pid, fd = attach(args)
+before = termios.tcgetattr(fd)
+time.sleep(0.3)
+os.write(fd, b"cat /tmp/s; echo AGAIN$((0))\r")
+expect(fd, "state-kept")
+expect(fd, "AGAIN0")
+os.write(fd, b"exit 7\r")
+print("exit", finish(pid, fd, before))
+PYEOF
+
+test_session ()
+{
+  start_tty sess
+  assert_ok timeout 60 "$PY" "$T_TMP/drive.py" "$OHBOX_BIN" --root "$T_ROOT" attach sess
+  assert_contains "$out" "detach 0"
+  assert_contains "$out" "exit 7"
+  assert_ok ohbox wait sess
+  assert_eq "$out" 7
+  assert_ok ohbox rm sess
+}
+
+test_one_client ()
+{
+  start_tty one
+  local fifo=$T_TMP/one.in first=$T_TMP/one.out pid
+  mkfifo "$fifo"
+  # the first client: stdin a pipe that stays open
+  "$OHBOX_BIN" --root "$T_ROOT" attach one <"$fifo" >"$first" 2>&1 &
+  pid=$!
+  t_track "$pid"
+  exec 7>"$fifo"
+  echo 'echo ready-$((40+2))' >&7
+  t_wait_until 20 grep -q ready-42 "$first"
+  assert_exit 125 ohbox attach one
+  assert_contains "$err" "already has a client attached"
+  # the first client dies: the monitor takes the terminal back
+  kill -KILL "$pid"
+  wait "$pid" || true
+  exec 7>&-
+  t_wait_until 10 sh -c "echo 'echo third-\$((1+2))' | \"$OHBOX_BIN\" --root \"$T_ROOT\" attach one >\"$T_TMP/third\" 2>&1 || true; grep -q third-3 \"$T_TMP/third\""
+  ohbox rm -f one >/dev/null
+}
+
+test_errors ()
+{
+  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  ohbox run -d --name plain "$BB" sleep 1000 >/dev/null
+  assert_exit 125 ohbox attach plain
+  assert_contains "$err" "has no terminal"
+  assert_contains "$err" "ohbox run -d -t"
+  ohbox rm -f plain >/dev/null
+  start_tty paused
+  assert_ok ohbox pause paused
+  assert_exit 125 ohbox attach paused
+  assert_contains "$err" "paused"
+  assert_ok ohbox unpause paused
+  assert_ok ohbox stop -t 1 paused
+  assert_exit 125 ohbox attach paused
+  assert_contains "$err" "not running"
+  assert_exit 125 ohbox attach no-such-sandbox
+  assert_exit 125 ohbox attach --detach-keys ctrl-7 paused
+  ohbox rm -f paused >/dev/null
+}
+
+rss_kb ()
+{
+  awk '/^VmRSS:/ {print $2}' "/proc/$1/status"
+}
+
+test_monitor_memory ()
+{
+  start_tty mem
+  local sock=$OHBOX_RUNROOT/$SB_ID/attach.sock before after fds
+  assert_eq "$(stat -c %a "$sock")" 600
+  # warm up, then 300 connections (each handed the terminal, then gone)
+  "$PY" - "$sock" 20 <<'PYEOF'
+import os, socket, sys
+os.chdir(os.path.dirname(sys.argv[1]))  # sun_path is short
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("attach.sock")
+    msg, anc, flags, addr = s.recvmsg(1, socket.CMSG_SPACE(4))
+    assert msg == b"O", msg
+    for level, kind, data in anc:
+        os.close(int.from_bytes(data[:4], "little"))
+    s.close()
+PYEOF
+  before=$(rss_kb "$SB_MONITOR")
+  fds=$(ls "/proc/$SB_MONITOR/fd" | wc -l)
+  "$PY" - "$sock" 300 <<'PYEOF'
+import os, socket, sys, time
+os.chdir(os.path.dirname(sys.argv[1]))
+for i in range(int(sys.argv[2])):
+    s = socket.socket(socket.AF_UNIX)
+    s.connect("attach.sock")
+    msg, anc, flags, addr = s.recvmsg(1, socket.CMSG_SPACE(4))
+    assert msg == b"O", msg
+    for level, kind, data in anc:
+        os.close(int.from_bytes(data[:4], "little"))
+    s.close()
+    time.sleep(0.002)
+PYEOF
+  after=$(rss_kb "$SB_MONITOR")
+  echo "monitor RSS: $before kB before, $after kB after 300 attaches" >&9
+  [ "$after" -le $((before + 32)) ] || _t_assert_fail "the monitor grew from $before to $after kB"
+  # no descriptor left behind either
+  t_wait_until 5 test "$(ls "/proc/$SB_MONITOR/fd" | wc -l)" = "$fds"
+  ohbox rm -f mem >/dev/null
+}
+
+run_test session test_session
+run_test one-client test_one_client
+run_test errors test_errors
+run_test monitor-memory test_monitor_memory
+
+# Whatever a failed test left behind (a passing one removed its own).
+for id in $(ohbox ps -a -q 2>/dev/null); do
+  ohbox rm -f "$id" >/dev/null 2>&1 || echo "# could not remove sandbox $id" >&2
+done

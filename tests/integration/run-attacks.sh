@@ -31,9 +31,10 @@ leak_snapshot ()
 {
   local mounts cg procs state upper
   mounts=$(grep -c "$T_TMP" /proc/self/mountinfo || true)
-  # (grep -v exits 1 when it filters every line: not a failure here.)
-  cg=$(find /sys/fs/cgroup -maxdepth 3 -path '*/ohbox/*' -type d -newer "$T_TMP" 2>/dev/null |
-    { grep -v -e "$KEEPER" || true; } | wc -l)
+  # Only the ids this test created (in $IDS): other engineers' and tests'
+  # sandboxes come and go meanwhile. (grep exits 1 when nothing matches.)
+  cg=$(find /sys/fs/cgroup -maxdepth 3 -path '*/ohbox/*' -type d 2>/dev/null |
+    { grep -F -f "$IDS" || true; } | wc -l)
   procs=$(pgrep -c -f -- "--root $T_ROOT " || true)
   state=$(ls -A "$STATE_ROOT" 2>/dev/null | grep -cv '^names$\|^seccomp-cache$' || true)
   upper=$(ls -A "$T_ROOT/sandboxes" 2>/dev/null | wc -l)
@@ -47,14 +48,16 @@ test_start_stop_loop ()
   # a long-lived sandbox whose monitor's fds must not grow meanwhile
   assert_ok ohbox run -d "$BB" sleep 600
   keeper=$out
-  KEEPER=$keeper
   assert_ok ohbox ps --format json
   mon=$(ps -o ppid= -p "$(jq '.[0].pid' <<<"$out")" | tr -d ' ')
   fds_before=$(ls /proc/$mon/fd | wc -l)
   STATE_ROOT=$OHBOX_RUNROOT
+  IDS=$T_WORK/ids
+  : >"$IDS"
   before=$(leak_snapshot)
   for i in $(seq "$n"); do
     id=$("$OHBOX_BIN" --root "$T_ROOT" run -d "$BB" sleep 600) || t_fail "run $i failed"
+    echo "$id" >>"$IDS"
     if [ $((i % 2)) = 0 ]; then
       "$OHBOX_BIN" --root "$T_ROOT" rm -f "$id" >/dev/null || t_fail "rm -f $i failed"
     else
@@ -62,10 +65,13 @@ test_start_stop_loop ()
       "$OHBOX_BIN" --root "$T_ROOT" rm "$id" >/dev/null || t_fail "rm $i failed"
     fi
   done
-  # and foreground --rm runs, some killed by a signal
+  # and foreground --rm runs, some killed by a signal (the hostname is the
+  # short id: its cgroup directories are looked for too)
   for i in $(seq 20); do
-    "$OHBOX_BIN" --root "$T_ROOT" run --rm "$BB" sh -c 'kill -9 $$' && t_fail "exit 0 from a killed command"
+    "$OHBOX_BIN" --root "$T_ROOT" run --rm "$BB" sh -c 'hostname; kill -9 $$' >>"$IDS" &&
+      t_fail "exit 0 from a killed command"
   done
+  [ "$(grep -c -E '^[0-9a-f]{12}' "$IDS")" = $((n + 20)) ] || t_fail "ids of the sandboxes not all known"
   after=$(leak_snapshot)
   fds_after=$(ls /proc/$mon/fd | wc -l)
   assert_eq "$after" "$before" "host resources after $n cycles"

@@ -372,13 +372,15 @@ static const struct
   { "personality_query", do_personality_query, 0, 0 },
 };
 
-static const char *raw_names[]
-    = { "mount",         "umount2",          "pivot_root",   "add_key",         "request_key",   "bpf",
-        "perf_event_open", "open_by_handle_at", "name_to_handle_at", "kexec_load", "kexec_file_load",
-        "init_module",   "finit_module",     "delete_module", "clock_settime",  "settimeofday",  "clock_adjtime",
-        "swapon",        "swapoff",          "reboot",       "acct",            "quotactl",      "lookup_dcookie",
-        "personality_unsafe", "personality_no_aslr", "syslog", "iopl",        "ioperm",        "fsopen",
-        "open_tree",     "move_mount",       "uselib",       "mbind",           "kcmp" };
+/* The probes of probe_raw, in order. */
+static const char *const raw_names[] = {
+  "mount", "umount2", "pivot_root", "add_key", "request_key", "bpf", "perf_event_open",
+  "open_by_handle_at", "name_to_handle_at", "kexec_load", "kexec_file_load", "init_module",
+  "finit_module", "delete_module", "clock_settime", "settimeofday", "clock_adjtime", "swapon",
+  "swapoff", "reboot", "acct", "quotactl", "lookup_dcookie", "personality_unsafe",
+  "personality_no_aslr", "syslog", "iopl", "ioperm", "fsopen", "open_tree", "move_mount", "uselib",
+  "mbind", "kcmp"
+};
 
 static int
 wanted (int argc, char **argv, const char *name)

@@ -23,3 +23,4 @@ dist_man_MANS += \
 	man/ohbox-build.1 \
 	man/ohbox-push.1
 dist_man_MANS += man/ohbox-exec.1
+dist_man_MANS += man/ohbox-check.1

@@ -70,5 +70,7 @@ int cli_exec (int argc, char **argv);
 /* Runtime images: build.c, push.c. */
 int cli_build (int argc, char **argv);
 int cli_push (int argc, char **argv);
+/* check.c */
+int cli_check (int argc, char **argv);
 
 #endif

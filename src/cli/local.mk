@@ -19,3 +19,4 @@ ohbox_SOURCES = \
 	src/cli/push.c
 ohbox_SOURCES += src/cli/port.c
 ohbox_SOURCES += src/cli/exec.c
+ohbox_SOURCES += src/cli/check.c

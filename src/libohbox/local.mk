@@ -67,3 +67,6 @@ libohbox_la_SOURCES += \
 	src/libohbox/netlink.c src/libohbox/netlink.h \
 	src/libohbox/nft.c src/libohbox/nft.h \
 	src/libohbox/rootless-net.c
+
+# `ohbox check`: store and state consistency, --repair.
+libohbox_la_SOURCES += src/libohbox/check.c src/libohbox/check_state.c src/libohbox/check.h

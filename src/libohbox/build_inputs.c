@@ -176,8 +176,14 @@ run_closure_sh (const char *script, const char *exe, const char *dir, ohbox_erro
       while (l && output[l - 1] == '\n')
         output[--l] = '\0';
     }
-  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "`%s %s %s` failed: %s", script, exe, dir,
-                      output && *output ? output : "no output");
+  /* The script copies into the store: a full disk is a store error (exit
+   * 7), whichever tool of the script met it. */
+  bool full = output && (strstr (output, "No space left on device") || strstr (output, "Disk quota exceeded"));
+  int r = ohbox_error (err, full ? OHBOX_ERR_STORE : OHBOX_ERR_GENERIC, 0, "`%s %s %s` failed: %s", script, exe,
+                       dir, output && *output ? output : "no output");
+  if (full)
+    ohbox_error_hint (err, "no space left in `%s`: free some (`ohbox prune`) and build again", dir);
+  return r;
 }
 
 static int

@@ -277,6 +277,16 @@ ohbox_registry_new (const char *host, const struct ohbox_registry_options *opts,
   r->retry_delay_ms = opts->retry_delay_ms ? opts->retry_delay_ms : 250;
   r->connect_timeout_s = opts->connect_timeout_s > 0 ? opts->connect_timeout_s : 30;
   r->low_speed_timeout_s = opts->low_speed_timeout_s > 0 ? opts->low_speed_timeout_s : 60;
+  /* $OHBOX_LOW_SPEED_TIMEOUT (seconds, 1..3600) replaces the default: a
+   * slow link needs more patience, a test of a stalled server less. */
+  const char *low = getenv ("OHBOX_LOW_SPEED_TIMEOUT");
+  if (opts->low_speed_timeout_s <= 0 && low && *low)
+    {
+      char *end;
+      long v = strtol (low, &end, 10);
+      if (*end == '\0' && v >= 1 && v <= 3600)
+        r->low_speed_timeout_s = v;
+    }
   r->user_agent = xstrdup (opts->user_agent ? opts->user_agent : "ohbox/" PACKAGE_VERSION);
 
   r->easy = curl_easy_init ();

@@ -268,7 +268,7 @@ test_stall_gives_up ()
 {
   # a server that always stalls: a registry error (exit 5) in bounded time
   fp_start REG FP
-  fp_set FP "{\"stall_after\": 2000, \"stall_count\": -1, \"stall_seconds\": 60, $(only_blob "$IMG_BB_LAYER1")}"
+  fp_set FP "{\"stall_after\": 0, \"stall_count\": -1, \"stall_seconds\": 60, $(only_blob "$IMG_BB_LAYER1")}"
   local start=$SECONDS
   OHBOX_LOW_SPEED_TIMEOUT=1 assert_exit 5 pull_via_proxy
   assert_int -le $((SECONDS - start)) 45 "seconds before giving up"

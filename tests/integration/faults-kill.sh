@@ -117,8 +117,9 @@ assert_no_leaks ()
   ids=$(sort -u "$T_WORK/ids" 2>/dev/null || true)
   for id in $ids; do
     local cg
-    cg=$(find /sys/fs/cgroup -maxdepth 3 -type d -path "*/ohbox/$id" 2>/dev/null | head -3)
-    [ -z "$cg" ] || bad="$bad cgroup $cg;"
+    for cg in /sys/fs/cgroup/*/ohbox/"$id" /sys/fs/cgroup/ohbox/"$id"; do
+      [ ! -d "$cg" ] || bad="$bad cgroup $cg;"
+    done
     [ ! -e "/sys/class/net/ohb${id:0:12}" ] || bad="$bad veth ohb${id:0:12};"
     # A killed sandbox's processes may be zombies a moment, until the
     # host's init reaps them: wait for that, but not for a live one.

@@ -459,6 +459,16 @@ ohbox_registry_get_manifest (struct ohbox_registry *r, const char *repository, c
       if (by_digest && strcmp (digest, ref) != 0)
         ret = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "manifest %s/%s@%s: the registry sent content with digest %s",
                            r->display, repository, ref, digest);
+      else if (!by_digest && resp.content_digest && ohbox_digest_is_valid (resp.content_digest)
+               && strcmp (digest, resp.content_digest) != 0)
+        /* By tag the content cannot be checked against the reference, but
+         * the registry says what it sent: a manifest changed on the way
+         * (or a registry contradicting itself) is refused. Other
+         * algorithms than sha256 are not compared. */
+        ret = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
+                           "manifest %s/%s:%s: the content hashes to %s, but the registry's Docker-Content-Digest "
+                           "says %s",
+                           r->display, repository, ref, digest, resp.content_digest);
       else
         {
           if (digest_out)

@@ -332,10 +332,10 @@ test_manifest_digest_mismatch ()
   assert_exit 6 ohbox pull --tls-verify=false "$FP_HOST/test/busybox@$IMG_BB_MANIFEST"
   assert_contains "$err" "$(short_hex "$IMG_BB_MANIFEST")" "error message naming the digest"
   assert_int -ge "$(fp_count FP '.fault == "manifest_replace"')" 1 "manifests altered"
-  # By tag the manifest is self-consistent but names layer 1 where the
-  # config's DiffID is layer 2's: refused, no image recorded.
+  # By tag: the content does not hash to the registry's Docker-Content-Digest
   assert_exit 6 pull_via_proxy
-  assert_match "$err" "config says"
+  assert_match "$err" "Docker-Content-Digest says $IMG_BB_MANIFEST"
+  assert_blob_absent "$IMG_BB_LAYER1"
   assert_nothing_pulled
 }
 

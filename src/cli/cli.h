@@ -104,5 +104,7 @@ int cli_push (int argc, char **argv);
 int cli_attach (int argc, char **argv);
 /* ci_gitlab.c */
 int cli_ci (int argc, char **argv);
+/* check.c */
+int cli_check (int argc, char **argv);
 
 #endif

@@ -23,6 +23,7 @@ static const struct command commands[] = {
   { "inspect", cli_inspect, "Show an image's record, manifest and config as JSON" },
   { "rmi", cli_rmi, "Remove image names, and images no name references" },
   { "prune", cli_prune, "Remove what no name references, and half-written data" },
+  { "check", cli_check, "Check the store and the sandboxes' state; --repair fixes them" },
   { "load", cli_load, "Import an OCI image layout (oci:DIR[:TAG])" },
   { "save", cli_save, "Export an image as an OCI image layout (oci:DIR[:TAG])" },
   { "login", cli_login, "Store credentials for a registry in auth.json" },

@@ -8,6 +8,7 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -132,6 +133,7 @@ run_closure_sh (const char *script, const char *exe, const char *dir, ohbox_erro
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
     return ohbox_error_errno (err, "pipe");
+  pid_t parent = getpid ();
   pid_t pid = fork ();
   if (pid < 0)
     {
@@ -141,6 +143,11 @@ run_closure_sh (const char *script, const char *exe, const char *dir, ohbox_erro
     }
   if (pid == 0)
     {
+      /* A killed build must not leave closure.sh writing into the store's
+       * build area after it (check and prune remove tmp-PID of a dead PID). */
+      prctl (PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid () != parent)
+        _exit (127);
       dup2 (p[1], 1);
       dup2 (p[1], 2);
       int nul = open ("/dev/null", O_RDONLY);
@@ -169,8 +176,14 @@ run_closure_sh (const char *script, const char *exe, const char *dir, ohbox_erro
       while (l && output[l - 1] == '\n')
         output[--l] = '\0';
     }
-  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "`%s %s %s` failed: %s", script, exe, dir,
-                      output && *output ? output : "no output");
+  /* The script copies into the store: a full disk is a store error (exit
+   * 7), whichever tool of the script met it. */
+  bool full = output && (strstr (output, "No space left on device") || strstr (output, "Disk quota exceeded"));
+  int r = ohbox_error (err, full ? OHBOX_ERR_STORE : OHBOX_ERR_GENERIC, 0, "`%s %s %s` failed: %s", script, exe,
+                       dir, output && *output ? output : "no output");
+  if (full)
+    ohbox_error_hint (err, "no space left in `%s`: free some (`ohbox prune`) and build again", dir);
+  return r;
 }
 
 static int

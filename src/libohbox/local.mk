@@ -87,3 +87,5 @@ pkgconfig_DATA = libohbox.pc
 EXTRA_DIST += src/libohbox/libohbox.sym libohbox.pc.in
 EXTRA_DIST += contrib/embed/example.c contrib/embed/Makefile
 libohbox_internal_la_SOURCES += src/libohbox/attach.c
+# `ohbox check`: store and state consistency, --repair.
+libohbox_internal_la_SOURCES += src/libohbox/check.c src/libohbox/check_state.c src/libohbox/check.h

@@ -277,6 +277,16 @@ ohbox_registry_new (const char *host, const struct ohbox_registry_options *opts,
   r->retry_delay_ms = opts->retry_delay_ms ? opts->retry_delay_ms : 250;
   r->connect_timeout_s = opts->connect_timeout_s > 0 ? opts->connect_timeout_s : 30;
   r->low_speed_timeout_s = opts->low_speed_timeout_s > 0 ? opts->low_speed_timeout_s : 60;
+  /* $OHBOX_LOW_SPEED_TIMEOUT (seconds, 1..3600) replaces the default: a
+   * slow link needs more patience, a test of a stalled server less. */
+  const char *low = getenv ("OHBOX_LOW_SPEED_TIMEOUT");
+  if (opts->low_speed_timeout_s <= 0 && low && *low)
+    {
+      char *end;
+      long v = strtol (low, &end, 10);
+      if (*end == '\0' && v >= 1 && v <= 3600)
+        r->low_speed_timeout_s = v;
+    }
   r->user_agent = xstrdup (opts->user_agent ? opts->user_agent : "ohbox/" PACKAGE_VERSION);
 
   r->easy = curl_easy_init ();
@@ -449,6 +459,16 @@ ohbox_registry_get_manifest (struct ohbox_registry *r, const char *repository, c
       if (by_digest && strcmp (digest, ref) != 0)
         ret = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "manifest %s/%s@%s: the registry sent content with digest %s",
                            r->display, repository, ref, digest);
+      else if (!by_digest && resp.content_digest && ohbox_digest_is_valid (resp.content_digest)
+               && strcmp (digest, resp.content_digest) != 0)
+        /* By tag the content cannot be checked against the reference, but
+         * the registry says what it sent: a manifest changed on the way
+         * (or a registry contradicting itself) is refused. Other
+         * algorithms than sha256 are not compared. */
+        ret = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
+                           "manifest %s/%s:%s: the content hashes to %s, but the registry's Docker-Content-Digest "
+                           "says %s",
+                           r->display, repository, ref, digest, resp.content_digest);
       else
         {
           if (digest_out)

@@ -298,6 +298,18 @@ transfer_done (struct fetch_ctx *ctx, struct fetch_item *it, CURLcode rc, ohbox_
       int64_t off = ohbox_blob_writer_offset (it->w);
       if (it->f->size < 0 || off == it->f->size)
         return commit (ctx, it, err);
+      /* The whole blob (200, its Content-Length all received) is shorter
+       * than the manifest's descriptor says: no retry can fix that. */
+      curl_off_t cl = -1;
+      if (status == 200 && curl_easy_getinfo (it->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK
+          && cl >= 0 && off == (int64_t) cl && off < it->f->size)
+        {
+          ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
+                       "blob %s: size mismatch: the registry's blob has %lld bytes, the manifest's descriptor says "
+                       "%lld",
+                       it->f->digest, (long long) off, (long long) it->f->size);
+          return fatal (ctx, it, err);
+        }
       return transient (ctx, it,
                         xasprintf ("the transfer ended after %lld of %lld bytes", (long long) off,
                                    (long long) it->f->size),

@@ -31,6 +31,7 @@ reg_response_clear (struct reg_response *resp)
   free (resp->www_authenticate);
   free (resp->content_range);
   free (resp->location);
+  free (resp->content_digest);
   free (resp->foreign_origin);
   ohbox_buf_free (&resp->error_body);
   memset (resp, 0, sizeof *resp);
@@ -175,6 +176,8 @@ header_cb (char *buf, size_t size, size_t nitems, void *userdata)
     keep_header (&x->resp.content_range, v, vlen, false);
   else if (IS ("location"))
     keep_header (&x->resp.location, v, vlen, false);
+  else if (IS ("docker-content-digest"))
+    keep_header (&x->resp.content_digest, v, vlen, false);
   else if (IS ("retry-after"))
     x->resp.retry_after_s = parse_retry_after (v, vlen);
 #undef IS

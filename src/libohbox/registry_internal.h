@@ -83,6 +83,7 @@ struct reg_response
   char *www_authenticate; /* every challenge header, joined with ", " */
   char *content_range;
   char *location;         /* Location (uploads: where to send the data) */
+  char *content_digest;   /* Docker-Content-Digest */
   long retry_after_s;     /* -1 when absent */
   char *foreign_origin;   /* set when the answer came from another origin (a redirect) */
   struct ohbox_buf error_body; /* the start of a non-2xx body, for messages */

@@ -90,7 +90,7 @@ unpack_into_tmp (struct ohbox_store *s, const char *blob_digest, const char *dif
     o.wait_more = NULL;
   char got[OHBOX_DIGEST_LEN + 1];
   if (ohbox_layer_unpack (blob_fd, dfd, &o, got, stats, err) < 0)
-    return ohbox_error_prefix (err, "unpack layer %s", blob_digest);
+    return ohbox_error_prefix (err, "unpack layer %s into `%s/%s`", blob_digest, s->root, tmpname);
   if (strcmp (got, diff_id) != 0)
     return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
                         "layer %s: its uncompressed content hashes to %s, but the image config says %s", blob_digest,

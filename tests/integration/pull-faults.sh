@@ -3,7 +3,10 @@
 # connections (resume with Range), 429 and 503 (retry, honouring
 # Retry-After), corrupted and truncated bodies (integrity errors, nothing
 # stored), concurrent pulls (each blob fetched once) and a pull killed
-# mid-blob (no half blob, the next pull resumes).
+# mid-blob (no half blob, the next pull resumes); stalled connections
+# (the low-speed limit ends them, the pull retries), descriptor sizes and
+# manifest digests that do not match, and blob redirects to another host
+# (followed, without the registry's Authorization; loops refused).
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"
@@ -244,6 +247,162 @@ test_sigkill_prune ()
   assert_store_blobs_valid
 }
 
+# ---- stalled connections ----
+
+test_stall_retry ()
+{
+  # the layer's connection stalls once after 2 kB: the low-speed limit
+  # (2 s here) ends it and the pull resumes, well before the stall ends
+  fp_start REG FP
+  fp_set FP "{\"stall_after\": 2000, \"stall_count\": 1, \"stall_seconds\": 60, $(only_blob "$IMG_BB_LAYER1")}"
+  local start=$SECONDS
+  OHBOX_LOW_SPEED_TIMEOUT=2 assert_ok pull_via_proxy
+  assert_int -le $((SECONDS - start)) 30 "seconds for the pull"
+  assert_int -eq 1 "$(fp_count FP '.fault == "stall"')" "stalled answers"
+  assert_int -ge "$(blob_gets "$IMG_BB_LAYER1")" 2 "GETs of the stalled layer"
+  assert_blob_present "$IMG_BB_LAYER1"
+  assert_store_blobs_valid
+}
+
+test_stall_gives_up ()
+{
+  # a server that always stalls: a registry error (exit 5) in bounded time
+  fp_start REG FP
+  fp_set FP "{\"stall_after\": 0, \"stall_count\": -1, \"stall_seconds\": 60, $(only_blob "$IMG_BB_LAYER1")}"
+  local start=$SECONDS
+  OHBOX_LOW_SPEED_TIMEOUT=1 assert_exit 5 pull_via_proxy
+  assert_int -le $((SECONDS - start)) 45 "seconds before giving up"
+  assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
+  assert_match "$err" "too slow|timed out|[Tt]imeout"
+  assert_int -ge "$(fp_count FP '.fault == "stall"')" 2 "attempts"
+  assert_blob_absent "$IMG_BB_LAYER1"
+  assert_store_blobs_valid
+}
+
+# ---- sizes and digests that do not match ----
+
+# put_manifest NAME TAG JQ: pushes the busybox manifest changed by JQ to the
+# registry REG as NAME:TAG (the registry checks that blobs exist, not sizes).
+put_manifest ()
+{
+  local m ct
+  m=$(reg_curl REG -f -H "Accept: $T_REG_ACCEPT" "$REG_URL/v2/test/busybox/manifests/latest")
+  ct=$(jq -r .mediaType <<<"$m")
+  jq -c "$3" <<<"$m" | reg_curl REG -f -X PUT -H "Content-Type: $ct" --data-binary @- \
+    "$REG_URL/v2/$1/manifests/$2" >/dev/null
+}
+
+# assert_nothing_pulled: no image, every blob sound, a store check finds
+# only what prune removes.
+assert_nothing_pulled ()
+{
+  assert_store_blobs_valid
+  assert_ok ohbox images -q
+  assert_eq "" "$out" "images after a failed pull"
+  assert_ok ohbox prune
+  assert_ok ohbox check
+}
+
+test_descriptor_size_larger ()
+{
+  put_manifest test/busybox size-larger '.layers[0].size += 100'
+  assert_exit 6 ohbox pull --tls-verify=false "$REG_HOST/test/busybox:size-larger"
+  assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
+  assert_match "$err" "size"
+  assert_blob_absent "$IMG_BB_LAYER1"
+  assert_nothing_pulled
+}
+
+test_descriptor_size_smaller ()
+{
+  put_manifest test/busybox size-smaller '.layers[0].size -= 1'
+  assert_exit 6 ohbox pull --tls-verify=false "$REG_HOST/test/busybox:size-smaller"
+  assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
+  assert_match "$err" "more than|size"
+  assert_blob_absent "$IMG_BB_LAYER1"
+  assert_nothing_pulled
+}
+
+test_manifest_digest_mismatch ()
+{
+  # the manifest served is not the one asked for (by digest), or not the
+  # one the registry's Docker-Content-Digest names (by tag)
+  fp_start REG FP
+  fp_set FP "{\"manifest_replace\": [\"${IMG_BB_LAYER2#sha256:}\", \"${IMG_BB_LAYER1#sha256:}\"]}"
+  assert_exit 6 ohbox pull --tls-verify=false "$FP_HOST/test/busybox@$IMG_BB_MANIFEST"
+  assert_contains "$err" "$(short_hex "$IMG_BB_MANIFEST")" "error message naming the digest"
+  assert_int -ge "$(fp_count FP '.fault == "manifest_replace"')" 1 "manifests altered"
+  # By tag: the content does not hash to the registry's Docker-Content-Digest
+  assert_exit 6 pull_via_proxy
+  assert_match "$err" "Docker-Content-Digest says $IMG_BB_MANIFEST"
+  assert_blob_absent "$IMG_BB_LAYER1"
+  assert_nothing_pulled
+}
+
+test_manifest_wrong_layer_digest ()
+{
+  # the manifest names the layers in the wrong order: each blob is sound,
+  # but not the layer the config's DiffIDs say
+  put_manifest test/busybox swapped '.layers |= reverse'
+  assert_exit 6 ohbox pull --tls-verify=false "$REG_HOST/test/busybox:swapped"
+  assert_match "$err" "config says|diff"
+  assert_ok ohbox images -q
+  assert_eq "" "$out" "images after a failed pull"
+  assert_layer_absent "$IMG_BB_DIFF1"
+  assert_ok ohbox prune
+  assert_ok ohbox check
+}
+
+# ---- redirects ----
+
+# storage_start: a second server on 127.0.0.2 (another host for ohbox),
+# serving the blobs of REG without authentication, as S3 does for a
+# registry; sets STORE_URL and STORE_LOG.
+storage_start ()
+{
+  local dir=$T_WORK/storage
+  mkdir -p "$dir"
+  : >"$dir/requests.log"
+  t_start "$dir/out" "$T_PY" "$T_LIB/fault_proxy.py" --upstream "$REG_URL" --bind 127.0.0.2 --port 0 \
+    --port-file "$dir/port" --log "$dir/requests.log"
+  t_wait_until 5 test -s "$dir/port"
+  STORE_URL=http://127.0.0.2:$(cat "$dir/port")
+  STORE_LOG=$dir/requests.log
+}
+
+test_redirect_other_host ()
+{
+  reg_start http-basic REGA
+  img_push REGA "oci:$IMG_BUSYBOX:latest" test/busybox:latest
+  storage_start
+  fp_start REGA FP
+  fp_set FP "{\"redirect\": \"$STORE_URL\"}"
+  assert_ok ohbox pull --tls-verify=false --creds "$REGA_USER:$REGA_PASS" "$FP_HOST/test/busybox:latest"
+  assert_match "$out" "^pulled $FP_HOST/test/busybox:latest $IMG_BB_MANIFEST linux/amd64\$"
+  # the registry got the credentials, the storage host got the blobs and
+  # never the credentials
+  assert_int -ge "$(fp_count FP '.authorization')" 1 "requests to the registry with Authorization"
+  assert_int -ge "$(fp_count FP '.status == 307')" 3 "blob redirects"
+  assert_int -ge "$(jq -c 'select(.method == "GET" and .status == 200)' "$STORE_LOG" | wc -l)" 3 \
+    "blobs served by the storage host"
+  assert_eq 0 "$(jq -c 'select(.authorization)' "$STORE_LOG" | wc -l)" \
+    "requests to the storage host carrying Authorization"
+  assert_store_blobs_valid
+  assert_layer_present "$IMG_BB_DIFF1"
+}
+
+test_redirect_loop ()
+{
+  fp_start REG FP
+  fp_set FP '{"redirect": "loop"}'
+  local start=$SECONDS
+  assert_exit 5 pull_via_proxy
+  assert_contains "$err" "too many redirects" "error message"
+  assert_int -le $((SECONDS - start)) 60 "seconds before giving up"
+  assert_int -le "$(fp_count FP '.fault == "redirect_loop"')" 400 "redirects followed"
+  assert_nothing_pulled
+}
+
 run_test drop_resume test_drop_resume
 run_test 429_retry test_429_retry
 run_test 503_retry test_503_retry
@@ -257,3 +416,11 @@ run_test short_body test_short_body
 run_test concurrent_pulls test_concurrent_pulls
 run_test sigkill_resume test_sigkill_resume
 run_test sigkill_prune test_sigkill_prune
+run_test stall_retry test_stall_retry
+run_test stall_gives_up test_stall_gives_up
+run_test descriptor_size_larger test_descriptor_size_larger
+run_test descriptor_size_smaller test_descriptor_size_smaller
+run_test manifest_digest_mismatch test_manifest_digest_mismatch
+run_test manifest_wrong_layer_digest test_manifest_wrong_layer_digest
+run_test redirect_other_host test_redirect_other_host
+run_test redirect_loop test_redirect_loop

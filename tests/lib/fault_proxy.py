@@ -23,14 +23,32 @@ file). Each has a count K: the fault hits the first K matching requests
                                        and send 1 byte less (a complete-looking,
                                        wrong body)
   --rate BYTES_PER_S                   slow every matching body down
+  --stall-after N [--stall-count K]    GET: send N bytes of the body, then
+                                       nothing (connection kept open) for
+                                       --stall-seconds (default 60), then close
+Control-file only (JSON values):
+  "redirect": URL [, "redirect_count": K]
+                                       GET: answer 307 with Location URL + path
+                                       (another server, as registries do with
+                                       S3); "redirect": "loop" redirects to
+                                       this proxy again, endlessly
+  "manifest_replace": [FROM, TO]       GET of a manifest: replace the text FROM
+                                       by TO in the body (every time); the
+                                       registry's Docker-Content-Digest stays
 --control FILE: a JSON object with the same settings (keys drop_after,
 drop_count, status_429, status_503, corrupt, bad_length, bad_length_count,
-rate, match), re-read whenever the file changes; it replaces the command-line
-settings and restarts the counts, so one proxy serves a whole test script.
+rate, stall_after, stall_count, stall_seconds, redirect, redirect_count,
+manifest_replace, match), re-read whenever the file changes; it replaces the
+command-line settings and restarts the counts, so one proxy serves a whole
+test script.
+
+--bind ADDR listens on another loopback address (default 127.0.0.1).
 
 Every request is logged to --log as one JSON line when it ends:
-  {"time", "method", "path", "range", "status", "bytes", "fault"}
-(bytes: body bytes sent; status "aborted" when the client went away).
+  {"time", "method", "path", "range", "status", "bytes", "fault", "host",
+   "authorization"}
+(bytes: body bytes sent; status "aborted" when the client went away;
+authorization: whether the request carried an Authorization header).
 
 Usage: fault_proxy.py --upstream http://127.0.0.1:5000 --port 0 --port-file F --log LOG [faults]
 """
@@ -52,7 +70,10 @@ HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authoriza
               "trailer", "trailers", "transfer-encoding", "upgrade", "content-length"}
 DEFAULT_MATCH = r"/v2/.+/blobs/sha256:[0-9a-f]{64}$"
 FAULT_KEYS = {"drop_after": None, "drop_count": 1, "status_429": 0, "status_503": 0, "corrupt": 0,
-              "bad_length": None, "bad_length_count": 1, "rate": 0, "match": DEFAULT_MATCH}
+              "bad_length": None, "bad_length_count": 1, "rate": 0, "match": DEFAULT_MATCH,
+              "stall_after": None, "stall_count": 1, "stall_seconds": 60, "redirect": None,
+              "redirect_count": -1, "manifest_replace": None}
+MANIFEST_MATCH = re.compile(r"/v2/.+/manifests/[^/]+$")
 CHUNK = 16384
 
 
@@ -87,7 +108,7 @@ class Proxy(http.server.ThreadingHTTPServer):
     allow_reuse_address = True
 
     def __init__(self, args):
-        super().__init__(("127.0.0.1", args.port), Handler)
+        super().__init__((args.bind, args.port), Handler)
         self.args = args
         self.upstream = urllib.parse.urlsplit(args.upstream)
         self.faults = Faults({k: getattr(args, k) for k in FAULT_KEYS if hasattr(args, k)})
@@ -231,9 +252,26 @@ class Handler(http.server.BaseHTTPRequestHandler):
         path = self.path.split("?")[0]
         matched = bool(faults.match.search(path))
         entry = {"method": self.command, "path": self.path, "range": self.headers.get("Range"),
-                 "status": None, "bytes": 0, "fault": None}
+                 "status": None, "bytes": 0, "fault": None, "host": self.headers.get("Host"),
+                 "authorization": self.headers.get("Authorization") is not None}
         try:
             body = self.read_request_body()
+            if matched and self.command == "GET" and s["redirect"] and \
+                    faults.take("redirect", s["redirect_count"]):
+                if s["redirect"] == "loop":
+                    n = int(urllib.parse.parse_qs(urllib.parse.urlsplit(self.path).query)
+                            .get("loop", ["0"])[0])
+                    target = "http://%s%s?loop=%d" % (self.headers.get("Host"), path, n + 1)
+                    entry["fault"] = "redirect_loop"
+                else:
+                    target = s["redirect"].rstrip("/") + self.path
+                    entry["fault"] = "redirect"
+                entry["status"] = 307
+                self.send_response(307)
+                self.send_header("Location", target)
+                self.send_header("Content-Length", "0")
+                self.end_headers()
+                return
             if matched and faults.take("status_429", s["status_429"]):
                 entry.update(status=429, fault="429")
                 entry["bytes"] = self.send_simple(429, "slow down", [("Retry-After", "1")])
@@ -266,6 +304,12 @@ class Handler(http.server.BaseHTTPRequestHandler):
             status = resp.status
             entry["status"] = status
             is_body = self.command == "GET" and status in (200, 206) and matched
+            if self.command == "GET" and status == 200 and s["manifest_replace"] and \
+                    MANIFEST_MATCH.search(path):
+                a, b = (x.encode() for x in s["manifest_replace"])
+                if a in data:
+                    data = data.replace(a, b)
+                    entry["fault"] = "manifest_replace"
             announced = len(data)
             send = data
             close_after = False
@@ -300,6 +344,21 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(announced))
             self.end_headers()
             rate = s["rate"] if matched else 0
+            if is_body and s["stall_after"] is not None and len(data) > s["stall_after"] and \
+                    faults.take("stall", s["stall_count"]):
+                # The server hangs with the connection open: only the
+                # client's own low-speed limit can end this.
+                entry["fault"] = "stall"
+                entry["bytes"] = self.write_body(send[:s["stall_after"]], rate)
+                # Logged now, not when the stall ends: tests count stalls
+                # while they last; the final line says "stall_end".
+                srv.log(dict(entry))
+                entry["fault"] = "stall_end"
+                deadline = time.monotonic() + s["stall_seconds"]
+                while time.monotonic() < deadline:
+                    time.sleep(0.1)
+                self.hard_close()
+                return
             if drop is not None:
                 entry["bytes"] = self.write_body(send[:drop], rate)
                 self.hard_close()
@@ -331,6 +390,7 @@ def main():
     p.add_argument("--upstream", required=True)
     p.add_argument("--upstream-ca")
     p.add_argument("--port", type=int, default=0)
+    p.add_argument("--bind", default="127.0.0.1")
     p.add_argument("--port-file")
     p.add_argument("--log", required=True)
     p.add_argument("--control")
@@ -343,6 +403,9 @@ def main():
     p.add_argument("--bad-length", choices=["long", "short"])
     p.add_argument("--bad-length-count", type=int, default=1)
     p.add_argument("--rate", type=int, default=0)
+    p.add_argument("--stall-after", type=int)
+    p.add_argument("--stall-count", type=int, default=1)
+    p.add_argument("--stall-seconds", type=float, default=60)
     args = p.parse_args()
     srv = Proxy(args)
     if args.port_file:

@@ -66,4 +66,5 @@ libohbox_la_SOURCES += \
 	src/libohbox/network.c src/libohbox/network.h src/libohbox/network_ports.c \
 	src/libohbox/netlink.c src/libohbox/netlink.h \
 	src/libohbox/nft.c src/libohbox/nft.h \
-	src/libohbox/rootless-net.c
+	src/libohbox/rootless-net.c \
+	src/libohbox/rootless-pasta.c

@@ -30,9 +30,10 @@ struct ohbox_network
   int *port_fds;
   size_t n_ports;
   int join_fd;
-  /* rootless: slirp4netns publishes these once it runs */
-  bool slirp;
+  /* rootless: slirp4netns or pasta publishes these once it runs */
+  bool slirp, pasta;
   int slirp_exit_fd;
+  pid_t pasta_pid;
   int dirfd;
   struct ohbox_port_mapping *maps;
   size_t n_maps;
@@ -238,19 +239,42 @@ parse_publish (const struct ohbox_run_options *o, struct ohbox_publish **ret, si
   return 0;
 }
 
-/* Rootless: host ports leased (and held) until slirp4netns binds them. */
+/* Rootless: host ports leased (and held) until slirp4netns or pasta binds
+ * them. pasta by default when it is installed (published ports are plain
+ * spliced sockets: faster than slirp4netns's user-mode TCP), slirp4netns
+ * otherwise. */
 static int
-prepare_slirp (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, ohbox_error_t *err)
+prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, ohbox_error_t *err)
 {
   cleanup_free struct ohbox_publish *reqs = NULL;
   size_t n_req;
   if (parse_publish (o, &reqs, &n_req, err) < 0)
     return -1;
-  if (!ohbox_slirp_available ())
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
-                        "rootless networking needs slirp4netns: install it (Debian package slirp4netns), or use "
-                        "--network none");
-  n->slirp = true;
+  switch (o->rootless_net)
+    {
+    case OHBOX_ROOTLESS_NET_PASTA:
+      if (!ohbox_pasta_available ())
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "--network pasta: pasta is not installed (Debian package passt); or use --network "
+                            "slirp4netns or none");
+      n->pasta = true;
+      break;
+    case OHBOX_ROOTLESS_NET_SLIRP:
+      if (!ohbox_slirp_available ())
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "--network slirp4netns: slirp4netns is not installed (Debian package slirp4netns); "
+                            "or use --network pasta or none");
+      n->slirp = true;
+      break;
+    default:
+      n->pasta = ohbox_pasta_available ();
+      n->slirp = !n->pasta && ohbox_slirp_available ();
+      if (!n->pasta && !n->slirp)
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "rootless networking needs pasta or slirp4netns: install one (Debian packages passt, "
+                            "slirp4netns), or use --network none");
+      break;
+    }
   n->dirfd = fcntl (dirfd, F_DUPFD_CLOEXEC, 3);
   inet_pton (AF_INET, "10.0.2.100", &n->ip);
   inet_pton (AF_INET, "10.0.2.2", &n->gw);
@@ -267,13 +291,15 @@ prepare_slirp (struct ohbox_network *n, int dirfd, const struct ohbox_run_option
         return ohbox_error_prefix (err, "lock the network state");
       if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
         return -1;
-      /* slirp4netns binds them itself (the lease keeps other sandboxes of
-       * this user away); closed before the clone, which would copy them. */
+      /* slirp4netns or pasta binds them itself (the lease keeps other
+       * sandboxes of this user away); closed before the clone, which would
+       * copy them. */
       for (size_t i = 0; i < n->n_maps; i++)
         close (n->port_fds[i]);
     }
-  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:o, s:b}", "mode", "slirp4netns", "ip", "10.0.2.100", "gateway",
-                         "10.0.2.2", "prefix", 24, "ports", ports_json (n->maps, n->n_maps), "active", 1);
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:o, s:b}", "mode", n->pasta ? "pasta" : "slirp4netns", "ip",
+                         "10.0.2.100", "gateway", "10.0.2.2", "prefix", 24, "ports", ports_json (n->maps, n->n_maps),
+                         "active", 1);
   int r = ohbox_state_write_json (dirfd, "network.json", j, err);
   json_decref (j);
   return r;
@@ -397,8 +423,8 @@ write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o
            ohbox_error_t *err)
 {
   cleanup_free char *resolv = NULL;
-  if (n->slirp && !(o->dns && o->dns[0]))
-    resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns forwards it to the host's resolver */
+  if ((n->slirp || n->pasta) && !(o->dns && o->dns[0]))
+    resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns or pasta forwards it to the host's resolver */
   else
     resolv = make_resolv (o, n->mode == OHBOX_NETWORK_HOST, err);
   if (resolv == NULL)
@@ -464,6 +490,7 @@ ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, cons
   struct ohbox_network *n = xcalloc (1, sizeof *n);
   n->mode = o->network;
   n->join_fd = n->slirp_exit_fd = n->dirfd = -1;
+  n->pasta_pid = -1;
   n->state_dir = xasprintf ("%s/%s", rt->root, id);
   int r = 0;
   if (o->publish && o->publish[0] && n->mode != OHBOX_NETWORK_BRIDGE)
@@ -473,7 +500,7 @@ ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, cons
   else
     {
       if (n->mode == OHBOX_NETWORK_BRIDGE)
-        r = geteuid () == 0 ? prepare_bridge (n, id, dirfd, o, err) : prepare_slirp (n, dirfd, o, err);
+        r = geteuid () == 0 ? prepare_bridge (n, id, dirfd, o, err) : prepare_rootless (n, dirfd, o, err);
       if (r == 0)
         r = write_etc (n, dirfd, o, hostname, err);
       if (r == 0)
@@ -557,6 +584,24 @@ ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int net
 {
   if (n == NULL || n->mode != OHBOX_NETWORK_BRIDGE)
     return 0;
+  if (n->pasta)
+    {
+      if (ohbox_pasta_start (userns_fd, netns_fd, n->state_dir, n->maps, n->n_maps, &n->pasta_pid, err) < 0)
+        return -1;
+      /* For a release after the monitor was killed (its parent-death
+       * signal should have ended pasta already; this is the backstop). */
+      json_t *j = ohbox_network_read (n->dirfd);
+      if (j)
+        {
+          json_object_set_new (j, "pasta_pid", json_integer (n->pasta_pid));
+          json_object_set_new (j, "pasta_start", json_integer ((json_int_t) ohbox_proc_starttime (n->pasta_pid)));
+          int r = ohbox_state_write_json (n->dirfd, "network.json", j, err);
+          json_decref (j);
+          if (r < 0)
+            return -1;
+        }
+      return 0;
+    }
   if (n->slirp)
     {
       if (ohbox_slirp_start (userns_fd, netns_fd, n->state_dir, n->dirfd, &n->slirp_exit_fd, err) < 0)
@@ -600,6 +645,7 @@ ohbox_network_free (struct ohbox_network *n)
     close (n->join_fd);
   if (n->slirp_exit_fd >= 0)
     close (n->slirp_exit_fd);
+  ohbox_pasta_stop (n->pasta_pid);
   if (n->dirfd >= 0)
     close (n->dirfd);
   free (n->maps);
@@ -671,6 +717,11 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
       json_decref (j);
       return 0;
     }
+  /* Before the port leases go: pasta still binds the ports. */
+  json_t *pp = json_object_get (j, "pasta_pid");
+  if (pp)
+    ohbox_pasta_kill_recorded ((pid_t) json_integer_value (pp),
+                               (unsigned long long) json_integer_value (json_object_get (j, "pasta_start")));
   struct in_addr ip = { 0 };
   const char *ips = json_string_value (json_object_get (j, "ip"));
   const char *veth = json_string_value (json_object_get (j, "veth"));

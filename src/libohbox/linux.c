@@ -282,6 +282,14 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
       ohbox_error_errno (&err, "make mounts private");
       child_fail (sync, &err);
     }
+  /* Rootless volumes: cloned here, where we hold CAP_SYS_ADMIN over our
+   * (copied) mount namespace. Safe: the lookup of the source path and every
+   * later access through the bind are checked against the user's own ids
+   * (our uid 0 is the user's), so the sandbox gets no access the user did
+   * not have. The specs are this child's copy of the parent's memory. */
+  if (spec->rootless
+      && ohbox_mounts_prepare_binds ((struct ohbox_mount_spec *) spec->mounts, spec->n_mounts, &err) < 0)
+    child_fail (sync, &err);
   if (mfd < 0
       && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
     child_fail (sync, &err);

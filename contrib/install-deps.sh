@@ -19,12 +19,12 @@ BUILD="autoconf automake libtool pkg-config gcc make clang xz-utils
 # qemu-system-x86, linux-image-amd64 and cpio for the cgroup v2 guest (tests/guest);
 # bash-static (layered into runtime images of bases without bash), musl-tools
 # (a musl base image in the build tests); nftables (the nft CLI to inspect
-# ohbox's table in tests), slirp4netns and uidmap (rootless sandboxes); podman
-# (it must read the layouts `ohbox save` writes).
+# ohbox's table in tests), slirp4netns, passt (pasta) and uidmap (rootless
+# sandboxes); podman (it must read the layouts `ohbox save` writes).
 TEST="docker-registry skopeo umoci apache2-utils busybox-static zstd jq openssl curl
   ca-certificates python3 iproute2 util-linux coreutils tar gzip debootstrap
   python3-httpx qemu-system-x86 linux-image-amd64 cpio bash-static musl-tools nftables
-  slirp4netns uidmap podman"
+  slirp4netns passt uidmap podman"
 
 PACKAGES=$(echo $BUILD $TEST)
 

@@ -328,28 +328,51 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
     return -1;
   if (lease_ip (netfd, n->state_dir, net, n->prefix, &n->ip, err) < 0)
     return -1;
-  cleanup_free struct ohbox_port_mapping *maps = NULL;
-  size_t n_maps = 0;
-  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &maps, &n_maps, &n->port_fds, err) < 0)
+  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
     return -1;
-  n->n_ports = n_maps;
+  n->n_ports = n->n_maps;
   char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
   inet_ntop (AF_INET, &n->ip, ip, sizeof ip);
   inet_ntop (AF_INET, &n->gw, gw, sizeof gw);
   /* Recorded before the nft elements exist: release finds all it must undo. */
   json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:s, s:o, s:b}", "mode", "bridge", "ip", ip, "gateway", gw, "prefix",
-                         n->prefix, "veth", n->veth, "ports", ports_json (maps, n_maps), "active", 1);
+                         n->prefix, "veth", n->veth, "ports", ports_json (n->maps, n->n_maps), "active", 1);
   int r = ohbox_state_write_json (dirfd, "network.json", j, err);
   json_decref (j);
-  if (r < 0 || n_maps == 0)
-    return r;
+  return r;
+}
+
+/* The DNAT elements of the published ports, in one nft transaction. Only
+ * once the sandbox's address answers on the bridge: earlier, a client's
+ * SYN would be translated to an address without a neighbour yet and
+ * dropped (the client then waits a full retransmission, ~1 s), where the
+ * reserved, not listening host port refuses it at once. */
+static int
+publish_bridge (struct ohbox_network *n, ohbox_error_t *err)
+{
+  if (n->n_maps == 0)
+    return 0;
   struct ohbox_buf b = { 0 };
-  for (size_t i = 0; i < n_maps; i++)
-    append_nft_elem (&b, "add", &maps[i], n->ip);
-  r = ohbox_nft_run (b.data, err);
+  for (size_t i = 0; i < n->n_maps; i++)
+    append_nft_elem (&b, "add", &n->maps[i], n->ip);
+  int r = ohbox_nft_run (b.data, err);
   ohbox_buf_free (&b);
   if (r < 0)
     return ohbox_error_prefix (err, "publish ports");
+  return 0;
+}
+
+/* One of the sandbox's /etc files in its state directory: they live as
+ * long as the sandbox and are rewritten at every start, so no fsync (three
+ * of them cost milliseconds per start on a disk-backed state root);
+ * readable by every user of the sandbox. */
+static int
+write_etc_file (int dirfd, const char *name, const char *text, ohbox_error_t *err)
+{
+  if (ohbox_write_file_nosync (dirfd, name, text, strlen (text), err) < 0)
+    return -1;
+  if (fchmodat (dirfd, name, 0644, 0) < 0)
+    return ohbox_error_errno (err, "chmod `%s`", name);
   return 0;
 }
 
@@ -451,9 +474,8 @@ write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o
                          self ? self : "", host ? host : "");
     }
   cleanup_free char *hn = xasprintf ("%s\n", hostname);
-  if (ohbox_write_file_atomic (dirfd, "hosts", hosts, strlen (hosts), 0644, err) < 0
-      || ohbox_write_file_atomic (dirfd, "hostname", hn, strlen (hn), 0644, err) < 0
-      || ohbox_write_file_atomic (dirfd, "resolv.conf", resolv, strlen (resolv), 0644, err) < 0)
+  if (write_etc_file (dirfd, "hosts", hosts, err) < 0 || write_etc_file (dirfd, "hostname", hn, err) < 0
+      || write_etc_file (dirfd, "resolv.conf", resolv, err) < 0)
     return ohbox_error_prefix (err, "write the sandbox's /etc files");
   return 0;
 }
@@ -567,7 +589,7 @@ ohbox_network_etc_into_upper (struct ohbox_network *n, const char *upper, ohbox_
       cleanup_free char *data = NULL;
       size_t len;
       if (ohbox_read_file_at (AT_FDCWD, src, RESOLV_MAX, &data, &len, err) < 0
-          || ohbox_write_file_atomic (efd, files[i], data, len, 0644, err) < 0)
+          || write_etc_file (efd, files[i], data, err) < 0)
         return ohbox_error_prefix (err, "the sandbox's /etc/%s", files[i]);
     }
   return 0;
@@ -623,6 +645,8 @@ ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int net
   if (ohbox_nl_open (nsfd, &in, err) < 0 || ohbox_nl_link_up (in, 1, err) < 0
       || ohbox_nl_link_index (in, "eth0", &eth, err) < 0 || ohbox_nl_addr_add (in, eth, n->ip, n->prefix, err) < 0
       || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0)
+    goto out;
+  if (publish_bridge (n, err) < 0)
     goto out;
   r = 0;
 out:

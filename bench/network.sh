@@ -25,7 +25,9 @@ done
 
 . "$SRC/tests/lib/common.sh" >/dev/null 2>&1 || true
 . "$SRC/tests/lib/images.sh"
-W=$(mktemp -d /tmp/ohbox-bench-net.XXXXXX)
+# lower case: podman names the images it pulls from an oci: path after it
+W=/tmp/ohbox-bench-net-$$
+mkdir "$W"
 chmod 755 "$W"
 U=ohbn$$
 cleanup ()

@@ -241,15 +241,13 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
 {
   cleanup_error ohbox_error_t err = NULL;
   prctl (PR_SET_PDEATHSIG, SIGKILL);
-  /* Before anything else can see us: /proc/1/exe is the host's binary. */
-  prctl (PR_SET_DUMPABLE, 0);
   struct sync_msg m;
   int mfd = -1;
   if (spec->after_clone)
     {
       /* Our namespaces for the parent's after_clone: its /proc/PID/ns/
-       * is closed to an unprivileged parent (we are not dumpable). Queued
-       * now, read by the parent after GO. */
+       * is closed to an unprivileged parent (we are not dumpable by then).
+       * Queued now, read by the parent after GO. */
       int ns = open ("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
       send_msg (sync, MSG_NS, 0, 0, 0, NULL, ns);
       if (ns >= 0)
@@ -261,6 +259,12 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
     }
   if (recv_msg (sync, &m, &mfd) <= 0 || m.type != MSG_GO)
     _exit (OHBOX_EXIT_RUNTIME);
+  /* Before anything of the sandbox can see us: /proc/1/exe is the host's
+   * binary. Not earlier: an unprivileged parent writes our single-id
+   * uid_map itself, which a non-dumpable process's /proc (owned by the
+   * host's root then) refuses; until GO nothing of the sandbox runs, and
+   * only the caller's own processes could look at us. */
+  prctl (PR_SET_DUMPABLE, 0);
   if (spec->userns)
     {
       if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)

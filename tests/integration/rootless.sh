@@ -76,6 +76,12 @@ uohbox ()
 
 t_setup_or_die setup setup
 
+# The test image in the user's store (each test can run alone).
+pull_bb ()
+{
+  assert_exit 0 uohbox pull --cert-dir "$U_DIR/certs" "$REG_HOST/test/busybox:latest"
+}
+
 user_procs ()
 {
   { pgrep -u "$T_USER" || true; } | wc -l
@@ -160,6 +166,7 @@ assert_curl_refused ()
 # that says how to add one; the sandbox still runs.
 test_single_uid ()
 {
+  pull_bb
   cp /etc/subuid "$T_WORK/subuid"
   cp /etc/subgid "$T_WORK/subgid"
   sed -i "/^$T_USER:/d" /etc/subuid /etc/subgid
@@ -185,6 +192,7 @@ test_cgroup_warning ()
 {
   [ -z "$(find /sys/fs/cgroup/unified -maxdepth 0 -type d 2>/dev/null)" ] &&
     [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && skip "pure cgroup v2 host: see cgroup2-guest.sh"
+  pull_bb
   assert_exit 0 uohbox run --rm --network none --memory 64m --cpus 0.5 --pids-limit 50 \
     "$REG_HOST/test/busybox:latest" true
   assert_eq "$(grep -c . <<<"$err")" 1 "exactly one line on stderr"

@@ -38,8 +38,10 @@ static const char run_help[] =
   "  -u, --user USER[:GROUP]      user (name or uid) to run the command as\n"
   "      --hostname NAME          hostname of the sandbox (default: short ID)\n"
   "      --network MODE           bridge (default; as root a veth on ohbox0 with NAT,\n"
-  "                               rootless slirp4netns), none (loopback only), host,\n"
-  "                               container:NAME (share that sandbox's network)\n"
+  "                               rootless pasta, or slirp4netns without pasta),\n"
+  "                               none (loopback only), host, container:NAME (share\n"
+  "                               that sandbox's network); rootless also pasta or\n"
+  "                               slirp4netns to choose the user-mode network\n"
   "  -p, --publish [IP:][HOST:]CTR[/tcp|/udp]\n"
   "                               publish a port (ranges A-B; HOST a range with one\n"
   "                               CTR: pick a free host port of it; no HOST: any)\n"
@@ -293,9 +295,10 @@ cli_run (int argc, char **argv)
   };
   struct ohbox_run_options o;
   memset (&o, 0, sizeof o);
-  /* bridge: as root a veth on ohbox0; rootless slirp4netns, when installed
-   * (otherwise loopback only, as --network none). */
-  o.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
+  /* bridge: as root a veth on ohbox0; rootless pasta or slirp4netns, when
+   * installed (otherwise loopback only, as --network none). */
+  o.network = geteuid () == 0 || ohbox_pasta_available () || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE
+                                                                                       : OHBOX_NETWORK_NONE;
   struct strv pub = { 0 }, dns = { 0 }, hosts = { 0 };
   struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
   cleanup_error ohbox_error_t err = NULL;
@@ -371,6 +374,17 @@ cli_run (int argc, char **argv)
             o.network = OHBOX_NETWORK_HOST;
           else if (strcmp (optarg, "bridge") == 0)
             o.network = OHBOX_NETWORK_BRIDGE;
+          else if (strcmp (optarg, "pasta") == 0 || strcmp (optarg, "slirp4netns") == 0)
+            {
+              if (geteuid () == 0)
+                {
+                  fprintf (stderr, "ohbox run: --network %s is for rootless sandboxes: as root use --network "
+                           "bridge\n", optarg);
+                  goto out;
+                }
+              o.network = OHBOX_NETWORK_BRIDGE;
+              o.rootless_net = optarg[0] == 'p' ? OHBOX_ROOTLESS_NET_PASTA : OHBOX_ROOTLESS_NET_SLIRP;
+            }
           else if (strncmp (optarg, "container:", 10) == 0)
             {
               o.network = OHBOX_NETWORK_CONTAINER;
@@ -378,7 +392,9 @@ cli_run (int argc, char **argv)
             }
           else
             {
-              fprintf (stderr, "ohbox run: unknown --network `%s`: use bridge, none, host or container:NAME\n",
+              fprintf (stderr,
+                       "ohbox run: unknown --network `%s`: use bridge, none, host, container:NAME, or "
+                       "rootless pasta or slirp4netns\n",
                        optarg);
               goto out;
             }

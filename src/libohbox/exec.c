@@ -185,9 +185,11 @@ find_child (pid_t parent)
 /* Which of the sandbox's namespaces differ from ours (setns into one's own
  * user namespace is EINVAL; into the host's network namespace, from inside
  * the sandbox's user namespace, EPERM), and with FDS (may be NULL) open
- * fds of them for the fallback without pidfd. */
+ * fds of them for the fallback without pidfd. *RET_REF: the process whose
+ * namespaces those are (INIT, or its child when an unprivileged caller may
+ * not look at the non-dumpable init). */
 static int
-ns_plan (pid_t init, int *ret_flags, int fds[N_NS], ohbox_error_t *err)
+ns_plan (pid_t init, pid_t *ret_ref, int *ret_flags, int fds[N_NS], ohbox_error_t *err)
 {
   pid_t ref = init;
   char path[64];
@@ -224,7 +226,38 @@ ns_plan (pid_t init, int *ret_flags, int fds[N_NS], ohbox_error_t *err)
         }
     }
   *ret_flags = flags;
+  *ret_ref = ref;
   return 0;
+}
+
+/* Rootless, setns through the init's pidfd is refused (EPERM): the init
+ * made itself non-dumpable before its execve, so its mm still belongs to
+ * the host's user namespace, where we have no CAP_SYS_PTRACE. Its child,
+ * the sandbox's command, ran execve inside the sandbox's user namespace,
+ * which the caller owns: we join through it. A pidfd of REF, checked to be
+ * INIT's child after it was opened (so the pid was not reused meanwhile). */
+static int
+ref_pidfd_open (pid_t init, pid_t ref, ohbox_error_t *err)
+{
+  int fd = (int) syscall (SYS_pidfd_open, ref, 0);
+  if (fd < 0)
+    return ohbox_error_errno (err, "pidfd_open the sandbox's command (pid %d)", (int) ref);
+  char path[64];
+  snprintf (path, sizeof path, "/proc/%d/status", (int) ref);
+  cleanup_free char *text = NULL;
+  size_t len;
+  ohbox_error_t e = NULL;
+  const char *pp = NULL;
+  if (ohbox_read_file_at (AT_FDCWD, path, 64 * 1024, &text, &len, &e) == 0)
+    pp = strstr (text, "\nPPid:\t");
+  ohbox_error_release (&e);
+  if (pp == NULL || atoi (pp + 7) != (int) init)
+    {
+      close (fd);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's command (pid %d) exited while exec joined it",
+                          (int) ref);
+    }
+  return fd;
 }
 
 /* ---- the caller ---- */
@@ -393,7 +426,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
   int ns_fds[N_NS];
   int ns_flags = 0;
   int stdio[3] = { -1, -1, -1 };
-  int master = -1, sigfd = -1, cmd_pidfd = -1;
+  int master = -1, sigfd = -1, cmd_pidfd = -1, ref_pidfd = -1;
   int hp[2] = { -1, -1 }, cp[2] = { -1, -1 };
   pid_t cmd = -1;
   sigset_t block, old;
@@ -402,8 +435,15 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
   for (size_t i = 0; i < N_NS; i++)
     ns_fds[i] = -1;
 
-  if (load_plan (dfd, o, &plan, err) < 0 || ns_plan (init, &ns_flags, ns_fds, err) < 0)
+  pid_t ref = init;
+  if (load_plan (dfd, o, &plan, err) < 0 || ns_plan (init, &ref, &ns_flags, ns_fds, err) < 0)
     goto out;
+  if (ref != init)
+    {
+      ref_pidfd = ref_pidfd_open (init, ref, err);
+      if (ref_pidfd < 0)
+        goto out;
+    }
   if (!plan.unconfined)
     {
       cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
@@ -475,7 +515,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
     .plan = &plan,
     .seccomp = seccomp,
     .cgroup = cg,
-    .pidfd = init_pidfd,
+    .pidfd = ref_pidfd >= 0 ? ref_pidfd : init_pidfd,
     .ns_flags = ns_flags,
     .ns_fds = ns_fds,
     .stdio = { stdio[0], stdio[1], stdio[2] },
@@ -554,6 +594,8 @@ out:
     }
   if (cmd_pidfd >= 0)
     close (cmd_pidfd);
+  if (ref_pidfd >= 0)
+    close (ref_pidfd);
   if (sigfd >= 0)
     close (sigfd);
   if (blocked)

@@ -229,15 +229,13 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
 {
   cleanup_error ohbox_error_t err = NULL;
   prctl (PR_SET_PDEATHSIG, SIGKILL);
-  /* Before anything else can see us: /proc/1/exe is the host's binary. */
-  prctl (PR_SET_DUMPABLE, 0);
   struct sync_msg m;
   int mfd = -1;
   if (spec->after_clone)
     {
       /* Our namespaces for the parent's after_clone: its /proc/PID/ns/
-       * is closed to an unprivileged parent (we are not dumpable). Queued
-       * now, read by the parent after GO. */
+       * is closed to an unprivileged parent (we are not dumpable by then).
+       * Queued now, read by the parent after GO. */
       int ns = open ("/proc/self/ns/user", O_RDONLY | O_CLOEXEC);
       send_msg (sync, MSG_NS, 0, 0, 0, NULL, ns);
       if (ns >= 0)
@@ -249,6 +247,12 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
     }
   if (recv_msg (sync, &m, &mfd) <= 0 || m.type != MSG_GO)
     _exit (OHBOX_EXIT_RUNTIME);
+  /* Before anything of the sandbox can see us: /proc/1/exe is the host's
+   * binary. Not earlier: an unprivileged parent writes our single-id
+   * uid_map itself, which a non-dumpable process's /proc (owned by the
+   * host's root then) refuses; until GO nothing of the sandbox runs, and
+   * only the caller's own processes could look at us. */
+  prctl (PR_SET_DUMPABLE, 0);
   if (spec->userns)
     {
       if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
@@ -270,6 +274,14 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
       ohbox_error_errno (&err, "make mounts private");
       child_fail (sync, &err);
     }
+  /* Rootless volumes: cloned here, where we hold CAP_SYS_ADMIN over our
+   * (copied) mount namespace. Safe: the lookup of the source path and every
+   * later access through the bind are checked against the user's own ids
+   * (our uid 0 is the user's), so the sandbox gets no access the user did
+   * not have. The specs are this child's copy of the parent's memory. */
+  if (spec->rootless
+      && ohbox_mounts_prepare_binds ((struct ohbox_mount_spec *) spec->mounts, spec->n_mounts, &err) < 0)
+    child_fail (sync, &err);
   if (mfd < 0
       && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
     child_fail (sync, &err);

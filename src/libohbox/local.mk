@@ -67,7 +67,8 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/network.c src/libohbox/network.h src/libohbox/network_ports.c \
 	src/libohbox/netlink.c src/libohbox/netlink.h \
 	src/libohbox/nft.c src/libohbox/nft.h \
-	src/libohbox/rootless-net.c
+	src/libohbox/rootless-net.c \
+	src/libohbox/rootless-pasta.c
 
 # The action protocol's client (action.h): `ohbox action` and ohbox_action().
 libohbox_internal_la_SOURCES += src/libohbox/action.c src/libohbox/action.h

@@ -31,9 +31,10 @@ struct ohbox_network
   int *port_fds;
   size_t n_ports;
   int join_fd;
-  /* rootless: slirp4netns publishes these once it runs */
-  bool slirp;
+  /* rootless: slirp4netns or pasta publishes these once it runs */
+  bool slirp, pasta;
   int slirp_exit_fd;
+  pid_t pasta_pid;
   int dirfd;
   struct ohbox_port_mapping *maps;
   size_t n_maps;
@@ -246,19 +247,42 @@ parse_publish (const struct ohbox_run_options *o, struct ohbox_publish **ret, si
   return 0;
 }
 
-/* Rootless: host ports leased (and held) until slirp4netns binds them. */
+/* Rootless: host ports leased (and held) until slirp4netns or pasta binds
+ * them. pasta by default when it is installed (published ports are plain
+ * spliced sockets: faster than slirp4netns's user-mode TCP), slirp4netns
+ * otherwise. */
 static int
-prepare_slirp (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, ohbox_error_t *err)
+prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, ohbox_error_t *err)
 {
   cleanup_free struct ohbox_publish *reqs = NULL;
   size_t n_req;
   if (parse_publish (o, &reqs, &n_req, err) < 0)
     return -1;
-  if (!ohbox_slirp_available ())
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
-                        "rootless networking needs slirp4netns: install it (Debian package slirp4netns), or use "
-                        "--network none");
-  n->slirp = true;
+  switch (o->rootless_net)
+    {
+    case OHBOX_ROOTLESS_NET_PASTA:
+      if (!ohbox_pasta_available ())
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "--network pasta: pasta is not installed (Debian package passt); or use --network "
+                            "slirp4netns or none");
+      n->pasta = true;
+      break;
+    case OHBOX_ROOTLESS_NET_SLIRP:
+      if (!ohbox_slirp_available ())
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "--network slirp4netns: slirp4netns is not installed (Debian package slirp4netns); "
+                            "or use --network pasta or none");
+      n->slirp = true;
+      break;
+    default:
+      n->pasta = ohbox_pasta_available ();
+      n->slirp = !n->pasta && ohbox_slirp_available ();
+      if (!n->pasta && !n->slirp)
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "rootless networking needs pasta or slirp4netns: install one (Debian packages passt, "
+                            "slirp4netns), or use --network none");
+      break;
+    }
   n->dirfd = fcntl (dirfd, F_DUPFD_CLOEXEC, 3);
   inet_pton (AF_INET, "10.0.2.100", &n->ip);
   inet_pton (AF_INET, "10.0.2.2", &n->gw);
@@ -275,13 +299,15 @@ prepare_slirp (struct ohbox_network *n, int dirfd, const struct ohbox_run_option
         return ohbox_error_prefix (err, "lock the network state");
       if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
         return -1;
-      /* slirp4netns binds them itself (the lease keeps other sandboxes of
-       * this user away); closed before the clone, which would copy them. */
+      /* slirp4netns or pasta binds them itself (the lease keeps other
+       * sandboxes of this user away); closed before the clone, which would
+       * copy them. */
       for (size_t i = 0; i < n->n_maps; i++)
         close (n->port_fds[i]);
     }
-  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:o, s:b}", "mode", "slirp4netns", "ip", "10.0.2.100", "gateway",
-                         "10.0.2.2", "prefix", 24, "ports", ports_json (n->maps, n->n_maps), "active", 1);
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:o, s:b}", "mode", n->pasta ? "pasta" : "slirp4netns", "ip",
+                         "10.0.2.100", "gateway", "10.0.2.2", "prefix", 24, "ports", ports_json (n->maps, n->n_maps),
+                         "active", 1);
   int r = ohbox_state_write_json (dirfd, "network.json", j, err);
   json_decref (j);
   return r;
@@ -310,28 +336,51 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
     return -1;
   if (lease_ip (netfd, n->state_dir, net, n->prefix, &n->ip, err) < 0)
     return -1;
-  cleanup_free struct ohbox_port_mapping *maps = NULL;
-  size_t n_maps = 0;
-  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &maps, &n_maps, &n->port_fds, err) < 0)
+  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
     return -1;
-  n->n_ports = n_maps;
+  n->n_ports = n->n_maps;
   char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
   inet_ntop (AF_INET, &n->ip, ip, sizeof ip);
   inet_ntop (AF_INET, &n->gw, gw, sizeof gw);
   /* Recorded before the nft elements exist: release finds all it must undo. */
   json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:s, s:o, s:b}", "mode", "bridge", "ip", ip, "gateway", gw, "prefix",
-                         n->prefix, "veth", n->veth, "ports", ports_json (maps, n_maps), "active", 1);
+                         n->prefix, "veth", n->veth, "ports", ports_json (n->maps, n->n_maps), "active", 1);
   int r = ohbox_state_write_json (dirfd, "network.json", j, err);
   json_decref (j);
-  if (r < 0 || n_maps == 0)
-    return r;
+  return r;
+}
+
+/* The DNAT elements of the published ports, in one nft transaction. Only
+ * once the sandbox's address answers on the bridge: earlier, a client's
+ * SYN would be translated to an address without a neighbour yet and
+ * dropped (the client then waits a full retransmission, ~1 s), where the
+ * reserved, not listening host port refuses it at once. */
+static int
+publish_bridge (struct ohbox_network *n, ohbox_error_t *err)
+{
+  if (n->n_maps == 0)
+    return 0;
   struct ohbox_buf b = { 0 };
-  for (size_t i = 0; i < n_maps; i++)
-    append_nft_elem (&b, "add", &maps[i], n->ip);
-  r = ohbox_nft_run (b.data, err);
+  for (size_t i = 0; i < n->n_maps; i++)
+    append_nft_elem (&b, "add", &n->maps[i], n->ip);
+  int r = ohbox_nft_run (b.data, err);
   ohbox_buf_free (&b);
   if (r < 0)
     return ohbox_error_prefix (err, "publish ports");
+  return 0;
+}
+
+/* One of the sandbox's /etc files in its state directory: they live as
+ * long as the sandbox and are rewritten at every start, so no fsync (three
+ * of them cost milliseconds per start on a disk-backed state root);
+ * readable by every user of the sandbox. */
+static int
+write_etc_file (int dirfd, const char *name, const char *text, ohbox_error_t *err)
+{
+  if (ohbox_write_file_nosync (dirfd, name, text, strlen (text), err) < 0)
+    return -1;
+  if (fchmodat (dirfd, name, 0644, 0) < 0)
+    return ohbox_error_errno (err, "chmod `%s`", name);
   return 0;
 }
 
@@ -435,8 +484,8 @@ write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o
            ohbox_error_t *err)
 {
   cleanup_free char *resolv = NULL;
-  if (n->slirp && !(o->dns && o->dns[0]))
-    resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns forwards it to the host's resolver */
+  if ((n->slirp || n->pasta) && !(o->dns && o->dns[0]))
+    resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns or pasta forwards it to the host's resolver */
   else
     resolv = make_resolv (o, n->mode == OHBOX_NETWORK_HOST, err);
   if (resolv == NULL)
@@ -465,9 +514,8 @@ write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o
   if (add_hosts (&hosts, o->add_hosts, err) < 0)
     return -1;
   cleanup_free char *hn = xasprintf ("%s\n", hostname);
-  if (ohbox_write_file_atomic (dirfd, "hosts", hosts, strlen (hosts), 0644, err) < 0
-      || ohbox_write_file_atomic (dirfd, "hostname", hn, strlen (hn), 0644, err) < 0
-      || ohbox_write_file_atomic (dirfd, "resolv.conf", resolv, strlen (resolv), 0644, err) < 0)
+  if (write_etc_file (dirfd, "hosts", hosts, err) < 0 || write_etc_file (dirfd, "hostname", hn, err) < 0
+      || write_etc_file (dirfd, "resolv.conf", resolv, err) < 0)
     return ohbox_error_prefix (err, "write the sandbox's /etc files");
   return 0;
 }
@@ -504,6 +552,7 @@ ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, cons
   struct ohbox_network *n = xcalloc (1, sizeof *n);
   n->mode = o->network;
   n->join_fd = n->slirp_exit_fd = n->dirfd = -1;
+  n->pasta_pid = -1;
   n->state_dir = xasprintf ("%s/%s", rt->root, id);
   int r = 0;
   if (o->publish && o->publish[0] && n->mode != OHBOX_NETWORK_BRIDGE)
@@ -513,7 +562,7 @@ ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, cons
   else
     {
       if (n->mode == OHBOX_NETWORK_BRIDGE)
-        r = geteuid () == 0 ? prepare_bridge (n, id, dirfd, o, err) : prepare_slirp (n, dirfd, o, err);
+        r = geteuid () == 0 ? prepare_bridge (n, id, dirfd, o, err) : prepare_rootless (n, dirfd, o, err);
       if (r == 0)
         r = write_etc (n, dirfd, o, hostname, err);
       if (r == 0)
@@ -580,7 +629,7 @@ ohbox_network_etc_into_upper (struct ohbox_network *n, const char *upper, ohbox_
       cleanup_free char *data = NULL;
       size_t len;
       if (ohbox_read_file_at (AT_FDCWD, src, RESOLV_MAX, &data, &len, err) < 0
-          || ohbox_write_file_atomic (efd, files[i], data, len, 0644, err) < 0)
+          || write_etc_file (efd, files[i], data, err) < 0)
         return ohbox_error_prefix (err, "the sandbox's /etc/%s", files[i]);
     }
   return 0;
@@ -597,6 +646,24 @@ ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int net
 {
   if (n == NULL || n->mode != OHBOX_NETWORK_BRIDGE)
     return 0;
+  if (n->pasta)
+    {
+      if (ohbox_pasta_start (userns_fd, netns_fd, n->state_dir, n->maps, n->n_maps, &n->pasta_pid, err) < 0)
+        return -1;
+      /* For a release after the monitor was killed (its parent-death
+       * signal should have ended pasta already; this is the backstop). */
+      json_t *j = ohbox_network_read (n->dirfd);
+      if (j)
+        {
+          json_object_set_new (j, "pasta_pid", json_integer (n->pasta_pid));
+          json_object_set_new (j, "pasta_start", json_integer ((json_int_t) ohbox_proc_starttime (n->pasta_pid)));
+          int r = ohbox_state_write_json (n->dirfd, "network.json", j, err);
+          json_decref (j);
+          if (r < 0)
+            return -1;
+        }
+      return 0;
+    }
   if (n->slirp)
     {
       if (ohbox_slirp_start (userns_fd, netns_fd, n->state_dir, n->dirfd, &n->slirp_exit_fd, err) < 0)
@@ -619,6 +686,8 @@ ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int net
       || ohbox_nl_link_index (in, "eth0", &eth, err) < 0 || ohbox_nl_addr_add (in, eth, n->ip, n->prefix, err) < 0
       || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0)
     goto out;
+  if (publish_bridge (n, err) < 0)
+    goto out;
   r = 0;
 out:
   ohbox_nl_close (host);
@@ -640,6 +709,7 @@ ohbox_network_free (struct ohbox_network *n)
     close (n->join_fd);
   if (n->slirp_exit_fd >= 0)
     close (n->slirp_exit_fd);
+  ohbox_pasta_stop (n->pasta_pid);
   if (n->dirfd >= 0)
     close (n->dirfd);
   free (n->maps);
@@ -711,6 +781,11 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
       json_decref (j);
       return 0;
     }
+  /* Before the port leases go: pasta still binds the ports. */
+  json_t *pp = json_object_get (j, "pasta_pid");
+  if (pp)
+    ohbox_pasta_kill_recorded ((pid_t) json_integer_value (pp),
+                               (unsigned long long) json_integer_value (json_object_get (j, "pasta_start")));
   struct in_addr ip = { 0 };
   const char *ips = json_string_value (json_object_get (j, "ip"));
   const char *veth = json_string_value (json_object_get (j, "veth"));

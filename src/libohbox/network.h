@@ -117,6 +117,8 @@ void ohbox_port_lease_name (int proto, uint16_t port, char buf[16]);
 int ohbox_lease_held (int dirfd, const char *name);
 
 /* rootless-net.c: slirp4netns for sandboxes of ordinary users. */
+/* Whether NAME is an executable in $PATH. */
+bool ohbox_net_tool_available (const char *name);
 bool ohbox_slirp_available (void);
 /* Starts slirp4netns for the namespaces USERNS_FD and NETNS_FD (tap0,
  * 10.0.2.100, gateway 10.0.2.2, DNS 10.0.2.3), its API socket and log in
@@ -124,5 +126,21 @@ bool ohbox_slirp_available (void);
 int ohbox_slirp_start (int userns_fd, int netns_fd, const char *state_dir, int dirfd, int *ret_exit_fd, ohbox_error_t *err);
 /* Publishes M through the running slirp4netns of the state dir DIRFD. */
 int ohbox_slirp_hostfwd (int dirfd, const struct ohbox_port_mapping *m, ohbox_error_t *err);
+
+/* rootless-pasta.c: pasta (Debian's passt) for sandboxes of ordinary users. */
+bool ohbox_pasta_available (void);
+/* Starts pasta for the namespaces USERNS_FD and NETNS_FD with the same
+ * addresses as slirp4netns (tap0, 10.0.2.100/24, gateway 10.0.2.2, DNS
+ * 10.0.2.3) and the N_MAPS published ports bound by pasta itself; its log
+ * pasta.log in STATE_DIR. Returns once the namespace is configured and the
+ * ports are bound. *RET_PID: our child, dies with the caller (parent-death
+ * signal) or by ohbox_pasta_stop. */
+int ohbox_pasta_start (int userns_fd, int netns_fd, const char *state_dir, const struct ohbox_port_mapping *maps,
+                       size_t n_maps, pid_t *ret_pid, ohbox_error_t *err);
+/* Stops (SIGTERM) and reaps the pasta PID started by ohbox_pasta_start. */
+void ohbox_pasta_stop (pid_t pid);
+/* Stops the pasta PID of another process (reconciliation after the monitor
+ * was killed) if it still is the one started at START (/proc starttime). */
+void ohbox_pasta_kill_recorded (pid_t pid, unsigned long long start);
 
 #endif

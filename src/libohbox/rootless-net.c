@@ -1,5 +1,5 @@
 /* rootless-net.c: networking for sandboxes of ordinary users, through
- * slirp4netns (user-mode TCP/IP: no privilege needed). ohbox starts one per
+ * slirp4netns (pasta: rootless-pasta.c) (user-mode TCP/IP: no privilege needed). ohbox starts one per
  * sandbox once the sandbox's namespaces exist, and it lives exactly as long
  * as the monitor: its --exit-fd is a pipe whose write end only the monitor
  * holds, so slirp4netns exits when the monitor does, however it ends.
@@ -23,18 +23,24 @@
 #define SLIRP_READY_TIMEOUT_MS 5000
 
 bool
-ohbox_slirp_available (void)
+ohbox_net_tool_available (const char *name)
 {
   const char *path = getenv ("PATH");
   cleanup_free char *copy = xstrdup (path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
   char *save = NULL;
   for (char *d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save))
     {
-      cleanup_free char *f = xasprintf ("%s/" SLIRP_BIN, d);
+      cleanup_free char *f = xasprintf ("%s/%s", d, name);
       if (access (f, X_OK) == 0)
         return true;
     }
   return false;
+}
+
+bool
+ohbox_slirp_available (void)
+{
+  return ohbox_net_tool_available (SLIRP_BIN);
 }
 
 int

@@ -449,10 +449,12 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   if (ohbox_network_prepare (rt, id, dfd, o, host, &c.net, err) < 0)
     goto fail;
   ohbox_network_mounts (c.net, &c.mounts, &c.n_mounts);
-  if (ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
-    goto fail;
   bool userns = !o->userns_host;
   bool rootless = geteuid () != 0;
+  /* Rootless, a bind source can only be cloned in the sandbox's own user
+   * and mount namespaces (the child does it, linux.c). */
+  if (!rootless && ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
+    goto fail;
   if (rootless && !userns)
     {
       ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");

@@ -36,6 +36,15 @@
 #include "error.h"
 #include "store.h"
 
+/* The user-mode network of a rootless bridge sandbox: pasta when it is
+ * installed, slirp4netns otherwise, or the one asked for. */
+enum ohbox_rootless_net
+{
+  OHBOX_ROOTLESS_NET_AUTO = 0,
+  OHBOX_ROOTLESS_NET_PASTA,
+  OHBOX_ROOTLESS_NET_SLIRP,
+};
+
 enum ohbox_network_mode
 {
   OHBOX_NETWORK_NONE = 0, /* a new network namespace with only loopback (the default for now) */
@@ -77,6 +86,8 @@ struct ohbox_run_options
   const char *hostname;
   enum ohbox_network_mode network;
   const char *network_container; /* OHBOX_NETWORK_CONTAINER: name or id */
+  /* Rootless OHBOX_NETWORK_BRIDGE: which user-mode network (network.h). */
+  enum ohbox_rootless_net rootless_net;
   char **publish;                /* -p specs (NULL-terminated or NULL; network.h) */
   char **dns;                    /* --dns addresses (NULL-terminated or NULL) */
   char **add_hosts;              /* --add-host "NAME:IP" lines for /etc/hosts (NULL-terminated or NULL) */

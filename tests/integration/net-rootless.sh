@@ -1,7 +1,8 @@
 #!/bin/bash
 # net-rootless.sh: networking of an ordinary user's sandboxes (rootless:
-# slirp4netns started and stopped by ohbox, published ports on the host's
-# addresses, egress), and --network none/host as that user. The user is
+# pasta and slirp4netns, each started and stopped by ohbox, published TCP
+# and UDP ports on the host's addresses, egress, the default choice), and
+# --network none/host as that user. The user is
 # made here (useradd, subordinate ids from /etc/subuid) and removed after.
 #
 # NETWORK RULE: traffic only to 127.0.0.1 and to 198.51.100.0/30 inside a
@@ -31,6 +32,7 @@ setup ()
 {
   [ "$(id -u)" = 0 ] || { echo "needs root (to make a user)"; return 1; }
   command -v slirp4netns >/dev/null || { echo "slirp4netns is not installed"; return 1; }
+  command -v pasta >/dev/null || { echo "pasta is not installed (apt-get install passt)"; return 1; }
   command -v useradd >/dev/null || { echo "useradd is missing"; return 1; }
   img_build || return 1
   useradd -M -s /bin/sh "$T_USER" || return 1
@@ -40,6 +42,8 @@ setup ()
   chmod 755 "$U_DIR"
   mkdir -p "$U_DIR/home" "$U_DIR/run"
   cp -r "$IMG_BUSYBOX" "$U_DIR/busybox"
+  mkdir -p "$U_DIR/h"
+  cc -static -O2 -o "$U_DIR/h/udp_echo" "$T_LIB/udp_echo.c" || { echo "cannot build udp_echo (cc -static)"; return 1; }
   chown -R "$T_USER:" "$U_DIR/home" "$U_DIR/run" "$U_DIR/busybox"
   chmod 700 "$U_DIR/run"
   as_user "$OHBOX_BIN" load "oci:$U_DIR/busybox:latest" >/dev/null || return 1
@@ -66,17 +70,26 @@ t_setup_or_die setup setup
 
 BB=localhost/busybox:latest
 
-slirps ()
+# helpers: processes of the user's network helpers (pasta runs as
+# passt.avx2 on CPUs with AVX2: by the first word of the command line)
+helpers ()
 {
-  pgrep -u "$T_USER" -x slirp4netns | wc -l
+  { pgrep -u "$T_USER" -f '^(pasta|slirp4netns) ' || true; } | wc -l
 }
 
+no_helpers ()
+{
+  [ "$(helpers)" = 0 ]
+}
+
+# test_published_port NET: -p with --network NET (pasta or slirp4netns).
 test_published_port ()
 {
+  local net=$1
   require_cmd curl
   local port
   port=$(t_free_port)
-  assert_ok uohbox run -d -p "$port:80" -p 127.0.0.1::81 "$BB" sh -c \
+  assert_ok uohbox run -d --network "$net" -p "$port:80" -p 127.0.0.1::81 "$BB" sh -c \
     'echo rootless-ok >/tmp/i; httpd -p 80 -h /tmp; httpd -p 81 -h /tmp; sleep 60'
   local id=$out
   t_wait_until 5 curl -sf -m 1 -o /dev/null "http://127.0.0.1:$port/i"
@@ -87,21 +100,85 @@ test_published_port ()
   assert_ok curl -sf -m 2 "http://$out/i"
   assert_eq "$out" "rootless-ok"
   assert_ok uohbox ps --format json
-  assert_jq "$out" '.[0].network == "slirp4netns" and .[0].ip == "10.0.2.100" and (.[0].ports | length) == 2'
-  assert_eq "$(slirps)" "1" "one slirp4netns for the sandbox"
+  assert_jq "$out" ".[0].network == \"$net\" and .[0].ip == \"10.0.2.100\" and (.[0].ports | length) == 2"
+  assert_eq "$(helpers)" "1" "one $net for the sandbox"
   # the same port again is refused clearly
-  assert_exit 125 uohbox run --rm -p "$port:80" "$BB" true
+  assert_exit 125 uohbox run --rm --network "$net" -p "$port:80" "$BB" true
   assert_contains "$err" "Address already in use"
   assert_ok uohbox rm -f "$id"
-  # slirp4netns ends with the sandbox; the leases are gone
-  t_wait_until 5 sh -c "[ \"\$(pgrep -u $T_USER -x slirp4netns | wc -l)\" = 0 ]"
+  # the helper ends with the sandbox; the leases are gone
+  t_wait_until 5 no_helpers
   assert_eq "$(ls "$U_DIR/run/ohbox/net/port" | wc -l)" "0" "port leases left"
   assert_fails curl -sf -m 1 "http://127.0.0.1:$port/i"
 }
 
-test_egress_and_loopback ()
+# test_udp NET: published UDP ports answer datagrams (busybox's nc has no
+# UDP: a static echo server of the suite's own), from another network
+# namespace made here through the host's address, and from the host's
+# 127.0.0.1. Two limits of the helpers, checked so that a change shows:
+# slirp4netns drops the replies to datagrams from the host's loopback (they
+# would go to 10.0.2.2, the host's loopback, which --disable-host-loopback
+# closes); Debian 12's pasta (2023-03) returns them only when the host and
+# sandbox port numbers are equal.
+test_udp ()
 {
-  # a listener in a namespace of this test, reached through the host
+  local net=$1 port same
+  port=$(t_free_port)
+  same=$(t_free_port)
+  assert_ok uohbox run -d --network "$net" -v "$U_DIR/h:/h:ro" -p "$port:7/udp" -p "$same:$same/udp" "$BB" \
+    sh -c "/h/udp_echo 7 & exec /h/udp_echo $same"
+  local id=$out
+  test_ns_add
+  assert_ok ip netns exec "$T_NS" "$T_PY" "$T_LIB/udp_ping.py" 198.51.100.5 "$port" "ns-$net"
+  assert_eq "$out" "ns-$net"
+  if [ "$net" = pasta ]; then
+    assert_ok "$T_PY" "$T_LIB/udp_ping.py" 127.0.0.1 "$same" "lo-$net"
+    assert_eq "$out" "lo-$net"
+    t_run "$T_PY" "$T_LIB/udp_ping.py" 127.0.0.1 "$port" "lo-xlate" 1
+    [ "$rc" = 0 ] && echo "# pasta now answers UDP from 127.0.0.1 across port numbers: update the docs" >&2
+  else
+    assert_fails "$T_PY" "$T_LIB/udp_ping.py" 127.0.0.1 "$same" "lo-$net" 1
+  fi
+  test_ns_del
+  assert_ok uohbox rm -f "$id"
+  t_wait_until 5 no_helpers
+}
+
+# The monitor SIGKILLed: the helper does not outlive it, and rm releases.
+test_monitor_killed ()
+{
+  local net=$1 port
+  port=$(t_free_port)
+  assert_ok uohbox run -d --network "$net" -p "127.0.0.1:$port:80" "$BB" sleep 60
+  local id=$out mon
+  assert_eq "$(helpers)" 1
+  mon=$(pgrep -u "$T_USER" -f "^$OHBOX_BIN run -d --network $net" | head -n 1)
+  [ -n "$mon" ] || _t_assert_fail "no monitor process found"
+  kill -KILL "$mon"
+  t_wait_until 5 no_helpers
+  assert_ok uohbox rm -f "$id"
+  assert_eq "$(ls "$U_DIR/run/ohbox/net/port" | wc -l)" "0" "port leases left"
+  t_wait_until 5 sh -c "! pgrep -u $T_USER >/dev/null"
+}
+
+# Without --network, pasta is the default when installed.
+test_default_backend ()
+{
+  assert_ok uohbox run -d "$BB" sleep 30
+  local id=$out
+  assert_ok uohbox ps --format json
+  assert_jq "$out" '.[0].network == "pasta"'
+  assert_ok uohbox rm -f "$id"
+  t_wait_until 5 no_helpers
+  # as root the user-mode networks are refused, with what to use instead
+  assert_exit 125 ohbox run --rm --network pasta "$BB" true
+  assert_contains "$err" "as root use --network bridge"
+}
+
+# test_ns_add: the namespace $T_NS (198.51.100.6) with a veth to the host
+# (198.51.100.5); test_ns_del removes both.
+test_ns_add ()
+{
   ip netns add "$T_NS"
   ip link add "${T_NS}h" type veth peer name "${T_NS}n"
   ip link set "${T_NS}n" netns "$T_NS"
@@ -110,13 +187,28 @@ test_egress_and_loopback ()
   ip -n "$T_NS" addr add 198.51.100.6/30 dev "${T_NS}n"
   ip -n "$T_NS" link set "${T_NS}n" up
   ip -n "$T_NS" route add default via 198.51.100.5
+}
+
+test_ns_del ()
+{
+  ip netns del "$T_NS" 2>/dev/null || true
+  ip link del "${T_NS}h" 2>/dev/null || true
+}
+
+# test_egress_and_loopback NET
+test_egress_and_loopback ()
+{
+  local net=$1
+  # a listener in a namespace of this test, reached through the host
+  test_ns_add
   t_start "$T_WORK/l.log" ip netns exec "$T_NS" "$T_PY" -c "import socket
 s = socket.socket(); s.bind(('198.51.100.6', 18600)); s.listen()
 c, a = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.0 200 OK\r\n\r\nout-ok\n'); c.close()"
   t_wait_until 5 sh -c "ip netns exec $T_NS ss -ltn | grep -q ':18600 '"
-  assert_ok uohbox run --rm "$BB" wget -qO- http://198.51.100.6:18600/
+  assert_ok uohbox run --rm --network "$net" "$BB" wget -qO- http://198.51.100.6:18600/
   assert_eq "$out" "out-ok"
-  # the host's loopback is not the sandbox's gateway (--disable-host-loopback)
+  # the host's loopback is not the sandbox's gateway (--disable-host-loopback,
+  # --no-map-gw), nor reachable any other way
   local port
   port=$(t_free_port)
   t_start "$T_WORK/lo.log" "$T_PY" -c "import socket
@@ -124,15 +216,20 @@ s = socket.socket(); s.bind(('127.0.0.1', $port)); s.listen()
 while True:
     c, a = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.0 200 OK\r\n\r\nleaked\n'); c.close()"
   t_wait_port "$port"
-  assert_fails uohbox run --rm "$BB" wget -T 2 -qO- "http://10.0.2.2:$port/"
+  assert_fails uohbox run --rm --network "$net" "$BB" wget -T 2 -qO- "http://10.0.2.2:$port/"
   assert_not_contains "$out" "leaked"
-  ip netns del "$T_NS"
+  assert_fails uohbox run --rm --network "$net" "$BB" wget -T 2 -qO- "http://127.0.0.1:$port/"
+  assert_not_contains "$out" "leaked"
+  test_ns_del
 }
 
 test_modes ()
 {
-  # /etc files: slirp4netns's resolver, own address and hostname
-  assert_ok uohbox run --rm --hostname rl "$BB" cat /etc/resolv.conf /etc/hostname /etc/hosts
+  # /etc files: the helper's resolver, own address and hostname
+  assert_ok uohbox run --rm --network pasta --hostname rl "$BB" cat /etc/resolv.conf /etc/hostname /etc/hosts
+  assert_contains "$out" "nameserver 10.0.2.3"
+  assert_match "$out" "10\.0\.2\.100	rl"
+  assert_ok uohbox run --rm --network slirp4netns --hostname rl "$BB" cat /etc/resolv.conf /etc/hostname /etc/hosts
   assert_contains "$out" "nameserver 10.0.2.3"
   assert_match "$out" "10\.0\.2\.100	rl"
   assert_ok uohbox run --rm --dns 192.0.2.1 "$BB" cat /etc/resolv.conf
@@ -142,11 +239,16 @@ test_modes ()
   assert_ok uohbox run --rm --network host "$BB" ls /sys/class/net
   assert_ne "$out" "lo"
   assert_exit 125 uohbox run --rm --network none -p 80 "$BB" true
-  # slirp4netns of the sandboxes above end with their monitors
-  t_wait_until 5 sh -c "[ \"\$(pgrep -u $T_USER -x slirp4netns | wc -l)\" = 0 ]" || true
-  assert_eq "$(slirps)" "0" "no slirp4netns left"
+  # the helpers of the sandboxes above end with their monitors
+  t_wait_until 5 no_helpers || true
+  assert_eq "$(helpers)" "0" "no pasta or slirp4netns left"
 }
 
-run_test published_port test_published_port
-run_test egress_and_loopback test_egress_and_loopback
+for net in pasta slirp4netns; do
+  run_test "published_port_$net" test_published_port "$net"
+  run_test "udp_$net" test_udp "$net"
+  run_test "egress_and_loopback_$net" test_egress_and_loopback "$net"
+  run_test "monitor_killed_$net" test_monitor_killed "$net"
+done
+run_test default_backend test_default_backend
 run_test modes test_modes

@@ -62,22 +62,42 @@ make_test_netns ()
   ip -n "$T_NS" route add default via "$T_NS_HOST_IP"
 }
 
+# foreign_veth VETH: true when an address lease names VETH's sandbox (by
+# its id prefix) in a state root other than this script's.
+foreign_veth ()
+{
+  local l t
+  for l in "$NETROOT"/ip/*; do
+    t=$(readlink "$l" 2>/dev/null) || continue
+    case $t in
+      "$OHBOX_RUNROOT"/*) ;;
+      */"${1#ohb}"*) return 0 ;;
+    esac
+  done
+  return 1
+}
+
 # Leftovers of this script's sandboxes: leases naming its state root, veths
 # of sandboxes that are gone, nft elements for addresses nobody leases.
 leftovers ()
 {
   local l
+  local t
   for l in "$NETROOT"/ip/* "$NETROOT"/port/*; do
-    [ -L "$l" ] || continue
-    case $(readlink "$l") in "$OHBOX_RUNROOT"/*) ;; *) continue ;; esac
-    [ -e "$(readlink "$l")" ] && [ -n "${1:-}" ] && continue
-    echo "lease $l -> $(readlink "$l")"
+    # (a lease of another ohbox user's sandbox may go meanwhile)
+    t=$(readlink "$l" 2>/dev/null) || continue
+    case $t in "$OHBOX_RUNROOT"/*) ;; *) continue ;; esac
+    [ -e "$t" ] && [ -n "${1:-}" ] && continue
+    echo "lease $l -> $t"
   done
   local ids v
   ids=$(ls "$OHBOX_RUNROOT" 2>/dev/null | grep -E '^[0-9a-f]{64}$' | cut -c1-12 || true)
   for v in $(ip -o link show | sed -n 's/^[0-9]*: \(ohb[0-9a-f]\{12\}\)[@:].*/\1/p'); do
     # Sandboxes of other ohbox users that were there before this script are not ours.
     grep -qx "$v" <<<"$VETHS_BEFORE" && continue
+    # Nor those other users start meanwhile (the machine is shared): their
+    # address lease names a sandbox outside this script's state root.
+    foreign_veth "$v" && continue
     grep -qx "${v#ohb}" <<<"$ids" || echo "veth $v"
   done
   local e

@@ -1,7 +1,9 @@
 # libohbox: the library with all the logic; the CLI and tests link it.
 noinst_LTLIBRARIES += libohbox.la
 libohbox_la_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(CRYPTO_CFLAGS) $(ARCHIVE_CFLAGS)
-libohbox_la_LIBADD = $(CURL_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) $(ARCHIVE_LIBS)
+# libcurl, libarchive and libnftables are not linked: dl_*.c load them on
+# first use (dl.h); their pkg-config CFLAGS give the headers.
+libohbox_la_LIBADD = $(JANSSON_LIBS) $(CRYPTO_LIBS)
 libohbox_la_SOURCES = \
 	src/libohbox/error.c src/libohbox/error.h \
 	src/libohbox/utils.c src/libohbox/utils.h \
@@ -61,9 +63,14 @@ libohbox_la_SOURCES += \
 
 # Networking (bridge, veth, leases, published ports): network.h.
 libohbox_la_CFLAGS += $(MNL_CFLAGS) $(NFTABLES_CFLAGS)
-libohbox_la_LIBADD += $(MNL_LIBS) $(NFTABLES_LIBS)
+libohbox_la_LIBADD += $(MNL_LIBS)
 libohbox_la_SOURCES += \
 	src/libohbox/network.c src/libohbox/network.h src/libohbox/network_ports.c \
 	src/libohbox/netlink.c src/libohbox/netlink.h \
 	src/libohbox/nft.c src/libohbox/nft.h \
 	src/libohbox/rootless-net.c
+
+# Libraries loaded on first use instead of linked (dl.h).
+libohbox_la_SOURCES += src/libohbox/dl.c src/libohbox/dl.h \
+	src/libohbox/dl_curl.c src/libohbox/dl_curl.h src/libohbox/dl_archive.c src/libohbox/dl_archive.h \
+	src/libohbox/dl_nft.c src/libohbox/dl_nft.h

@@ -447,7 +447,9 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
 
   if (load_plan (dfd, o, &plan, err) < 0 || ns_plan (init, &ns_flags, ns_fds, err) < 0)
     goto out;
-  if (!plan.unconfined)
+  /* The filter the sandbox started with (ohbox_exec_record); compiled
+   * again only for a sandbox an older ohbox started. */
+  if (!plan.unconfined && ohbox_seccomp_filter_load (dfd, OHBOX_EXEC_SECCOMP_FILE, &seccomp) < 0)
     {
       cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
       struct ohbox_seccomp_options so = { .caps = plan.caps, .cache_dir = cache };

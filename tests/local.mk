@@ -67,3 +67,9 @@ check_PROGRAMS += tests/unit/test-network
 tests_unit_test_network_SOURCES = tests/unit/test-network.c tests/unit/unit.h
 tests_unit_test_network_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_network_LDADD = $(UNIT_LDADD)
+
+# Libraries loaded on first use (dl.h).
+check_PROGRAMS += tests/unit/test-dl
+tests_unit_test_dl_SOURCES = tests/unit/test-dl.c tests/unit/unit.h
+tests_unit_test_dl_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
+tests_unit_test_dl_LDADD = $(UNIT_LDADD)

@@ -35,13 +35,14 @@ t1=$(date +%s.%N)
 slab1=$(meminfo Slab) kern1=$(kernel_kib) avail1=$(meminfo MemAvailable)
 
 ids=$(ob ps -q)
-mon=0 init=0 work=0 n=0 monrss=0
+mon=0 init=0 work=0 n=0 monrss=0 anon=0
 for p in $(ob ps --format json | jq -r '.[] | select(.status == "running") | .pid'); do
   m=$(ps -o ppid= -p "$p" | tr -d ' ')
   c=$(pgrep -P "$p" | head -n 1)
   mon=$((mon + $(awk '/^Pss:/ {print $2}' "/proc/$m/smaps_rollup")))
   monrss=$((monrss + $(awk '/^Rss:/ {print $2}' "/proc/$m/smaps_rollup")))
   init=$((init + $(awk '/^Pss:/ {print $2}' "/proc/$p/smaps_rollup")))
+  anon=$((anon + $(cat "/proc/$m/smaps_rollup" "/proc/$p/smaps_rollup" | awk '/^Pss_Anon:/ {s += $2} END {print s}')))
   [ -n "$c" ] && work=$((work + $(awk '/^Pss:/ {print $2}' "/proc/$c/smaps_rollup")))
   n=$((n + 1))
 done
@@ -50,7 +51,7 @@ echo "$n sandboxes running sleep (started in $(echo "$t1 - $t0" | bc) s)"
 bench_load_note
 echo "host memory per sandbox (KiB):"
 printf '  %-44s %6d\n' "monitor Pss" $((mon / n)) "init Pss (ohbox as PID 1 inside)" $((init / n)) \
-  "monitor + init Pss" $(((mon + init) / n)) "monitor Rss (shared pages counted fully)" $((monrss / n)) \
+  "monitor + init Pss" $(((mon + init) / n)) "  of which anonymous (Pss_Anon)" $((anon / n)) "monitor Rss (shared pages counted fully)" $((monrss / n)) \
   "kernel: Slab+KernelStack+PageTables growth" $(((kern1 - kern0) / n)) "  of which Slab" $(((slab1 - slab0) / n)) \
   "MemAvailable drop (all of the above, page cache)" $(((avail0 - avail1) / n)) \
   "the workload (sleep) Pss, not counted above" $((work / n))

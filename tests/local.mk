@@ -1,7 +1,7 @@
 # Tests. `make check` runs tests/run-tests.sh, which runs every unit test
 # program and every integration script and ends with "N passed, N failed, N skipped".
 UNIT_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(CURL_CFLAGS) -I$(top_srcdir)/tests/unit
-UNIT_LDADD = libohbox.la $(JANSSON_LIBS) $(ARCHIVE_LIBS)
+UNIT_LDADD = libohbox.la $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(CRYPTO_LIBS)
 
 check_PROGRAMS += tests/unit/test-digest tests/unit/test-reference tests/unit/test-registries-conf \
 	tests/unit/test-authfile tests/unit/test-auth-challenge tests/unit/test-oci tests/unit/test-layer \

@@ -1,9 +1,9 @@
 # libohbox: the library with all the logic; the CLI and tests link it.
 noinst_LTLIBRARIES += libohbox.la
 libohbox_la_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(CRYPTO_CFLAGS) $(ARCHIVE_CFLAGS)
-# libcurl, libarchive and libnftables are not linked: dl_*.c load them on
-# first use (dl.h); their pkg-config CFLAGS give the headers.
-libohbox_la_LIBADD = $(JANSSON_LIBS) $(CRYPTO_LIBS)
+# libcurl, libarchive, libnftables and libcrypto are not linked: dl_*.c
+# load them on first use (dl.h); their pkg-config CFLAGS give the headers.
+libohbox_la_LIBADD = $(JANSSON_LIBS)
 libohbox_la_SOURCES = \
 	src/libohbox/error.c src/libohbox/error.h \
 	src/libohbox/utils.c src/libohbox/utils.h \
@@ -73,4 +73,4 @@ libohbox_la_SOURCES += \
 # Libraries loaded on first use instead of linked (dl.h).
 libohbox_la_SOURCES += src/libohbox/dl.c src/libohbox/dl.h \
 	src/libohbox/dl_curl.c src/libohbox/dl_curl.h src/libohbox/dl_archive.c src/libohbox/dl_archive.h \
-	src/libohbox/dl_nft.c src/libohbox/dl_nft.h
+	src/libohbox/dl_nft.c src/libohbox/dl_nft.h src/libohbox/dl_crypto.c src/libohbox/dl_crypto.h

@@ -154,11 +154,13 @@ ohbox_seccomp_cache_key (const char *json, size_t len, uint32_t native, const in
   int n = snprintf (head, sizeof head, "%s\n%s\nlibseccomp %u.%u.%u\narch %u\nkernel %d.%d.%d\ncaps %llx\n",
                     CACHE_FORMAT, PACKAGE_VERSION, v->major, v->minor, v->micro, native, kernel[0], kernel[1],
                     kernel[2], (unsigned long long) caps);
-  struct ohbox_sha256 *h = ohbox_sha256_new ();
-  ohbox_sha256_update (h, head, (size_t) n);
-  ohbox_sha256_update (h, json, len);
-  ohbox_sha256_final (h, key);
-  ohbox_sha256_free (h);
+  /* One buffer, one-shot: the kernel's sha256 (digest.c), so that starting
+   * a sandbox does not load libcrypto for this. */
+  struct ohbox_buf b = { 0 };
+  ohbox_buf_append (&b, head, (size_t) n);
+  ohbox_buf_append (&b, json, len);
+  ohbox_sha256_buffer (b.data, b.len, key);
+  ohbox_buf_free (&b);
 }
 
 static int

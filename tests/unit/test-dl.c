@@ -1,6 +1,6 @@
 /* test-dl.c: libraries loaded on first use (dl.h): the loader's errors name
  * the soname or the symbol, a failed load leaves the table empty, and the
- * three real tables load with every symbol the code calls. */
+ * four real tables load with every symbol the code calls. */
 #include "config.h"
 
 #include <string.h>
@@ -8,6 +8,7 @@
 
 #include "dl.h"
 #include "dl_archive.h"
+#include "dl_crypto.h"
 #include "dl_curl.h"
 #include "dl_nft.h"
 #include "unit.h"
@@ -90,6 +91,9 @@ test_real_tables (void)
   CHECK (ohbox_dl_curl_load (&err) == 0, "%s", err->msg);
   CHECK (ohbox_dl_archive_load (&err) == 0, "%s", err->msg);
   CHECK (ohbox_dl_nft_load (&err) == 0, "%s", err->msg);
+  CHECK (ohbox_dl_crypto_load (&err) == 0, "%s", err->msg);
+  for (size_t i = 0; i < sizeof ohbox_dl_crypto.slots / sizeof (void *); i++)
+    CHECK (ohbox_dl_crypto.slots[i] != NULL, "crypto slot %zu", i);
   for (size_t i = 0; i < sizeof ohbox_dl_curl.slots / sizeof (void *); i++)
     CHECK (ohbox_dl_curl.slots[i] != NULL, "curl slot %zu", i);
   for (size_t i = 0; i < sizeof ohbox_dl_archive.slots / sizeof (void *); i++)

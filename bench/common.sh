@@ -108,13 +108,17 @@ bench_hyperfine ()
     hyperfine -w 3 -r "$runs" --export-json "$json" "${args[@]}" >/dev/null
 }
 
-# bench_table JSON BASE: "name  median  ratio to BASE" lines.
+# bench_table JSON BASE: "name  median  ratio to BASE  cpu" lines (cpu: mean
+# user + system time of the command and the children it waited for, which
+# a loaded machine inflates less than wall time).
 bench_table ()
 {
   local base
   base=$(jq --arg b "$2" '.results[] | select(.command == $b) | .median' "$1")
-  jq -r --argjson f "$base" '.results[] | "\(.command)\t\(.median * 1000 | . * 10 | round / 10) ms\t\(.median / $f | . * 100 | round / 100)x"' \
-    "$1" | column -t -s $'\t'
+  {
+    printf 'command\tmedian\tratio\tcpu\n'
+    jq -r --argjson f "$base" '.results[] | "\(.command)\t\(.median * 1000 | . * 10 | round / 10) ms\t\(.median / $f | . * 100 | round / 100)x\t\((.user + .system) * 1000 | . * 10 | round / 10) ms"' "$1"
+  } | column -t -s $'\t'
 }
 
 bench_load_note ()

@@ -1,11 +1,13 @@
 /* dl.h: shared libraries loaded on first use (dlopen), not at exec time.
  *
  * libcurl, libarchive and libnftables together map ~45 shared libraries
- * (GnuTLS, Kerberos, LDAP, libssh2, libxml2, ICU, libstdc++, ...).  Linked
- * normally, every `ohbox run`, `exec`, `ps` and every sandbox monitor pays
- * for mapping and relocating them although only pull, push, build and the
- * network setup use them.  Each library gets a table of function pointers
- * (dl_curl.h, dl_archive.h, dl_nft.h) filled once, under pthread_once, by
+ * (GnuTLS, Kerberos, LDAP, libssh2, libxml2, ICU, libstdc++, ...), and
+ * libcrypto alone has 21,000 relocations.  Linked normally, every `ohbox
+ * run`, `exec`, `ps` and every sandbox monitor pays for mapping and
+ * relocating them although only pull, push, build, the network setup and
+ * digests use them.  Each library gets a table of function pointers
+ * (dl_curl.h, dl_archive.h, dl_nft.h, dl_crypto.h) filled once, under
+ * pthread_once, by
  * ohbox_dl_open_many; the code that uses the library calls its
  * ohbox_dl_LIB_load () at its entry points and otherwise calls the
  * functions by their usual names (the headers map the names onto the

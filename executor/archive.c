@@ -46,7 +46,8 @@
 
 /* ---- libarchive, loaded on first use ------------------------------------------ */
 
-#define LIBARCHIVE_SONAME "libarchive.so.13"
+/* Where configure found it (the same soname libohbox loads, dl_archive.c). */
+#define LIBARCHIVE_SONAME OHBOX_ARCHIVE_SONAME
 
 /* The libraries the executor dlopens, one NUL-terminated soname each:
  * executor/closure.sh reads this section (readelf -p) and packs them with

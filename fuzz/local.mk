@@ -18,7 +18,7 @@ FUZZ_LIB_SRCS = \
 	src/libohbox/error.c src/libohbox/utils.c src/libohbox/digest.c \
 	src/libohbox/reference.c src/libohbox/registries_conf.c src/libohbox/toml_subset.c \
 	src/libohbox/authfile.c src/libohbox/auth_challenge.c \
-	src/libohbox/layer.c src/libohbox/layer_stream.c \
+	src/libohbox/layer.c src/libohbox/layer_stream.c src/libohbox/dl.c src/libohbox/dl_archive.c src/libohbox/dl_crypto.c \
 	src/libohbox/seccomp.c src/libohbox/seccomp_bpf.c src/libohbox/capabilities.c \
 	oci/image-spec.c executor/archive.c executor/cmdsplit.c
 # A change to any of these rebuilds every object (simpler than per-file
@@ -27,7 +27,7 @@ FUZZ_LIB_HDRS = \
 	config.h src/libohbox/error.h src/libohbox/utils.h src/libohbox/digest.h \
 	src/libohbox/reference.h src/libohbox/registries_conf.h src/libohbox/toml_subset.h \
 	src/libohbox/authfile.h src/libohbox/auth_challenge.h src/libohbox/layer.h src/libohbox/layer_stream.h \
-	src/libohbox/seccomp.h src/libohbox/seccomp_internal.h src/libohbox/capabilities.h \
+	src/libohbox/dl.h src/libohbox/dl_archive.h src/libohbox/dl_crypto.h src/libohbox/seccomp.h src/libohbox/seccomp_internal.h src/libohbox/capabilities.h \
 	oci/image-spec.h executor/executor.h executor/server.h executor/cmdsplit.h \
 	seccomp-profiles/default.json
 FUZZ_TARGET_SRCS = fuzz/fuzz.h fuzz/escape-check.h \

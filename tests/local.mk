@@ -1,7 +1,7 @@
 # Tests. `make check` runs tests/run-tests.sh, which runs every unit test
 # program and every integration script and ends with "N passed, N failed, N skipped".
 UNIT_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(CURL_CFLAGS) -I$(top_srcdir)/tests/unit
-UNIT_LDADD = libohbox-internal.la $(JANSSON_LIBS) $(ARCHIVE_LIBS)
+UNIT_LDADD = libohbox-internal.la $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(CRYPTO_LIBS)
 
 check_PROGRAMS += tests/unit/test-digest tests/unit/test-reference tests/unit/test-registries-conf \
 	tests/unit/test-authfile tests/unit/test-auth-challenge tests/unit/test-oci tests/unit/test-layer \
@@ -68,3 +68,9 @@ tests_unit_test_network_SOURCES = tests/unit/test-network.c tests/unit/unit.h
 tests_unit_test_network_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_network_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/escape
+
+# Libraries loaded on first use (dl.h).
+check_PROGRAMS += tests/unit/test-dl
+tests_unit_test_dl_SOURCES = tests/unit/test-dl.c tests/unit/unit.h
+tests_unit_test_dl_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
+tests_unit_test_dl_LDADD = $(UNIT_LDADD)

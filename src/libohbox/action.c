@@ -2,13 +2,13 @@
 #include "config.h"
 #include "action.h"
 
-#include <curl/curl.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <string.h>
 #include <time.h>
 
+#include "dl_curl.h"
 #include "sandbox_internal.h"
 #include "utils.h"
 
@@ -192,6 +192,8 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action,
   if (strlen (body) > OHBOX_ACTION_MAX_REQUEST)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the action is larger than %d bytes", OHBOX_ACTION_MAX_REQUEST);
 
+  if (ohbox_dl_curl_load (err) < 0)
+    return -1;
   pthread_once (&curl_once, curl_init_once);
   if (curl_init_result != CURLE_OK)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "initialise libcurl: %s", curl_easy_strerror (curl_init_result));

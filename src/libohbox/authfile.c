@@ -5,13 +5,14 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <jansson.h>
-#include <openssl/evp.h>
 #include <pwd.h>
 #include <stdbool.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/stat.h>
 
+#include "digest.h"
+#include "dl_crypto.h"
 #include "utils.h"
 
 /* Auth files are small; a larger one is refused rather than read into memory. */
@@ -127,6 +128,7 @@ key_match (const char *key, const char *name)
 static char *
 base64_encode (const char *data, size_t len)
 {
+  ohbox_crypto_require ();
   char *out = xmalloc (4 * ((len + 2) / 3) + 1);
   EVP_EncodeBlock ((unsigned char *) out, (const unsigned char *) data, (int) len);
   return out;
@@ -153,6 +155,7 @@ base64_decode (const char *in, size_t *out_len)
   if (len >= 2 && padded[len - 2] == '=')
     pad++;
   char *out = xmalloc (len / 4 * 3 + 1);
+  ohbox_crypto_require ();
   int n = EVP_DecodeBlock ((unsigned char *) out, (const unsigned char *) padded, (int) len);
   if (n < 0 || (size_t) n < pad)
     {

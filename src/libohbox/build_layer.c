@@ -11,8 +11,7 @@
 #include "config.h"
 #include "build.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "dl_archive.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
@@ -159,6 +158,8 @@ write_tar (struct ohbox_build_layer *spec, struct tar_sink *sink, ohbox_error_t 
   for (size_t i = 1; i < spec->n; i++)
     if (strcmp (spec->e[i - 1].path, spec->e[i].path) == 0)
       return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "layer entry `%s` is given twice", spec->e[i].path);
+  if (ohbox_dl_archive_load (err) < 0)
+    return -1;
   struct archive *a = archive_write_new ();
   int ret = -1;
   if (archive_write_set_format_pax_restricted (a) != ARCHIVE_OK

@@ -29,7 +29,8 @@ struct ohbox_cgroup_dir
   int version;
   unsigned controllers;
   char *path;  /* PARENT/ID */
-  char *procs; /* PARENT/ID/cgroup.procs, built in advance for ohbox_cgroup_enter */
+  char *procs; /* PARENT/ID/cgroup.procs */
+  char *self;  /* where the calling thread moves itself ("0"): v1 PARENT/ID/tasks, v2 cgroup.procs */
   char *name;  /* the hierarchy's mount point's name: "memory", "cpu,cpuacct", "unified" */
 };
 

@@ -53,6 +53,7 @@ ohbox_cgroup_free (struct ohbox_cgroup *cg)
       free (cg->dirs[i].path);
       free (cg->dirs[i].procs);
       free (cg->dirs[i].name);
+      free (cg->dirs[i].self);
     }
   if (cg->v2_fd >= 0)
     close (cg->v2_fd);
@@ -75,6 +76,12 @@ cgroup_new (const struct ohbox_cgroup_host *host, const char *id)
       d->procs = xasprintf ("%s/cgroup.procs", d->path);
       const char *slash = strrchr (host->hier[i].mount, '/');
       d->name = xstrdup (slash ? slash + 1 : host->hier[i].mount);
+      /* v1: a thread moving itself through `tasks` skips the global
+       * threadgroup lock, whose first writer waits for an RCU grace period
+       * (5-15 ms here, most of a start); cgroup.procs takes it always.  The
+       * mover is single-threaded (a fresh clone or fork), so moving the
+       * thread moves the whole process. */
+      d->self = d->version == 1 ? xasprintf ("%s/tasks", d->path) : xstrdup (d->procs);
     }
   return cg;
 }
@@ -353,10 +360,61 @@ ohbox_cgroup_attach_after_clone (const struct ohbox_cgroup *cg, pid_t pid, ohbox
 int
 ohbox_cgroup_enter (const struct ohbox_cgroup *cg, ohbox_error_t *err)
 {
+  struct ohbox_cgroup_join j;
+  if (ohbox_cgroup_join_open (cg, &j, err) < 0)
+    return -1;
+  return ohbox_cgroup_join (&j, false, err);
+}
+
+int
+ohbox_cgroup_join_open (const struct ohbox_cgroup *cg, struct ohbox_cgroup_join *j, ohbox_error_t *err)
+{
+  j->n = 0;
   for (size_t i = 0; i < cg->n; i++)
-    if (write_procs (&cg->dirs[i], "0", err) < 0)
-      return -1;
+    {
+      j->fd[i] = open (cg->dirs[i].self, O_WRONLY | O_CLOEXEC);
+      if (j->fd[i] < 0)
+        {
+          ohbox_error_errno (err, "open `%s`", cg->dirs[i].self);
+          ohbox_cgroup_join_close (j);
+          return -1;
+        }
+      j->v2[i] = cg->dirs[i].version == 2;
+      j->path[i] = cg->dirs[i].path;
+      j->n = i + 1;
+    }
   return 0;
+}
+
+int
+ohbox_cgroup_join (struct ohbox_cgroup_join *j, bool skip_v2, ohbox_error_t *err)
+{
+  int ret = 0;
+  for (size_t i = 0; i < j->n && ret == 0; i++)
+    {
+      if (skip_v2 && j->v2[i])
+        continue;
+      /* The kernel checks the opener's credentials (f_cred), not ours: the
+       * fds were opened by the host's root before we entered a user
+       * namespace.  "0" names the calling thread in any pid namespace. */
+      ssize_t w;
+      do
+        w = write (j->fd[i], "0", 1);
+      while (w < 0 && errno == EINTR);
+      if (w < 0)
+        ret = ohbox_error_errno (err, "move into cgroup `%s`", j->path[i]);
+    }
+  ohbox_cgroup_join_close (j);
+  return ret;
+}
+
+void
+ohbox_cgroup_join_close (struct ohbox_cgroup_join *j)
+{
+  for (size_t i = 0; i < j->n; i++)
+    if (j->fd[i] >= 0)
+      close (j->fd[i]);
+  j->n = 0;
 }
 
 int

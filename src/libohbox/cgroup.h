@@ -155,11 +155,29 @@ const char *ohbox_cgroup_dir_at (const struct ohbox_cgroup *cg, size_t i, int *v
 int ohbox_cgroup_attach (const struct ohbox_cgroup *cg, pid_t pid, ohbox_error_t *err);
 /* Moves the calling process (writes "0", so it works from inside a new pid
  * namespace).  Meant for the child between fork/clone and exec, before it
- * enters a user namespace (it then lacks the right to write the host's
- * cgroup.procs) and before it unshares its cgroup namespace (so the sandbox's
- * cgroup becomes the namespace root).  Allocates nothing: paths were built
- * at create/open time. */
+ * enters a user namespace (it then lacks the right to open the host's
+ * cgroup files) and before it unshares its cgroup namespace (so the sandbox's
+ * cgroup becomes the namespace root).  The caller must be single-threaded:
+ * on v1 only the calling thread moves (through `tasks`, which spares every
+ * start an RCU grace period).  Allocates nothing: paths were built at
+ * create/open time. */
 int ohbox_cgroup_enter (const struct ohbox_cgroup *cg, ohbox_error_t *err);
+
+/* ohbox_cgroup_enter in two steps, for a child that enters a user namespace
+ * before it can move: the parent opens the files before clone (as the host's
+ * root), the child writes through them.  SKIP_V2: the v2 hierarchy is left
+ * alone (CLONE_INTO_CGROUP put the child there).  join closes the fds either
+ * way; join_close is for the parent's copies. */
+struct ohbox_cgroup_join
+{
+  size_t n;
+  int fd[OHBOX_CGROUP_MAX_HIER];
+  bool v2[OHBOX_CGROUP_MAX_HIER];
+  const char *path[OHBOX_CGROUP_MAX_HIER]; /* for messages; owned by the cgroup handle */
+};
+int ohbox_cgroup_join_open (const struct ohbox_cgroup *cg, struct ohbox_cgroup_join *j, ohbox_error_t *err);
+int ohbox_cgroup_join (struct ohbox_cgroup_join *j, bool skip_v2, ohbox_error_t *err);
+void ohbox_cgroup_join_close (struct ohbox_cgroup_join *j);
 
 /* CLONE_INTO_CGROUP: an O_DIRECTORY fd of the v2 directory (owned by CG,
  * -1 when there is no v2 hierarchy).  Put it in clone_args.cgroup with
@@ -167,8 +185,10 @@ int ohbox_cgroup_enter (const struct ohbox_cgroup *cg, ohbox_error_t *err);
  * ENOSYS/E2BIG/EINVAL): the child starts in the sandbox's cgroup, so with
  * CLONE_NEWCGROUP in the same call that cgroup is its namespace root.  The
  * kernel only moves the child in the v2 hierarchy: on v1 and hybrid hosts
- * the parent also calls ohbox_cgroup_attach_after_clone() for the v1 ones
- * before letting the child exec (a no-op on pure v2). */
+ * the child joins the v1 ones with ohbox_cgroup_join (skip_v2), or the
+ * parent calls ohbox_cgroup_attach_after_clone() (slower: a move by pid
+ * takes the global threadgroup lock) before letting the child exec (a no-op
+ * on pure v2). */
 int ohbox_cgroup_clone_fd (const struct ohbox_cgroup *cg);
 int ohbox_cgroup_attach_after_clone (const struct ohbox_cgroup *cg, pid_t pid, ohbox_error_t *err);
 

@@ -19,6 +19,10 @@ bool ohbox_digest_is_valid (const char *digest);
 /* Pointer to the 64 hex characters of a VALID digest. */
 const char *ohbox_digest_hex (const char *digest);
 
+/* Loads libcrypto (dl_crypto.h) or aborts: for the callers of its
+ * functions that cannot fail (sha256, base64). */
+void ohbox_crypto_require (void);
+
 /* Streaming sha256 over OpenSSL EVP. */
 struct ohbox_sha256;
 struct ohbox_sha256 *ohbox_sha256_new (void);

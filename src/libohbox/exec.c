@@ -16,6 +16,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <linux/sched.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -383,6 +384,34 @@ hold_terminal (int master, int pidfd)
   _exit (0);
 }
 
+/* The helper starts in the sandbox's v2 cgroup when there is one
+ * (CLONE_INTO_CGROUP): a move through cgroup.procs would wait for an RCU
+ * grace period (~10 ms); the v1 hierarchies it joins itself through
+ * `tasks`, which does not.  Plain fork where clone3 cannot do that. */
+static pid_t
+fork_helper (const struct ohbox_cgroup *cg, bool *in_v2)
+{
+  *in_v2 = false;
+  int cgfd = cg ? ohbox_cgroup_clone_fd (cg) : -1;
+  if (cgfd >= 0)
+    {
+      struct clone_args args;
+      memset (&args, 0, sizeof args);
+      args.flags = CLONE_INTO_CGROUP;
+      args.exit_signal = SIGCHLD;
+      args.cgroup = (uint64_t) cgfd;
+      pid_t pid = (pid_t) syscall (SYS_clone3, &args, sizeof args);
+      if (pid >= 0)
+        {
+          *in_v2 = true;
+          return pid;
+        }
+      if (errno != ENOSYS && errno != E2BIG && errno != EINVAL)
+        return -1;
+    }
+  return fork ();
+}
+
 int
 ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohbox_exec_options *o,
                     int *ret_exit_code, ohbox_error_t *err)
@@ -444,7 +473,9 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
       if (ref_pidfd < 0)
         goto out;
     }
-  if (!plan.unconfined)
+  /* The filter the sandbox started with (ohbox_exec_record); compiled
+   * again only for a sandbox an older ohbox started. */
+  if (!plan.unconfined && ohbox_seccomp_filter_load (dfd, OHBOX_EXEC_SECCOMP_FILE, &seccomp) < 0)
     {
       cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
       struct ohbox_seccomp_options so = { .caps = plan.caps, .cache_dir = cache };
@@ -526,7 +557,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
     .helper_fd = hp[1],
     .cmd_fd = cp[1],
   };
-  pid_t helper = fork ();
+  pid_t helper = fork_helper (cg, &c.in_v2_cgroup);
   if (helper < 0)
     {
       ohbox_error_errno (err, "fork");

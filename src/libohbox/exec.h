@@ -77,6 +77,9 @@ struct ohbox_exec_record
   const char *seccomp_profile; /* NULL: the default; "unconfined"; or a path (made absolute) */
 };
 int ohbox_exec_record (int state_dirfd, const struct ohbox_exec_record *rec, ohbox_error_t *err);
+/* The compiled seccomp filter of the command, next to exec.json
+ * (ohbox_seccomp_filter_save). */
+#define OHBOX_EXEC_SECCOMP_FILE "seccomp.bpf"
 
 /* "ctrl-p,ctrl-q" (Docker's syntax: ctrl-a..ctrl-z, ctrl-@, ctrl-[, ctrl-\\,
  * ctrl-], ctrl-^, ctrl-_, or single characters) to bytes in BUF (at most

@@ -150,8 +150,11 @@ ohbox_exec_helper_main (struct child_ctx *c)
   /* Nothing in the sandbox may ptrace us before the execve (CVE-2016-9962);
    * the command's process inherits it, execve resets it. */
   prctl (PR_SET_DUMPABLE, 0);
-  /* Into the cgroup while we still may write the host's cgroup.procs. */
-  if (c->cgroup && ohbox_cgroup_enter (c->cgroup, &err) < 0)
+  /* Into the cgroup while we still may open the host's cgroup files (we
+   * are single-threaded: on v1 the move through `tasks` moves us whole). */
+  struct ohbox_cgroup_join join;
+  if (c->cgroup
+      && (ohbox_cgroup_join_open (c->cgroup, &join, &err) < 0 || ohbox_cgroup_join (&join, c->in_v2_cgroup, &err) < 0))
     child_fail_err (fd, OHBOX_EXIT_RUNTIME, &err);
   if (c->ns_flags && setns (c->pidfd, c->ns_flags) < 0)
     {

@@ -87,6 +87,7 @@ struct child_ctx
   struct exec_plan *plan;
   const struct ohbox_seccomp_filter *seccomp;
   const struct ohbox_cgroup *cgroup;
+  bool in_v2_cgroup; /* the helper was cloned into the v2 cgroup (CLONE_INTO_CGROUP) */
   int pidfd;     /* the init's */
   int ns_flags;
   int *ns_fds;   /* fallback when setns(pidfd) is not supported */

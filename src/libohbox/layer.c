@@ -16,8 +16,7 @@
 #include "config.h"
 #include "layer.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "dl_archive.h"
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>

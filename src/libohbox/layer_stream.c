@@ -12,8 +12,7 @@
 #include "config.h"
 #include "layer_stream.h"
 
-#include <archive.h>
-#include <archive_entry.h>
+#include "dl_archive.h"
 #include <errno.h>
 #include <pthread.h>
 #include <string.h>
@@ -229,6 +228,9 @@ int
 layer_stream_start (int blob_fd, const struct ohbox_layer_options *opts, uint64_t max,
                     struct layer_stream **out, ohbox_error_t *err)
 {
+  /* The entry point of every layer read (layer.c starts a stream first). */
+  if (ohbox_dl_archive_load (err) < 0)
+    return -1;
   struct layer_stream *s = xcalloc (1, sizeof *s);
   s->blob_fd = blob_fd;
   s->opts = opts;

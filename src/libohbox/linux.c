@@ -2,11 +2,13 @@
  * with the child, and the child's steps up to the execve of the command.
  *
  *   parent (the monitor)                  child (becomes PID 1)
+ *   opens the v1 cgroups' `tasks`
  *   clone3(NEWUSER|NEWNS|NEWPID|NEWUTS|   PDEATHSIG, non-dumpable, waits
  *     NEWIPC[|NEWNET]|PIDFD|INTO_CGROUP)
- *   uid/gid maps, v1 cgroups
+ *   uid/gid maps
  *   rootfs: overlay with idmapped layers
- *   (a detached mount) --GO + fd-------->  root in the namespace, own cgroupns,
+ *   (a detached mount) --GO + fd-------->  root in the namespace, "0" into
+ *                                          the v1 `tasks`, own cgroupns,
  *                                          attach rootfs, /proc /dev /sys,
  *                                          volumes, masks, user lookup,
  *                                          caps plan, pivot_root, hostname
@@ -225,7 +227,7 @@ env_with_home (char **env, const char *home)
 }
 
 __attribute__ ((noreturn)) static void
-child_main (const struct ohbox_linux_spec *spec, int sync)
+child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_join *join, bool into_cgroup)
 {
   cleanup_error ohbox_error_t err = NULL;
   prctl (PR_SET_PDEATHSIG, SIGKILL);
@@ -269,6 +271,12 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
        * (the parent is alive: it just sent GO and waits for our answer). */
       prctl (PR_SET_PDEATHSIG, SIGKILL);
     }
+  /* Into our cgroups (v1, and v2 when CLONE_INTO_CGROUP was refused)
+   * through the files the parent opened: we are single-threaded and have
+   * not forked, so the whole sandbox starts there; before the cgroup
+   * namespace is unshared (below), so the cgroup becomes its root. */
+  if (join->n > 0 && ohbox_cgroup_join (join, into_cgroup, &err) < 0)
+    child_fail (sync, &err);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     {
       ohbox_error_errno (&err, "make mounts private");
@@ -308,9 +316,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
   if (ohbox_caps_plan_new (&sets, &cu, spec->no_new_privs ? OHBOX_CAPS_NO_NEW_PRIVS : 0, &ctx.caps, &err) < 0)
     child_fail (sync, &err);
   ctx.env = env_with_home (spec->env, ids.home);
-  /* The parent moved us into our cgroups meanwhile (v1 migrations wait for
-   * an RCU grace period: done in parallel with the mounts above); the
-   * cgroup is now ours and becomes our cgroup namespace's root. */
+  /* Our cgroup (joined above) becomes our cgroup namespace's root. */
   if (recv_msg (sync, &m, NULL) <= 0 || m.type != MSG_GO)
     _exit (OHBOX_EXIT_RUNTIME);
   if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)
@@ -384,12 +390,26 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
     }
   int cgfd = spec->cgroup ? ohbox_cgroup_clone_fd (spec->cgroup) : -1;
   int pidfd = -1;
+  /* Opened as the host's user: the child writes through them from inside
+   * its user namespace (ohbox_cgroup_join). */
+  struct ohbox_cgroup_join join = { 0 };
+  if (spec->cgroup && ohbox_cgroup_join_open (spec->cgroup, &join, err) < 0)
+    {
+      if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
+        abort (); /* see below */
+      if (own_netns >= 0)
+        close (own_netns);
+      close (sv[0]);
+      close (sv[1]);
+      return -1;
+    }
   bool into_cgroup = cgfd >= 0;
   /* The child starts with the rootfs mount point as its cwd (see child_main). */
   int saved_cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (saved_cwd < 0 || fchdir (spec->rootdir_fd) < 0)
     {
       int e = errno;
+      ohbox_cgroup_join_close (&join);
       if (saved_cwd >= 0)
         close (saved_cwd);
       if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
@@ -410,6 +430,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
   if (pid != 0)
     {
       int e = errno;
+      ohbox_cgroup_join_close (&join);
       if (fchdir (saved_cwd) < 0)
         abort (); /* the caller's cwd is gone: nothing sane to do */
       if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
@@ -433,7 +454,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
   if (pid == 0)
     {
       close (sv[0]);
-      child_main (spec, sv[1]);
+      child_main (spec, sv[1], &join, into_cgroup);
     }
   close (sv[1]);
   int sync = sv[0];
@@ -464,13 +485,6 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
   if (mfd >= 0)
     close (mfd);
   mfd = -1;
-  if (spec->cgroup)
-    {
-      int r = into_cgroup ? ohbox_cgroup_attach_after_clone (spec->cgroup, pid, err)
-                          : ohbox_cgroup_attach (spec->cgroup, pid, err);
-      if (r < 0)
-        goto fail;
-    }
   if (spec->after_clone)
     {
       int ns[2] = { -1, -1 }, r = 0;

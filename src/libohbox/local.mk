@@ -2,7 +2,9 @@
 # and the installed libohbox.la (below) wraps it in the public API.
 noinst_LTLIBRARIES += libohbox-internal.la
 libohbox_internal_la_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(CRYPTO_CFLAGS) $(ARCHIVE_CFLAGS)
-libohbox_internal_la_LIBADD = $(CURL_LIBS) $(JANSSON_LIBS) $(CRYPTO_LIBS) $(ARCHIVE_LIBS)
+# libcurl, libarchive, libnftables and libcrypto are not linked: dl_*.c
+# load them on first use (dl.h); their pkg-config CFLAGS give the headers.
+libohbox_internal_la_LIBADD = $(JANSSON_LIBS)
 libohbox_internal_la_SOURCES = \
 	src/libohbox/error.c src/libohbox/error.h \
 	src/libohbox/utils.c src/libohbox/utils.h \
@@ -62,7 +64,7 @@ libohbox_internal_la_SOURCES += \
 
 # Networking (bridge, veth, leases, published ports): network.h.
 libohbox_internal_la_CFLAGS += $(MNL_CFLAGS) $(NFTABLES_CFLAGS)
-libohbox_internal_la_LIBADD += $(MNL_LIBS) $(NFTABLES_LIBS)
+libohbox_internal_la_LIBADD += $(MNL_LIBS)
 libohbox_internal_la_SOURCES += \
 	src/libohbox/network.c src/libohbox/network.h src/libohbox/network_ports.c \
 	src/libohbox/netlink.c src/libohbox/netlink.h \
@@ -90,3 +92,8 @@ EXTRA_DIST += contrib/embed/example.c contrib/embed/Makefile
 libohbox_internal_la_SOURCES += src/libohbox/attach.c
 # `ohbox check`: store and state consistency, --repair.
 libohbox_internal_la_SOURCES += src/libohbox/check.c src/libohbox/check_state.c src/libohbox/check.h
+
+# Libraries loaded on first use instead of linked (dl.h).
+libohbox_internal_la_SOURCES += src/libohbox/dl.c src/libohbox/dl.h \
+	src/libohbox/dl_curl.c src/libohbox/dl_curl.h src/libohbox/dl_archive.c src/libohbox/dl_archive.h \
+	src/libohbox/dl_nft.c src/libohbox/dl_nft.h src/libohbox/dl_crypto.c src/libohbox/dl_crypto.h

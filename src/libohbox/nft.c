@@ -3,12 +3,15 @@
 #include "nft.h"
 #include "utils.h"
 
-#include <nftables/libnftables.h>
+#include "dl_nft.h"
 #include <string.h>
 
 static int
 nft_exec (const char *cmds, bool quiet, ohbox_error_t *err)
 {
+  /* Every nftables call goes through here. */
+  if (ohbox_dl_nft_load (err) < 0)
+    return -1;
   struct nft_ctx *ctx = nft_ctx_new (NFT_CTX_DEFAULT);
   if (ctx == NULL)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "nftables: cannot create a context");

@@ -225,12 +225,16 @@ import_blob (struct ohbox_store *s, int layoutfd, const char *dir, const char *d
     return -1;
   if (w == NULL)
     return 0;
+  /* On the heap, not in TLS: a 1 MiB __thread buffer is zeroed by the
+   * loader in every ohbox process and thread (and every sandbox monitor)
+   * at start, whether it ever imports a layout or not. */
+  const size_t bufsize = 1 << 20;
+  cleanup_free char *buf = xmalloc (bufsize);
   if (ohbox_blob_writer_reset (w, err) < 0)
     goto fail;
-  static __thread char buf[1 << 20];
   for (;;)
     {
-      ssize_t n = read (fd, buf, sizeof buf);
+      ssize_t n = read (fd, buf, bufsize);
       if (n < 0)
         {
           if (errno == EINTR)

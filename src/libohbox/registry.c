@@ -6,7 +6,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <openssl/pem.h>
+#include "dl_crypto.h"
 #include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -250,6 +250,9 @@ ohbox_registry_new (const char *host, const struct ohbox_registry_options *opts,
                     ohbox_error_t *err)
 {
   *out = NULL;
+  /* Every libcurl call goes through a registry object: it is loaded here. */
+  if (ohbox_dl_curl_load (err) < 0 || ohbox_dl_crypto_load (err) < 0)
+    return -1;
   pthread_once (&curl_once, curl_init_once);
   if (curl_init_result != CURLE_OK)
     return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "initialise libcurl: %s", curl_easy_strerror (curl_init_result));

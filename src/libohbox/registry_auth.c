@@ -10,7 +10,7 @@
 #include "config.h"
 
 #include <jansson.h>
-#include <openssl/evp.h>
+#include "dl_crypto.h"
 #include <string.h>
 #include <strings.h>
 #include <time.h>
@@ -134,6 +134,7 @@ basic_header (const struct ohbox_credentials *c)
   cleanup_free char *plain = xasprintf ("%s:%s", c->username, c->password);
   size_t len = strlen (plain);
   cleanup_free char *b64 = xmalloc (4 * ((len + 2) / 3) + 1);
+  ohbox_crypto_require ();
   EVP_EncodeBlock ((unsigned char *) b64, (const unsigned char *) plain, (int) len);
   explicit_bzero (plain, len);
   char *h = xasprintf ("Authorization: Basic %s", b64);

@@ -9,7 +9,7 @@
 #ifndef OHBOX_REGISTRY_INTERNAL_H
 #define OHBOX_REGISTRY_INTERNAL_H
 
-#include <curl/curl.h>
+#include "dl_curl.h"
 #include <stdbool.h>
 #include <stdint.h>
 

@@ -73,6 +73,12 @@ int ohbox_seccomp_compile_json (const char *json, size_t len, const char *name,
                                 const struct ohbox_seccomp_options *opts, struct ohbox_seccomp_filter **ret,
                                 ohbox_error_t *err);
 void ohbox_seccomp_filter_free (struct ohbox_seccomp_filter *f);
+/* The compiled filter as a file DIRFD/NAME (no fsync: for the sandbox's
+ * state dir under /run, where `ohbox exec` finds the filter its sandbox
+ * started with without reading and hashing the profile again), and back:
+ * load returns -1, without an error, when the file is missing or invalid. */
+int ohbox_seccomp_filter_save (int dirfd, const char *name, const struct ohbox_seccomp_filter *f, ohbox_error_t *err);
+int ohbox_seccomp_filter_load (int dirfd, const char *name, struct ohbox_seccomp_filter **ret);
 /* Number of BPF instructions, for diagnostics. */
 size_t ohbox_seccomp_filter_size (const struct ohbox_seccomp_filter *f);
 

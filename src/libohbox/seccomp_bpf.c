@@ -154,18 +154,18 @@ ohbox_seccomp_cache_key (const char *json, size_t len, uint32_t native, const in
   int n = snprintf (head, sizeof head, "%s\n%s\nlibseccomp %u.%u.%u\narch %u\nkernel %d.%d.%d\ncaps %llx\n",
                     CACHE_FORMAT, PACKAGE_VERSION, v->major, v->minor, v->micro, native, kernel[0], kernel[1],
                     kernel[2], (unsigned long long) caps);
-  struct ohbox_sha256 *h = ohbox_sha256_new ();
-  ohbox_sha256_update (h, head, (size_t) n);
-  ohbox_sha256_update (h, json, len);
-  ohbox_sha256_final (h, key);
-  ohbox_sha256_free (h);
+  /* One buffer, one-shot: the kernel's sha256 (digest.c), so that starting
+   * a sandbox does not load libcrypto for this. */
+  struct ohbox_buf b = { 0 };
+  ohbox_buf_append (&b, head, (size_t) n);
+  ohbox_buf_append (&b, json, len);
+  ohbox_sha256_buffer (b.data, b.len, key);
+  ohbox_buf_free (&b);
 }
 
-int
-ohbox_seccomp_cache_load (const char *dir, const char *key, struct ohbox_seccomp_filter **ret)
+static int
+filter_read (int fd, struct ohbox_seccomp_filter **ret)
 {
-  cleanup_free char *path = xasprintf ("%s/%s.bpf", dir, ohbox_digest_hex (key));
-  cleanup_close int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   struct cache_header h;
   struct stat st;
 
@@ -190,12 +190,44 @@ ohbox_seccomp_cache_load (const char *dir, const char *key, struct ohbox_seccomp
   return 0;
 }
 
+int
+ohbox_seccomp_cache_load (const char *dir, const char *key, struct ohbox_seccomp_filter **ret)
+{
+  cleanup_free char *path = xasprintf ("%s/%s.bpf", dir, ohbox_digest_hex (key));
+  cleanup_close int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  return filter_read (fd, ret);
+}
+
+int
+ohbox_seccomp_filter_load (int dirfd, const char *name, struct ohbox_seccomp_filter **ret)
+{
+  cleanup_close int fd = openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
+  return filter_read (fd, ret);
+}
+
+static void
+filter_serialize (const struct ohbox_seccomp_filter *f, struct ohbox_buf *b)
+{
+  struct cache_header h = { .magic = CACHE_MAGIC, .flags = f->flags, .len = f->prog.len };
+  ohbox_buf_append (b, &h, sizeof h);
+  ohbox_buf_append (b, f->prog.filter, f->prog.len * sizeof (struct sock_filter));
+}
+
+int
+ohbox_seccomp_filter_save (int dirfd, const char *name, const struct ohbox_seccomp_filter *f, ohbox_error_t *err)
+{
+  struct ohbox_buf b = { 0 };
+  filter_serialize (f, &b);
+  int r = ohbox_write_file_nosync (dirfd, name, b.data, b.len, err);
+  ohbox_buf_free (&b);
+  return r;
+}
+
 void
 ohbox_seccomp_cache_store (const char *dir, const char *key, const struct ohbox_seccomp_filter *f)
 {
   cleanup_error ohbox_error_t ignored = NULL;
   cleanup_free char *name = xasprintf ("%s.bpf", ohbox_digest_hex (key));
-  struct cache_header h = { .magic = CACHE_MAGIC, .flags = f->flags, .len = f->prog.len };
   struct ohbox_buf b = { 0 };
 
   if (ohbox_mkdir_p (AT_FDCWD, dir, 0700, &ignored) < 0)
@@ -203,8 +235,7 @@ ohbox_seccomp_cache_store (const char *dir, const char *key, const struct ohbox_
   cleanup_close int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0)
     return;
-  ohbox_buf_append (&b, &h, sizeof h);
-  ohbox_buf_append (&b, f->prog.filter, f->prog.len * sizeof (struct sock_filter));
+  filter_serialize (f, &b);
   ohbox_write_file_atomic (dfd, name, b.data, b.len, 0600, &ignored);
   ohbox_buf_free (&b);
 }

@@ -245,11 +245,13 @@ writer_rehash_partial (struct ohbox_blob_writer *w, ohbox_error_t *err)
         return ohbox_error_errno (err, "truncate `%s`", w->partial);
       return 0;
     }
-  static __thread char buf[1 << 16];
+  /* Heap, not TLS (see import_blob in oci_layout.c). */
+  const size_t bufsize = 1 << 16;
+  cleanup_free char *buf = xmalloc (bufsize);
   int64_t done = 0;
   while (done < st.st_size)
     {
-      ssize_t r = pread (w->fd, buf, sizeof buf, done);
+      ssize_t r = pread (w->fd, buf, bufsize, done);
       if (r < 0)
         {
           if (errno == EINTR)

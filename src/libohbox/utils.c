@@ -166,12 +166,20 @@ ohbox_write_file_atomic (int dirfd, const char *name, const void *data, size_t l
 int
 ohbox_write_file_nosync (int dirfd, const char *name, const void *data, size_t len, ohbox_error_t *err)
 {
+  return ohbox_write_file_nosync_mode (dirfd, name, data, len, 0600, err);
+}
+
+int
+ohbox_write_file_nosync_mode (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                              ohbox_error_t *err)
+{
   char tmp[256];
   snprintf (tmp, sizeof tmp, ".%s.tmp-%d", name, (int) getpid ());
   int fd = openat (dirfd, tmp, O_CREAT | O_TRUNC | O_WRONLY | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (fd < 0)
     return ohbox_error_errno (err, "create `%s`", tmp);
-  if (ohbox_write_all (fd, data, len) < 0)
+  /* fchmod: the mode whatever the umask. */
+  if ((mode != 0600 && fchmod (fd, mode) < 0) || ohbox_write_all (fd, data, len) < 0)
     {
       int e = errno;
       close (fd);

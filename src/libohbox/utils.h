@@ -77,6 +77,9 @@ int ohbox_write_file_atomic (int dirfd, const char *name, const void *data, size
  * state under /run, which describes live processes and is worthless after a
  * crash, where an fsync would cost milliseconds on every sandbox start. */
 int ohbox_write_file_nosync (int dirfd, const char *name, const void *data, size_t len, ohbox_error_t *err);
+/* The same with MODE instead of 0600 (files bind-mounted into a sandbox). */
+int ohbox_write_file_nosync_mode (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
+                                  ohbox_error_t *err);
 /* Reads DIRFD/PATH (AT_FDCWD allowed) fully; fails with OHBOX_ERR_INTEGRITY if
  * larger than MAX bytes. *out is NUL-terminated. */
 int ohbox_read_file_at (int dirfd, const char *path, size_t max, char **out, size_t *len, ohbox_error_t *err);

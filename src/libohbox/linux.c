@@ -30,6 +30,7 @@
 #include <fcntl.h>
 #include <grp.h>
 #include <linux/sched.h>
+#include <net/if.h>
 #include <poll.h>
 #include <sched.h>
 #include <signal.h>
@@ -236,6 +237,30 @@ env_with_home (char **env, const char *home)
   return out;
 }
 
+/* Brings up the loopback of the network namespace we made: a new one
+ * starts with `lo` down, and docker's --network none (and every other mode
+ * with a namespace of its own) has 127.0.0.1 working inside. Safe: the
+ * namespace is ours alone (made by our clone, owned by our user namespace),
+ * nothing outside it changes. */
+static int
+loopback_up (ohbox_error_t *err)
+{
+  cleanup_close int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return ohbox_error_errno (err, "open a socket to bring up `lo`");
+  struct ifreq ifr;
+  memset (&ifr, 0, sizeof ifr);
+  snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (ioctl (s, SIOCGIFFLAGS, &ifr) < 0)
+    return ohbox_error_errno (err, "read the flags of `lo`");
+  if (ifr.ifr_flags & IFF_UP)
+    return 0;
+  ifr.ifr_flags |= IFF_UP;
+  if (ioctl (s, SIOCSIFFLAGS, &ifr) < 0)
+    return ohbox_error_errno (err, "bring up `lo`");
+  return 0;
+}
+
 __attribute__ ((noreturn)) static void
 child_main (const struct ohbox_linux_spec *spec, int sync)
 {
@@ -282,6 +307,8 @@ child_main (const struct ohbox_linux_spec *spec, int sync)
       ohbox_error_errno (&err, "make mounts private");
       child_fail (sync, &err);
     }
+  if (spec->netns && !spec->join_netns && loopback_up (&err) < 0)
+    child_fail (sync, &err);
   if (mfd < 0
       && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
     child_fail (sync, &err);

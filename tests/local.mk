@@ -67,3 +67,4 @@ check_PROGRAMS += tests/unit/test-network
 tests_unit_test_network_SOURCES = tests/unit/test-network.c tests/unit/unit.h
 tests_unit_test_network_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_network_LDADD = $(UNIT_LDADD)
+EXTRA_DIST += tests/soak

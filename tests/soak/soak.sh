@@ -6,8 +6,9 @@
 # taken before: mounts, cgroup directories (every v1 controller and the
 # unified hierarchy), veths, nft elements, address and port leases,
 # processes, files under the state and store directories, fds of the
-# long-lived processes; and it samples the memory (RSS/PSS) of the
-# sentinel's monitor, init and executor over the run to show it is steady.
+# long-lived processes; and it samples the memory (RSS, PSS, private dirty)
+# and fds of the sentinel's monitor, init and executor over the run to show
+# they are steady.
 #
 # Usage: tests/soak/soak.sh [--cycles N] [--concurrency C] [--sample S]
 #   --cycles N        start/action/stop cycles (default 300; the full run is 10000)
@@ -40,7 +41,7 @@ while [ $# -gt 0 ]; do
     --sample) SAMPLE=$2; shift 2 ;;
     --report) REPORT=$2; shift 2 ;;
     --duration) DURATION=$2; shift 2 ;;
-    -h | --help) sed -n '2,24p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
+    -h | --help) sed -n '2,27p' "$0" | sed 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "soak.sh: unknown argument \`$1\` (see --help)" >&2; exit 2 ;;
   esac
 done
@@ -435,9 +436,7 @@ if [ "$FAILED" -gt 0 ]; then
   echo "failed cycles (first 10 of $FAILED):"
   cat "$S"/workers/*.failed | head -n 10 | sed 's/^/  /'
 fi
-NB=$(((CYCLES + 2) / 3))
-NN=$(((CYCLES + 1) / 3))
-NH=$((CYCLES / 3))
+read -r NB NN NH < <(cat "$S"/workers/*.done 2>/dev/null | awk '{n[$1 % 3]++} END {printf "%d %d %d\n", n[0], n[1], n[2]}')
 steady=steady
 [ "${MEM_BAD:-1}" = 0 ] || steady="NOT steady"
 SUMMARY="soak: $DONE cycles (bridge $NB, none $NN, host $NH) at concurrency $CONC in $ELAPSED s ($(awk -v c="$DONE" -v s="$ELAPSED" 'BEGIN {printf "%.1f", s ? c / s : 0}') cycles/s), $((2 * DONE)) actions, $FAILED failed; left: $TOTAL_LEFT; memory $steady (RSS MiB monitor $RSS_MON, init $RSS_INIT, executor $RSS_EXEC)"

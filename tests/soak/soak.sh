@@ -109,15 +109,21 @@ census ()
   # Processes: every one whose command line names this soak's store or
   # state root (monitors, `ohbox` commands), or whose cgroup is one of
   # its sandboxes' (init, executor, whatever a command started).
-  local p cmd ids
-  ids=$(cat "$S"/ids/* 2>/dev/null | sort -u | paste -sd'|' -)
-  for p in /proc/[0-9]*; do
-    cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
-    if [[ $cmd == *"$T_TMP/"* ]] && [[ $cmd != *soak.sh* ]] ||
-      { [ -n "$ids" ] && grep -Eq "/ohbox/($ids)\$" "$p/cgroup" 2>/dev/null; }; then
-      echo "${p#/proc/} $cmd"
-    fi
-  done | grep -v "^$BASHPID " | sort >"$d/procs"
+  # (One grep over every /proc/PID/cgroup: a regex of thousands of ids
+  # per process would take minutes.)
+  local p cmd
+  cat "$S"/ids/* 2>/dev/null | sort -u | sed 's,.*,/ohbox/&,' >"$S/ids.pat"
+  {
+    [ -s "$S/ids.pat" ] && grep -l -F -f "$S/ids.pat" /proc/[0-9]*/cgroup 2>/dev/null | cut -d/ -f3
+    for p in /proc/[0-9]*; do
+      cmd=$(tr '\0' ' ' 2>/dev/null <"$p/cmdline") || continue
+      [[ $cmd == *"$T_TMP/"* ]] && [[ $cmd != *soak.sh* ]] && echo "${p#/proc/}"
+    done
+  } | sort -u | while read -r p; do
+    [ "$p" = "$BASHPID" ] && continue
+    cmd=$(tr '\0' ' ' 2>/dev/null <"/proc/$p/cmdline") || continue
+    echo "$p $cmd"
+  done | sort >"$d/procs"
   find "$OHBOX_RUNROOT" -mindepth 1 2>/dev/null | sort >"$d/state"
   # The store: every path with its size (a file that changed shows too).
   find "$T_ROOT" -mindepth 1 -printf '%p %s\n' 2>/dev/null | sort >"$d/store"

@@ -74,3 +74,4 @@ check_PROGRAMS += tests/unit/test-dl
 tests_unit_test_dl_SOURCES = tests/unit/test-dl.c tests/unit/unit.h
 tests_unit_test_dl_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
 tests_unit_test_dl_LDADD = $(UNIT_LDADD)
+EXTRA_DIST += tests/soak

@@ -72,21 +72,6 @@ struct exec_ctx
 };
 
 
-static int
-loopback_up (ohbox_error_t *err)
-{
-  cleanup_close int fd = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
-  struct ifreq ifr;
-  memset (&ifr, 0, sizeof ifr);
-  strcpy (ifr.ifr_name, "lo");
-  if (fd < 0 || ioctl (fd, SIOCGIFFLAGS, &ifr) < 0)
-    return ohbox_error_errno (err, "read the flags of the sandbox's loopback");
-  ifr.ifr_flags |= IFF_UP;
-  if (ioctl (fd, SIOCSIFFLAGS, &ifr) < 0)
-    return ohbox_error_errno (err, "bring up the sandbox's loopback");
-  return 0;
-}
-
 static void
 send_msg (int fd, int type, int kind, int errno_value, int exit_code, const char *text, int pass_fd)
 {
@@ -224,6 +209,30 @@ env_with_home (char **env, const char *home)
   if (env_get (env, "HOME") == NULL)
     out[n++] = xasprintf ("HOME=%s", home);
   return out;
+}
+
+/* Brings up the loopback of the network namespace we made: a new one
+ * starts with `lo` down, and docker's --network none (and every other mode
+ * with a namespace of its own) has 127.0.0.1 working inside. Safe: the
+ * namespace is ours alone (made by our clone, owned by our user namespace),
+ * nothing outside it changes. */
+static int
+loopback_up (ohbox_error_t *err)
+{
+  cleanup_close int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
+  if (s < 0)
+    return ohbox_error_errno (err, "open a socket to bring up `lo`");
+  struct ifreq ifr;
+  memset (&ifr, 0, sizeof ifr);
+  snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "lo");
+  if (ioctl (s, SIOCGIFFLAGS, &ifr) < 0)
+    return ohbox_error_errno (err, "read the flags of `lo`");
+  if (ifr.ifr_flags & IFF_UP)
+    return 0;
+  ifr.ifr_flags |= IFF_UP;
+  if (ioctl (s, SIOCSIFFLAGS, &ifr) < 0)
+    return ohbox_error_errno (err, "bring up `lo`");
+  return 0;
 }
 
 __attribute__ ((noreturn)) static void

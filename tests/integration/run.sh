@@ -69,6 +69,10 @@ test_isolation ()
   # --network none: loopback only
   assert_ok ohbox run --rm --network none "$BB" ls /sys/class/net
   assert_eq "$out" "lo"
+  # ... and up, as in docker: a server inside answers on 127.0.0.1
+  assert_ok ohbox run --rm --network none "$BB" sh -c \
+    'httpd -p 127.0.0.1:8080 -h /etc && wget -qO- http://127.0.0.1:8080/hostname >/dev/null && echo reached'
+  assert_eq "$out" "reached"
   assert_ok ohbox run --rm --network host "$BB" ls /sys/class/net
   assert_ne "$out" "lo"
   # uid 0 inside is not host root

@@ -66,7 +66,8 @@ libohbox_internal_la_SOURCES += \
 libohbox_internal_la_CFLAGS += $(MNL_CFLAGS) $(NFTABLES_CFLAGS)
 libohbox_internal_la_LIBADD += $(MNL_LIBS)
 libohbox_internal_la_SOURCES += \
-	src/libohbox/network.c src/libohbox/network.h src/libohbox/network_ports.c \
+	src/libohbox/network.c src/libohbox/network.h src/libohbox/network_internal.h src/libohbox/network_etc.c \
+	src/libohbox/network_ports.c \
 	src/libohbox/netlink.c src/libohbox/netlink.h \
 	src/libohbox/nft.c src/libohbox/nft.h \
 	src/libohbox/rootless-net.c \

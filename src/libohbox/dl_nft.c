@@ -10,6 +10,11 @@ _Static_assert (sizeof (symbols) / sizeof (symbols[0]) == sizeof (ohbox_dl_nft.s
                 "one name per slot");
 _Static_assert (sizeof (ohbox_dl_nft) == sizeof (ohbox_dl_nft.slots), "the table is an array of pointers");
 
+/* The soname in the binary's `.ohbox.dlopen` section (NUL-separated): tools
+ * that pack a program with its libraries (executor/closure.sh, the cgroup v2
+ * guest's payload) read it, since ldd cannot see a dlopen. */
+static const char dlopen_soname[] __attribute__ ((section (".ohbox.dlopen"), used)) = OHBOX_NFTABLES_SONAME;
+
 static void load (void);
 
 static struct ohbox_dl_library library = {

@@ -63,9 +63,17 @@ t_pass build-payload
 # pack_closure BINARY: copies BINARY's libraries into the payload's sysroot.
 pack_closure ()
 {
-  local lib
+  local lib so path
   for lib in $(ldd "$1" | awk '$1 ~ /^\// {print $1} $2 == "=>" && $3 ~ /^\// {print $3}'); do
     cp -L --parents "$lib" "$payload/sysroot/" || return 1
+  done
+  # The libraries it dlopens (libohbox's dl_*.c name them in the
+  # `.ohbox.dlopen` section, as executor/closure.sh reads them), with theirs.
+  for so in $(readelf -p .ohbox.dlopen "$1" 2>/dev/null | sed -n 's/^ *\[ *[0-9a-f]*\] *//p'); do
+    path=$(ldconfig -p | awk -v n="$so" '$1 == n && /x86-64/ {print $NF; exit}')
+    [ -n "$path" ] || { echo "pack_closure: \`$so\` (dlopen'ed by $1) not found" >&2; return 1; }
+    cp -L --parents "$path" "$payload/sysroot/" || return 1
+    pack_closure "$path" || return 1
   done
 }
 ohbox_payload ()

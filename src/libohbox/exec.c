@@ -27,6 +27,7 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/single_threaded.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 #include <grp.h>
@@ -387,12 +388,16 @@ hold_terminal (int master, int pidfd)
 /* The helper starts in the sandbox's v2 cgroup when there is one
  * (CLONE_INTO_CGROUP): a move through cgroup.procs would wait for an RCU
  * grace period (~10 ms); the v1 hierarchies it joins itself through
- * `tasks`, which does not.  Plain fork where clone3 cannot do that. */
+ * `tasks`, which does not.  Plain fork where clone3 cannot do that, and in
+ * a process that has started threads (a program embedding libohbox, or
+ * ohbox_exec's own capture thread): a raw clone3 skips what glibc's fork
+ * does for the child (its locks, its thread state), and the child could
+ * wait forever on a lock another thread held at that instant. */
 static pid_t
 fork_helper (const struct ohbox_cgroup *cg, bool *in_v2)
 {
   *in_v2 = false;
-  int cgfd = cg ? ohbox_cgroup_clone_fd (cg) : -1;
+  int cgfd = cg && __libc_single_threaded ? ohbox_cgroup_clone_fd (cg) : -1;
   if (cgfd >= 0)
     {
       struct clone_args args;

@@ -7,8 +7,10 @@
  *
  * It accepts the argv of `python -m openhands.runtime.action_execution_server`
  * and its environment knobs (SESSION_API_KEY, NO_CHANGE_TIMEOUT_SECONDS,
- * SU_TO_USER), plus OHBOX_EXECUTOR_BASH (the bash to drive) and
- * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB).
+ * SU_TO_USER), plus OHBOX_EXECUTOR_BASH (the bash to drive),
+ * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB), OHBOX_EXECUTOR_WORKERS
+ * (worker threads, default 4) and OHBOX_EXECUTOR_QUEUE (requests waiting
+ * for a worker, default 64; more get 503).
  *
  * How it runs in any base image (busybox, Alpine/musl, Debian, distroless):
  * it is NOT linked statically.  Debian 12 ships static archives for

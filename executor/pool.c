@@ -2,7 +2,6 @@
 #include "config.h"
 #include "pool.h"
 
-#include <errno.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdlib.h>

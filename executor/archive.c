@@ -513,10 +513,9 @@ add_tree (struct archive *a, const char *root, const char *rel, int depth)
     }
 }
 
-static void *
-download_main (void *arg)
+void
+download_stream (struct download *dl)
 {
-  struct download *dl = arg;
   struct archive *a = la.archive_write_new ();
   la.archive_write_set_format_zip (a);
   /* Stream: no seeking back to patch sizes, data descriptors instead. */
@@ -527,14 +526,21 @@ download_main (void *arg)
       la.archive_write_close (a);
     }
   la.archive_write_free (a);
+  download_free (dl);
+}
+
+void
+download_free (struct download *dl)
+{
+  if (dl == NULL)
+    return;
   close (dl->fd);
   free (dl->root);
   free (dl);
-  return NULL;
 }
 
 int
-download_start (const char *path, int *status, char **detail)
+download_start (const char *path, struct download **out, int *status, char **detail)
 {
   if (path[0] != '/')
     return fail (status, detail, 400, xstrdup ("Path must be absolute"));
@@ -551,19 +557,6 @@ download_start (const char *path, int *status, char **detail)
   dl->fd = p[1];
   /* A file path walks nothing: an empty zip, as in the Python server. */
   dl->root = S_ISDIR (st.st_mode) ? xstrdup (path) : xstrdup ("/nonexistent/.ohbox-empty");
-  pthread_t t;
-  pthread_attr_t attr;
-  pthread_attr_init (&attr);
-  pthread_attr_setdetachstate (&attr, PTHREAD_CREATE_DETACHED);
-  if (pthread_create (&t, &attr, download_main, dl) != 0)
-    {
-      pthread_attr_destroy (&attr);
-      close (p[0]);
-      close (p[1]);
-      free (dl->root);
-      free (dl);
-      return fail (status, detail, 500, xstrdup ("cannot start the archive thread"));
-    }
-  pthread_attr_destroy (&attr);
+  *out = dl;
   return p[0];
 }

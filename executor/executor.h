@@ -1,7 +1,7 @@
 /* executor.h: the state of one ohbox-executor process and the entry points
  * of its request handlers.  One `struct executor` per process; actions run
- * one at a time under action_lock while /alive and /server_info answer from
- * other connection threads. */
+ * one at a time under action_lock (on the server's worker threads) while
+ * /alive and /server_info answer from the epoll thread. */
 #ifndef OHBOX_EXECUTOR_EXECUTOR_H
 #define OHBOX_EXECUTOR_EXECUTOR_H
 
@@ -32,6 +32,8 @@ struct executor
   double no_change_timeout;
   uint64_t max_upload;     /* bytes */
   char *bash_path;
+  unsigned int workers;    /* OHBOX_EXECUTOR_WORKERS: threads running blocking requests */
+  unsigned int queue_len;  /* OHBOX_EXECUTOR_QUEUE: requests waiting for one; more get 503 */
 
   pthread_mutex_t action_lock;
   struct bash_session *bash;

@@ -5,6 +5,7 @@ pkglibexec_PROGRAMS += ohbox-executor
 ohbox_executor_SOURCES = \
 	executor/main.c executor/executor.h \
 	executor/server.c executor/server.h \
+	executor/pool.c executor/pool.h \
 	executor/actions.c \
 	executor/bash_session.c executor/bash_session.h executor/bash_pty.c executor/bash_private.h \
 	executor/terminal.c executor/terminal.h \

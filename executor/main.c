@@ -7,8 +7,10 @@
  *
  * It accepts the argv of `python -m openhands.runtime.action_execution_server`
  * and its environment knobs (SESSION_API_KEY, NO_CHANGE_TIMEOUT_SECONDS,
- * SU_TO_USER), plus OHBOX_EXECUTOR_BASH (the bash to drive) and
- * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB).
+ * SU_TO_USER), plus OHBOX_EXECUTOR_BASH (the bash to drive),
+ * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB), OHBOX_EXECUTOR_WORKERS
+ * (worker threads, default 4) and OHBOX_EXECUTOR_QUEUE (requests waiting
+ * for a worker, default 64; more get 503).
  *
  * How it runs in any base image (busybox, Alpine/musl, Debian, distroless):
  * it is NOT linked statically.  Debian 12 ships static archives for
@@ -270,6 +272,13 @@ main (int argc, char **argv)
     ex.no_change_timeout = 10;
   const char *mu = getenv ("OHBOX_EXECUTOR_MAX_UPLOAD");
   ex.max_upload = mu && *mu ? strtoull (mu, NULL, 10) : (2ULL << 30);
+  /* Fixed at startup: a request never creates a thread (server.h). */
+  const char *nw = getenv ("OHBOX_EXECUTOR_WORKERS");
+  unsigned long w = nw && *nw ? strtoul (nw, NULL, 10) : 4;
+  ex.workers = w < 1 ? 1 : w > 64 ? 64 : (unsigned int) w;
+  const char *nq = getenv ("OHBOX_EXECUTOR_QUEUE");
+  unsigned long q = nq && *nq ? strtoul (nq, NULL, 10) : 64;
+  ex.queue_len = q < 1 ? 1 : q > 1024 ? 1024 : (unsigned int) q;
   const char *bp = getenv ("OHBOX_EXECUTOR_BASH");
   ex.bash_path = bp && *bp ? xstrdup (bp) : NULL;
   pthread_mutex_init (&ex.action_lock, NULL);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "obs.h"
+#include "pool.h"
 #include "utils.h"
 
 /* Body limits: an attacker-controlled size is never buffered unbounded.
@@ -21,6 +22,9 @@
 #define MAX_ACTION_BODY (64u << 20)
 #define MAX_SMALL_BODY (1u << 20)
 #define POST_BUFFER 65536
+/* Stack of the epoll thread and of the workers (bash, editor and zip code
+ * keep their buffers small or on the heap). */
+#define THREAD_STACK (512u * 1024)
 
 enum route
 {
@@ -55,12 +59,21 @@ struct server
 {
   struct MHD_Daemon *daemon;
   struct executor *ex;
+  struct pool *pool;
 };
 
 struct request
 {
   struct executor *ex;
+  struct MHD_Connection *conn;
   enum route route;
+  /* Set by a worker before it resumes the connection: the reply the epoll
+   * thread queues when the handler is called again. */
+  bool in_worker;
+  struct MHD_Response *resp;
+  unsigned int resp_status;
+  /* download_files: the query parameter, read in the epoll thread. */
+  char *path;
   struct ohbox_buf body;
   size_t limit;
   bool too_big;
@@ -79,15 +92,43 @@ struct request
   char *up_detail;
 };
 
-static enum MHD_Result
-reply_json (struct MHD_Connection *c, unsigned int status, json_t *j)
+/* Replies are built as (status, response) so that a worker can build one
+ * for the epoll thread to queue. */
+static struct MHD_Response *
+json_response (json_t *j)
 {
   char *s = json_dumps (j, JSON_COMPACT | JSON_ENCODE_ANY);
   json_decref (j);
   if (s == NULL)
     s = xstrdup ("{\"detail\":\"An unexpected error occurred. Please try again later.\"}");
   struct MHD_Response *r = MHD_create_response_from_buffer (strlen (s), s, MHD_RESPMEM_MUST_FREE);
+  if (r == NULL)
+    {
+      free (s);
+      return NULL;
+    }
   MHD_add_response_header (r, "Content-Type", "application/json");
+  return r;
+}
+
+static struct MHD_Response *
+set_json (unsigned int *status, unsigned int code, json_t *j)
+{
+  *status = code;
+  return json_response (j);
+}
+
+static struct MHD_Response *
+set_detail (unsigned int *status, unsigned int code, const char *detail)
+{
+  return set_json (status, code, json_pack ("{s:s}", "detail", detail));
+}
+
+static enum MHD_Result
+queue (struct MHD_Connection *c, unsigned int status, struct MHD_Response *r)
+{
+  if (r == NULL)
+    return MHD_NO; /* out of memory in libmicrohttpd: the connection is closed */
   enum MHD_Result ret = MHD_queue_response (c, status, r);
   MHD_destroy_response (r);
   return ret;
@@ -96,7 +137,9 @@ reply_json (struct MHD_Connection *c, unsigned int status, json_t *j)
 static enum MHD_Result
 reply_detail (struct MHD_Connection *c, unsigned int status, const char *detail)
 {
-  return reply_json (c, status, json_pack ("{s:s}", "detail", detail));
+  unsigned int st;
+  struct MHD_Response *r = set_detail (&st, status, detail);
+  return queue (c, st, r);
 }
 
 /* Compares in time that depends only on the expected key's length. */
@@ -152,7 +195,10 @@ request_completed (void *cls OHBOX_UNUSED, struct MHD_Connection *c OHBOX_UNUSED
     MHD_destroy_post_processor (rq->pp);
   if (rq->up)
     upload_abort (rq->up);
+  if (rq->resp)
+    MHD_destroy_response (rq->resp);
   free (rq->body.data);
+  free (rq->path);
   free (rq->dest);
   free (rq->up_detail);
   free (rq->deferred_detail);
@@ -166,21 +212,34 @@ parse_body (struct request *rq, json_error_t *jerr)
   return json_loadb (rq->body.data ? rq->body.data : "", rq->body.len, JSON_DECODE_ANY, jerr);
 }
 
-static enum MHD_Result
-finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
+/* True for the requests that can block (a bash command, a file system
+ * walk, unpacking a zip, zipping a tree): run by a worker. */
+static bool
+route_blocks (enum route r)
+{
+  return r == R_EXECUTE_ACTION || r == R_LIST_FILES || r == R_UPLOAD_FILE || r == R_DOWNLOAD_FILES;
+}
+
+/* Builds the reply to RQ (its body fully read) into *STATUS and the
+ * returned response (NULL: libmicrohttpd out of memory).  Runs in the epoll
+ * thread for the quick routes and in a worker for the others; it does not
+ * touch the connection.  A download also gets *DL, the zip the caller
+ * streams once the response is queued. */
+static struct MHD_Response *
+respond (struct server *srv, struct request *rq, unsigned int *status, struct download **dl)
 {
   struct executor *ex = srv->ex;
   switch (rq->route)
     {
     case R_ALIVE:
-      return reply_json (c, 200, json_pack ("{s:s}", "status", "ok"));
+      return set_json (status, 200, json_pack ("{s:s}", "status", "ok"));
 
     case R_SERVER_INFO:
-      return reply_json (c, 200, executor_server_info (ex));
+      return set_json (status, 200, executor_server_info (ex));
 
     case R_VSCODE_TOKEN:
       /* No VSCode server in ohbox sandboxes: the client then shows no URL. */
-      return reply_json (c, 200, json_pack ("{s:n}", "token"));
+      return set_json (status, 200, json_pack ("{s:n}", "token"));
 
     case R_UPDATE_MCP:
       {
@@ -189,7 +248,7 @@ finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
         if (!json_is_array (body))
           {
             json_decref (body);
-            return reply_detail (c, 400, "Invalid request: the body must be a JSON array of MCP server configs");
+            return set_detail (status, 400, "Invalid request: the body must be a JSON array of MCP server configs");
           }
         size_t n = json_array_size (body);
         json_decref (body);
@@ -197,8 +256,8 @@ finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
                                                 "not started and /mcp/sse is not served",
                                                 n)
                                    : xstrdup ("");
-        return reply_json (c, 200, json_pack ("{s:s, s:s}", "detail", "MCP server updated successfully",
-                                              "router_error_log", log));
+        return set_json (status, 200, json_pack ("{s:s, s:s}", "detail", "MCP server updated successfully",
+                                                 "router_error_log", log));
       }
 
     case R_EXECUTE_ACTION:
@@ -208,15 +267,15 @@ finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
         if (body == NULL)
           {
             cleanup_free char *d = xasprintf ("Invalid request: the body is not JSON: %s", jerr.text);
-            return reply_detail (c, 400, d);
+            return set_detail (status, 400, d);
           }
-        int status = 500;
+        int st = 500;
         cleanup_free char *detail = NULL;
-        json_t *obs = executor_execute_action (ex, body, &status, &detail);
+        json_t *obs = executor_execute_action (ex, body, &st, &detail);
         json_decref (body);
         if (obs == NULL)
-          return reply_detail (c, (unsigned) status, detail);
-        return reply_json (c, 200, obs);
+          return set_detail (status, (unsigned) st, detail);
+        return set_json (status, 200, obs);
       }
 
     case R_LIST_FILES:
@@ -225,54 +284,113 @@ finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
         json_t *body = rq->body.len ? parse_body (rq, &jerr) : json_object ();
         json_t *list = executor_list_files (ex, body);
         json_decref (body);
-        return reply_json (c, 200, list);
+        return set_json (status, 200, list);
       }
 
     case R_UPLOAD_FILE:
       {
         if (rq->up_status)
-          return reply_detail (c, (unsigned) rq->up_status, rq->up_detail ? rq->up_detail : "upload failed");
+          return set_detail (status, (unsigned) rq->up_status, rq->up_detail ? rq->up_detail : "upload failed");
         if (rq->up == NULL)
-          return reply_detail (c, 400, "Invalid request: no multipart part named `file`");
-        int status = 500;
+          return set_detail (status, 400, "Invalid request: no multipart part named `file`");
+        int st = 500;
         cleanup_free char *detail = NULL;
         struct upload *up = steal_pointer (&rq->up);
-        json_t *r = upload_finish (up, rq->recursive, &status, &detail);
+        json_t *r = upload_finish (up, rq->recursive, &st, &detail);
         if (r == NULL)
-          return reply_detail (c, (unsigned) status, detail);
-        return reply_json (c, 200, r);
+          return set_detail (status, (unsigned) st, detail);
+        return set_json (status, 200, r);
       }
 
     case R_DOWNLOAD_FILES:
       {
-        const char *path = MHD_lookup_connection_value (c, MHD_GET_ARGUMENT_KIND, "path");
-        int status = 500;
+        int st = 500;
         cleanup_free char *detail = NULL;
-        if (path == NULL)
-          return reply_detail (c, 400, "Invalid request: the query parameter `path` is required");
-        int fd = download_start (path, &status, &detail);
+        if (rq->path == NULL)
+          return set_detail (status, 400, "Invalid request: the query parameter `path` is required");
+        struct download *d = NULL;
+        int fd = download_start (rq->path, &d, &st, &detail);
         if (fd < 0)
-          return reply_detail (c, (unsigned) status, detail);
+          return set_detail (status, (unsigned) st, detail);
+        /* The epoll thread reads the pipe while the worker writes the zip
+         * into it (download_stream): a read waits at most for the next
+         * block of a regular file. */
         struct MHD_Response *r = MHD_create_response_from_pipe (fd);
         if (r == NULL)
           {
             close (fd);
-            return reply_detail (c, 500, "cannot create the response");
+            download_free (d);
+            return set_detail (status, 500, "cannot create the response");
           }
-        const char *base = strrchr (path, '/');
-        base = base && base[1] ? base + 1 : path;
+        const char *base = strrchr (rq->path, '/');
+        base = base && base[1] ? base + 1 : rq->path;
         cleanup_free char *disp = xasprintf ("attachment; filename=\"%s.zip\"", base);
         MHD_add_response_header (r, "Content-Type", "application/zip");
         MHD_add_response_header (r, "Content-Disposition", disp);
-        enum MHD_Result ret = MHD_queue_response (c, 200, r);
-        MHD_destroy_response (r);
-        return ret;
+        *status = 200;
+        *dl = d;
+        return r;
       }
 
     case R_NOT_FOUND:
     default:
-      return reply_detail (c, 404, "Not Found");
+      return set_detail (status, 404, "Not Found");
     }
+}
+
+/* A worker: builds the reply and hands the connection back to the epoll
+ * thread.  RQ belongs to the connection: once resumed, it may be freed
+ * (request_completed) at any moment, so nothing touches it afterwards. */
+static void
+work (void *job, void *arg)
+{
+  struct server *srv = arg;
+  struct request *rq = job;
+  struct download *dl = NULL;
+  unsigned int status = 500;
+  struct MHD_Response *r = respond (srv, rq, &status, &dl);
+  rq->resp = r;
+  rq->resp_status = status;
+  MHD_resume_connection (rq->conn);
+  if (dl)
+    download_stream (dl);
+}
+
+/* A job still queued when the server stops: answered 503. */
+static void
+cancel (void *job, void *arg OHBOX_UNUSED)
+{
+  struct request *rq = job;
+  rq->resp = set_detail (&rq->resp_status, 503, "ohbox-executor is shutting down");
+  MHD_resume_connection (rq->conn);
+}
+
+/* Called by pool_submit under the queue's lock: the connection is suspended
+ * before any worker can take (and resume) it. */
+static void
+suspend (void *job)
+{
+  struct request *rq = job;
+  rq->in_worker = true;
+  MHD_suspend_connection (rq->conn);
+}
+
+static enum MHD_Result
+finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
+{
+  if (route_blocks (rq->route))
+    {
+      if (pool_submit (srv->pool, rq, suspend) == 0)
+        return MHD_YES;
+      /* Full: refused now rather than holding the epoll thread. */
+      return reply_detail (c, 503,
+                           "ohbox-executor is busy: too many requests are waiting for a worker "
+                           "(OHBOX_EXECUTOR_QUEUE); retry later");
+    }
+  unsigned int status = 500;
+  struct download *dl = NULL;
+  struct MHD_Response *r = respond (srv, rq, &status, &dl);
+  return queue (c, status, r);
 }
 
 static enum MHD_Result
@@ -287,6 +405,7 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
     {
       rq = xcalloc (1, sizeof (*rq));
       rq->ex = ex;
+      rq->conn = c;
       *con_cls = rq;
       rq->route = R_NOT_FOUND;
       bool path_known = false;
@@ -311,6 +430,11 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
           return MHD_YES;
         }
       rq->limit = rq->route == R_EXECUTE_ACTION ? MAX_ACTION_BODY : MAX_SMALL_BODY;
+      if (rq->route == R_DOWNLOAD_FILES)
+        {
+          const char *path = MHD_lookup_connection_value (c, MHD_GET_ARGUMENT_KIND, "path");
+          rq->path = path ? xstrdup (path) : NULL;
+        }
       if (rq->route == R_UPLOAD_FILE)
         {
           const char *dest = MHD_lookup_connection_value (c, MHD_GET_ARGUMENT_KIND, "destination");
@@ -363,7 +487,13 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
     }
 
   if (rq->answered)
-    return MHD_YES;
+    {
+      if (!rq->in_worker)
+        return MHD_YES;
+      /* Called again once a worker resumed the connection: its reply. */
+      struct MHD_Response *r = steal_pointer (&rq->resp);
+      return queue (c, rq->resp_status, r);
+    }
   rq->answered = true;
   if (rq->deferred_status)
     return reply_detail (c, rq->deferred_status, rq->deferred_detail);
@@ -380,16 +510,27 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
 {
   struct server *s = xcalloc (1, sizeof (*s));
   s->ex = ex;
-  unsigned int flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD;
+  if (pool_start (ex->workers, ex->queue_len, THREAD_STACK, work, cancel, s, &s->pool, err) < 0)
+    {
+      free (s);
+      return ohbox_error_prefix (err, "executor workers");
+    }
+  /* One epoll thread for every connection (no thread per connection: a new
+   * task could fail under a fork bomb); suspend/resume hands the blocking
+   * requests to the workers. */
+  unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
   for (int attempt = 0; attempt < 2 && s->daemon == NULL; attempt++)
     s->daemon = MHD_start_daemon (flags | (attempt == 0 ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port, NULL, NULL,
                                   handler, s, MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
                                   MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 256, MHD_OPTION_CONNECTION_TIMEOUT,
-                                  (unsigned int) 3600, MHD_OPTION_THREAD_STACK_SIZE, (size_t) (512 * 1024),
+                                  (unsigned int) 3600, MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK,
                                   MHD_OPTION_END);
   if (s->daemon == NULL)
     {
+      int e = errno;
+      pool_stop (s->pool);
       free (s);
+      errno = e;
       return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "listen on port %d", ex->port);
     }
   *out = s;
@@ -401,6 +542,9 @@ server_stop (struct server *s)
 {
   if (s == NULL)
     return;
+  /* libmicrohttpd must not be stopped with suspended connections: the
+   * queued requests are answered 503 and the running ones finish first. */
+  pool_stop (s->pool);
   MHD_stop_daemon (s->daemon);
   free (s);
 }

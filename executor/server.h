@@ -1,6 +1,9 @@
 /* server.h: the HTTP side (libmicrohttpd): routes, authentication, body
- * limits.  One thread per connection, so /alive and /server_info answer
- * while an action holds the action lock. */
+ * limits.  One epoll thread serves every connection and answers the quick
+ * requests (/alive, /server_info, ...) itself; requests that can block
+ * (actions, file lists, upload unpacking, downloads) are suspended and run
+ * by a fixed pool of workers (pool.h), so /alive answers while actions run
+ * and no task is created per connection or request. */
 #ifndef OHBOX_EXECUTOR_SERVER_H
 #define OHBOX_EXECUTOR_SERVER_H
 
@@ -26,8 +29,14 @@ int upload_data (struct upload *u, const char *data, size_t len, int *status, ch
  * NULL with STATUS/DETAIL. Frees U. */
 json_t *upload_finish (struct upload *u, bool recursive, int *status, char **detail);
 void upload_abort (struct upload *u);
-/* Starts a zip of PATH streamed into the returned pipe fd (read end);
- * -1 with STATUS/DETAIL (503 without zip support). */
-int download_start (const char *path, int *status, char **detail);
+/* Prepares a zip of PATH: returns the read end of a pipe and in *OUT what
+ * download_stream() writes into it; -1 with STATUS/DETAIL (503 without zip
+ * support). */
+struct download;
+int download_start (const char *path, struct download **out, int *status, char **detail);
+/* Writes the zip into the pipe (blocks until the reader has it all or is
+ * gone), then frees DL. */
+void download_stream (struct download *dl);
+void download_free (struct download *dl);
 
 #endif

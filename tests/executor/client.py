@@ -345,6 +345,18 @@ def test_alive_answers_during_long_action():
         t = time.time()
         eq(anon.get(path).status_code, 200, path)
         check(time.time() - t < 0.5, f'{path} answered in {time.time() - t:.2f}s while an action runs')
+    # Requests run by the workers but independent of the bash session: a
+    # file list and an upload do not wait for the action either.
+    t = time.time()
+    r = client.post('/list_files', json={})
+    eq(r.status_code, 200, 'list_files during the action')
+    t2 = time.time()
+    r = client.post('/upload_file', params={'destination': f'{WORK}/during', 'recursive': 'false'},
+                    files={'file': ('d.txt', b'during')})
+    eq(r.status_code, 200, f'upload during the action: {r.text}')
+    check(time.time() - t < 1.0, f'list_files + upload answered in {t2 - t:.2f}s + {time.time() - t2:.2f}s '
+          'while an action runs')
+    check(th.is_alive(), 'the action was still running')
     th.join()
     eq(result['o']['content'], 'slept', 'the action completed')
 
@@ -610,6 +622,51 @@ class Skip(Exception):
     pass
 
 
+def test_queue_full_answers_503():
+    """Against an executor with OHBOX_EXECUTOR_WORKERS=2 and
+    OHBOX_EXECUTOR_QUEUE=2: one worker runs a long action; of five more
+    actions sent meanwhile, three are accepted (the other worker waiting for
+    the session, two queue slots) and complete in turn, two are refused at
+    once with 503 and a JSON reason; /alive answers all along."""
+    flag = f'{WORK}/queue-started'
+    if os.path.exists(flag):
+        os.unlink(flag)
+    results = {}
+
+    def bg(name, cmd):
+        t = time.time()
+        r = client.post('/execute_action', json=envelope('run', dict(RUN_DEFAULTS, command=cmd, blocking=True), 30.0),
+                        timeout=40)
+        results[name] = (r.status_code, r.json(), time.time() - t)
+
+    long = threading.Thread(target=bg, args=('long', f'touch {flag}; sleep 4; echo slept'))
+    long.start()
+    deadline = time.time() + 10
+    while not os.path.exists(flag):
+        check(time.time() < deadline, 'the long action started')
+        time.sleep(0.05)
+    threads = [threading.Thread(target=bg, args=(f'e{i}', f'echo e{i}')) for i in range(5)]
+    for th in threads:
+        th.start()
+    t = time.time()
+    eq(anon.get('/alive').status_code, 200, '/alive while full')
+    check(time.time() - t < 0.5, f'/alive answered in {time.time() - t:.2f}s while the queue is full')
+    for th in threads:
+        th.join()
+    long.join()
+    eq(results['long'][0], 200, 'the long action')
+    eq(results['long'][1]['content'], 'slept', 'the long action completed')
+    done = [k for k in results if k != 'long' and results[k][0] == 200]
+    refused = [k for k in results if k != 'long' and results[k][0] == 503]
+    eq((len(done), len(refused)), (3, 2), f'accepted/refused: {results}')
+    for k in done:
+        eq(results[k][1]['content'], k, f'queued action {k}')
+    for k in refused:
+        check('busy' in results[k][1]['detail'], f'503 detail: {results[k][1]}')
+        check(results[k][2] < 1.0, f'refused at once ({results[k][2]:.2f}s)')
+    eq(client.post('/list_files', json={}).status_code, 200, 'accepted again once drained')
+
+
 ALL = {
     'http': [test_alive_and_server_info_need_no_key, test_auth_refused_without_or_with_wrong_key,
              test_browse_unknown_and_malformed, test_list_files, test_upload_download_and_zip_slip,
@@ -624,6 +681,7 @@ ALL = {
     'files': [test_write_and_read_default, test_read_errors_binary_and_media,
               test_editor_create_view_replace_insert_undo, test_editor_directory_view],
     'ipython': [test_ipython],
+    'queue': [test_queue_full_answers_503],
 }
 
 

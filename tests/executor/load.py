@@ -127,7 +127,7 @@ def during(url, key, command, timeout):
             j = o.json()
             c = j.get('content', '')
             res.update({'observation': j.get('observation'), 'content_len': len(c),
-                        'marker': MARKER in c, 'tail': c[-40:],
+                        'marker': MARKER in c, 'head': c[:40], 'tail': c[-40:],
                         'exit_code': j.get('extras', {}).get('metadata', {}).get('exit_code'),
                         'prefix': j.get('extras', {}).get('metadata', {}).get('prefix')})
         except Exception as e:

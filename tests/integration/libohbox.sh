@@ -32,6 +32,9 @@ setup ()
   }
 }
 t_setup_or_die setup setup
+# A library built with --enable-sanitizers needs their runtimes in the
+# programs that load it (ASan's must come first): build them the same way.
+SAN=$(sed -n 's/^SANITIZER_LDFLAGS = //p' "$OHBOX_BUILDDIR/Makefile")
 
 # The prefix configure was given, where the DESTDIR install put things.
 PREFIX=$(sed -n 's/^prefix=//p' "$OHBOX_BUILDDIR/libohbox.pc")
@@ -70,7 +73,7 @@ test_exported_symbols ()
   syms=$(nm -D --defined-only "$INST$LIBDIR/libohbox.so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort)
   assert_ne "$hdr" "" "functions found in ohbox.h"
   assert_eq "$hdr" "$syms" "exported symbols vs ohbox.h"
-  assert_eq "$(nm -D --defined-only "$INST$LIBDIR/libohbox.so" | awk '$2 != "A"' | grep -vc '@@LIBOHBOX_0$')" 0 \
+  assert_eq "$(nm -D --defined-only "$INST$LIBDIR/libohbox.so" | awk '$2 != "A"' | { grep -vc '@@LIBOHBOX_0$' || true; })" 0 \
     "symbols without the version node"
   # Every one of them is also in the version script and the man page.
   local f
@@ -80,7 +83,7 @@ test_exported_symbols ()
   done
   # The header stands alone, C and C++.
   printf '#include <ohbox.h>\nint main (void) { return ohbox_version () == 0; }\n' >"$T_WORK/h.c"
-  assert_ok cc -std=c99 -Wall -Wextra -Werror $(pkg-config --cflags libohbox) "$T_WORK/h.c" -o "$T_WORK/h" \
+  assert_ok cc -std=c99 -Wall -Wextra -Werror $SAN $(pkg-config --cflags libohbox) "$T_WORK/h.c" -o "$T_WORK/h" \
     $(pkg-config --libs libohbox)
   assert_ok "$T_WORK/h"
   if command -v g++ >/dev/null; then
@@ -104,7 +107,7 @@ assert_no_trace ()
 test_example ()
 {
   cp "$OHBOX_SRCDIR/contrib/embed/example.c" "$OHBOX_SRCDIR/contrib/embed/Makefile" "$T_WORK/"
-  assert_ok make -C "$T_WORK" CFLAGS="-O1 -Wall -Wextra -Werror"
+  assert_ok make -C "$T_WORK" CFLAGS="-O1 -Wall -Wextra -Werror $SAN"
   # Linked to the installed library.
   assert_ok ldd "$T_WORK/example"
   assert_contains "$out" "libohbox.so.0 => $INST$LIBDIR/libohbox.so.0"

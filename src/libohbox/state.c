@@ -384,7 +384,21 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
     return 0;
   cleanup_close int lock = ohbox_lock_file (dirfd, "lock", true, false, err);
   if (lock < 0)
-    return -1;
+    {
+      /* The monitor of a --rm sandbox removed the whole directory while we
+       * looked at it (`rm -f` of one that was just stopped): done, not an
+       * error. */
+      struct stat here, named;
+      if ((*err)->errno_value == ENOENT && fstat (dirfd, &here) == 0
+          && (here.st_nlink == 0 || fstatat (rt->dirfd, id, &named, AT_SYMLINK_NOFOLLOW) < 0
+              || named.st_ino != here.st_ino))
+        {
+          ohbox_error_release (err);
+          *ret_removed = true;
+          return 0;
+        }
+      return -1;
+    }
   json_t *st = NULL, *cfg = NULL;
   ohbox_error_t e = NULL;
   if (ohbox_state_read_json (dirfd, "state.json", &st, &e) < 0)

@@ -347,6 +347,23 @@ test_stop_signal ()
   assert_eq "$out" ""
 }
 
+# `rm -f` of a running --rm sandbox: its monitor removes the state directory
+# while rm looks at it; rm still succeeds (it used to fail with "open lock").
+test_rm_force_of_rm_sandbox ()
+{
+  load_bb
+  local i id
+  for i in $(seq 20); do
+    id=$("$OHBOX_BIN" --root "$T_ROOT" run -d --rm --network none "$BB" sleep 0.1)
+    t_run "$OHBOX_BIN" --root "$T_ROOT" rm -f "$id"
+    # Gone by itself before rm looked: "no such sandbox" (exit 3) is right too.
+    [ "$rc" = 0 ] || { [ "$rc" = 3 ] && [[ $err == *"no such sandbox"* ]]; } ||
+      _t_assert_fail "rm -f of --rm sandbox $i: status $rc: $err"
+  done
+  assert_ok ohbox ps -a -q
+  assert_eq "$out" ""
+}
+
 test_logs_follow ()
 {
   load_bb
@@ -402,6 +419,7 @@ run_test limits_v1 test_limits_v1
 run_test sys_fs_cgroup test_sys_fs_cgroup
 run_test lifecycle test_lifecycle
 run_test stop_signal test_stop_signal
+run_test rm_force_of_rm_sandbox test_rm_force_of_rm_sandbox
 run_test logs_follow test_logs_follow
 run_test reconcile_killed_monitor test_reconcile_killed_monitor
 run_test gc_keeps_layers test_gc_keeps_layers

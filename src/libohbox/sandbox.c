@@ -432,7 +432,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   if (ohbox_state_create (rt, id, &dfd, &lockfd, err) < 0)
     return -1;
   created = true;
-  if (ohbox_image_load (rt->store, o->image, &c.img, err) < 0)
+  if (ohbox_image_load_for_run (rt->store, o->image, &c.img, err) < 0)
     goto fail;
   json_t *rc = c.img->config->runtime_config;
   char hostname[13];

@@ -669,11 +669,11 @@ ohbox_seccomp_compile_json (const char *json, size_t len, const char *name, cons
   if (parse_version (release, false, c.kernel) < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "seccomp: cannot parse the kernel release `%.64s`", release);
 
-  char key[OHBOX_DIGEST_LEN + 1];
+  cleanup_seccomp_cache_key struct ohbox_seccomp_cache_key key = { 0 };
   if (c.opts->cache_dir)
     {
-      ohbox_seccomp_cache_key (json, len, c.native, c.kernel, c.opts->caps, key);
-      if (ohbox_seccomp_cache_load (c.opts->cache_dir, key, ret) == 0)
+      ohbox_seccomp_cache_key (json, len, c.native, c.kernel, c.opts->caps, &key);
+      if (ohbox_seccomp_cache_load (c.opts->cache_dir, &key, ret) == 0)
         return 0;
     }
 
@@ -684,7 +684,7 @@ ohbox_seccomp_compile_json (const char *json, size_t len, const char *name, cons
   if (compile_root (&c, root, ret) < 0)
     return -1;
   if (c.opts->cache_dir)
-    ohbox_seccomp_cache_store (c.opts->cache_dir, key, *ret);
+    ohbox_seccomp_cache_store (c.opts->cache_dir, &key, *ret);
   return 0;
 }
 

@@ -133,7 +133,7 @@ ohbox_seccomp_export (void *ctx, const char *name, const struct ohbox_seccomp_ar
 }
 
 /* Bump when the compiler's output changes for the same inputs. */
-#define CACHE_FORMAT "ohbox-seccomp-cache-1"
+#define CACHE_FORMAT "ohbox-seccomp-cache-2"
 #define CACHE_MAGIC 0x4642484fu /* "OHBF" */
 #define KNOWN_FLAGS (SECCOMP_FILTER_FLAG_LOG | SECCOMP_FILTER_FLAG_SPEC_ALLOW | SECCOMP_FILTER_FLAG_TSYNC)
 
@@ -145,35 +145,51 @@ struct cache_header
   uint32_t reserved;
 };
 
+/* An entry holds its whole key (the text below and the profile) in front of
+ * the program, and a load compares it byte for byte: the file name is only
+ * a bucket, so no digest is needed (starting a sandbox loads no libcrypto)
+ * and two keys sharing a bucket cost a compile, never a wrong program. */
+struct cache_entry_header
+{
+  uint32_t magic;
+  uint32_t key_len;
+};
+#define CACHE_ENTRY_MAGIC 0x4b42484fu /* "OHBK" */
+#define CACHE_MAX_KEY (OHBOX_SECCOMP_MAX_PROFILE_SIZE + 512)
+
 void
 ohbox_seccomp_cache_key (const char *json, size_t len, uint32_t native, const int kernel[3], uint64_t caps,
-                         char key[OHBOX_DIGEST_LEN + 1])
+                         struct ohbox_seccomp_cache_key *key)
 {
   const struct scmp_version *v = seccomp_version ();
   char head[256];
   int n = snprintf (head, sizeof head, "%s\n%s\nlibseccomp %u.%u.%u\narch %u\nkernel %d.%d.%d\ncaps %llx\n",
                     CACHE_FORMAT, PACKAGE_VERSION, v->major, v->minor, v->micro, native, kernel[0], kernel[1],
                     kernel[2], (unsigned long long) caps);
-  /* One buffer, one-shot: the kernel's sha256 (digest.c), so that starting
-   * a sandbox does not load libcrypto for this. */
-  struct ohbox_buf b = { 0 };
-  ohbox_buf_append (&b, head, (size_t) n);
-  ohbox_buf_append (&b, json, len);
-  ohbox_sha256_buffer (b.data, b.len, key);
-  ohbox_buf_free (&b);
+  memset (key, 0, sizeof *key);
+  ohbox_buf_append (&key->text, head, (size_t) n);
+  ohbox_buf_append (&key->text, json, len);
+  snprintf (key->bucket, sizeof key->bucket, "%016llx-%zx.bpf", (unsigned long long) caps, key->text.len);
 }
 
+void
+ohbox_seccomp_cache_key_free (struct ohbox_seccomp_cache_key *key)
+{
+  ohbox_buf_free (&key->text);
+}
+
+/* Reads a program serialized at offset START of FD, which ends the file. */
 static int
-filter_read (int fd, struct ohbox_seccomp_filter **ret)
+filter_read (int fd, off_t start, struct ohbox_seccomp_filter **ret)
 {
   struct cache_header h;
   struct stat st;
 
-  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode))
+  if (fd < 0 || fstat (fd, &st) < 0 || !S_ISREG (st.st_mode) || st.st_size < start)
     return -1;
   if (read (fd, &h, sizeof h) != (ssize_t) sizeof h || h.magic != CACHE_MAGIC || h.len == 0 || h.len > BPF_MAXINSNS
       || (h.flags & ~KNOWN_FLAGS) != 0
-      || (uint64_t) st.st_size != sizeof h + (uint64_t) h.len * sizeof (struct sock_filter))
+      || (uint64_t) (st.st_size - start) != sizeof h + (uint64_t) h.len * sizeof (struct sock_filter))
     return -1;
   struct sock_filter *insns = xcalloc (h.len, sizeof *insns);
   size_t want = h.len * sizeof *insns;
@@ -191,18 +207,25 @@ filter_read (int fd, struct ohbox_seccomp_filter **ret)
 }
 
 int
-ohbox_seccomp_cache_load (const char *dir, const char *key, struct ohbox_seccomp_filter **ret)
+ohbox_seccomp_cache_load (const char *dir, const struct ohbox_seccomp_cache_key *key, struct ohbox_seccomp_filter **ret)
 {
-  cleanup_free char *path = xasprintf ("%s/%s.bpf", dir, ohbox_digest_hex (key));
+  cleanup_free char *path = xasprintf ("%s/%s", dir, key->bucket);
   cleanup_close int fd = open (path, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  return filter_read (fd, ret);
+  struct cache_entry_header h;
+  if (fd < 0 || read (fd, &h, sizeof h) != (ssize_t) sizeof h || h.magic != CACHE_ENTRY_MAGIC
+      || h.key_len != key->text.len || h.key_len > CACHE_MAX_KEY)
+    return -1;
+  cleanup_free char *stored = xmalloc (h.key_len);
+  if (read (fd, stored, h.key_len) != (ssize_t) h.key_len || memcmp (stored, key->text.data, h.key_len) != 0)
+    return -1;
+  return filter_read (fd, (off_t) (sizeof h + h.key_len), ret);
 }
 
 int
 ohbox_seccomp_filter_load (int dirfd, const char *name, struct ohbox_seccomp_filter **ret)
 {
   cleanup_close int fd = openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
-  return filter_read (fd, ret);
+  return filter_read (fd, 0, ret);
 }
 
 static void
@@ -224,19 +247,22 @@ ohbox_seccomp_filter_save (int dirfd, const char *name, const struct ohbox_secco
 }
 
 void
-ohbox_seccomp_cache_store (const char *dir, const char *key, const struct ohbox_seccomp_filter *f)
+ohbox_seccomp_cache_store (const char *dir, const struct ohbox_seccomp_cache_key *key,
+                           const struct ohbox_seccomp_filter *f)
 {
   cleanup_error ohbox_error_t ignored = NULL;
-  cleanup_free char *name = xasprintf ("%s.bpf", ohbox_digest_hex (key));
   struct ohbox_buf b = { 0 };
 
-  if (ohbox_mkdir_p (AT_FDCWD, dir, 0700, &ignored) < 0)
+  if (key->text.len > CACHE_MAX_KEY || ohbox_mkdir_p (AT_FDCWD, dir, 0700, &ignored) < 0)
     return;
   cleanup_close int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0)
     return;
+  struct cache_entry_header h = { .magic = CACHE_ENTRY_MAGIC, .key_len = (uint32_t) key->text.len };
+  ohbox_buf_append (&b, &h, sizeof h);
+  ohbox_buf_append (&b, key->text.data, key->text.len);
   filter_serialize (f, &b);
-  ohbox_write_file_atomic (dfd, name, b.data, b.len, 0600, &ignored);
+  ohbox_write_file_atomic (dfd, key->bucket, b.data, b.len, 0600, &ignored);
   ohbox_buf_free (&b);
 }
 

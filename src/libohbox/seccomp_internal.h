@@ -10,7 +10,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
-#include "digest.h"
+#include "utils.h"
 #include "error.h"
 #include "seccomp.h"
 
@@ -37,12 +37,23 @@ bool ohbox_seccomp_stub_covers (uint32_t token);
 int ohbox_seccomp_export (void *ctx, const char *name, const struct ohbox_seccomp_arch *arches, size_t n_arches,
                           bool with_stub, unsigned int flags, struct ohbox_seccomp_filter **ret, ohbox_error_t *err);
 
-/* The cache of compiled programs (see ohbox_seccomp_options.cache_dir). */
+/* The cache of compiled programs (see ohbox_seccomp_options.cache_dir):
+ * an entry is found by BUCKET (a file name) and used only when it holds
+ * exactly TEXT (what the program is compiled from). */
+struct ohbox_seccomp_cache_key
+{
+  struct ohbox_buf text;
+  char bucket[64];
+};
 void ohbox_seccomp_cache_key (const char *json, size_t len, uint32_t native, const int kernel[3], uint64_t caps,
-                              char key[OHBOX_DIGEST_LEN + 1]);
-/* 0 and *RET on a hit; -1 when missing or unusable (compile again). */
-int ohbox_seccomp_cache_load (const char *dir, const char *key, struct ohbox_seccomp_filter **ret);
+                              struct ohbox_seccomp_cache_key *key);
+void ohbox_seccomp_cache_key_free (struct ohbox_seccomp_cache_key *key);
+#define cleanup_seccomp_cache_key __attribute__ ((cleanup (ohbox_seccomp_cache_key_free)))
+/* 0 and *RET on a hit; -1 when missing, another key's or unusable (compile again). */
+int ohbox_seccomp_cache_load (const char *dir, const struct ohbox_seccomp_cache_key *key,
+                              struct ohbox_seccomp_filter **ret);
 /* Best effort: failures only mean the next run compiles again. */
-void ohbox_seccomp_cache_store (const char *dir, const char *key, const struct ohbox_seccomp_filter *f);
+void ohbox_seccomp_cache_store (const char *dir, const struct ohbox_seccomp_cache_key *key,
+                                const struct ohbox_seccomp_filter *f);
 
 #endif

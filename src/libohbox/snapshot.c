@@ -266,6 +266,19 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
     {
       if (set_string (fsfd, "upperdir", snap->upper, err) < 0 || set_string (fsfd, "workdir", snap->work, err) < 0)
         goto out;
+      /* No sync of the upper layer: a sandbox never outlives a crash of its
+       * host (its state is under /run, nothing restarts it, its writable
+       * layer is removed with it), so fsync and syncfs inside it need not
+       * reach the disk, and the unmount at its end does not sync the
+       * whole host filesystem the upper layer is on (overlay's sync_fs
+       * does). Podman does the same for --rm, CRI-O for every container.
+       * Volumes are bind mounts and keep their syncs. Linux >= 5.10; on an
+       * older kernel the option is refused here and left out. */
+      if (fsconfig (fsfd, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 && errno != EINVAL)
+        {
+          ohbox_error_errno (err, "overlay option `volatile`");
+          goto out;
+        }
     }
   if (fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
     {

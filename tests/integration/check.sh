@@ -95,6 +95,33 @@ test_corrupt_blob ()
   assert_ok ohbox check
 }
 
+test_damaged_config_at_run ()
+{
+  # `run` does not hash the manifest and config again (the store did when
+  # they came in): a truncated config is still refused by its size, with a
+  # message naming it; check finds both it and a same-size change (which
+  # inspect, hashing, refuses)
+  load_bb
+  local cfg
+  cfg=$(t_blob_path "$IMG_BB_CONFIG")
+  cp "$cfg" "$T_WORK/config"
+  truncate -s -3 "$cfg"
+  assert_exit 125 ohbox run --rm --network=none "$BB" true
+  assert_match "$err" "config blob ${IMG_BB_CONFIG} in the store has [0-9]+ bytes, its manifest says [0-9]+"
+  assert_match "$err" 'ohbox check'
+  assert_exit 6 ohbox check --format json
+  finding corrupt-blob "${IMG_BB_CONFIG#sha256:}\$"
+  cp "$T_WORK/config" "$cfg"
+  t_flip_byte "$cfg" 3
+  assert_fails ohbox inspect "$BB"
+  assert_match "$err" "blob ${IMG_BB_CONFIG} in the store is damaged"
+  assert_exit 6 ohbox check --format json
+  finding corrupt-blob "${IMG_BB_CONFIG#sha256:}\$"
+  cp "$T_WORK/config" "$cfg"
+  assert_ok ohbox check
+  assert_ok ohbox run --rm --network=none "$BB" true
+}
+
 test_missing_layer ()
 {
   # an unpacked layer gone while its blob is there: unpacked again
@@ -220,6 +247,7 @@ test_leftover_mount ()
 run_test clean test_clean
 run_test partials test_partials
 run_test corrupt_blob test_corrupt_blob
+run_test damaged_config_at_run test_damaged_config_at_run
 run_test missing_layer test_missing_layer
 run_test records_and_names test_records_and_names
 run_test corrupt_names test_corrupt_names

@@ -763,6 +763,28 @@ compile_size (const struct ohbox_seccomp_options *opts, ohbox_error_t *err)
   return n;
 }
 
+/* A cache entry (seccomp_bpf.c): u32 magic, u32 key length, the key (the
+ * compiler's inputs, profile included), then the program: a 16-byte header
+ * and 8 bytes per instruction. */
+static bool
+entry_parts (const char *path, char **data, size_t *len, size_t *program_at)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  uint32_t key_len;
+  if (ohbox_read_file_at (AT_FDCWD, path, 1 << 20, data, len, &e) < 0 || *len < 8)
+    return false;
+  memcpy (&key_len, *data + 4, 4);
+  *program_at = 8 + (size_t) key_len;
+  return *program_at + 16 <= *len;
+}
+
+static bool
+write_bytes (const char *path, const char *a, size_t alen, const char *b, size_t blen)
+{
+  cleanup_close int fd = open (path, O_WRONLY | O_TRUNC | O_CLOEXEC);
+  return fd >= 0 && write (fd, a, alen) == (ssize_t) alen && (blen == 0 || write (fd, b, blen) == (ssize_t) blen);
+}
+
 static void
 test_cache (void)
 {
@@ -773,20 +795,28 @@ test_cache (void)
   struct ohbox_seccomp_options a = { .caps = ohbox_caps_default (), .cache_dir = cache };
   struct ohbox_seccomp_options b = { .caps = ohbox_caps_default () | OHBOX_CAP_BIT (21), .cache_dir = cache };
   cleanup_error ohbox_error_t err = NULL;
-  size_t size_b = 0, size_b_cached = 0, size_b_repaired = 0;
+  size_t size_b = 0, size_b_spliced = 0, size_b_foreign = 0, size_b_repaired = 0;
+  cleanup_free char *data_a = NULL, *data_b = NULL;
+  size_t len_a = 0, len_b = 0, prog_a = 0, prog_b = 0;
+  bool parsed = false;
   struct stat st = { 0 };
 
-  /* A's entry is set aside; B's entry is then the only one. Serving A's
-   * program under B's name proves B is read from the cache; truncating it
-   * proves a broken entry is compiled again and repaired. */
+  /* A's entry is set aside, so that B's is then the only one. B's key with
+   * A's program is served for B: B is read from the cache. A's whole entry
+   * under B's name is not (its key is A's), nor is a truncated entry: both
+   * are compiled again and the entry repaired. */
   size_t size_a = compile_size (&a, &err);
   cleanup_free char *entry_a = only_entry (cache);
   if (entry_a && rename (entry_a, saved) == 0)
     size_b = compile_size (&b, &err);
   cleanup_free char *entry_b = only_entry (cache);
-  if (entry_b && rename (saved, entry_b) == 0)
+  if (entry_b && entry_parts (saved, &data_a, &len_a, &prog_a) && entry_parts (entry_b, &data_b, &len_b, &prog_b))
     {
-      size_b_cached = compile_size (&b, &err);
+      parsed = true;
+      if (write_bytes (entry_b, data_b, prog_b, data_a + prog_a, len_a - prog_a))
+        size_b_spliced = compile_size (&b, &err);
+      if (write_bytes (entry_b, data_a, len_a, NULL, 0))
+        size_b_foreign = compile_size (&b, &err);
       if (truncate (entry_b, 5) == 0)
         size_b_repaired = compile_size (&b, &err);
       stat (entry_b, &st);
@@ -794,12 +824,13 @@ test_cache (void)
   ohbox_rm_rf_at (AT_FDCWD, dir, NULL);
 
   CHECK (err == NULL, "%s", err->msg);
-  CHECK (entry_a != NULL && entry_b != NULL, "expected one cache entry after each compile");
+  CHECK (entry_a != NULL && entry_b != NULL && parsed, "expected one readable cache entry after each compile");
   CHECK (strcmp (entry_a, entry_b) != 0, "same cache entry for different capabilities");
   CHECK (size_a != size_b, "CAP_SYS_ADMIN should change the program (%zu instructions both)", size_a);
-  CHECK (size_b_cached == size_a, "cached program not used: %zu, expected %zu", size_b_cached, size_a);
+  CHECK (size_b_spliced == size_a, "cached program not used: %zu, expected %zu", size_b_spliced, size_a);
+  CHECK (size_b_foreign == size_b, "another key's entry used: %zu, expected %zu", size_b_foreign, size_b);
   CHECK (size_b_repaired == size_b, "broken entry not recompiled: %zu, expected %zu", size_b_repaired, size_b);
-  CHECK ((size_t) st.st_size == 16 + size_b * 8, "repaired entry has %lld bytes", (long long) st.st_size);
+  CHECK ((size_t) st.st_size == prog_b + 16 + size_b * 8, "repaired entry has %lld bytes", (long long) st.st_size);
 }
 
 static void

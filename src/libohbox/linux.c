@@ -42,6 +42,7 @@
 #include <sys/ioctl.h>
 #include <sys/mount.h>
 #include <sys/prctl.h>
+#include <sys/single_threaded.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -359,13 +360,155 @@ do_clone3 (uint64_t flags, int *pidfd, int cgroup_fd)
   memset (&args, 0, sizeof args);
   args.flags = flags | CLONE_PIDFD;
   args.pidfd = (uint64_t) (uintptr_t) pidfd;
-  args.exit_signal = SIGCHLD;
+  /* With CLONE_PARENT the kernel refuses one: the child inherits ours
+   * (SIGCHLD: the helper is a fork). */
+  args.exit_signal = (flags & CLONE_PARENT) ? 0 : SIGCHLD;
   if (cgroup_fd >= 0)
     {
       args.flags |= CLONE_INTO_CGROUP;
       args.cgroup = (uint64_t) cgroup_fd;
     }
   return (pid_t) syscall (SYS_clone3, &args, sizeof args);
+}
+
+/* The clone itself, in a process with a single thread: with the rootfs
+ * mount point as cwd (child_main) and, for --network container:, in the
+ * network namespace to share (the child inherits it: it could not enter it
+ * from its own user namespace); both changed back after. In the child
+ * (pid 0) runs child_main on SYNC_CHILD and never returns. */
+enum clone_step
+{
+  STEP_NETNS,
+  STEP_CHDIR,
+  STEP_CLONE,
+};
+static const char *const clone_step_text[]
+    = { "enter the network namespace to share", "chdir to the rootfs mount point", "clone3 the sandbox's init" };
+
+static pid_t
+clone_here (const struct ohbox_linux_spec *spec, uint64_t flags, int cgfd, int sync_child,
+            struct ohbox_cgroup_join *join, bool *into_cgroup, int *pidfd, enum clone_step *step)
+{
+  int own_netns = -1, e;
+  *step = STEP_NETNS;
+  if (spec->join_netns)
+    {
+      own_netns = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
+      if (own_netns < 0 || setns (spec->join_netns_fd, CLONE_NEWNET) < 0)
+        {
+          e = errno;
+          if (own_netns >= 0)
+            close (own_netns);
+          errno = e;
+          return -1;
+        }
+    }
+  *step = STEP_CHDIR;
+  int saved_cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (saved_cwd < 0 || fchdir (spec->rootdir_fd) < 0)
+    {
+      e = errno;
+      if (saved_cwd >= 0)
+        close (saved_cwd);
+      if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
+        abort (); /* see below */
+      if (own_netns >= 0)
+        close (own_netns);
+      errno = e;
+      return -1;
+    }
+  *step = STEP_CLONE;
+  pid_t pid = do_clone3 (flags, pidfd, cgfd);
+  if (pid < 0 && *into_cgroup && (errno == E2BIG || errno == EINVAL || errno == ENOSYS))
+    {
+      *into_cgroup = false;
+      pid = do_clone3 (flags, pidfd, -1);
+    }
+  if (pid == 0)
+    child_main (spec, sync_child, join, *into_cgroup);
+  e = errno;
+  if (fchdir (saved_cwd) < 0)
+    abort (); /* the caller's cwd is gone: nothing sane to do */
+  if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
+    abort (); /* going on in the other sandbox's namespace: never */
+  if (own_netns >= 0)
+    close (own_netns);
+  close (saved_cwd);
+  errno = e;
+  return pid;
+}
+
+/* What the helper of clone_from_helper reports: the init's pid (its pidfd
+ * passed along), or -1 and the step that failed with its errno. */
+struct helper_report
+{
+  pid_t pid;
+  int errno_value;
+  enum clone_step step;
+};
+
+/* The clone from a caller with several threads (an embedder of libohbox):
+ * a raw clone3 copies the other threads' locks (malloc's, stdio's) in
+ * whatever state they are, and the child, which runs libc before its
+ * exec, could wait on one forever. So a fork (which takes and resets
+ * libc's locks around the copy) makes a single-threaded helper that clones
+ * with CLONE_PARENT: the init is the caller's child as with clone_here,
+ * and neither the caller's cwd nor its network namespace ever changes. */
+static pid_t
+clone_from_helper (const struct ohbox_linux_spec *spec, uint64_t flags, int cgfd, int sv[2],
+                   struct ohbox_cgroup_join *join, int *pidfd, enum clone_step *step)
+{
+  *step = STEP_CLONE;
+  int hv[2];
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, hv) < 0)
+    return -1;
+  pid_t helper = fork ();
+  if (helper < 0)
+    {
+      int e = errno;
+      close (hv[0]);
+      close (hv[1]);
+      errno = e;
+      return -1;
+    }
+  if (helper == 0)
+    {
+      close (hv[0]);
+      close (sv[0]);
+      bool into_cgroup = cgfd >= 0;
+      int fd = -1;
+      struct helper_report r = { 0 };
+      r.pid = clone_here (spec, flags | CLONE_PARENT, cgfd, sv[1], join, &into_cgroup, &fd, &r.step);
+      r.errno_value = r.pid < 0 ? errno : 0;
+      _exit (ohbox_send_with_fd (hv[1], &r, sizeof r, fd) == (ssize_t) sizeof r ? 0 : 1);
+    }
+  close (hv[1]);
+  struct helper_report r = { .pid = -1, .errno_value = EPIPE, .step = STEP_CLONE };
+  int fd = -1;
+  ssize_t n;
+  do
+    n = ohbox_recv_with_fd (hv[0], &r, sizeof r, &fd);
+  while (n < 0 && errno == EINTR);
+  close (hv[0]);
+  while (waitpid (helper, NULL, 0) < 0 && errno == EINTR)
+    ;
+  if (n != (ssize_t) sizeof r || r.pid <= 0 || fd < 0)
+    {
+      if (fd >= 0)
+        close (fd);
+      /* The init, if any, is our child: without its pidfd, end it here. */
+      if (n == (ssize_t) sizeof r && r.pid > 0)
+        {
+          kill (r.pid, SIGKILL);
+          while (waitpid (r.pid, NULL, 0) < 0 && errno == EINTR)
+            ;
+        }
+      *step = n == (ssize_t) sizeof r ? r.step : STEP_CLONE;
+      errno = n == (ssize_t) sizeof r && r.errno_value ? r.errno_value : EPIPE;
+      return -1;
+    }
+  *pidfd = fd;
+  return r.pid;
 }
 
 int
@@ -380,23 +523,6 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
     flags |= CLONE_NEWUSER;
   if (spec->netns && !spec->join_netns)
     flags |= CLONE_NEWNET;
-  /* --network container:: the child inherits the namespace we enter for
-   * the clone (it could not enter it itself from its own user namespace). */
-  int own_netns = -1;
-  if (spec->join_netns)
-    {
-      own_netns = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
-      if (own_netns < 0 || setns (spec->join_netns_fd, CLONE_NEWNET) < 0)
-        {
-          int e = errno;
-          if (own_netns >= 0)
-            close (own_netns);
-          close (sv[0]);
-          close (sv[1]);
-          errno = e;
-          return ohbox_error_errno (err, "enter the network namespace to share");
-        }
-    }
   int cgfd = spec->cgroup ? ohbox_cgroup_clone_fd (spec->cgroup) : -1;
   int pidfd = -1;
   /* Opened as the host's user: the child writes through them from inside
@@ -404,66 +530,25 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
   struct ohbox_cgroup_join join = { 0 };
   if (spec->cgroup && ohbox_cgroup_join_open (spec->cgroup, &join, err) < 0)
     {
-      if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
-        abort (); /* see below */
-      if (own_netns >= 0)
-        close (own_netns);
       close (sv[0]);
       close (sv[1]);
       return -1;
     }
   bool into_cgroup = cgfd >= 0;
-  /* The child starts with the rootfs mount point as its cwd (see child_main). */
-  int saved_cwd = open (".", O_PATH | O_DIRECTORY | O_CLOEXEC);
-  if (saved_cwd < 0 || fchdir (spec->rootdir_fd) < 0)
-    {
-      int e = errno;
-      ohbox_cgroup_join_close (&join);
-      if (saved_cwd >= 0)
-        close (saved_cwd);
-      if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
-        abort (); /* see below */
-      if (own_netns >= 0)
-        close (own_netns);
-      close (sv[0]);
-      close (sv[1]);
-      errno = e;
-      return ohbox_error_errno (err, "chdir to the rootfs mount point");
-    }
-  pid_t pid = do_clone3 (flags, &pidfd, cgfd);
-  if (pid < 0 && into_cgroup && (errno == E2BIG || errno == EINVAL || errno == ENOSYS))
-    {
-      into_cgroup = false;
-      pid = do_clone3 (flags, &pidfd, -1);
-    }
-  if (pid != 0)
-    {
-      int e = errno;
-      ohbox_cgroup_join_close (&join);
-      if (fchdir (saved_cwd) < 0)
-        abort (); /* the caller's cwd is gone: nothing sane to do */
-      if (own_netns >= 0 && setns (own_netns, CLONE_NEWNET) < 0)
-        abort (); /* going on in the other sandbox's namespace: never */
-      if (own_netns >= 0)
-        close (own_netns);
-      close (saved_cwd);
-      errno = e;
-    }
+  enum clone_step step;
+  pid_t pid = __libc_single_threaded ? clone_here (spec, flags, cgfd, sv[1], &join, &into_cgroup, &pidfd, &step)
+                                     : clone_from_helper (spec, flags, cgfd, sv, &join, &pidfd, &step);
+  ohbox_cgroup_join_close (&join);
   if (pid < 0)
     {
       int e = errno;
       close (sv[0]);
       close (sv[1]);
       errno = e;
-      ohbox_error_errno (err, "clone3 the sandbox's init");
-      if (e == ENOSPC || e == EPERM || e == EUSERS)
+      ohbox_error_errno (err, "%s", clone_step_text[step]);
+      if (step == STEP_CLONE && (e == ENOSPC || e == EPERM || e == EUSERS))
         ohbox_error_hint (err, "check user.max_user_namespaces and kernel.unprivileged_userns_clone");
       return -1;
-    }
-  if (pid == 0)
-    {
-      close (sv[0]);
-      child_main (spec, sv[1], &join, into_cgroup);
     }
   close (sv[1]);
   int sync = sv[0];

@@ -23,10 +23,10 @@
  *   - Threads: a context is immutable once made; several threads may use
  *     one at the same time (each call opens the store and the state
  *     directory, which are locked across processes and threads alike).
- *     One process-wide effect: while ohbox_run() creates the sandbox's
- *     first process it changes the working directory of the process (to
- *     the sandbox's root mount point, for clone(2)) and changes it back;
- *     other threads should not use relative paths during a run.
+ *     With several threads, ohbox_run() creates the sandbox's first process
+ *     through a forked helper (clone(2) right in a threaded process could
+ *     leave the child waiting on another thread's lock), so the process's
+ *     working directory and namespaces never change under other threads.
  *   - Sandboxes are what `ohbox run` makes: as root fully isolated, as
  *     another user rootless (in a user namespace). */
 #ifndef OHBOX_H

@@ -4,8 +4,9 @@
 # the installed header and library with pkg-config; the example pulls from
 # a test registry, runs, execs, stops and removes a sandbox, and nothing is
 # left; libohbox-check drives the rest of the API (errors, options ABI,
-# build, run, list, actions, exec capture) under LeakSanitizer. The exported symbols are exactly the
-# header's functions. `ohbox action` against a runtime-image sandbox.
+# build, run, list, actions, exec capture) under LeakSanitizer; ohbox_run
+# from threads while another thread holds libc's locks (libohbox-threads.c).
+# The exported symbols are exactly the header's functions. `ohbox action` against a runtime-image sandbox.
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"
@@ -156,6 +157,24 @@ test_api ()
   assert_no_trace "$id"
 }
 
+test_threads ()
+{
+  # ohbox_run from two threads at once while a third keeps taking malloc's
+  # and stdio's locks (tests/lib/libohbox-threads.c): the sandbox's first
+  # process is made through a forked helper, so none inherits a held lock
+  # (with a clone right in the threaded caller this hung every time).
+  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  assert_ok cc -O1 -g -Wall -Wextra -Werror $SAN $(pkg-config --cflags libohbox) \
+    "$OHBOX_SRCDIR/tests/lib/libohbox-threads.c" -o "$T_WORK/threads" $(pkg-config --libs libohbox) -lpthread
+  t_run "$T_WORK/threads" "$T_ROOT" localhost/busybox:latest 15
+  [ "$rc" != 142 ] || _t_assert_fail "ohbox_run hung in a threaded program (killed by its alarm)"
+  [ "$rc" = 0 ] || _t_assert_fail "libohbox-threads (status $rc): $(_t_short "$err")"
+  assert_eq "ok: 30 runs" "$out"
+  assert_ok ohbox ps -a -q
+  assert_eq "" "$out" "sandboxes left"
+  assert_ok ohbox check
+}
+
 test_action_cli ()
 {
   runtime_image
@@ -206,5 +225,6 @@ run_test installed_files test_installed_files
 run_test exported_symbols test_exported_symbols
 run_test example test_example
 run_test api test_api
+run_test threads test_threads
 run_test action_cli test_action_cli
 t_summary 2>/dev/null || true

@@ -38,7 +38,7 @@ static const char run_help[] =
   "  -u, --user USER[:GROUP]      user (name or uid) to run the command as\n"
   "      --hostname NAME          hostname of the sandbox (default: short ID)\n"
   "      --network MODE           bridge (default; as root a veth on ohbox0 with NAT,\n"
-  "                               rootless pasta, or slirp4netns without pasta),\n"
+  "                               rootless slirp4netns, or pasta without it),\n"
   "                               none (loopback only), host, container:NAME (share\n"
   "                               that sandbox's network); rootless also pasta or\n"
   "                               slirp4netns to choose the user-mode network\n"
@@ -295,7 +295,7 @@ cli_run (int argc, char **argv)
   };
   struct ohbox_run_options o;
   memset (&o, 0, sizeof o);
-  /* bridge: as root a veth on ohbox0; rootless pasta or slirp4netns, when
+  /* bridge: as root a veth on ohbox0; rootless slirp4netns or pasta, when
    * installed (otherwise loopback only, as --network none). */
   o.network = geteuid () == 0 || ohbox_pasta_available () || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE
                                                                                        : OHBOX_NETWORK_NONE;

@@ -552,9 +552,21 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
     }
   close (sv[1]);
   int sync = sv[0];
-  int mfd = -1, userns_fd = -1;
+  int mfd = -1, userns_fd = -1, ns[2] = { -1, -1 }, r = 0;
   struct sync_msg m;
   ssize_t n;
+  if (spec->after_clone)
+    {
+      /* The init sends them first thing, before it waits for GO. */
+      for (int i = 0; i < 2 && r == 0; i++)
+        if (recv_msg (sync, &m, &ns[i]) < (ssize_t) offsetof (struct sync_msg, text) || m.type != MSG_NS
+            || ns[i] < 0)
+          r = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init did not pass its namespaces");
+      if (r == 0 && spec->right_after_clone)
+        r = spec->right_after_clone (ns[0], ns[1], spec->after_clone_data, err);
+      if (r < 0)
+        goto fail;
+    }
   if (spec->userns && ohbox_userns_write_maps (pid, spec->userns_plan, err) < 0)
     goto fail;
   if (!spec->rootless)
@@ -581,16 +593,12 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
   mfd = -1;
   if (spec->after_clone)
     {
-      int ns[2] = { -1, -1 }, r = 0;
-      for (int i = 0; i < 2 && r == 0; i++)
-        if (recv_msg (sync, &m, &ns[i]) < (ssize_t) offsetof (struct sync_msg, text) || m.type != MSG_NS
-            || ns[i] < 0)
-          r = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init did not pass its namespaces");
-      if (r == 0)
-        r = spec->after_clone (pid, ns[0], ns[1], spec->after_clone_data, err);
+      r = spec->after_clone (pid, ns[0], ns[1], spec->after_clone_data, err);
       for (int i = 0; i < 2; i++)
-        if (ns[i] >= 0)
+        {
           close (ns[i]);
+          ns[i] = -1;
+        }
       if (r < 0)
         {
           /* The init may have failed first (taking its namespaces with
@@ -634,6 +642,9 @@ fail:
     close (mfd);
   if (userns_fd >= 0)
     close (userns_fd);
+  for (int i = 0; i < 2; i++)
+    if (ns[i] >= 0)
+      close (ns[i]);
   close (sync);
   syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
   while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)

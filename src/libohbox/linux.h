@@ -119,6 +119,10 @@ struct ohbox_linux_spec
    * network namespaces (which the init passes: an unprivileged parent
    * cannot open them); may be NULL. */
   int (*after_clone) (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
+  /* The same, called first, right after the clone (before the id maps are
+   * written and the rootfs mounted): for what can start meanwhile; may be
+   * NULL. */
+  int (*right_after_clone) (int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
   void *after_clone_data;
 
   const struct ohbox_snapshot *snap;

@@ -84,9 +84,14 @@ void ohbox_network_mounts (struct ohbox_network *n, struct ohbox_mount_spec **mo
 int ohbox_network_etc_into_upper (struct ohbox_network *n, const char *upper, ohbox_error_t *err);
 /* The joined namespace for container:ID (an fd of its init's netns), or -1. */
 int ohbox_network_join_fd (struct ohbox_network *n);
-/* After clone, before the command runs (USERNS_FD and NETNS_FD: the
- * init's namespaces): the veth pair into its network namespace, address,
- * loopback and route; rootless, slirp4netns and its port forwards. */
+/* Right after clone (USERNS_FD and NETNS_FD: the init's namespaces, its
+ * id maps not written yet): rootless, spawns slirp4netns or pasta, which
+ * take a while to start. */
+int ohbox_network_attach_early (struct ohbox_network *n, int userns_fd, int netns_fd, ohbox_error_t *err);
+/* After clone, before the command runs: the veth pair into its network
+ * namespace, address, loopback and route; rootless, waits for slirp4netns
+ * (and adds its port forwards) or pasta (spawning it if attach_early did
+ * not). */
 int ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int netns_fd, ohbox_error_t *err);
 /* Frees N (closes the reserved ports: call once the leases are released). */
 void ohbox_network_free (struct ohbox_network *n);
@@ -120,24 +125,41 @@ int ohbox_lease_held (int dirfd, const char *name);
 /* Whether NAME is an executable in $PATH. */
 bool ohbox_net_tool_available (const char *name);
 bool ohbox_slirp_available (void);
-/* Starts slirp4netns for the namespaces USERNS_FD and NETNS_FD (tap0,
+/* A user-mode network helper (slirp4netns, pasta) spawned for a sandbox's
+ * namespaces and not waited for yet: spawned as soon as they exist, waited
+ * for before the sandbox's command may run (it takes 2-20 ms to start). */
+struct ohbox_net_helper
+{
+  pid_t pid;    /* our child; 0: none */
+  int pidfd;    /* readable when it exited (-1: not known) */
+  int ready_fd; /* readable when it is ready */
+  int exit_fd;  /* slirp4netns: closing it stops it */
+};
+void ohbox_net_helper_init (struct ohbox_net_helper *h);
+/* After its readiness was read: closes what only the wait needed. */
+void ohbox_net_helper_ready (struct ohbox_net_helper *h);
+/* Kills (SIGKILL) and reaps a helper that is not ready; its wait status. */
+int ohbox_net_helper_kill (struct ohbox_net_helper *h);
+/* Spawns slirp4netns for the namespaces USERNS_FD and NETNS_FD (tap0,
  * 10.0.2.100, gateway 10.0.2.2, DNS 10.0.2.3), its API socket and log in
- * STATE_DIR (DIRFD). *RET_EXIT_FD: closing it stops slirp4netns. */
-int ohbox_slirp_start (int userns_fd, int netns_fd, const char *state_dir, int dirfd, int *ret_exit_fd, ohbox_error_t *err);
+ * the state dir DIRFD; ohbox_slirp_wait waits until it configured them. */
+int ohbox_slirp_spawn (int userns_fd, int netns_fd, int dirfd, struct ohbox_net_helper *h, ohbox_error_t *err);
+int ohbox_slirp_wait (struct ohbox_net_helper *h, ohbox_error_t *err);
 /* Publishes M through the running slirp4netns of the state dir DIRFD. */
 int ohbox_slirp_hostfwd (int dirfd, const struct ohbox_port_mapping *m, ohbox_error_t *err);
 
 /* rootless-pasta.c: pasta (Debian's passt) for sandboxes of ordinary users. */
 bool ohbox_pasta_available (void);
-/* Starts pasta for the namespaces USERNS_FD and NETNS_FD with the same
+/* Spawns pasta for the namespaces USERNS_FD and NETNS_FD with the same
  * addresses as slirp4netns (tap0, 10.0.2.100/24, gateway 10.0.2.2, DNS
  * 10.0.2.3) and the N_MAPS published ports bound by pasta itself; its log
- * pasta.log in STATE_DIR. Returns once the namespace is configured and the
- * ports are bound. *RET_PID: our child, dies with the caller (parent-death
- * signal) or by ohbox_pasta_stop. */
-int ohbox_pasta_start (int userns_fd, int netns_fd, const char *state_dir, const struct ohbox_port_mapping *maps,
-                       size_t n_maps, pid_t *ret_pid, ohbox_error_t *err);
-/* Stops (SIGTERM) and reaps the pasta PID started by ohbox_pasta_start. */
+ * pasta.log in STATE_DIR. ohbox_pasta_wait returns once the namespace is
+ * configured and the ports are bound. H->pid: our child, dies with the
+ * caller (parent-death signal) or by ohbox_pasta_stop. */
+int ohbox_pasta_spawn (int userns_fd, int netns_fd, const char *state_dir, const struct ohbox_port_mapping *maps,
+                       size_t n_maps, struct ohbox_net_helper *h, ohbox_error_t *err);
+int ohbox_pasta_wait (struct ohbox_net_helper *h, const char *state_dir, ohbox_error_t *err);
+/* Stops (SIGTERM) and reaps the pasta PID started by ohbox_pasta_spawn. */
 void ohbox_pasta_stop (pid_t pid);
 /* Stops the pasta PID of another process (reconciliation after the monitor
  * was killed) if it still is the one started at START (/proc starttime). */

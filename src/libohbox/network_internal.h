@@ -26,6 +26,7 @@ struct ohbox_network
   bool slirp, pasta;
   int slirp_exit_fd;
   pid_t pasta_pid;
+  struct ohbox_net_helper helper; /* spawned, not yet waited for */
   int dirfd;
   struct ohbox_port_mapping *maps;
   size_t n_maps;

@@ -43,15 +43,47 @@ ohbox_slirp_available (void)
   return ohbox_net_tool_available (SLIRP_BIN);
 }
 
+void
+ohbox_net_helper_init (struct ohbox_net_helper *h)
+{
+  h->pid = 0;
+  h->pidfd = h->ready_fd = h->exit_fd = -1;
+}
+
+void
+ohbox_net_helper_ready (struct ohbox_net_helper *h)
+{
+  if (h->ready_fd >= 0)
+    close (h->ready_fd);
+  if (h->pidfd >= 0)
+    close (h->pidfd);
+  h->ready_fd = h->pidfd = -1;
+}
+
 int
-ohbox_slirp_start (int userns, int netns, const char *state_dir, int log_dirfd, int *ret_exit_fd,
-                   ohbox_error_t *err)
+ohbox_net_helper_kill (struct ohbox_net_helper *h)
+{
+  int status = 0;
+  if (h->pid > 0)
+    {
+      kill (h->pid, SIGKILL);
+      while (waitpid (h->pid, &status, 0) < 0 && errno == EINTR)
+        ;
+    }
+  ohbox_net_helper_ready (h);
+  if (h->exit_fd >= 0)
+    close (h->exit_fd);
+  ohbox_net_helper_init (h);
+  return status;
+}
+
+int
+ohbox_slirp_spawn (int userns, int netns, int log_dirfd, struct ohbox_net_helper *h, ohbox_error_t *err)
 {
   int ready[2] = { -1, -1 }, ex[2] = { -1, -1 };
   /* Through the state dir's fd: a socket path is limited to 108 bytes,
    * state directories are not. */
   cleanup_free char *api = xasprintf ("--api-socket=/proc/self/fd/%d/slirp.sock", log_dirfd);
-  (void) state_dir;
   cleanup_close int logfd = openat (log_dirfd, "slirp4netns.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (logfd < 0)
     return ohbox_error_errno (err, "create `slirp4netns.log`");
@@ -95,28 +127,10 @@ ohbox_slirp_start (int userns, int netns, const char *state_dir, int log_dirfd, 
     }
   close (ready[1]);
   close (ex[0]);
-  ready[1] = ex[0] = -1;
-  struct pollfd p = { .fd = ready[0], .events = POLLIN };
-  char c = 0;
-  int r;
-  do
-    r = poll (&p, 1, SLIRP_READY_TIMEOUT_MS);
-  while (r < 0 && errno == EINTR);
-  if (r <= 0 || read (ready[0], &c, 1) != 1 || c != '1')
-    {
-      int status = 0;
-      kill (child, SIGKILL);
-      waitpid (child, &status, 0);
-      if (WIFEXITED (status) && WEXITSTATUS (status) == 127)
-        ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, SLIRP_BIN " cannot be run");
-      else
-        ohbox_error (err, OHBOX_ERR_GENERIC, 0, SLIRP_BIN " did not set up the network%s (see `slirp4netns.log` in the "
-                     "sandbox's state directory)", r == 0 ? " in time" : "");
-      ohbox_error_hint (err, "install the slirp4netns package, or use --network none");
-      goto fail;
-    }
-  close (ready[0]);
-  *ret_exit_fd = ex[1];
+  h->pid = child;
+  h->pidfd = -1;
+  h->ready_fd = ready[0];
+  h->exit_fd = ex[1];
   return 0;
 fail:
   for (int i = 0; i < 2; i++)
@@ -126,6 +140,30 @@ fail:
       if (ex[i] >= 0)
         close (ex[i]);
     }
+  return -1;
+}
+
+int
+ohbox_slirp_wait (struct ohbox_net_helper *h, ohbox_error_t *err)
+{
+  struct pollfd p = { .fd = h->ready_fd, .events = POLLIN };
+  char c = 0;
+  int r;
+  do
+    r = poll (&p, 1, SLIRP_READY_TIMEOUT_MS);
+  while (r < 0 && errno == EINTR);
+  if (r > 0 && read (h->ready_fd, &c, 1) == 1 && c == '1')
+    {
+      ohbox_net_helper_ready (h);
+      return 0;
+    }
+  int status = ohbox_net_helper_kill (h);
+  if (WIFEXITED (status) && WEXITSTATUS (status) == 127)
+    ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, SLIRP_BIN " cannot be run");
+  else
+    ohbox_error (err, OHBOX_ERR_GENERIC, 0, SLIRP_BIN " did not set up the network%s (see `slirp4netns.log` in the "
+                 "sandbox's state directory)", r == 0 ? " in time" : "");
+  ohbox_error_hint (err, "install the slirp4netns package, or use --network none");
   return -1;
 }
 

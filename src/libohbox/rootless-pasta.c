@@ -8,7 +8,10 @@
  * it stays the monitor's child: the monitor stops it when the sandbox ends,
  * and a parent-death signal stops it if the monitor is killed. Readiness:
  * pasta writes its pid file (-P) once the namespace is configured and the
- * ports are bound; the pid file is a FIFO ohbox reads, so no polling. */
+ * ports are bound; the pid file is a FIFO ohbox reads, so no polling. It is
+ * spawned as soon as the sandbox's namespaces exist and waited for only
+ * before the sandbox's command may run: pasta takes ~20 ms to start, and
+ * meanwhile the id maps are written and the sandbox's mounts made. */
 #include "config.h"
 #include "network.h"
 #include "sandbox_internal.h"
@@ -104,8 +107,8 @@ free_argv (char **argv)
 }
 
 int
-ohbox_pasta_start (int userns, int netns, const char *state_dir, const struct ohbox_port_mapping *maps,
-                   size_t n_maps, pid_t *ret_pid, ohbox_error_t *err)
+ohbox_pasta_spawn (int userns, int netns, const char *state_dir, const struct ohbox_port_mapping *maps,
+                   size_t n_maps, struct ohbox_net_helper *h, ohbox_error_t *err)
 {
   cleanup_free char *fifo = xasprintf ("%s/pasta.ready", state_dir);
   cleanup_free char *log = xasprintf ("%s/pasta.log", state_dir);
@@ -147,27 +150,34 @@ ohbox_pasta_start (int userns, int netns, const char *state_dir, const struct oh
       _exit (127);
     }
   free_argv (argv);
-  int pidfd = (int) syscall (SYS_pidfd_open, child, 0);
-  struct pollfd p[2] = { { .fd = rfd, .events = POLLIN }, { .fd = pidfd, .events = POLLIN } };
+  h->pid = child;
+  h->pidfd = (int) syscall (SYS_pidfd_open, child, 0);
+  h->ready_fd = steal_fd (&rfd);
+  h->exit_fd = -1;
+  return 0;
+}
+
+int
+ohbox_pasta_wait (struct ohbox_net_helper *h, const char *state_dir, ohbox_error_t *err)
+{
+  cleanup_free char *fifo = xasprintf ("%s/pasta.ready", state_dir);
+  cleanup_free char *log = xasprintf ("%s/pasta.log", state_dir);
+  struct pollfd p[2] = { { .fd = h->ready_fd, .events = POLLIN }, { .fd = h->pidfd, .events = POLLIN } };
   char buf[32];
   ssize_t got = -1;
   int r;
   do
-    r = poll (p, pidfd >= 0 ? 2 : 1, PASTA_READY_TIMEOUT_MS);
+    r = poll (p, h->pidfd >= 0 ? 2 : 1, PASTA_READY_TIMEOUT_MS);
   while (r < 0 && errno == EINTR);
   if (r > 0 && (p[0].revents & POLLIN))
-    got = read (rfd, buf, sizeof buf - 1);
-  if (pidfd >= 0)
-    close (pidfd);
+    got = read (h->ready_fd, buf, sizeof buf - 1);
   unlink (fifo);
   if (got > 0)
     {
-      *ret_pid = child;
+      ohbox_net_helper_ready (h);
       return 0;
     }
-  int status = 0;
-  kill (child, SIGKILL);
-  waitpid (child, &status, 0);
+  int status = ohbox_net_helper_kill (h);
   cleanup_free char *text = NULL;
   size_t len = 0;
   ohbox_error_t e = NULL;

@@ -402,6 +402,12 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
 }
 
 static int
+attach_network_early (int userns_fd, int netns_fd, void *data, ohbox_error_t *err)
+{
+  return ohbox_network_attach_early (data, userns_fd, netns_fd, err);
+}
+
+static int
 attach_network (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_t *err)
 {
   return ohbox_network_attach (data, pid, userns_fd, netns_fd, err);
@@ -542,6 +548,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .join_netns = ohbox_network_join_fd (c.net) >= 0,
     .join_netns_fd = ohbox_network_join_fd (c.net),
     .after_clone = attach_network,
+    .right_after_clone = attach_network_early,
     .after_clone_data = c.net,
     .snap = c.snap,
     .read_only = o->read_only,

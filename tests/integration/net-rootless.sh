@@ -161,13 +161,13 @@ test_monitor_killed ()
   t_wait_until 5 sh -c "! pgrep -u $T_USER >/dev/null"
 }
 
-# Without --network, pasta is the default when installed.
+# Without --network, slirp4netns is the default when installed.
 test_default_backend ()
 {
   assert_ok uohbox run -d "$BB" sleep 30
   local id=$out
   assert_ok uohbox ps --format json
-  assert_jq "$out" '.[0].network == "pasta"'
+  assert_jq "$out" '.[0].network == "slirp4netns"'
   assert_ok uohbox rm -f "$id"
   t_wait_until 5 no_helpers
   # as root the user-mode networks are refused, with what to use instead

@@ -6,11 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "authfile.h"
 #include "build.h"
 #include "cli.h"
 #include "reference.h"
-#include "registries_conf.h"
 #include "utils.h"
 
 static void
@@ -125,22 +123,16 @@ cli_build (int argc, char **argv)
   const char *base = argv[optind];
 
   po.tls_verify_explicit = ra.tls_verify_explicit;
-  struct ohbox_credentials *creds = NULL;
-  if (ra.creds && ohbox_credentials_parse (ra.creds, &creds, &err) < 0)
-    return cli_fail ("build", &err);
-  po.registry.creds = creds;
   struct ohbox_registries_conf *conf = NULL;
-  if (ohbox_registries_conf_load (cli_global.registries_conf, &conf, &err) < 0)
-    {
-      ohbox_credentials_free (creds);
-      return cli_fail ("build", &err);
-    }
+  int rc = cli_registry_prepare ("build", &ra, true, &conf);
+  if (rc != 0)
+    return rc;
   po.conf = conf;
   bo.pull = &po;
   bo.notice = print_notice;
 
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("build", &store);
+  rc = cli_open_store ("build", &store);
   if (rc == 0)
     {
       struct ohbox_build_result res;
@@ -168,7 +160,6 @@ cli_build (int argc, char **argv)
       ohbox_build_result_clear (&res);
       ohbox_store_close (store);
     }
-  ohbox_registries_conf_free (conf);
-  ohbox_credentials_free (creds);
+  cli_registry_release (&ra, conf);
   return rc;
 }

@@ -65,12 +65,20 @@ struct ohbox_registry_options;
 struct cli_registry_args
 {
   struct ohbox_registry_options *ro; /* filled by --authfile, --cert-dir, --tls-verify */
-  const char *creds;                 /* --creds USER:PASS, parsed by the command */
+  const char *creds;                 /* --creds USER:PASS, parsed by cli_registry_prepare */
   bool tls_verify_explicit;          /* --tls-verify was given */
+  struct ohbox_credentials *parsed;  /* what ro->creds points to */
 };
 /* 1 when OPT was one of the options above (stored in A), 0 when it is not,
  * 2 (a usage error, printed) when its value is wrong. */
 int cli_registry_option (const char *command, int opt, const char *arg, struct cli_registry_args *a);
+struct ohbox_registries_conf;
+/* After the options: --creds parsed into A->ro->creds and, WITH_CONF,
+ * registries.conf (--registries-conf) loaded into *RET_CONF. 0, or the
+ * exit code of the error it printed. Freed by cli_registry_release. */
+int cli_registry_prepare (const char *command, struct cli_registry_args *a, bool with_conf,
+                          struct ohbox_registries_conf **ret_conf);
+void cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf);
 
 int cli_pull (int argc, char **argv);
 int cli_images (int argc, char **argv);

@@ -5,7 +5,9 @@
 #include <stdio.h>
 #include <string.h>
 
+#include "authfile.h"
 #include "cli.h"
+#include "registries_conf.h"
 #include "registry.h"
 #include "store.h"
 
@@ -113,4 +115,31 @@ cli_registry_option (const char *command, int opt, const char *arg, struct cli_r
     default:
       return 0;
     }
+}
+
+int
+cli_registry_prepare (const char *command, struct cli_registry_args *a, bool with_conf,
+                      struct ohbox_registries_conf **ret_conf)
+{
+  ohbox_error_t err = NULL;
+  if (ret_conf)
+    *ret_conf = NULL;
+  if (a->creds && ohbox_credentials_parse (a->creds, &a->parsed, &err) < 0)
+    return cli_fail (command, &err);
+  a->ro->creds = a->parsed;
+  if (with_conf && ohbox_registries_conf_load (cli_global.registries_conf, ret_conf, &err) < 0)
+    {
+      cli_registry_release (a, NULL);
+      return cli_fail (command, &err);
+    }
+  return 0;
+}
+
+void
+cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf)
+{
+  ohbox_credentials_free (a->parsed);
+  a->parsed = NULL;
+  a->ro->creds = NULL;
+  ohbox_registries_conf_free (conf);
 }

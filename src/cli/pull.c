@@ -8,12 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "authfile.h"
 #include "cli.h"
 #include "progress.h"
 #include "pull.h"
 #include "reference.h"
-#include "registries_conf.h"
 #include "utils.h"
 
 static void
@@ -132,25 +130,17 @@ cli_pull (int argc, char **argv)
   const char *image = argv[optind];
 
   po.tls_verify_explicit = ra.tls_verify_explicit;
-  struct ohbox_credentials *creds = NULL;
-  if (ra.creds && ohbox_credentials_parse (ra.creds, &creds, &err) < 0)
-    return cli_fail ("pull", &err);
-  po.registry.creds = creds;
-
   struct ohbox_registries_conf *conf = NULL;
-  if (ohbox_registries_conf_load (cli_global.registries_conf, &conf, &err) < 0)
-    {
-      ohbox_credentials_free (creds);
-      return cli_fail ("pull", &err);
-    }
+  int rc = cli_registry_prepare ("pull", &ra, true, &conf);
+  if (rc != 0)
+    return rc;
   po.conf = conf;
 
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("pull", &store);
+  rc = cli_open_store ("pull", &store);
   if (rc != 0)
     {
-      ohbox_registries_conf_free (conf);
-      ohbox_credentials_free (creds);
+      cli_registry_release (&ra, conf);
       return rc;
     }
   struct progress *prog = progress_new (stdout, quiet || format == CLI_FORMAT_JSON);
@@ -187,7 +177,6 @@ cli_pull (int argc, char **argv)
   ohbox_pull_result_clear (&res);
   progress_free (prog);
   ohbox_store_close (store);
-  ohbox_registries_conf_free (conf);
-  ohbox_credentials_free (creds);
+  cli_registry_release (&ra, conf);
   return rc;
 }

@@ -7,7 +7,6 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "authfile.h"
 #include "cli.h"
 #include "registry_push.h"
 #include "utils.h"
@@ -76,12 +75,11 @@ cli_push (int argc, char **argv)
   const char *image = argv[optind];
   const char *dest = optind + 2 == argc ? argv[optind + 1] : NULL;
 
-  struct ohbox_credentials *creds = NULL;
-  if (ra.creds && ohbox_credentials_parse (ra.creds, &creds, &err) < 0)
-    return cli_fail ("push", &err);
-  po.registry.creds = creds;
+  int rc = cli_registry_prepare ("push", &ra, false, NULL);
+  if (rc != 0)
+    return rc;
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("push", &store);
+  rc = cli_open_store ("push", &store);
   if (rc == 0)
     {
       struct ohbox_push_result res;
@@ -103,6 +101,6 @@ cli_push (int argc, char **argv)
       ohbox_push_result_clear (&res);
       ohbox_store_close (store);
     }
-  ohbox_credentials_free (creds);
+  cli_registry_release (&ra, NULL);
   return rc;
 }

@@ -64,13 +64,6 @@ ohbox_check_repaired (json_t *f, int r, ohbox_error_t *err)
   ohbox_error_release (err);
 }
 
-static void
-mark (json_t *set, const char *digest)
-{
-  if (digest && ohbox_digest_is_valid (digest))
-    json_object_set_new (set, ohbox_digest_hex (digest), json_true ());
-}
-
 static bool
 is_hex64 (const char *s)
 {
@@ -208,9 +201,7 @@ check_image (struct store_check *sc, const char *id, json_t *rec)
   const char *index = json_string_value (json_object_get (rec, "index_digest"));
   json_t *layers = json_object_get (rec, "layers");
   const char *missing = NULL;
-  mark (sc->blobs, id);
-  mark (sc->blobs, cfg);
-  mark (sc->blobs, index);
+  store_mark_image (rec, sc->blobs, sc->layers);
   if (!blob_ok (sc, id))
     missing = id;
   else if (cfg == NULL || !blob_ok (sc, cfg))
@@ -223,8 +214,6 @@ check_image (struct store_check *sc, const char *id, json_t *rec)
   {
     const char *dg = json_string_value (json_object_get (l, "digest"));
     const char *diff = json_string_value (json_object_get (l, "diff_id"));
-    mark (sc->blobs, dg);
-    mark (sc->layers, diff);
     if (dg == NULL || diff == NULL || !ohbox_digest_is_valid (dg) || !ohbox_digest_is_valid (diff))
       {
         missing = missing ? missing : "(a layer without digest or diff_id)";
@@ -351,13 +340,6 @@ check_names (struct store_check *sc, ohbox_error_t *err)
   return 0;
 }
 
-static int
-mark_sandbox_layer (const char *diff_id, void *data)
-{
-  mark (((struct store_check *) data)->layers, diff_id);
-  return 0;
-}
-
 /* ROOT/sandboxes/<id>: the writable layer of a sandbox, removed with its
  * state. One without state leaked (the state root of this runtime is the
  * one its sandbox had: both derive from the store's path). */
@@ -365,7 +347,7 @@ static int
 check_sandbox_layers (struct store_check *sc, ohbox_error_t *err)
 {
   struct ohbox_check_ctx *c = sc->c;
-  if (ohbox_snapshot_layers_in_use (c->s, mark_sandbox_layer, sc, err) < 0)
+  if (ohbox_snapshot_layers_in_use (c->s, store_mark_layer, sc->layers, err) < 0)
     return -1;
   if (c->rt == NULL)
     return 0;
@@ -522,15 +504,6 @@ check_build_area (struct store_check *sc, ohbox_error_t *err)
 }
 
 static int
-store_lock (struct ohbox_store *s, int op, ohbox_error_t *err)
-{
-  while (flock (s->lock_fd, op) < 0)
-    if (errno != EINTR)
-      return ohbox_error_errno (err, "lock store `%s`", s->root);
-  return 0;
-}
-
-static int
 check_store (struct ohbox_check_ctx *c, json_t *checked, ohbox_error_t *err)
 {
   struct store_check sc = { .c = c, .corrupt = json_object (), .blobs = json_object (), .layers = json_object () };
@@ -540,7 +513,7 @@ check_store (struct ohbox_check_ctx *c, json_t *checked, ohbox_error_t *err)
       ohbox_error (err, OHBOX_ERR_USAGE, 0, "check store `%s`: the store lock was released", c->s->root);
       goto out;
     }
-  if (store_lock (c->s, LOCK_EX, err) < 0)
+  if (store_lock_op (c->s, LOCK_EX, err) < 0)
     goto out;
   if (check_blobs (&sc, err) < 0 || check_images (&sc, err) < 0 || check_names (&sc, err) < 0
       || check_sandbox_layers (&sc, err) < 0
@@ -559,7 +532,7 @@ check_store (struct ohbox_check_ctx *c, json_t *checked, ohbox_error_t *err)
 unlock:
   {
     ohbox_error_t e = NULL;
-    store_lock (c->s, LOCK_SH, &e);
+    store_lock_op (c->s, LOCK_SH, &e);
     ohbox_error_release (&e);
   }
 out:

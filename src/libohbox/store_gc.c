@@ -27,8 +27,39 @@ struct gc_ctx
 static void
 mark (json_t *set, const char *digest)
 {
-  if (ohbox_digest_is_valid (digest))
+  if (digest && ohbox_digest_is_valid (digest))
     json_object_set_new (set, ohbox_digest_hex (digest), json_true ());
+}
+
+void
+store_mark_image (json_t *rec, json_t *blobs, json_t *layers)
+{
+  mark (blobs, json_string_value (json_object_get (rec, "id")));
+  mark (blobs, json_string_value (json_object_get (rec, "config_digest")));
+  mark (blobs, json_string_value (json_object_get (rec, "index_digest")));
+  size_t i;
+  json_t *l;
+  json_array_foreach (json_object_get (rec, "layers"), i, l)
+  {
+    mark (blobs, json_string_value (json_object_get (l, "digest")));
+    mark (layers, json_string_value (json_object_get (l, "diff_id")));
+  }
+}
+
+int
+store_mark_layer (const char *diff_id, void *layers)
+{
+  mark (layers, diff_id);
+  return 0;
+}
+
+int
+store_lock_op (struct ohbox_store *s, int op, ohbox_error_t *err)
+{
+  while (flock (s->lock_fd, op) < 0)
+    if (errno != EINTR)
+      return ohbox_error_errno (err, "lock store `%s`", s->root);
+  return 0;
 }
 
 /* Disk usage of a tree, without following symlinks. */
@@ -116,7 +147,6 @@ keep_store_lock (struct gc_ctx *c, const char *name)
   return strcmp (name, "store") == 0 || strcmp (name, "refs") == 0;
 }
 
-/* Layers of existing sandboxes (snapshot.h) are kept even without an image. */
 /* What a killed `ohbox build` leaves: closures it was still making
  * (build/closures/tmp-PID; finished ones are renamed to their digest). */
 static bool
@@ -133,38 +163,6 @@ keep_unless_atomic_temp (struct gc_ctx *c, const char *name)
 {
   (void) c;
   return strncmp (name, ".tmp-", 5) != 0;
-}
-
-static int
-mark_sandbox_layer (const char *diff_id, void *data)
-{
-  mark (((struct gc_ctx *) data)->layers, diff_id);
-  return 0;
-}
-
-static int
-mark_image (struct gc_ctx *c, json_t *rec)
-{
-  mark (c->blobs, json_string_value (json_object_get (rec, "id")));
-  mark (c->blobs, json_string_value (json_object_get (rec, "config_digest")));
-  mark (c->blobs, json_string_value (json_object_get (rec, "index_digest")));
-  size_t i;
-  json_t *l;
-  json_array_foreach (json_object_get (rec, "layers"), i, l)
-  {
-    mark (c->blobs, json_string_value (json_object_get (l, "digest")));
-    mark (c->layers, json_string_value (json_object_get (l, "diff_id")));
-  }
-  return 0;
-}
-
-static int
-store_lock_exclusive (struct ohbox_store *s, bool exclusive, ohbox_error_t *err)
-{
-  while (flock (s->lock_fd, exclusive ? LOCK_EX : LOCK_SH) < 0)
-    if (errno != EINTR)
-      return ohbox_error_errno (err, "lock store `%s`", s->root);
-  return 0;
 }
 
 static int
@@ -187,9 +185,10 @@ gc_locked (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *s
         stats->images_removed++;
         continue;
       }
-    mark_image (&c, rec);
+    store_mark_image (rec, c.blobs, c.layers);
   }
-  if (ohbox_snapshot_layers_in_use (s, mark_sandbox_layer, &c, err) < 0)
+  /* Layers of existing sandboxes (snapshot.h) are kept even without an image. */
+  if (ohbox_snapshot_layers_in_use (s, store_mark_layer, c.layers, err) < 0)
     goto out;
   if (sweep (s, "blobs/sha256", keep_blob, &c, &stats->blobs_removed, err) < 0
       || sweep (s, "layers/sha256", keep_layer, &c, &stats->layers_removed, err) < 0
@@ -212,10 +211,10 @@ int
 ohbox_store_gc (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *stats, ohbox_error_t *err)
 {
   memset (stats, 0, sizeof *stats);
-  if (store_lock_exclusive (s, true, err) < 0)
+  if (store_lock_op (s, LOCK_EX, err) < 0)
     return -1;
   int ret = gc_locked (s, untagged_images, stats, err);
   cleanup_error ohbox_error_t ignored = NULL;
-  store_lock_exclusive (s, false, &ignored);
+  store_lock_op (s, LOCK_SH, &ignored);
   return ret;
 }

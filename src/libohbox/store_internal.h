@@ -21,4 +21,12 @@ int store_refs_lock (struct ohbox_store *s, bool exclusive, ohbox_error_t *err);
 int store_refs_read (struct ohbox_store *s, json_t **out, ohbox_error_t *err);
 int store_refs_write (struct ohbox_store *s, json_t *refs, ohbox_error_t *err);
 
+/* What GC keeps and `ohbox check` calls referenced, as sets of digest hex
+ * -> true: the blobs and unpacked layers image record REC names, and (for
+ * ohbox_snapshot_layers_in_use, DATA a layers set) a sandbox's layer. */
+void store_mark_image (json_t *rec, json_t *blobs, json_t *layers);
+int store_mark_layer (const char *diff_id, void *layers);
+/* flock OP (LOCK_EX for GC and check, LOCK_SH again after) on locks/store. */
+int store_lock_op (struct ohbox_store *s, int op, ohbox_error_t *err);
+
 #endif

@@ -3,21 +3,27 @@
  *
  *   parent (the monitor)                  child (becomes PID 1)
  *   opens the v1 cgroups' `tasks`
- *   clone3(NEWUSER|NEWNS|NEWPID|NEWUTS|   PDEATHSIG, non-dumpable, waits
+ *   clone3(NEWUSER|NEWNS|NEWPID|NEWUTS|   PDEATHSIG
  *     NEWIPC[|NEWNET]|PIDFD|INTO_CGROUP)
+ *   right_after_clone <-- ns fds -------  its user and net namespaces; waits
+ *     (spawns slirp4netns/pasta)
  *   uid/gid maps
  *   rootfs: overlay with idmapped layers
- *   (a detached mount) --GO + fd-------->  root in the namespace, "0" into
- *                                          the v1 `tasks`, own cgroupns,
- *                                          attach rootfs, /proc /dev /sys,
- *                                          volumes, masks, user lookup,
- *                                          caps plan, pivot_root, hostname
+ *   (a detached mount) --GO + fd-------->  non-dumpable, root in the namespace,
+ *   after_clone (veth, addresses;          "0" into the v1 `tasks`, attach
+ *     or waits for slirp4netns/pasta)      rootfs, /proc /dev /sys, volumes,
+ *                                          masks, user lookup, caps plan, own
+ *                                          cgroupns, pivot_root, hostname
  *                                          init: fork command
  *                                          command: setsid, stdio, close fds,
- *                                          chdir, caps, seccomp, execve
+ *                                          caps, chdir, waits
+ *   --GO------------------------------->  seccomp, execve
  *   EOF on the socket <------------------  (the socket is O_CLOEXEC: its last
  *   = the command runs                     copy closes with a successful exec)
  *   or an error message  <---------------  any failure, with kind and text
+ *
+ * The child's setup runs while the parent attaches the network: only the
+ * command's execve waits for it.
  *
  * The child never runs image code before pivot_root, and no fd of the
  * runtime survives the execve (close_range before the chdir into the
@@ -165,6 +171,11 @@ exec_command (void *arg)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set up capabilities (%s)", step);
   if (chdir (spec->cwd) < 0)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "chdir to working directory `%s`", spec->cwd);
+  /* The last GO: the parent's after_clone (the network) is done, which ran
+   * meanwhile. Before the seccomp filter, which may not allow recvmsg. */
+  struct sync_msg m;
+  if (recv_msg (sync, &m, NULL) <= 0 || m.type != MSG_GO)
+    _exit (OHBOX_EXIT_RUNTIME);
   if (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "load the seccomp filter (%s)", step);
   const char *file = spec->argv[0];
@@ -327,8 +338,6 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     child_fail (sync, &err);
   ctx.env = env_with_home (spec->env, ids.home);
   /* Our cgroup (joined above) becomes our cgroup namespace's root. */
-  if (recv_msg (sync, &m, NULL) <= 0 || m.type != MSG_GO)
-    _exit (OHBOX_EXIT_RUNTIME);
   if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)
     {
       ohbox_error_errno (&err, "unshare the cgroup namespace");

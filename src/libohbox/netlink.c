@@ -9,6 +9,9 @@
 #include <libmnl/libmnl.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
+#include <linux/netfilter.h>
+#include <linux/netfilter/nf_tables.h>
+#include <linux/netfilter/nfnetlink.h>
 #include <linux/rtnetlink.h>
 #include <linux/veth.h>
 #include <arpa/inet.h>
@@ -285,5 +288,34 @@ ohbox_nl_route_default (struct ohbox_nl *nl, int index, struct in_addr gw, ohbox
   int r = nl_talk (nl, nlh, NULL, NULL);
   if (r < 0 && r != -EEXIST)
     return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: add the default route");
+  return 0;
+}
+
+int
+ohbox_nl_nft_chain_exists (int family, const char *table, const char *chain, bool *ret, ohbox_error_t *err)
+{
+  /* One GETCHAIN over nfnetlink: what `nft list chain` would tell, without
+   * loading libnftables and fetching its rule cache (~2.5 ms a start). */
+  struct ohbox_nl nl = { .sock = mnl_socket_open2 (NETLINK_NETFILTER, SOCK_CLOEXEC), .seq = (unsigned int) time (NULL) };
+  if (nl.sock == NULL)
+    return ohbox_error_errno (err, "open a netfilter netlink socket");
+  if (mnl_socket_bind (nl.sock, 0, MNL_SOCKET_AUTOPID) < 0)
+    {
+      int e = errno;
+      mnl_socket_close (nl.sock);
+      errno = e;
+      return ohbox_error_errno (err, "bind a netfilter netlink socket");
+    }
+  nl.portid = mnl_socket_get_portid (nl.sock);
+  char buf[NL_REQ_SIZE];
+  struct nfgenmsg g = { .nfgen_family = (uint8_t) family, .version = NFNETLINK_V0, .res_id = htons (0) };
+  struct nlmsghdr *nlh = msg_start (buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETCHAIN, 0, &g, sizeof g);
+  mnl_attr_put_strz (nlh, NFTA_CHAIN_TABLE, table);
+  mnl_attr_put_strz (nlh, NFTA_CHAIN_NAME, chain);
+  int r = nl_talk (&nl, nlh, NULL, NULL);
+  mnl_socket_close (nl.sock);
+  *ret = r == 0;
+  if (r < 0 && r != -ENOENT)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: look up nftables chain `%s` of table `%s`", chain, table);
   return 0;
 }

@@ -36,5 +36,7 @@ int ohbox_nl_addr_has (struct ohbox_nl *nl, int index, struct in_addr addr, int 
                        ohbox_error_t *err);
 /* Adds the default route via GW on link INDEX. */
 int ohbox_nl_route_default (struct ohbox_nl *nl, int index, struct in_addr gw, ohbox_error_t *err);
+/* Whether nftables has CHAIN in TABLE of FAMILY (NFPROTO_INET...): *RET. */
+int ohbox_nl_nft_chain_exists (int family, const char *table, const char *chain, bool *ret, ohbox_error_t *err);
 
 #endif

@@ -4,6 +4,8 @@
 #include "utils.h"
 
 #include "dl_nft.h"
+#include "netlink.h"
+#include <linux/netfilter.h>
 #include <string.h>
 
 static int
@@ -42,8 +44,13 @@ ohbox_nft_run (const char *cmds, ohbox_error_t *err)
 int
 ohbox_nft_ensure (const char *bridge, const char *subnet, ohbox_error_t *err)
 {
-  /* The chain created last: present means the whole table is. */
-  if (nft_exec ("list chain inet " OHBOX_NFT_TABLE " guard", true, NULL) == 0)
+  /* The chain created last: present means the whole table is. Asked over
+   * netlink: libnftables is then only loaded when the table is made (and
+   * for published ports). A failed lookup is answered by the creation's
+   * own error, if any. */
+  bool exists = false;
+  cleanup_error ohbox_error_t ignored = NULL;
+  if (ohbox_nl_nft_chain_exists (NFPROTO_INET, OHBOX_NFT_TABLE, "guard", &exists, &ignored) == 0 && exists)
     return 0;
   /* One transaction: the table appears whole or not at all. A partial
    * table (someone deleted a chain) is replaced, not patched: adding rules

@@ -430,7 +430,35 @@ c, a = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.0 200 OK\r\n\r\ngw\n'); c.cl
   nft list chain inet ohbox guard >/dev/null
 }
 
+# A start checks over netlink that ohbox's nftables table is whole (no
+# libnftables for that) and makes it again when it was deleted, entirely or
+# in part, without duplicating rules.
+test_nft_table_made_again ()
+{
+  require_cmd curl
+  load_bb
+  assert_ok ohbox run --rm "$BB" true
+  nft delete table inet ohbox
+  local p
+  p=$(t_free_port)
+  assert_ok ohbox run -d -p "$p:80" "$BB" httpd -f -p 80 -h /etc
+  local id=$out
+  t_wait_until 5 curl -sf -m 1 -o /dev/null "http://127.0.0.1:$p/hostname"
+  assert_ok curl -sf -m 2 "http://127.0.0.1:$p/hostname"
+  assert_eq "$out" "${id:0:12}"
+  assert_ok ohbox rm -f "$id"
+  nft delete chain inet ohbox guard
+  assert_ok ohbox run --rm "$BB" true
+  assert_ok nft list chain inet ohbox guard
+  assert_eq "$(nft list chain inet ohbox postrouting | grep -c masquerade)" "3" "masquerade rules"
+  # and a start that finds the table whole does not load libnftables
+  assert_no_match "$(LD_DEBUG=files "$OHBOX_BIN" --root "$T_ROOT" run --rm "$BB" true 2>&1)" 'libnftables' \
+    "libraries a bridge start loads"
+  assert_no_leftovers
+}
+
 run_test two_sandboxes test_two_sandboxes
+run_test nft_table_made_again test_nft_table_made_again
 run_test published_ports test_published_ports
 run_test ranges_and_pools test_ranges_and_pools
 run_test port_in_use test_port_in_use

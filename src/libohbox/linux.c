@@ -380,11 +380,7 @@ do_clone3 (uint64_t flags, int *pidfd, int cgroup_fd)
   return (pid_t) syscall (SYS_clone3, &args, sizeof args);
 }
 
-/* The clone itself, in a process with a single thread: with the rootfs
- * mount point as cwd (child_main) and, for --network container:, in the
- * network namespace to share (the child inherits it: it could not enter it
- * from its own user namespace); both changed back after. In the child
- * (pid 0) runs child_main on SYNC_CHILD and never returns. */
+/* Where a clone failed, for its error message. */
 enum clone_step
 {
   STEP_NETNS,
@@ -394,6 +390,11 @@ enum clone_step
 static const char *const clone_step_text[]
     = { "enter the network namespace to share", "chdir to the rootfs mount point", "clone3 the sandbox's init" };
 
+/* The clone itself, in a process with a single thread: with the rootfs
+ * mount point as cwd (child_main) and, for --network container:, in the
+ * network namespace to share (the child inherits it: it could not enter it
+ * from its own user namespace); both changed back after. In the child
+ * (pid 0) runs child_main on SYNC_CHILD and never returns. */
 static pid_t
 clone_here (const struct ohbox_linux_spec *spec, uint64_t flags, int cgfd, int sync_child,
             struct ohbox_cgroup_join *join, bool *into_cgroup, int *pidfd, enum clone_step *step)

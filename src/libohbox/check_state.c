@@ -325,12 +325,23 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
       if (strncmp (de->d_name, ".new-", 5) == 0)
         {
           /* A state dir whose creator died before renaming it into place. */
-          cleanup_close int nfd = openat (c->rt->dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-          if (nfd < 0 || ohbox_state_monitor_alive (nfd))
+          if (!ohbox_state_half_created_stale (c->rt, de->d_name))
             continue;
           cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, de->d_name);
           json_t *f = ohbox_check_add (c, "half-created-sandbox", where, true, "state of a sandbox whose creator "
                                                                              "died before it was complete");
+          if (c->repair)
+            {
+              ohbox_error_t e = NULL;
+              ohbox_check_repaired (f, ohbox_rm_rf_at (c->rt->dirfd, de->d_name, &e), &e);
+            }
+          continue;
+        }
+      if (strncmp (de->d_name, OHBOX_STATE_REMOVING, strlen (OHBOX_STATE_REMOVING)) == 0)
+        {
+          cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, de->d_name);
+          json_t *f = ohbox_check_add (c, "half-removed-sandbox", where, true, "state of a sandbox whose removal "
+                                                                              "did not finish");
           if (c->repair)
             {
               ohbox_error_t e = NULL;

@@ -22,9 +22,16 @@ struct ohbox_runtime
 int ohbox_runtime_cgroup_host (struct ohbox_runtime *rt, const struct ohbox_cgroup_host **ret, ohbox_error_t *err);
 
 /* ---- state.c ---- */
+/* Held shared by each creation from its mkdir of STATE/.new-<id> to the
+ * rename to STATE/<id>, exclusively by whoever removes a .new-<id>. */
+#define OHBOX_STATE_CREATE_LOCK "create.lock"
 /* Creates STATE/<new id> with monitor.lock held: *RET_DIRFD, *RET_LOCKFD. */
 int ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *ret_dirfd, int *ret_lockfd,
                         ohbox_error_t *err);
+/* STATE/<id> is renamed to this prefix + <id> before it is removed. */
+#define OHBOX_STATE_REMOVING ".rm-"
+/* Whether STATE/NAME (a .new-<id>) was left by a creator that died. */
+bool ohbox_state_half_created_stale (struct ohbox_runtime *rt, const char *name);
 int ohbox_state_open (struct ohbox_runtime *rt, const char *id, int *ret_dirfd, ohbox_error_t *err);
 /* Registers NAME for ID (OHBOX_ERR_USAGE when another sandbox has it). */
 int ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *id, ohbox_error_t *err);

@@ -179,13 +179,21 @@ ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_erro
       if (strncmp (de->d_name, ".new-", 5) == 0)
         {
           /* A half-created state dir whose creator died before the rename. */
-          cleanup_close int nfd = openat (rt->dirfd, de->d_name, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-          if (nfd >= 0 && !ohbox_state_monitor_alive (nfd))
+          if (ohbox_state_half_created_stale (rt, de->d_name))
             {
               ohbox_error_t e = NULL;
               ohbox_rm_rf_at (rt->dirfd, de->d_name, &e);
               ohbox_error_release (&e);
             }
+          continue;
+        }
+      if (strncmp (de->d_name, OHBOX_STATE_REMOVING, strlen (OHBOX_STATE_REMOVING)) == 0)
+        {
+          /* Being removed, or left by a remover that died: removing it
+           * again is harmless (ohbox_rm_rf_at takes what is left). */
+          ohbox_error_t e = NULL;
+          ohbox_rm_rf_at (rt->dirfd, de->d_name, &e);
+          ohbox_error_release (&e);
           continue;
         }
       if (!is_id (de->d_name))

@@ -109,7 +109,14 @@ ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *re
   for (size_t i = 0; i < sizeof raw; i++)
     snprintf (id + 2 * i, 3, "%02x", raw[i]);
   /* Built under a dot name and renamed once monitor.lock is held: whoever
-   * lists sandboxes never sees one whose monitor is not yet known. */
+   * lists sandboxes never sees one whose monitor is not yet known. The
+   * shared creation lock, held until the rename, tells those who remove
+   * the dot names of creators that died (OHBOX_STATE_CREATE_LOCK) that
+   * this one is not such: between mkdir and monitor.lock nothing else
+   * could. */
+  cleanup_close int creating = ohbox_lock_file (rt->dirfd, OHBOX_STATE_CREATE_LOCK, false, false, err);
+  if (creating < 0)
+    return -1;
   char tmp[OHBOX_ID_LEN + 8];
   snprintf (tmp, sizeof tmp, ".new-%s", id);
   if (mkdirat (rt->dirfd, tmp, 0711) < 0)
@@ -133,6 +140,21 @@ ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *re
   *ret_dirfd = dfd;
   *ret_lockfd = lfd;
   return 0;
+}
+
+bool
+ohbox_state_half_created_stale (struct ohbox_runtime *rt, const char *name)
+{
+  /* Exclusive and not waiting: while it is held no creation is between
+   * its mkdir and its rename, so a dot name left is a dead creator's (and
+   * stays so: a new creation picks a new id). Busy: someone is creating,
+   * perhaps this one; it is left for the next look. */
+  cleanup_error ohbox_error_t e = NULL;
+  cleanup_close int lock = ohbox_lock_file (rt->dirfd, OHBOX_STATE_CREATE_LOCK, true, true, &e);
+  if (lock < 0)
+    return false;
+  cleanup_close int fd = openat (rt->dirfd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  return fd >= 0 && !ohbox_state_monitor_alive (fd);
 }
 
 int
@@ -316,6 +338,31 @@ ohbox_state_pidfd (int dirfd, bool *ret_exited, ohbox_error_t *err)
   return fd;
 }
 
+/* Renamed out of the way first (OHBOX_STATE_REMOVING): whoever lists
+ * sandboxes from then on does not see a half-removed directory, so does not
+ * reconcile it (and create its "lock" in it). One that looked just before
+ * still may: the removal is tried again when it finds a file come back. */
+static int
+remove_state_dir (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
+{
+  char gone[OHBOX_ID_LEN + 8];
+  snprintf (gone, sizeof gone, OHBOX_STATE_REMOVING "%s", id);
+  if (renameat (rt->dirfd, id, rt->dirfd, gone) < 0)
+    {
+      if (errno == ENOENT)
+        return 0; /* removed meanwhile by another remover */
+      return ohbox_error_errno (err, "rename `%s` to `%s`", id, gone);
+    }
+  for (int tries = 1;; tries++)
+    {
+      if (ohbox_rm_rf_at (rt->dirfd, gone, err) == 0)
+        return 0;
+      if ((*err)->errno_value != ENOTEMPTY || tries == 5)
+        return -1;
+      ohbox_error_release (err);
+    }
+}
+
 int
 ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
 {
@@ -368,12 +415,23 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
         unlinkat (rt->dirfd, link, 0);
     }
   json_decref (cfg);
-  if (ohbox_rm_rf_at (rt->dirfd, id, err) < 0)
+  if (remove_state_dir (rt, id, err) < 0)
     return ohbox_error_prefix (err, "remove the state of sandbox `%.12s`", id);
   /* Leases taken by a start killed before it recorded them. */
   if (ohbox_network_gc (&e) < 0)
     ohbox_error_release (&e);
   return 0;
+}
+
+/* Whether DIRFD still is the directory STATE/ID (not removed, not renamed
+ * away for removal). */
+static bool
+still_named (struct ohbox_runtime *rt, const char *id, int dirfd)
+{
+  struct stat here, named;
+  return fstat (dirfd, &here) == 0 && here.st_nlink > 0
+         && fstatat (rt->dirfd, id, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == here.st_ino
+         && named.st_dev == here.st_dev;
 }
 
 int
@@ -383,21 +441,22 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
   if (ohbox_state_monitor_alive (dirfd))
     return 0;
   cleanup_close int lock = ohbox_lock_file (dirfd, "lock", true, false, err);
-  if (lock < 0)
+  if (lock < 0 && (*err)->errno_value == ENOENT && !still_named (rt, id, dirfd))
     {
       /* The monitor of a --rm sandbox removed the whole directory while we
        * looked at it (`rm -f` of one that was just stopped): done, not an
        * error. */
-      struct stat here, named;
-      if ((*err)->errno_value == ENOENT && fstat (dirfd, &here) == 0
-          && (here.st_nlink == 0 || fstatat (rt->dirfd, id, &named, AT_SYMLINK_NOFOLLOW) < 0
-              || named.st_ino != here.st_ino))
-        {
-          ohbox_error_release (err);
-          *ret_removed = true;
-          return 0;
-        }
-      return -1;
+      ohbox_error_release (err);
+      *ret_removed = true;
+      return 0;
+    }
+  if (lock < 0)
+    return -1;
+  if (!still_named (rt, id, dirfd))
+    {
+      /* Renamed away for removal (remove_state_dir) since we looked. */
+      *ret_removed = true;
+      return 0;
     }
   json_t *st = NULL, *cfg = NULL;
   ohbox_error_t e = NULL;

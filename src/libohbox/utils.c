@@ -297,6 +297,8 @@ rm_rf_children (int dfd, ohbox_error_t *err)
       /* A directory: O_NOFOLLOW|O_DIRECTORY makes sure a symlink swapped in
        * meanwhile is never followed. */
       cleanup_close int child = open_dir_for_removal (dfd, de->d_name);
+      if (child < 0 && errno == ENOENT)
+        continue; /* removed meanwhile (by another remover of the same tree) */
       if (child < 0)
         return ohbox_error_errno (err, "open `%s`", de->d_name);
       if (rm_rf_children (child, err) < 0)

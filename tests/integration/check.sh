@@ -184,7 +184,10 @@ test_sandboxes ()
   load_bb
   # a sandbox whose monitor was killed: reconciled (marked exited)
   ohbox_bg "$T_WORK/run.out" run --name victim "$BB" sleep 86399
-  t_wait_until 10 victim_running
+  if ! t_wait_until 10 victim_running; then
+    _t_assert_fail "the victim is not running: $(cat "$T_WORK/run.out"); ps: $(ohbox ps -a 2>&1); $(ls -la "$OHBOX_RUNROOT"/* 2>&1 | head -30)"
+    return 1
+  fi
   local id
   id=$(ls "$OHBOX_RUNROOT" | grep -E '^[0-9a-f]{64}$')
   kill -KILL "$OHBOX_BG_PID"
@@ -213,16 +216,18 @@ test_sandboxes ()
   # a running sandbox is left alone, whatever else is found
   assert_ok ohbox run -d --name alive "$BB" sleep 86399
   local live=$out
-  # a half-created state dir, a name of a sandbox that is gone, the
-  # writable layer of a sandbox whose state is gone
+  # a half-created state dir, a half-removed one, a name of a sandbox that
+  # is gone, the writable layer of a sandbox whose state is gone
   mkdir "$OHBOX_RUNROOT/.new-test"
+  mkdir -p "$OHBOX_RUNROOT/.rm-$(printf '%064d' 4)/rootfs"
   ln -s "$(printf '%064d' 2)" "$OHBOX_RUNROOT/names/ghost"
   mkdir -p "$T_ROOT/sandboxes/$(printf '%064d' 3)/upper"
   assert_exit 6 ohbox check --format json
   finding half-created-sandbox '/\.new-test$'
+  finding half-removed-sandbox '/\.rm-0{63}4$'
   finding dangling-sandbox-name '/names/ghost$'
   finding orphan-sandbox-layer "/sandboxes/0{63}3\$"
-  assert_jq "$out" '.found == 3' "findings"
+  assert_jq "$out" '.found == 4' "findings"
   assert_ok ohbox check --repair
   assert_ok ohbox check
   assert_ok ohbox ps -q

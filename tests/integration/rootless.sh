@@ -149,9 +149,10 @@ test_whole_flow ()
   assert_file_absent "$U_DIR/run/ohbox/$id"
   assert_eq "$(find "$U_DIR/run/ohbox/net/port" "$U_DIR/run/ohbox/names" -mindepth 1 | wc -l)" 0 \
     "port leases or names left"
-  # what may stay in the runtime dir: caches and empty lease dirs, no sandbox
+  # what may stay in the runtime dir: caches, empty lease dirs and the
+  # creation lock, no sandbox
   assert_eq "$(find "$U_DIR/run/ohbox" -mindepth 1 -maxdepth 1 -printf '%f\n' | sort | tr '\n' ' ')" \
-    "names net seccomp-cache " "unexpected entries in \$XDG_RUNTIME_DIR/ohbox"
+    "create.lock names net seccomp-cache " "unexpected entries in \$XDG_RUNTIME_DIR/ohbox"
   assert_curl_refused "$port"
 }
 

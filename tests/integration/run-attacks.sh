@@ -36,7 +36,7 @@ leak_snapshot ()
   cg=$(find /sys/fs/cgroup -maxdepth 3 -path '*/ohbox/*' -type d 2>/dev/null |
     { grep -F -f "$IDS" || true; } | wc -l)
   procs=$(pgrep -c -f -- "--root $T_ROOT " || true)
-  state=$(ls -A "$STATE_ROOT" 2>/dev/null | grep -cv '^names$\|^seccomp-cache$' || true)
+  state=$(ls -A "$STATE_ROOT" 2>/dev/null | grep -cv '^names$\|^seccomp-cache$\|^create.lock$' || true)
   upper=$(ls -A "$T_ROOT/sandboxes" 2>/dev/null | wc -l)
   echo "mounts=$mounts cgroups=$cg procs=$procs state=$state sandboxes=$upper"
 }

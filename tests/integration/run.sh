@@ -397,6 +397,36 @@ test_reconcile_killed_monitor ()
   assert_gone "$T_ROOT/sandboxes/$id"
 }
 
+# `ps` removes the state of creations that died half-way (.new-<id>): never
+# that of a creation still going on. Two loops of `ps -a` while 30 sandboxes
+# start (before the creation lock, a start lost its state dir to such a
+# cleanup about once in 15 tries of check.sh's single start).
+test_ps_during_starts ()
+{
+  load_bb
+  local i pids=() failed=0
+  for i in 1 2; do
+    (while [ ! -e "$T_WORK/stop" ]; do
+      "$OHBOX_BIN" --root "$T_ROOT" ps -a >/dev/null 2>>"$T_WORK/ps.err" || echo "ps exited $?" >>"$T_WORK/ps.err"
+    done) &
+    pids+=($!)
+    t_track "$!"
+  done
+  for i in $(seq 30); do
+    if ! "$OHBOX_BIN" --root "$T_ROOT" run --rm --network none "$BB" true >"$T_WORK/run.$i" 2>&1; then
+      failed=$((failed + 1))
+      echo "start $i: $(cat "$T_WORK/run.$i")"
+    fi
+  done
+  touch "$T_WORK/stop"
+  wait "${pids[@]}" 2>/dev/null || true
+  assert_eq 0 "$failed" "starts that failed while ps ran"
+  assert_eq "" "$(cat "$T_WORK/ps.err" 2>/dev/null)" "ps while sandboxes started"
+  assert_ok ohbox ps -a -q
+  assert_eq "" "$out" "sandboxes left"
+  assert_eq 0 "$(ls -A "$OHBOX_RUNROOT" | grep -c '^\.new-' || true)" "half-created state left"
+}
+
 test_gc_keeps_layers ()
 {
   load_bb
@@ -423,4 +453,5 @@ run_test rm_force_of_rm_sandbox test_rm_force_of_rm_sandbox
 run_test logs_follow test_logs_follow
 run_test reconcile_killed_monitor test_reconcile_killed_monitor
 run_test gc_keeps_layers test_gc_keeps_layers
+run_test ps_during_starts test_ps_during_starts
 t_summary 2>/dev/null || true

@@ -178,6 +178,7 @@ exec_command (void *arg)
     _exit (OHBOX_EXIT_RUNTIME);
   if (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "load the seccomp filter (%s)", step);
+  ohbox_trace ("command: execve");
   const char *file = spec->argv[0];
   if (strchr (file, '/'))
     {
@@ -323,6 +324,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     }
   if (ohbox_mounts_setup (spec, mfd, &err) < 0)
     child_fail (sync, &err);
+  ohbox_trace ("child: mounts");
   struct ohbox_user_ids ids;
   if (ohbox_user_lookup (mfd, spec->user, &ids, &err) < 0)
     child_fail (sync, &err);
@@ -347,6 +349,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     child_fail (sync, &err);
   if (ohbox_mounts_pivot (spec, mfd, &err) < 0)
     child_fail (sync, &err);
+  ohbox_trace ("child: pivot_root");
   if (spec->hostname && sethostname (spec->hostname, strlen (spec->hostname)) < 0)
     {
       ohbox_error_errno (&err, "set hostname `%s`", spec->hostname);
@@ -561,6 +564,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
       return -1;
     }
   close (sv[1]);
+  ohbox_trace ("parent: cloned");
   int sync = sv[0];
   int mfd = -1, userns_fd = -1, ns[2] = { -1, -1 }, r = 0;
   struct sync_msg m;
@@ -579,6 +583,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
     }
   if (spec->userns && ohbox_userns_write_maps (pid, spec->userns_plan, err) < 0)
     goto fail;
+  ohbox_trace ("parent: id maps");
   if (!spec->rootless)
     {
       if (spec->userns)
@@ -597,6 +602,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
       if (userns_fd >= 0 && ohbox_mounts_idmap_binds (spec->mounts, spec->n_mounts, userns_fd, err) < 0)
         goto fail;
     }
+  ohbox_trace ("parent: rootfs mounted");
   send_msg (sync, MSG_GO, 0, 0, 0, NULL, mfd);
   if (mfd >= 0)
     close (mfd);
@@ -624,6 +630,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
           goto fail;
         }
     }
+  ohbox_trace ("parent: network attached");
   send_msg (sync, MSG_GO, 0, 0, 0, NULL, -1);
   n = recv_msg (sync, &m, NULL);
   if (n == 0)

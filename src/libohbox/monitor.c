@@ -386,6 +386,7 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
     }
   if (timed_out)
     code = OHBOX_EXIT_TIMEOUT;
+  ohbox_trace ("monitor: exited");
   double duration = ohbox_monotonic () - m->started;
   if (lw.fd >= 0)
     close (lw.fd);
@@ -396,6 +397,7 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
    * processes that escaped it (none should): destroy kills and removes. */
   if (m->cgroup && ohbox_cgroup_destroy (m->cgroup, err) < 0)
     ret = -1;
+  ohbox_trace ("monitor: cgroups removed");
   {
     /* A stopped sandbox holds no address or port (nothing restarts it). */
     cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
@@ -427,7 +429,9 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
           = { .id = m->id, .exit_code = code, .signal = signo, .timed_out = timed_out, .duration = duration };
       m->on_exited (&ex, m->event_data);
     }
+  ohbox_trace ("monitor: state updated");
   if (m->rm && ret >= 0 && ohbox_state_remove (m->rt, m->id, err) < 0)
     ret = -1;
+  ohbox_trace ("monitor: removed");
   return ret < 0 ? -1 : code;
 }

@@ -435,11 +435,14 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   cleanup_free char *now = NULL;
   *ret_exit_code = OHBOX_EXIT_RUNTIME;
 
+  ohbox_trace ("run: begin");
   if (ohbox_state_create (rt, id, &dfd, &lockfd, err) < 0)
     return -1;
   created = true;
+  ohbox_trace ("state directory");
   if (ohbox_image_load_for_run (rt->store, o->image, &c.img, err) < 0)
     goto fail;
+  ohbox_trace ("image");
   json_t *rc = c.img->config->runtime_config;
   char hostname[13];
   snprintf (hostname, sizeof hostname, "%.12s", id);
@@ -455,6 +458,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   if (ohbox_network_prepare (rt, id, dfd, o, host, &c.net, err) < 0)
     goto fail;
   ohbox_network_mounts (c.net, &c.mounts, &c.n_mounts);
+  ohbox_trace ("config, network plan");
   bool userns = !o->userns_host;
   bool rootless = geteuid () != 0;
   /* Rootless, a bind source can only be cloned in the sandbox's own user
@@ -484,6 +488,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     goto fail;
   if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)
     goto fail;
+  ohbox_trace ("writable layer");
   const struct ohbox_cgroup_host *cgh;
   if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
     goto fail;
@@ -494,6 +499,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     }
   if (ohbox_cgroup_create (cgh, id, &o->limits, &c.cgroup, err) < 0)
     goto fail;
+  ohbox_trace ("cgroups");
   uint64_t caps, added;
   size_t n_add = strv_len (o->cap_add), n_drop = strv_len (o->cap_drop);
   if (ohbox_caps_tweak (ohbox_caps_default (), (const char *const *) o->cap_add, n_add,
@@ -507,6 +513,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       if (ohbox_seccomp_compile_file (o->seccomp_profile, &so, &c.seccomp, err) < 0)
         goto fail;
     }
+  ohbox_trace ("seccomp filter");
   if (setup_stdio (o, &c, &tty_master, err) < 0)
     goto fail;
   c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
@@ -561,11 +568,13 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .seccomp = c.seccomp,
     .cgroup = c.cgroup,
   };
+  ohbox_trace ("stdio, exec record");
   if (ohbox_linux_start (&spec, &proc, err) < 0)
     {
       *ret_exit_code = proc.exit_code_hint;
       goto fail;
     }
+  ohbox_trace ("parent: command running");
   double started = ohbox_monotonic ();
   /* From here on the store is only read through the sandbox's own mounts;
    * its layers file keeps GC away from them (snapshot.h). */

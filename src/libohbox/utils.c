@@ -6,6 +6,7 @@
 #include <fcntl.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
+#include <stdio.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -487,4 +488,19 @@ ohbox_signal_parse (const char *s, int *out)
         }
     }
   return -1;
+}
+
+void
+ohbox_trace (const char *what)
+{
+  static int enabled = -1;
+  static double origin;
+  if (enabled < 0)
+    enabled = getenv ("OHBOX_TRACE_START") != NULL;
+  if (!enabled)
+    return;
+  double now = ohbox_monotonic ();
+  if (origin == 0)
+    origin = now;
+  dprintf (2, "ohbox-trace %.3f %d %s\n", (now - origin) * 1000, (int) getpid (), what);
 }

@@ -119,5 +119,10 @@ char *ohbox_now_rfc3339 (void);
 const char *ohbox_format_size (uint64_t bytes, char *buf);
 /* Monotonic clock in seconds. */
 double ohbox_monotonic (void);
+/* With OHBOX_TRACE_START set in the environment: "ohbox-trace MS PID WHAT"
+ * on stderr, MS since the first trace of the process tree (the children of
+ * a start inherit its origin). For bench/start-phases.sh; otherwise one
+ * getenv per process. */
+void ohbox_trace (const char *what);
 
 #endif

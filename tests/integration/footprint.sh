@@ -80,7 +80,27 @@ test_exec_keeps_sandbox_seccomp ()
   ohbox rm -f "$id" >/dev/null
 }
 
+# OHBOX_TRACE_START (bench/start-phases.sh): each step of a start once, in
+# order, from the parent, the init (pid 1) and the command (pid 2); nothing
+# without it.
+test_trace_start ()
+{
+  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  OHBOX_TRACE_START=1 t_run "$OHBOX_BIN" --root "$T_ROOT" run --rm --network=none "$BB" true
+  assert_eq 0 "$rc" "traced run"
+  local steps
+  steps=$(sed -n 's/^ohbox-trace [0-9.]* [0-9]* //p' <<<"$err" | tr '\n' '|')
+  assert_match "$steps" '^run: begin\|state directory\|image\|'
+  assert_match "$steps" '\|monitor: exited\|monitor: cgroups removed\|monitor: state updated\|monitor: removed\|$'
+  assert_match "$err" 'ohbox-trace [0-9.]+ 1 child: pivot_root'
+  assert_match "$err" 'ohbox-trace [0-9.]+ 2 command: execve'
+  assert_eq 20 "$(grep -c '^ohbox-trace ' <<<"$err")" "trace lines"
+  assert_ok ohbox run --rm --network=none "$BB" true
+  assert_not_contains "$err" "ohbox-trace"
+}
+
 run_test binary_links test_binary_links
 run_test monitor_and_init test_monitor_and_init
 t_judge_memory monitor_memory "$T_TMP/monitor-anon" 1024 "the monitor's anonymous memory"
 run_test exec_keeps_sandbox_seccomp test_exec_keeps_sandbox_seccomp
+run_test trace_start test_trace_start

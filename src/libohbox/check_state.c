@@ -263,6 +263,20 @@ strictly_below (const char *path, const char *dir)
 /* Sandboxes mount only in their own mount namespaces: a mount below the
  * store or the state directory in ours is a leak (an older version, or a
  * helper killed halfway). */
+
+/* A leftover state directory NAME: reported as KIND, removed with --repair. */
+static void
+leftover_state_dir (struct ohbox_check_ctx *c, const char *name, const char *kind, const char *what)
+{
+  cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, name);
+  json_t *f = ohbox_check_add (c, kind, where, true, "%s", what);
+  if (c->repair)
+    {
+      ohbox_error_t e = NULL;
+      ohbox_check_repaired (f, ohbox_rm_rf_at (c->rt->dirfd, name, &e), &e);
+    }
+}
+
 static int
 check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
 {
@@ -322,31 +336,19 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
   struct dirent *de;
   while ((de = readdir (d)) != NULL)
     {
+      /* A state dir whose creator died before renaming it into place, or
+       * whose remover died after renaming it away. */
       if (strncmp (de->d_name, ".new-", 5) == 0)
         {
-          /* A state dir whose creator died before renaming it into place. */
-          if (!ohbox_state_half_created_stale (c->rt, de->d_name))
-            continue;
-          cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, de->d_name);
-          json_t *f = ohbox_check_add (c, "half-created-sandbox", where, true, "state of a sandbox whose creator "
-                                                                             "died before it was complete");
-          if (c->repair)
-            {
-              ohbox_error_t e = NULL;
-              ohbox_check_repaired (f, ohbox_rm_rf_at (c->rt->dirfd, de->d_name, &e), &e);
-            }
+          if (ohbox_state_half_created_stale (c->rt, de->d_name))
+            leftover_state_dir (c, de->d_name, "half-created-sandbox",
+                                "state of a sandbox whose creator died before it was complete");
           continue;
         }
       if (strncmp (de->d_name, OHBOX_STATE_REMOVING, strlen (OHBOX_STATE_REMOVING)) == 0)
         {
-          cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, de->d_name);
-          json_t *f = ohbox_check_add (c, "half-removed-sandbox", where, true, "state of a sandbox whose removal "
-                                                                              "did not finish");
-          if (c->repair)
-            {
-              ohbox_error_t e = NULL;
-              ohbox_check_repaired (f, ohbox_rm_rf_at (c->rt->dirfd, de->d_name, &e), &e);
-            }
+          leftover_state_dir (c, de->d_name, "half-removed-sandbox", "state of a sandbox whose removal did not "
+                                                                     "finish");
           continue;
         }
       if (is_sandbox_id (de->d_name) && check_sandbox (c, de->d_name, err) < 0)

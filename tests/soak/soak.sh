@@ -303,13 +303,16 @@ running ()
 next=60
 half=
 while running; do
-  sleep 1
+  if [ -z "$half" ]; then sleep 0.2; else sleep 1; fi
   # A census half-way: what the counters see while sandboxes cycle (they
-  # must see something, or they could not see a leak either).
+  # must see something, or they could not see a leak either). One census is
+  # an instant: it can fall where every worker is between two sandboxes (in
+  # an `ohbox run` that has not printed its ID yet), so it is taken again
+  # until it sees a cycling sandbox's cgroups or the workers are done.
   if [ -z "$half" ] && { [ "$(cat "$S"/workers/*.done 2>/dev/null | wc -l)" -ge $((CYCLES / 2)) ] ||
     { [ "$DURATION" != 0 ] && [ $((SECONDS - START)) -ge $((DURATION / 2)) ]; }; }; then
-    half=1
     census "$S/census/during"
+    [ "$(ours "$S/census/during/cgroups" | wc -l)" -le "$(ours "$S/census/before/cgroups" | wc -l)" ] || half=1
   fi
   if [ $((SECONDS - START)) -ge $next ]; then
     next=$((next + 60))

@@ -40,6 +40,8 @@ bench_cleanup ()
   ob ps -a -q 2>/dev/null | xargs -r "$OHBOX" --root "$STORE" rm -f >/dev/null 2>&1
   rm -rf "$W"
   [ "$RUNROOT" = "$W/run" ] || rm -rf "$RUNROOT"
+  # (this trap replaces the harness's, which would remove its temp dir)
+  [ -z "${T_TMP:-}" ] || rm -rf "$T_TMP"
 }
 
 # The busybox image of the test harness: an OCI layout and its rootfs.

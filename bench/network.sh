@@ -42,6 +42,8 @@ cleanup ()
     sed -i "/^$U:/d" /etc/subuid /etc/subgid
   fi
   rm -rf "$W"
+  # (this trap replaces the harness's, which would remove its temp dir)
+  [ -z "${T_TMP:-}" ] || rm -rf "$T_TMP"
 }
 trap cleanup EXIT
 img_build >/dev/null

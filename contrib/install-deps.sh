@@ -23,11 +23,12 @@ BUILD="autoconf automake libtool pkg-config gcc make clang xz-utils
 # ohbox's table in tests), slirp4netns, passt (pasta) and uidmap (rootless
 # sandboxes); podman
 # (it must read the layouts `ohbox save` writes); libc6-dev and binutils for
-# the static seccomp prober (gcc -static, strings) of seccomp.sh and escape.sh.
+# the static seccomp prober (gcc -static, strings) of seccomp.sh and escape.sh;
+# strace (net.sh kills a removal at an exact syscall with its fault injection).
 TEST="docker-registry skopeo umoci apache2-utils busybox-static zstd jq openssl curl
   ca-certificates python3 iproute2 util-linux coreutils tar gzip debootstrap
   python3-httpx qemu-system-x86 linux-image-amd64 cpio bash-static musl-tools nftables
-  slirp4netns passt uidmap podman libc6-dev binutils"
+  slirp4netns passt uidmap podman libc6-dev binutils strace"
 
 PACKAGES=$(echo $BUILD $TEST)
 

@@ -21,6 +21,7 @@
 
 #include "netlink.h"
 #include "network.h"
+#include "nft.h"
 #include "sandbox_internal.h"
 #include "utils.h"
 
@@ -321,6 +322,45 @@ check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
   return 0;
 }
 
+/* Published ports' nft elements whose address no lease names: left by a
+ * release that died or failed, they would send their host port to
+ * whichever sandbox gets that address next, and refuse the port to the
+ * next sandbox that leases it. Host-wide, but no sandbox of any state
+ * directory can own an address without a lease. Only where the table is
+ * ohbox's to read (root). */
+static void
+check_port_elements (struct ohbox_check_ctx *c)
+{
+  if (geteuid () != 0)
+    return;
+  json_t *orphans = NULL;
+  ohbox_error_t e = NULL;
+  if (ohbox_network_orphan_elements (&orphans, &e) < 0)
+    {
+      ohbox_check_add (c, "unreadable-port-elements", "table inet " OHBOX_NFT_TABLE, false, "%s", e->msg);
+      ohbox_error_release (&e);
+      return;
+    }
+  size_t i;
+  json_t *o;
+  json_array_foreach (orphans, i, o)
+  {
+    cleanup_free char *where = xasprintf ("table inet " OHBOX_NFT_TABLE " map %s { %s }",
+                                          json_string_value (json_object_get (o, "map")),
+                                          json_string_value (json_object_get (o, "key")));
+    json_t *f = ohbox_check_add (c, "orphan-port-element", where, true,
+                                 "published port to %s, an address no sandbox holds",
+                                 json_string_value (json_object_get (o, "addr")));
+    if (c->repair)
+      {
+        json_t *one = json_pack ("[O]", o);
+        ohbox_check_repaired (f, ohbox_network_drop_orphan_elements (one, &e), &e);
+        json_decref (one);
+      }
+  }
+  json_decref (orphans);
+}
+
 int
 ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
 {
@@ -355,5 +395,8 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
         return -1;
     }
   check_names (c);
-  return check_leases (c, err);
+  if (check_leases (c, err) < 0)
+    return -1;
+  check_port_elements (c);
+  return 0;
 }

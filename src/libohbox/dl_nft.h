@@ -16,7 +16,9 @@
   X (nft_ctx_buffer_output) \
   X (nft_ctx_free) \
   X (nft_ctx_get_error_buffer) \
+  X (nft_ctx_get_output_buffer) \
   X (nft_ctx_new) \
+  X (nft_ctx_output_set_flags) \
   X (nft_run_cmd_from_buffer)
 
 #define OHBOX_DL_ONE(name) +1
@@ -39,7 +41,9 @@ int ohbox_dl_nft_load (ohbox_error_t *err);
 #define nft_ctx_buffer_output (ohbox_dl_nft.nft_ctx_buffer_output)
 #define nft_ctx_free (ohbox_dl_nft.nft_ctx_free)
 #define nft_ctx_get_error_buffer (ohbox_dl_nft.nft_ctx_get_error_buffer)
+#define nft_ctx_get_output_buffer (ohbox_dl_nft.nft_ctx_get_output_buffer)
 #define nft_ctx_new (ohbox_dl_nft.nft_ctx_new)
+#define nft_ctx_output_set_flags (ohbox_dl_nft.nft_ctx_output_set_flags)
 #define nft_run_cmd_from_buffer (ohbox_dl_nft.nft_run_cmd_from_buffer)
 
 #endif

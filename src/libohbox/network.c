@@ -140,6 +140,65 @@ out:
   return r;
 }
 
+/* The element of published port M in its map, as ohbox_nft_port_elements
+ * lists them ({"map", "key", "addr"}), for sandbox address IP. */
+static json_t *
+port_element (const struct ohbox_port_mapping *m, struct in_addr ip)
+{
+  char hip[INET_ADDRSTRLEN], sip[INET_ADDRSTRLEN];
+  inet_ntop (AF_INET, &m->host_ip, hip, sizeof hip);
+  inet_ntop (AF_INET, &ip, sip, sizeof sip);
+  const char *proto = m->proto == IPPROTO_UDP ? "udp" : "tcp";
+  bool any = m->host_ip.s_addr == INADDR_ANY;
+  cleanup_free char *key = any ? xasprintf ("%s . %u", proto, (unsigned) m->host_port)
+                               : xasprintf ("%s . %s . %u", hip, proto, (unsigned) m->host_port);
+  return json_pack ("{s:s, s:s, s:s}", "map", any ? "puball" : "pub4", "key", key, "addr", sip);
+}
+
+static void
+append_nft_add (struct ohbox_buf *b, const struct ohbox_port_mapping *m, struct in_addr ip)
+{
+  json_t *e = port_element (m, ip);
+  cleanup_free char *line = xasprintf ("add element inet " OHBOX_NFT_TABLE " %s { %s : %s . %u }\n",
+                                       json_string_value (json_object_get (e, "map")),
+                                       json_string_value (json_object_get (e, "key")),
+                                       json_string_value (json_object_get (e, "addr")), (unsigned) m->ctr_port);
+  json_decref (e);
+  ohbox_buf_append (b, line, strlen (line));
+}
+
+/* Whether ip/ADDR in NETFD is held by a sandbox that exists. A stale one
+ * (its owner's state is gone, e.g. removed by hand) is unlinked after the
+ * published ports' elements still pointing at ADDR are deleted: left, they
+ * would send those host ports to whichever sandbox gets ADDR next. We hold
+ * the network lock. */
+static bool
+ip_lease_held (int netfd, const char *addr)
+{
+  char name[8 + INET_ADDRSTRLEN], target[PATH_MAX];
+  snprintf (name, sizeof name, "ip/%s", addr);
+  ssize_t n = readlinkat (netfd, name, target, sizeof target - 1);
+  if (n < 0)
+    return false;
+  target[n] = '\0';
+  if (access (target, F_OK) == 0)
+    return true;
+  json_t *elems = NULL, *to_addr = json_array ();
+  if (ohbox_nft_port_elements (&elems, NULL) == 0)
+    {
+      size_t i;
+      json_t *e;
+      json_array_foreach (elems, i, e)
+      if (strcmp (json_string_value (json_object_get (e, "addr")), addr) == 0)
+        json_array_append (to_addr, e);
+      ohbox_nft_delete_elements (to_addr, NULL);
+    }
+  json_decref (elems);
+  json_decref (to_addr);
+  unlinkat (netfd, name, 0);
+  return false;
+}
+
 /* An address of the subnet for OWNER, under the network lock. */
 static int
 lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct in_addr *ret, ohbox_error_t *err)
@@ -162,7 +221,7 @@ lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct i
       char name[8 + INET_ADDRSTRLEN];
       memcpy (name, "ip/", 4);
       inet_ntop (AF_INET, &a, name + 3, INET_ADDRSTRLEN);
-      if (ohbox_lease_held (netfd, name))
+      if (ip_lease_held (netfd, name + 3))
         continue;
       if (symlinkat (owner, netfd, name) < 0)
         return ohbox_error_errno (err, "lease address `%s`", name + 3);
@@ -174,23 +233,6 @@ lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct i
     }
   return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "no free address in the sandbox subnet (/%d): remove sandboxes",
                       prefix);
-}
-
-static void
-append_nft_elem (struct ohbox_buf *b, const char *verb, const struct ohbox_port_mapping *m, struct in_addr ip)
-{
-  char hip[INET_ADDRSTRLEN], sip[INET_ADDRSTRLEN];
-  inet_ntop (AF_INET, &m->host_ip, hip, sizeof hip);
-  inet_ntop (AF_INET, &ip, sip, sizeof sip);
-  const char *proto = m->proto == IPPROTO_UDP ? "udp" : "tcp";
-  cleanup_free char *line = NULL;
-  if (m->host_ip.s_addr == INADDR_ANY)
-    line = xasprintf ("%s element inet " OHBOX_NFT_TABLE " puball { %s . %u : %s . %u }\n", verb, proto,
-                      (unsigned) m->host_port, sip, (unsigned) m->ctr_port);
-  else
-    line = xasprintf ("%s element inet " OHBOX_NFT_TABLE " pub4 { %s . %s . %u : %s . %u }\n", verb, hip, proto,
-                      (unsigned) m->host_port, sip, (unsigned) m->ctr_port);
-  ohbox_buf_append (b, line, strlen (line));
 }
 
 static json_t *
@@ -347,8 +389,25 @@ publish_bridge (struct ohbox_network *n, ohbox_error_t *err)
     return 0;
   struct ohbox_buf b = { 0 };
   for (size_t i = 0; i < n->n_maps; i++)
-    append_nft_elem (&b, "add", &n->maps[i], n->ip);
+    append_nft_add (&b, &n->maps[i], n->ip);
   int r = ohbox_nft_run (b.data, err);
+  if (r < 0)
+    {
+      /* An element left by a sandbox that is gone holds the same host port
+       * ("File exists"): its port lease was stale or free, ours now. Drop
+       * such elements (those of stale leases with them, in the GC) and
+       * try once more. */
+      ohbox_error_t e = NULL;
+      json_t *orphans = NULL;
+      if (ohbox_network_gc (&e) == 0 && ohbox_network_orphan_elements (&orphans, &e) == 0
+          && ohbox_network_drop_orphan_elements (orphans, &e) == 0)
+        {
+          ohbox_error_release (err);
+          r = ohbox_nft_run (b.data, err);
+        }
+      json_decref (orphans);
+      ohbox_error_release (&e);
+    }
   ohbox_buf_free (&b);
   if (r < 0)
     return ohbox_error_prefix (err, "publish ports");
@@ -563,6 +622,21 @@ release_owned (int netfd, const char *sub, const char *owner)
     }
 }
 
+/* A published port as network.json records it ("ports"); false if P is not one. */
+static bool
+port_from_json (json_t *p, struct ohbox_port_mapping *m)
+{
+  memset (m, 0, sizeof *m);
+  const char *hip = json_string_value (json_object_get (p, "host_ip"));
+  if (hip == NULL || inet_pton (AF_INET, hip, &m->host_ip) != 1)
+    return false;
+  m->host_port = (uint16_t) json_integer_value (json_object_get (p, "host_port"));
+  m->ctr_port = (uint16_t) json_integer_value (json_object_get (p, "container_port"));
+  m->proto = strcmp (json_string_value (json_object_get (p, "protocol")) ?: "", "udp") == 0 ? IPPROTO_UDP
+                                                                                          : IPPROTO_TCP;
+  return true;
+}
+
 int
 ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
 {
@@ -613,30 +687,30 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
       return ohbox_error_prefix (err, "lock the network state");
     }
   /* Only what this sandbox still holds: a port or address released before
-   * may belong to another sandbox now. */
-  struct ohbox_buf b = { 0 };
+   * may belong to another sandbox now. The elements go before the leases:
+   * killed in between (loading libnftables takes milliseconds), the next
+   * release still finds the leases and deletes again; the other order
+   * left an element that nothing would ever delete. */
+  json_t *elems = json_array ();
   size_t i;
   json_t *p;
-  json_array_foreach (json_object_get (j, "ports"), i, p)
+  json_t *ports = json_object_get (j, "ports");
+  json_array_foreach (ports, i, p)
   {
-    struct ohbox_port_mapping m = { 0 };
-    const char *hip = json_string_value (json_object_get (p, "host_ip"));
-    if (hip == NULL || inet_pton (AF_INET, hip, &m.host_ip) != 1)
-      continue;
-    m.host_port = (uint16_t) json_integer_value (json_object_get (p, "host_port"));
-    m.ctr_port = (uint16_t) json_integer_value (json_object_get (p, "container_port"));
-    m.proto = strcmp (json_string_value (json_object_get (p, "protocol")) ?: "", "udp") == 0 ? IPPROTO_UDP
-                                                                                            : IPPROTO_TCP;
-    if (ohbox_ports_release_one (netfd, state_dir, m.proto, m.host_port) && veth)
-      append_nft_elem (&b, "delete", &m, ip);
+    struct ohbox_port_mapping m;
+    if (veth && port_from_json (p, &m) && ohbox_ports_lease_owned (netfd, state_dir, m.proto, m.host_port))
+      json_array_append_new (elems, port_element (&m, ip));
   }
-  if (b.data && ohbox_nft_run (b.data, NULL) < 0)
-    {
-      /* Some element was already gone (nft flushed?): delete one by one. */
-      for (char *line = strtok (b.data, "\n"); line; line = strtok (NULL, "\n"))
-        ohbox_nft_run (line, NULL);
-    }
-  ohbox_buf_free (&b);
+  /* (some may be gone already: deleted by a release killed before it
+   * unlinked the leases, or the table flushed) */
+  ohbox_nft_delete_elements (elems, NULL);
+  json_decref (elems);
+  json_array_foreach (ports, i, p)
+  {
+    struct ohbox_port_mapping m;
+    if (port_from_json (p, &m))
+      ohbox_ports_release_one (netfd, state_dir, m.proto, m.host_port);
+  }
   if (ips)
     {
       char name[8 + INET_ADDRSTRLEN], target[PATH_MAX];
@@ -664,6 +738,7 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
   return r;
 }
 
+/* Drops the stale leases in NETFD/SUB (ip: with their elements). */
 static void
 gc_dir (int netfd, const char *sub)
 {
@@ -675,9 +750,15 @@ gc_dir (int netfd, const char *sub)
     return;
   fd = -1;
   struct dirent *de;
+  bool ip = strcmp (sub, "ip") == 0;
   while ((de = readdir (d)))
     if (de->d_name[0] != '.')
-      ohbox_lease_held (dirfd (d), de->d_name);
+      {
+        if (ip)
+          ip_lease_held (netfd, de->d_name);
+        else
+          ohbox_lease_held (dirfd (d), de->d_name);
+      }
 }
 
 int
@@ -695,4 +776,55 @@ ohbox_network_gc (ohbox_error_t *err)
   gc_dir (netfd, "ip");
   gc_dir (netfd, "port");
   return 0;
+}
+
+/* Whether an ip lease names ADDR (held or stale). */
+static bool
+ip_leased (int netfd, const char *addr)
+{
+  char name[8 + INET_ADDRSTRLEN];
+  struct stat st;
+  snprintf (name, sizeof name, "ip/%s", addr);
+  return fstatat (netfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int
+ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
+{
+  *ret = NULL;
+  json_t *elems = NULL;
+  if (ohbox_nft_port_elements (&elems, err) < 0)
+    return -1;
+  cleanup_close int netfd = open (ohbox_network_root (), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  json_t *orphans = json_array ();
+  size_t i;
+  json_t *e;
+  json_array_foreach (elems, i, e)
+  if (netfd < 0 || !ip_leased (netfd, json_string_value (json_object_get (e, "addr"))))
+    json_array_append (orphans, e);
+  json_decref (elems);
+  *ret = orphans;
+  return 0;
+}
+
+int
+ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err)
+{
+  cleanup_close int netfd = open_netroot (err);
+  if (netfd < 0)
+    return -1;
+  /* Under the lock, where no address is leased or released: one that got
+   * a lease since it was listed is a live sandbox's and stays. */
+  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
+  if (lock < 0)
+    return ohbox_error_prefix (err, "lock the network state");
+  json_t *drop = json_array ();
+  size_t i;
+  json_t *e;
+  json_array_foreach (elems, i, e)
+  if (!ip_leased (netfd, json_string_value (json_object_get (e, "addr"))))
+    json_array_append (drop, e);
+  int r = ohbox_nft_delete_elements (drop, err);
+  json_decref (drop);
+  return r;
 }

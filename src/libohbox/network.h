@@ -102,6 +102,13 @@ void ohbox_network_free (struct ohbox_network *n);
 int ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err);
 /* Reclaims stale leases (owner directory gone). */
 int ohbox_network_gc (ohbox_error_t *err);
+/* Published ports' nft elements that point at an address no lease names
+ * (left by a release that failed or a hand-made edit): RET an array as
+ * ohbox_nft_port_elements gives. */
+int ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err);
+/* Deletes those of ELEMS whose address still has no lease (under the
+ * network lock). */
+int ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err);
 /* network.json of a sandbox ({"mode","ip","gateway","ports":[...],"active"}),
  * or NULL when it has none. */
 json_t *ohbox_network_read (int dirfd);
@@ -113,6 +120,8 @@ const char *ohbox_network_root (void);
  * host port, kept by the caller for the sandbox's lifetime. */
 int ohbox_ports_allocate (int netdirfd, const char *owner, const struct ohbox_publish *reqs, size_t n,
                           struct ohbox_port_mapping **ret, size_t *ret_n, int **ret_fds, ohbox_error_t *err);
+/* Whether OWNER holds the port lease PROTO/PORT in NETDIRFD. */
+bool ohbox_ports_lease_owned (int netdirfd, const char *owner, int proto, uint16_t port);
 /* Unlinks the port lease PROTO/PORT in NETDIRFD when OWNER holds it; true then. */
 bool ohbox_ports_release_one (int netdirfd, const char *owner, int proto, uint16_t port);
 /* Lease names: "tcp-8080". */

@@ -110,7 +110,7 @@ ohbox_lease_held (int dirfd, const char *name)
 }
 
 bool
-ohbox_ports_release_one (int netdirfd, const char *owner, int proto, uint16_t port)
+ohbox_ports_lease_owned (int netdirfd, const char *owner, int proto, uint16_t port)
 {
   char name[32], target[PATH_MAX];
   ohbox_port_lease_name (proto, port, name + 5);
@@ -119,8 +119,17 @@ ohbox_ports_release_one (int netdirfd, const char *owner, int proto, uint16_t po
   if (n < 0)
     return false;
   target[n] = '\0';
-  if (strcmp (target, owner) != 0)
+  return strcmp (target, owner) == 0;
+}
+
+bool
+ohbox_ports_release_one (int netdirfd, const char *owner, int proto, uint16_t port)
+{
+  if (!ohbox_ports_lease_owned (netdirfd, owner, proto, port))
     return false;
+  char name[32];
+  ohbox_port_lease_name (proto, port, name + 5);
+  memcpy (name, "port/", 5);
   return unlinkat (netdirfd, name, 0) == 0;
 }
 

@@ -19,6 +19,8 @@
 #ifndef OHBOX_NFT_H
 #define OHBOX_NFT_H
 
+#include <jansson.h>
+
 #include "error.h"
 
 #define OHBOX_NFT_TABLE "ohbox"
@@ -28,5 +30,11 @@ int ohbox_nft_run (const char *cmds, ohbox_error_t *err);
 /* Creates the table, maps and rules for BRIDGE and SUBNET ("10.213.0.0/16")
  * unless the table already exists. The caller serializes (network lock). */
 int ohbox_nft_ensure (const char *bridge, const char *subnet, ohbox_error_t *err);
+/* The published ports' elements of both maps, as an array of
+ * {"map", "key" (in nft's syntax), "addr" (the sandbox address they point
+ * at)}; empty when the table does not exist. */
+int ohbox_nft_port_elements (json_t **ret, ohbox_error_t *err);
+/* Deletes ELEMS (as ohbox_nft_port_elements gives them), in one transaction. */
+int ohbox_nft_delete_elements (json_t *elems, ohbox_error_t *err);
 
 #endif

@@ -5,8 +5,8 @@
 # `ohbox check --repair` repairs them all, `ohbox check` is then clean and
 # the same operation, run normally, succeeds. At the end of each test
 # nothing leaked (mounts under the store and state, cgroup directories,
-# veths, leases and processes of every sandbox seen) and every blob is
-# intact.
+# veths, leases, published ports' nft elements and processes of every
+# sandbox seen) and every blob is intact.
 #
 #   OHBOX_FAULTS_SEED=N     the random seed (printed: a failure is reproducible)
 #   OHBOX_FAULTS_POINTS=N   kill points per operation (default 20)
@@ -132,6 +132,10 @@ assert_no_leaks ()
     [ -L "$l" ] || continue
     case $(readlink "$l") in "$OHBOX_RUNROOT"/*) bad="$bad lease $l;" ;; esac
   done
+  # (the suite runs one file at a time: an orphan element is this test's)
+  local orphans
+  orphans=$(nft_orphan_elements "$netroot")
+  [ -z "$orphans" ] || bad="$bad nft elements for $(tr '\n' ' ' <<<"$orphans");"
   if pgrep -f -- "--root $T_ROOT " >/dev/null; then
     bad="$bad ohbox processes: $(pgrep -af -- "--root $T_ROOT " | head -3 | tr '\n' ' ');"
   fi

@@ -117,3 +117,15 @@ with open(sys.argv[1], "r+b") as f:
     f.seek(int(sys.argv[2]))
     f.write(bytes([b[0] ^ 0xFF]))' "$1" "$2"
 }
+
+# nft_orphan_elements [NETROOT]: the sandbox addresses that a published
+# port's DNAT element (table inet ohbox) still points at although no address
+# lease names them: elements a release left that nothing would delete.
+nft_orphan_elements ()
+{
+  local netroot=${1:-${OHBOX_NETROOT:-/run/ohbox/net}} e
+  for e in $(nft -j list table inet ohbox 2>/dev/null |
+    jq -r '.nftables[] | select(.map) | .map.elem[]? | .[1].concat[0]' 2>/dev/null | sort -u); do
+    [ -L "$netroot/ip/$e" ] || echo "$e"
+  done
+}

@@ -189,8 +189,10 @@ ip_lease_held (int netfd, const char *addr)
       size_t i;
       json_t *e;
       json_array_foreach (elems, i, e)
-      if (strcmp (json_string_value (json_object_get (e, "addr")), addr) == 0)
-        json_array_append (to_addr, e);
+      {
+        if (strcmp (json_string_value (json_object_get (e, "addr")), addr) == 0)
+          json_array_append (to_addr, e);
+      }
       ohbox_nft_delete_elements (to_addr, NULL);
     }
   json_decref (elems);
@@ -800,8 +802,10 @@ ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
   size_t i;
   json_t *e;
   json_array_foreach (elems, i, e)
-  if (netfd < 0 || !ip_leased (netfd, json_string_value (json_object_get (e, "addr"))))
-    json_array_append (orphans, e);
+  {
+    if (netfd < 0 || !ip_leased (netfd, json_string_value (json_object_get (e, "addr"))))
+      json_array_append (orphans, e);
+  }
   json_decref (elems);
   *ret = orphans;
   return 0;
@@ -813,17 +817,28 @@ ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err)
   cleanup_close int netfd = open_netroot (err);
   if (netfd < 0)
     return -1;
-  /* Under the lock, where no address is leased or released: one that got
-   * a lease since it was listed is a live sandbox's and stays. */
+  /* Listed again under the lock, which every deletion of an element
+   * holds: an orphan deleted since ELEMS was listed may have let a live
+   * sandbox add its own element with the same key (a delete names only
+   * the key), and its address may have been leased again meanwhile. */
   cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
   if (lock < 0)
     return ohbox_error_prefix (err, "lock the network state");
+  json_t *now = NULL;
+  if (ohbox_network_orphan_elements (&now, err) < 0)
+    return -1;
   json_t *drop = json_array ();
-  size_t i;
-  json_t *e;
+  size_t i, k;
+  json_t *e, *o;
   json_array_foreach (elems, i, e)
-  if (!ip_leased (netfd, json_string_value (json_object_get (e, "addr"))))
-    json_array_append (drop, e);
+  {
+    json_array_foreach (now, k, o)
+    {
+      if (json_equal (e, o))
+        json_array_append (drop, e);
+    }
+  }
+  json_decref (now);
   int r = ohbox_nft_delete_elements (drop, err);
   json_decref (drop);
   return r;

@@ -106,8 +106,7 @@ int ohbox_network_gc (ohbox_error_t *err);
  * (left by a release that failed or a hand-made edit): RET an array as
  * ohbox_nft_port_elements gives. */
 int ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err);
-/* Deletes those of ELEMS whose address still has no lease (under the
- * network lock). */
+/* Deletes those of ELEMS that still are orphans (under the network lock). */
 int ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err);
 /* network.json of a sandbox ({"mode","ip","gateway","ports":[...],"active"}),
  * or NULL when it has none. */

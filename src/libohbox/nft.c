@@ -27,7 +27,13 @@ nft_exec (const char *cmds, bool quiet, json_t **ret_json, ohbox_error_t *err)
   if (r == 0 && ret_json)
     {
       const char *out = nft_ctx_get_output_buffer (ctx);
-      *ret_json = out && *out ? json_loads (out, 0, NULL) : NULL;
+      json_error_t je;
+      *ret_json = out && *out ? json_loads (out, 0, &je) : NULL;
+      if (out && *out && *ret_json == NULL)
+        {
+          ohbox_error (err, OHBOX_ERR_GENERIC, 0, "nftables: its JSON output does not parse: %s", je.text);
+          r = -1; /* (the message below is not kept: the first error is) */
+        }
     }
   if (r != 0 && !quiet)
     {
@@ -188,9 +194,13 @@ ohbox_nft_delete_elements (json_t *elems, ohbox_error_t *err)
           json_t *n;
           r = 0;
           json_array_foreach (now, k, n)
-          json_array_foreach (elems, i, e)
-          if (json_equal (n, e))
-            r = -1;
+          {
+            json_array_foreach (elems, i, e)
+            {
+              if (json_equal (n, e))
+                r = -1;
+            }
+          }
         }
       json_decref (now);
       if (r == 0)

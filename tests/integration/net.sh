@@ -427,6 +427,9 @@ test_orphan_port_elements ()
   assert_ok ohbox run --rm "$BB" true
   local p1 p2 p3 ghost
   p1=$(t_free_port) p2=$(t_free_port) p3=$(t_free_port)
+  # (three keys: the same port twice would be one element)
+  while [ "$p2" = "$p1" ]; do p2=$(t_free_port); done
+  while [ "$p3" = "$p1" ] || [ "$p3" = "$p2" ]; do p3=$(t_free_port); done
   ghost=$OHBOX_RUNROOT/$(printf '%064d' 7)
   trap "rm -f '$NETROOT/ip/192.0.2.2'; for p in $p1 $p2 $p3; do nft delete element inet ohbox pub4 \"{ 127.0.0.1 . tcp . \$p }\" 2>/dev/null || true; done" EXIT
   nft add element inet ohbox pub4 "{ 127.0.0.1 . tcp . $p1 : 192.0.2.1 . 80 }"

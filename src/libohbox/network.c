@@ -64,6 +64,24 @@ open_netroot (ohbox_error_t *err)
   return fd;
 }
 
+/* The network state directory, locked (the lock's fd in *RET_LOCK): every
+ * lease and every published port's element is taken or given back under
+ * it. -1 when either fails. */
+static int
+open_netroot_locked (int *ret_lock, ohbox_error_t *err)
+{
+  int fd = open_netroot (err);
+  if (fd < 0)
+    return -1;
+  *ret_lock = ohbox_lock_file (fd, "lock", true, false, err);
+  if (*ret_lock < 0)
+    {
+      close (fd);
+      return ohbox_error_prefix (err, "lock the network state");
+    }
+  return fd;
+}
+
 /* $OHBOX_NETWORK_SUBNET or the default: network address and prefix. */
 static int
 subnet_get (struct in_addr *net, int *prefix, ohbox_error_t *err)
@@ -320,12 +338,10 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
     return ohbox_error_errno (err, "dup");
   if (n_req > 0)
     {
-      cleanup_close int netfd = open_netroot (err);
+      cleanup_close int lock = -1;
+      cleanup_close int netfd = open_netroot_locked (&lock, err);
       if (netfd < 0)
         return -1;
-      cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
-      if (lock < 0)
-        return ohbox_error_prefix (err, "lock the network state");
       if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
         return -1;
       /* slirp4netns or pasta binds them itself (the lease keeps other
@@ -355,12 +371,10 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
     return -1;
   n->gw.s_addr = htonl (ntohl (net.s_addr) + 1);
   snprintf (n->veth, sizeof n->veth, "ohb%.12s", id);
-  cleanup_close int netfd = open_netroot (err);
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
   if (netfd < 0)
     return -1;
-  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
-  if (lock < 0)
-    return ohbox_error_prefix (err, "lock the network state");
   if (bridge_ensure (n->gw, n->prefix, net, err) < 0)
     return -1;
   if (lease_ip (netfd, n->state_dir, net, n->prefix, &n->ip, err) < 0)
@@ -650,12 +664,10 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
       struct stat st;
       if (stat (ohbox_network_root (), &st) < 0)
         return 0;
-      cleanup_close int netfd = open_netroot (err);
+      cleanup_close int lock = -1;
+      cleanup_close int netfd = open_netroot_locked (&lock, err);
       if (netfd < 0)
         return -1;
-      cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
-      if (lock < 0)
-        return ohbox_error_prefix (err, "lock the network state");
       release_owned (netfd, "ip", state_dir);
       release_owned (netfd, "port", state_dir);
       return 0;
@@ -676,17 +688,12 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
   if (ips)
     inet_pton (AF_INET, ips, &ip);
   int r = 0;
-  cleanup_close int netfd = open_netroot (err);
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
   if (netfd < 0)
     {
       json_decref (j);
       return -1;
-    }
-  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
-  if (lock < 0)
-    {
-      json_decref (j);
-      return ohbox_error_prefix (err, "lock the network state");
     }
   /* Only what this sandbox still holds: a port or address released before
    * may belong to another sandbox now. The elements go before the leases:
@@ -769,11 +776,9 @@ ohbox_network_gc (ohbox_error_t *err)
   struct stat st;
   if (stat (ohbox_network_root (), &st) < 0)
     return 0;
-  cleanup_close int netfd = open_netroot (err);
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
   if (netfd < 0)
-    return -1;
-  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
-  if (lock < 0)
     return -1;
   gc_dir (netfd, "ip");
   gc_dir (netfd, "port");
@@ -814,16 +819,14 @@ ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
 int
 ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err)
 {
-  cleanup_close int netfd = open_netroot (err);
-  if (netfd < 0)
-    return -1;
   /* Listed again under the lock, which every deletion of an element
    * holds: an orphan deleted since ELEMS was listed may have let a live
    * sandbox add its own element with the same key (a delete names only
    * the key), and its address may have been leased again meanwhile. */
-  cleanup_close int lock = ohbox_lock_file (netfd, "lock", true, false, err);
-  if (lock < 0)
-    return ohbox_error_prefix (err, "lock the network state");
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  if (netfd < 0)
+    return -1;
   json_t *now = NULL;
   if (ohbox_network_orphan_elements (&now, err) < 0)
     return -1;

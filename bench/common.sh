@@ -110,16 +110,18 @@ bench_hyperfine ()
     hyperfine -w 3 -r "$runs" --export-json "$json" "${args[@]}" >/dev/null
 }
 
-# bench_table JSON BASE: "name  median  ratio to BASE  cpu" lines (cpu: mean
-# user + system time of the command and the children it waited for, which
-# a loaded machine inflates less than wall time).
+# bench_table JSON BASE [BASE2]: "name  median  ratio to BASE  cpu" lines
+# (cpu: mean user + system time of the command and the children it waited
+# for, which a loaded machine inflates less than wall time), and a last
+# column of ratios to BASE2 when JSON has it.
 bench_table ()
 {
-  local base
+  local base base2
   base=$(jq --arg b "$2" '.results[] | select(.command == $b) | .median' "$1")
+  base2=$(jq --arg b "${3:-}" '[.results[] | select(.command == $b) | .median][0] // 0' "$1")
   {
-    printf 'command\tmedian\tratio\tcpu\n'
-    jq -r --argjson f "$base" '.results[] | "\(.command)\t\(.median * 1000 | . * 10 | round / 10) ms\t\(.median / $f | . * 100 | round / 100)x\t\((.user + .system) * 1000 | . * 10 | round / 10) ms"' "$1"
+    printf 'command\tmedian\tratio\tcpu%s\n' "$([ "$base2" = 0 ] || printf '\tvs %s' "$3")"
+    jq -r --argjson f "$base" --argjson g "$base2" '.results[] | "\(.command)\t\(.median * 1000 | . * 10 | round / 10) ms\t\(.median / $f | . * 100 | round / 100)x\t\((.user + .system) * 1000 | . * 10 | round / 10) ms" + (if $g > 0 then "\t\(.median / $g | . * 100 | round / 100)x" else "" end)' "$1"
   } | column -t -s $'\t'
 }
 

@@ -65,7 +65,7 @@ static pid_t parent_pid, init_pid;
 static void cleanup (void);
 
 /* Exits 125 naming the failed step; the parent removes what it made. */
-static void
+__attribute__ ((format (printf, 1, 2), noreturn)) static void
 die (const char *fmt, ...)
 {
   va_list ap;

@@ -9,7 +9,7 @@
 # Memory per sandbox: bench/density.sh.
 #
 #   bench/start.sh [RUNS]        (root; hyperfine, jq; crun, runc, bwrap, podman if installed)
-#   BENCH_SKIP=podman,runc       leave some out
+#   BENCH_SKIP=podman,runc       leave some out (also: work-floor)
 . "$(dirname "$0")/common.sh"
 RUNS=${1:-50}
 
@@ -22,17 +22,21 @@ add ()
 }
 add floor "unshare --user --map-root-user --pid --fork --mount --net --uts --ipc chroot $ROOTFS /bin/true"
 add ohbox "$OHBOX --root $STORE run --rm --network=none $BB /bin/true"
-# The work floor takes the seccomp program and layers of a sandbox of the
-# same image (and ohbox's parent cgroups, which this start makes).
-if ! case $SKIP in *,work-floor,*) true ;; *) false ;; esac; then
-  cc -O2 -o "$W/workfloor" "$SRC/bench/workfloor.c"
-  id=$(ob run -d --network=none "$BB" sleep 60)
-  cp "$RUNROOT/$id/seccomp.bpf" "$W/seccomp.bpf"
-  layers=$(sed "s|^sha256:|$STORE/layers/sha256/|" "$STORE/sandboxes/$id/layers" | tr '\n' ' ')
-  ob rm -f "$id" >/dev/null
-  mkdir "$STORE/work-floor"
-  add work-floor "$W/workfloor $STORE/work-floor $W/seccomp.bpf $layers -- /bin/true"
-fi
+# The work floor (bench/workfloor.c) takes the seccomp program and layers of
+# a sandbox of the same image, and ohbox's parent cgroups, which that start
+# makes.
+case $SKIP in
+  *,work-floor,*) ;;
+  *)
+    cc -O2 -o "$W/workfloor" "$SRC/bench/workfloor.c"
+    id=$(ob run -d --network=none "$BB" sleep 60)
+    cp "$RUNROOT/$id/seccomp.bpf" "$W/seccomp.bpf"
+    layers=$(sed "s|^sha256:|$STORE/layers/sha256/|" "$STORE/sandboxes/$id/layers" | tr '\n' ' ')
+    ob rm -f "$id" >/dev/null
+    mkdir "$STORE/work-floor"
+    add work-floor "$W/workfloor $STORE/work-floor $W/seccomp.bpf $layers -- /bin/true"
+    ;;
+esac
 want bwrap && add bwrap "bwrap --unshare-all --ro-bind $ROOTFS / --proc /proc --dev /dev /bin/true"
 want crun && add crun "$(crun_hybrid "run -b $BUNDLE c\$\$")"
 want runc && add runc "sh -c 'exec runc run -b $BUNDLE r\$\$'"

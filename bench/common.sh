@@ -9,6 +9,10 @@ set -eu
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OHBOX=${OHBOX_BIN:-$SRC/ohbox}
 SKIP=",${BENCH_SKIP:-},"
+# (before anything is made: this exit comes before the cleanup trap)
+for t in hyperfine jq; do
+  command -v $t >/dev/null || { echo "bench: needs $t (apt-get install hyperfine jq)" >&2; exit 1; }
+done
 W=$(mktemp -d /tmp/ohbox-bench.XXXXXX)
 chmod 755 "$W" # the peers' containers run as an unprivileged host id
 RUNROOT=$W/run
@@ -18,10 +22,6 @@ fi
 export OHBOX_RUNROOT=$RUNROOT
 STORE=$W/store
 BB=localhost/busybox:latest
-
-for t in hyperfine jq; do
-  command -v $t >/dev/null || { echo "bench: needs $t (apt-get install hyperfine jq)" >&2; exit 1; }
-done
 
 ob ()
 {

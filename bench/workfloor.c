@@ -478,6 +478,8 @@ main (int argc, char **argv)
       sandbox (sv[1], cmd);
     }
   close (sv[1]);
+  if (cgfd >= 0)
+    close (cgfd);
   init_pid = pid;
   for (int i = 0; i < n_cgroups; i++)
     if (cgroups[i].tasks >= 0)

@@ -15,7 +15,7 @@
 
 #include "executor.h"
 #include "obs.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static double
 now_mono (void)

@@ -38,7 +38,7 @@
 
 #include "executor.h"
 #include "server.h"
-#include "utils.h"
+#include "common/utils.h"
 
 /* Entries in one uploaded zip, and bytes unpacked from it (zip bombs). */
 #define MAX_ZIP_ENTRIES 200000

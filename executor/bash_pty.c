@@ -22,7 +22,7 @@
 
 #include "bash_private.h"
 #include "users.h"
-#include "utils.h"
+#include "common/utils.h"
 
 extern char **environ;
 

@@ -19,7 +19,7 @@
 #include "bash_private.h"
 #include "cmdsplit.h"
 #include "obs.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define PS1_BEGIN "###PS1JSON###"
 #define PS1_END "###PS1END###"

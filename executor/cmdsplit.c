@@ -27,7 +27,7 @@
 #include <stdint.h>
 #include <string.h>
 
-#include "utils.h"
+#include "common/utils.h"
 
 #define MAX_HEREDOCS 16
 

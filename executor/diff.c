@@ -10,7 +10,7 @@
 #include <string.h>
 
 #include "editor.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define MAX_DP_CELLS (4u << 20)
 

@@ -16,7 +16,7 @@
 #include "editor_private.h"
 #include "executor.h"
 #include "obs.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define SNIPPET_CONTEXT_WINDOW 4
 #define HISTORY_PER_FILE 10

@@ -10,7 +10,7 @@
 
 #include "editor_private.h"
 #include "obs.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define DIRECTORY_CONTENT_TRUNCATED_NOTICE                                                                     \
   "<response clipped><NOTE>Due to the max output limit, only part of this directory has been shown to you. "   \

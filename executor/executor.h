@@ -12,7 +12,7 @@
 #include <sys/types.h>
 
 #include "bash_session.h"
-#include "error.h"
+#include "common/error.h"
 
 struct editor;
 struct ipython;

@@ -16,7 +16,7 @@
 #include "editor.h"
 #include "executor.h"
 #include "obs.h"
-#include "utils.h"
+#include "common/utils.h"
 
 /* Largest file `read` returns: the reply is built in memory. */
 #define MAX_READ_BYTES (256u << 20)

@@ -25,7 +25,7 @@
 #include "executor.h"
 #include "obs.h"
 #include "users.h"
-#include "utils.h"
+#include "common/utils.h"
 
 /* Reply size the executor accepts from the driver (the driver already cuts
  * cell output to 1 MiB). */

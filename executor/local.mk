@@ -17,8 +17,8 @@ ohbox_executor_SOURCES = \
 	executor/archive.c \
 	executor/ipython.c \
 	executor/users.c executor/users.h \
-	src/libohbox/error.c src/libohbox/error.h \
-	src/libohbox/utils.c src/libohbox/utils.h
+	src/libohbox/common/error.c src/libohbox/common/error.h \
+	src/libohbox/common/utils.c src/libohbox/common/utils.h
 ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
 # libarchive is not linked: archive.c loads it on first use (its header only
 # gives the types).
@@ -43,12 +43,12 @@ EXTRA_DIST += executor/closure.sh executor/mhd-notls.sh executor/README.md
 check_PROGRAMS += tests/executor/test-executor-units
 tests_executor_test_executor_units_SOURCES = tests/executor/test-executor-units.c tests/unit/unit.h \
 	executor/cmdsplit.c executor/terminal.c executor/diff.c executor/obs.c \
-	src/libohbox/error.c src/libohbox/utils.c
+	src/libohbox/common/error.c src/libohbox/common/utils.c
 tests_executor_test_executor_units_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/executor -I$(top_srcdir)/tests/unit \
 	$(JANSSON_CFLAGS) $(VTERM_CFLAGS)
 tests_executor_test_executor_units_LDADD = $(JANSSON_LIBS) $(VTERM_LIBS) -lm
 
-# What `ohbox build` needs from an installed ohbox (src/libohbox/build_inputs.c
+# What `ohbox build` needs from an installed ohbox (src/libohbox/build/build_inputs.c
 # looks there): closure.sh, and the executor source tree whose digest is the
 # runtime images' source tag. Keep this list equal to executor/*.c, *.h, local.mk.
 dist_pkgdata_DATA = executor/closure.sh

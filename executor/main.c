@@ -55,7 +55,7 @@
 #include "executor.h"
 #include "server.h"
 #include "users.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static double
 now_mono (void)

@@ -8,7 +8,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "utils.h"
+#include "common/utils.h"
 
 static const char truncation_marker[] = "\n[... Observation truncated due to length ...]\n";
 

@@ -6,7 +6,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 
-#include "utils.h"
+#include "common/utils.h"
 
 struct pool
 {

@@ -7,7 +7,7 @@
 
 #include <stddef.h>
 
-#include "error.h"
+#include "common/error.h"
 
 struct pool;
 

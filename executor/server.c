@@ -14,7 +14,7 @@
 
 #include "obs.h"
 #include "pool.h"
-#include "utils.h"
+#include "common/utils.h"
 
 /* Body limits: an attacker-controlled size is never buffered unbounded.
  * `write` actions carry file contents, hence the larger action limit;

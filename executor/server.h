@@ -7,7 +7,7 @@
 #ifndef OHBOX_EXECUTOR_SERVER_H
 #define OHBOX_EXECUTOR_SERVER_H
 
-#include "error.h"
+#include "common/error.h"
 #include "executor.h"
 
 struct server;

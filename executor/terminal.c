@@ -23,7 +23,7 @@
 #include <string.h>
 #include <vterm.h>
 
-#include "utils.h"
+#include "common/utils.h"
 
 /* The right half of a double-width character. */
 #define WIDE_CONT 0xffffffffu

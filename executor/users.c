@@ -21,7 +21,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "utils.h"
+#include "common/utils.h"
 
 #define PASSWD_FILE "/etc/passwd"
 #define GROUP_FILE "/etc/group"

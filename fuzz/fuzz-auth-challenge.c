@@ -2,7 +2,7 @@
  * which come from whatever server a pull talks to. */
 #include "config.h"
 
-#include "auth_challenge.h"
+#include "registry/auth_challenge.h"
 #include "fuzz.h"
 
 int

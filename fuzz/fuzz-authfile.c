@@ -1,5 +1,5 @@
 /* fuzz-authfile.c: auth.json as containers-auth.json(5) and docker's
- * config.json write it (src/libohbox/authfile.c).  The input is the file:
+ * config.json write it (src/libohbox/registry/authfile.c).  The input is the file:
  * it is looked up for a few registries, then an entry is stored into it and
  * removed again, which must keep the promises of authfile.h (a stored entry
  * is found; a malformed file is left untouched). */
@@ -9,7 +9,7 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "authfile.h"
+#include "registry/authfile.h"
 #include "fuzz.h"
 
 static char *path;

@@ -10,7 +10,7 @@
 #include <unistd.h>
 
 #include "escape-check.h"
-#include "layer.h"
+#include "image/layer.h"
 
 int LLVMFuzzerInitialize (int *argc, char ***argv);
 

@@ -1,4 +1,4 @@
-/* fuzz-oci.c: registry documents (oci/image-spec.c): oci_document_kind,
+/* fuzz-oci.c: registry documents (oci/image_spec.c): oci_document_kind,
  * oci_manifest_parse, oci_index_parse and oci_image_config_parse, all fed
  * the same bytes.  The first byte picks the Content-Type oci_document_kind
  * sees, the rest is the body (not NUL-terminated: the parsers take a
@@ -9,7 +9,7 @@
 #include <stdbool.h>
 
 #include "fuzz.h"
-#include "oci/image-spec.h"
+#include "oci/image_spec.h"
 
 static const char *const content_types[] = {
   NULL,

@@ -5,7 +5,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "reference.h"
+#include "registry/reference.h"
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)

@@ -4,7 +4,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "registries_conf.h"
+#include "registry/registries_conf.h"
 
 static const char *const names[] = {
   "docker.io/library/busybox",

@@ -6,7 +6,7 @@
 #include "config.h"
 
 #include "fuzz.h"
-#include "seccomp.h"
+#include "security/seccomp.h"
 
 /* Docker's default bounding set: CHOWN DAC_OVERRIDE FOWNER FSETID KILL
  * SETGID SETUID SETPCAP NET_BIND_SERVICE NET_RAW SYS_CHROOT MKNOD

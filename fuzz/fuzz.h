@@ -15,9 +15,9 @@
 #include <string.h>
 #include <fcntl.h>
 
-#include "error.h"
+#include "common/error.h"
 
-#include "utils.h"
+#include "common/utils.h"
 
 #define FUZZ_CHECK(cond, ...)                                                                                  \
   do                                                                                                           \

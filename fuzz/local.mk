@@ -15,20 +15,20 @@ FUZZ_JOBS = 2
 # Library sources the targets link (as objects in one archive: each target
 # pulls what it needs).
 FUZZ_LIB_SRCS = \
-	src/libohbox/error.c src/libohbox/utils.c src/libohbox/digest.c \
-	src/libohbox/reference.c src/libohbox/registries_conf.c src/libohbox/toml_subset.c \
-	src/libohbox/authfile.c src/libohbox/auth_challenge.c \
-	src/libohbox/layer.c src/libohbox/layer_stream.c src/libohbox/dl.c src/libohbox/dl_archive.c src/libohbox/dl_crypto.c \
-	src/libohbox/seccomp.c src/libohbox/seccomp_bpf.c src/libohbox/capabilities.c \
-	oci/image-spec.c executor/archive.c executor/cmdsplit.c
+	src/libohbox/common/error.c src/libohbox/common/utils.c src/libohbox/common/digest.c \
+	src/libohbox/registry/reference.c src/libohbox/registry/registries_conf.c src/libohbox/common/toml_subset.c \
+	src/libohbox/registry/authfile.c src/libohbox/registry/auth_challenge.c \
+	src/libohbox/image/layer.c src/libohbox/image/layer_stream.c src/libohbox/common/dl.c src/libohbox/common/dl_archive.c src/libohbox/common/dl_crypto.c \
+	src/libohbox/security/seccomp.c src/libohbox/security/seccomp_bpf.c src/libohbox/security/capabilities.c \
+	oci/image_spec.c executor/archive.c executor/cmdsplit.c
 # A change to any of these rebuilds every object (simpler than per-file
 # dependencies, and a full rebuild takes well under a minute).
 FUZZ_LIB_HDRS = \
-	config.h src/libohbox/error.h src/libohbox/utils.h src/libohbox/digest.h \
-	src/libohbox/reference.h src/libohbox/registries_conf.h src/libohbox/toml_subset.h \
-	src/libohbox/authfile.h src/libohbox/auth_challenge.h src/libohbox/layer.h src/libohbox/layer_stream.h \
-	src/libohbox/dl.h src/libohbox/dl_archive.h src/libohbox/dl_crypto.h src/libohbox/seccomp.h src/libohbox/seccomp_internal.h src/libohbox/capabilities.h \
-	oci/image-spec.h executor/executor.h executor/server.h executor/cmdsplit.h \
+	config.h src/libohbox/common/error.h src/libohbox/common/utils.h src/libohbox/common/digest.h \
+	src/libohbox/registry/reference.h src/libohbox/registry/registries_conf.h src/libohbox/common/toml_subset.h \
+	src/libohbox/registry/authfile.h src/libohbox/registry/auth_challenge.h src/libohbox/image/layer.h src/libohbox/image/layer_stream.h \
+	src/libohbox/common/dl.h src/libohbox/common/dl_archive.h src/libohbox/common/dl_crypto.h src/libohbox/security/seccomp.h src/libohbox/security/seccomp_internal.h src/libohbox/security/capabilities.h \
+	oci/image_spec.h executor/executor.h executor/server.h executor/cmdsplit.h \
 	seccomp-profiles/default.json
 FUZZ_TARGET_SRCS = fuzz/fuzz.h fuzz/escape-check.h \
 	fuzz/fuzz-reference.c fuzz/fuzz-oci.c fuzz/fuzz-auth-challenge.c fuzz/fuzz-authfile.c \

@@ -6,10 +6,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build.h"
+#include "build/build.h"
 #include "cli.h"
-#include "reference.h"
-#include "utils.h"
+#include "registry/reference.h"
+#include "common/utils.h"
 
 static void
 build_usage (FILE *out)

@@ -23,12 +23,12 @@
 
 #include "ci_gitlab.h"
 #include "cli.h"
-#include "exec.h"
-#include "image.h"
-#include "network.h"
-#include "sandbox.h"
-#include "store.h"
-#include "utils.h"
+#include "sandbox/exec.h"
+#include "image/image.h"
+#include "network/network.h"
+#include "sandbox/sandbox.h"
+#include "store/store.h"
+#include "common/utils.h"
 
 /* The job sandbox's command: it only has to stay alive until cleanup; the
  * scripts run beside it through exec. */

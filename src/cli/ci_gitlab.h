@@ -7,9 +7,9 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cgroup.h"
-#include "error.h"
-#include "sandbox.h"
+#include "cgroup/cgroup.h"
+#include "common/error.h"
+#include "sandbox/sandbox.h"
 
 #define CI_DRIVER_NAME "ohbox"
 #define CI_BUILDS_DIR "/builds"

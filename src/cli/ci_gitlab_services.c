@@ -9,7 +9,7 @@
 #include <string.h>
 
 #include "ci_gitlab.h"
-#include "utils.h"
+#include "common/utils.h"
 
 /* "KEY=VALUE" strings from the runner's [{"key","value"}] list. */
 static char **

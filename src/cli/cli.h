@@ -7,7 +7,7 @@
 #include <jansson.h>
 #include <stdbool.h>
 
-#include "error.h"
+#include "common/error.h"
 
 /* Exit codes (man/ohbox.1, EXIT STATUS): 0 success, else the error kind. */
 #define OHBOX_EXIT_OK 0

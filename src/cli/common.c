@@ -5,11 +5,11 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "authfile.h"
+#include "registry/authfile.h"
 #include "cli.h"
-#include "registries_conf.h"
-#include "registry.h"
-#include "store.h"
+#include "registry/registries_conf.h"
+#include "registry/registry.h"
+#include "store/store.h"
 
 int
 cli_fail (const char *command, ohbox_error_t *err)

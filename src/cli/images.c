@@ -7,9 +7,9 @@
 #include <time.h>
 
 #include "cli.h"
-#include "reference.h"
-#include "store.h"
-#include "utils.h"
+#include "registry/reference.h"
+#include "store/store.h"
+#include "common/utils.h"
 
 static void
 images_usage (FILE *out)

@@ -11,9 +11,9 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "sandbox.h"
-#include "store.h"
-#include "utils.h"
+#include "sandbox/sandbox.h"
+#include "store/store.h"
+#include "common/utils.h"
 
 struct session
 {

@@ -7,11 +7,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "image.h"
-#include "oci_layout.h"
-#include "reference.h"
-#include "store.h"
-#include "utils.h"
+#include "image/image.h"
+#include "image/oci_layout.h"
+#include "registry/reference.h"
+#include "store/store.h"
+#include "common/utils.h"
 
 static int
 simple_options (const char *command, int argc, char **argv, const char *help, const char **platform)

@@ -9,7 +9,7 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "utils.h"
+#include "common/utils.h"
 
 struct layer_view
 {

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "pull.h"
+#include "image/pull.h"
 
 enum progress_mode
 {

@@ -5,8 +5,8 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "store.h"
-#include "utils.h"
+#include "store/store.h"
+#include "common/utils.h"
 
 int
 cli_prune (int argc, char **argv)

@@ -10,9 +10,9 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "pull.h"
-#include "reference.h"
-#include "utils.h"
+#include "image/pull.h"
+#include "registry/reference.h"
+#include "common/utils.h"
 
 static void
 pull_usage (FILE *out)

@@ -6,9 +6,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "reference.h"
-#include "store.h"
-#include "utils.h"
+#include "registry/reference.h"
+#include "store/store.h"
+#include "common/utils.h"
 
 /* Removes one name or image; prints what it removed. */
 static int

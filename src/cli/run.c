@@ -9,11 +9,11 @@
 #include <string.h>
 
 #include "cli.h"
-#include "network.h"
-#include "sandbox.h"
-#include "store.h"
-#include "runtime_image.h"
-#include "utils.h"
+#include "network/network.h"
+#include "sandbox/sandbox.h"
+#include "store/store.h"
+#include "build/runtime_image.h"
+#include "common/utils.h"
 
 /* Exit codes of `ohbox run` (ohbox-run(1)): the command's own, or these. */
 #define RUN_EXIT_RUNTIME 125

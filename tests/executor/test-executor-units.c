@@ -14,7 +14,7 @@
 #include "obs.h"
 #include "terminal.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static size_t
 count (const char *cmd)

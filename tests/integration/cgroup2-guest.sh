@@ -44,7 +44,7 @@ for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
   # Static: the guest has no shared libraries.  The cgroup code needs libc
   # only.
   if ! "${CC:-gcc}" -static -O1 -Wall -Wextra -I"$OHBOX_BUILDDIR" -I"$src" -I"$src/src/libohbox" -I"$src/tests/unit" \
-    -o "$payload/$t" "$src/tests/unit/$t.c" "$src/src/libohbox/error.c" "$src/src/libohbox/utils.c" \
+    -o "$payload/$t" "$src/tests/unit/$t.c" "$src/src/libohbox/common/error.c" "$src/src/libohbox/common/utils.c" \
     "$src"/src/libohbox/cgroup*.c >>"$build_log" 2>&1; then
     built=0
   fi

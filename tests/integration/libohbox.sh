@@ -79,7 +79,7 @@ test_exported_symbols ()
   # Every one of them is also in the version script and the man page.
   local f
   for f in $hdr; do
-    grep -qw "$f" "$OHBOX_SRCDIR/src/libohbox/libohbox.sym" || _t_assert_fail "$f missing from libohbox.sym"
+    grep -qw "$f" "$OHBOX_SRCDIR/src/libohbox/api/libohbox.sym" || _t_assert_fail "$f missing from libohbox.sym"
     grep -qw "$f" "$OHBOX_SRCDIR/man/libohbox.3" || _t_assert_fail "$f missing from man/libohbox.3"
   done
   # The header stands alone, C and C++.

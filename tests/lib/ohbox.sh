@@ -1,5 +1,5 @@
 # tests/lib/ohbox.sh: helpers about ohbox's store (layout in
-# src/libohbox/store.h) and its options, for the integration tests.
+# src/libohbox/store/store.h) and its options, for the integration tests.
 # Source after common.sh and registry.sh.
 #
 #   pull_opts PREFIX        sets PULL_OPTS (array): how to reach registry PREFIX

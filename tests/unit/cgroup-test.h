@@ -20,9 +20,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static struct ohbox_cgroup_host host;
 static const char *no_real; /* why the real-cgroup tests skip, or NULL */

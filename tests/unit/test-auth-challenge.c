@@ -1,7 +1,7 @@
 /* test-auth-challenge: WWW-Authenticate parsing (auth_challenge.c). */
 #include "config.h"
 
-#include "auth_challenge.h"
+#include "registry/auth_challenge.h"
 #include "unit.h"
 
 /* Parses H and expects success; the challenge is left in *C. */

@@ -8,9 +8,9 @@
 #include <jansson.h>
 #include <sys/stat.h>
 
-#include "authfile.h"
+#include "registry/authfile.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static char tmpdir[] = "/tmp/test-authfile-XXXXXX";
 

@@ -9,9 +9,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "build.h"
+#include "build/build.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static void
 test_trunc36_worked_example (void)

@@ -14,9 +14,9 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "capabilities.h"
+#include "security/capabilities.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 /* Docker's default set as `capsh --decode` prints it for a container. */
 #define DOCKER_DEFAULT_MASK UINT64_C (0xa80425fb)

@@ -11,9 +11,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "cgroup.h"
+#include "cgroup/cgroup.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static char tmpdir[] = "/tmp/test-cgroup-parse.XXXXXX";
 

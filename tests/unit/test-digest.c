@@ -3,9 +3,9 @@
 
 #include <string.h>
 
-#include "digest.h"
+#include "common/digest.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define SHA_EMPTY "sha256:e3b0c44298fc1c149afbf4c8996fb92427ae41e4649b934ca495991b7852b855"

@@ -6,13 +6,13 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "dl.h"
-#include "dl_archive.h"
-#include "dl_crypto.h"
-#include "dl_curl.h"
-#include "dl_nft.h"
+#include "common/dl.h"
+#include "common/dl_archive.h"
+#include "common/dl_crypto.h"
+#include "common/dl_curl.h"
+#include "common/dl_nft.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 /* A two-slot table over libc: getpid and a name chosen per test. */
 static union

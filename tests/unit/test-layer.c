@@ -27,9 +27,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "layer.h"
+#include "image/layer.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define NOBODY 65534
 #define MTIME 1600000000

@@ -1,7 +1,7 @@
 /* test-network.c: -p parsing and host port leases (network_ports.c). */
 #include "config.h"
-#include "network.h"
-#include "utils.h"
+#include "network/network.h"
+#include "common/utils.h"
 #include "unit.h"
 
 #include <arpa/inet.h>

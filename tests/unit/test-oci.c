@@ -5,9 +5,9 @@
 #include <string.h>
 #include <sys/utsname.h>
 
-#include "oci/image-spec.h"
+#include "oci/image_spec.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define DA "sha256:aaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaaa"

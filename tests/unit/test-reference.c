@@ -3,9 +3,9 @@
 
 #include <string.h>
 
-#include "reference.h"
+#include "registry/reference.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 #define D64 "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 

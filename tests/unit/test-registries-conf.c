@@ -7,9 +7,9 @@
 #include <string.h>
 #include <sys/stat.h>
 
-#include "registries_conf.h"
+#include "registry/registries_conf.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static struct ohbox_registries_conf *
 parse_ok (const char *text)

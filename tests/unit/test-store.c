@@ -14,9 +14,9 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "store.h"
+#include "store/store.h"
 #include "unit.h"
-#include "utils.h"
+#include "common/utils.h"
 
 static char *tmproot;
 

@@ -1,0 +1,68 @@
+/* action.h: the client side of the action protocol
+ * (shared/protocol/ACTION-PROTOCOL.md): the executor of a sandbox started
+ * from a runtime image (runtime_image.h), and POST /execute_action.
+ *
+ * `ohbox run` records where the executor listens and the session API key
+ * it was started with in STATE/<id>/executor.json (mode 0600, in a state
+ * directory only its owner can list: the key is a secret). */
+#ifndef OHBOX_ACTION_H
+#define OHBOX_ACTION_H
+
+#include <jansson.h>
+
+#include "common/error.h"
+#include "sandbox/sandbox.h"
+
+struct ohbox_executor_info
+{
+  char *id;      /* the sandbox's full id */
+  char *url;     /* "http://127.0.0.1:PORT" */
+  char *api_key; /* the session API key */
+};
+
+/* Writes executor.json into the state directory DIRFD. */
+int ohbox_executor_record (int dirfd, const char *url, const char *api_key, ohbox_error_t *err);
+/* The executor of the running sandbox WHAT (name, id or id prefix).
+ * OHBOX_ERR_USAGE when it is not running or has no executor (not started
+ * from a runtime image without a command). */
+int ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox_executor_info *ret,
+                            ohbox_error_t *err);
+void ohbox_executor_info_clear (struct ohbox_executor_info *x);
+
+struct ohbox_action_options
+{
+  /* Seconds to wait for the executor to accept the connection (it may
+   * still be starting right after `ohbox run -d`); 0: 10. */
+  double connect_timeout;
+  /* Seconds the whole request may take; 0: the action's "timeout" + 5 (what
+   * the OpenHands client does), or 130 when it has none. */
+  double timeout;
+};
+
+/* POSTs ACTION to URL/execute_action with the session API key and returns
+ * the observation. ACTION is an action object ({"action": "run", "args":
+ * {...}}) or the whole envelope ({"action": {...}}). An HTTP error is an
+ * error whose message carries the server's "detail" (403: OHBOX_ERR_AUTH). */
+int ohbox_action_execute (const char *url, const char *api_key, json_t *action,
+                          const struct ohbox_action_options *opts, json_t **ret_obs, ohbox_error_t *err);
+
+/* Actions for the CLI's shortcuts (NULL-terminated ARGS as typed):
+ *   run CMD                    {"action":"run","args":{"command":CMD,...}}
+ *   read PATH                  {"action":"read","args":{"path":PATH}}
+ *   write PATH CONTENT         {"action":"write","args":{"path":PATH,"content":CONTENT}}
+ *   edit PATH OLD NEW          str_replace with the oh_aci editor
+ * TIMEOUT > 0 sets the action's "timeout" (seconds). OHBOX_ERR_USAGE for
+ * anything else. */
+int ohbox_action_shortcut (const char *verb, char **args, double timeout, json_t **ret, ohbox_error_t *err);
+
+/* The observation for humans: content, then for run observations the
+ * suffix and "[exit code N]"; error observations as their message. */
+char *ohbox_observation_text (json_t *obs);
+/* The exit code of a run observation (metadata.exit_code), or -1. */
+int ohbox_observation_exit_code (json_t *obs);
+
+/* Bounds: an observation larger than this is refused. */
+#define OHBOX_ACTION_MAX_RESPONSE (64 * 1024 * 1024)
+#define OHBOX_ACTION_MAX_REQUEST (64 * 1024 * 1024)
+
+#endif

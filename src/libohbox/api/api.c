@@ -1,0 +1,562 @@
+/* api.c: the public API (ohbox.h) over the internal modules: errors,
+ * contexts, images, and the sandbox lifecycle. Exec and actions are in
+ * api_exec.c. Nothing here decides anything the CLI does not decide the
+ * same way: each call maps its options onto the internal ones. */
+#include "config.h"
+#include "api/ohbox.h"
+#include "api/api_internal.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "build/build.h"
+#include "network/network.h"
+#include "image/pull.h"
+#include "sandbox/linux.h"
+#include "build/runtime_image.h"
+
+_Static_assert ((int) OHBOX_E_GENERIC == (int) OHBOX_ERR_GENERIC && (int) OHBOX_E_USAGE == (int) OHBOX_ERR_USAGE
+                    && (int) OHBOX_E_NOT_FOUND == (int) OHBOX_ERR_NOT_FOUND && (int) OHBOX_E_AUTH == (int) OHBOX_ERR_AUTH
+                    && (int) OHBOX_E_REGISTRY == (int) OHBOX_ERR_REGISTRY
+                    && (int) OHBOX_E_INTEGRITY == (int) OHBOX_ERR_INTEGRITY
+                    && (int) OHBOX_E_STORE == (int) OHBOX_ERR_STORE
+                    && (int) OHBOX_E_UNSUPPORTED == (int) OHBOX_ERR_UNSUPPORTED,
+                "the public error codes are the internal kinds");
+
+/* Option structs larger than this are a caller's bug, not a newer ABI. */
+#define API_MAX_OPTS_SIZE 4096
+
+const char *
+ohbox_version (void)
+{
+  return PACKAGE_VERSION;
+}
+
+void
+ohbox_free (void *p)
+{
+  free (p);
+}
+
+/* ---- errors ---- */
+
+struct ohbox_err
+{
+  int code;
+  int errno_value;
+  char *message;
+};
+
+int
+api_fail (ohbox_err **err, ohbox_error_t *e)
+{
+  if (err && *e)
+    {
+      ohbox_err *x = xmalloc (sizeof *x);
+      x->code = (*e)->kind;
+      x->errno_value = (*e)->errno_value;
+      x->message = steal_pointer (&(*e)->msg);
+      *err = x;
+    }
+  ohbox_error_release (e);
+  return -1;
+}
+
+int
+ohbox_err_code (const ohbox_err *e)
+{
+  return e ? e->code : 0;
+}
+
+int
+ohbox_err_errno (const ohbox_err *e)
+{
+  return e ? e->errno_value : 0;
+}
+
+const char *
+ohbox_err_message (const ohbox_err *e)
+{
+  return e && e->message ? e->message : "";
+}
+
+void
+ohbox_err_free (ohbox_err *e)
+{
+  if (e == NULL)
+    return;
+  free (e->message);
+  free (e);
+}
+
+int
+api_copy_opts (void *dst, size_t dst_size, const void *src, const char *what, ohbox_error_t *err)
+{
+  memset (dst, 0, dst_size);
+  if (src == NULL)
+    {
+      *(size_t *) dst = dst_size;
+      return 0;
+    }
+  size_t n = *(const size_t *) src;
+  if (n < sizeof (size_t) || n > API_MAX_OPTS_SIZE)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "%s: `size` is %zu: set it to sizeof (%s) (OHBOX_OPTS_INIT)", what,
+                        n, what);
+  /* A caller built against a newer header: fine while it leaves what we
+   * do not know about zero. */
+  const unsigned char *p = src;
+  for (size_t i = dst_size; i < n; i++)
+    if (p[i])
+      return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                          "%s uses options this libohbox %s does not know: link a newer libohbox", what,
+                          PACKAGE_VERSION);
+  memcpy (dst, src, n < dst_size ? n : dst_size);
+  return 0;
+}
+
+/* ---- context ---- */
+
+static char *
+dup_or_null (const char *s)
+{
+  return s ? xstrdup (s) : NULL;
+}
+
+int
+ohbox_ctx_new (const ohbox_ctx_opts *opts, ohbox_ctx **ret, ohbox_err **err)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  ohbox_ctx_opts o;
+  if (api_copy_opts (&o, sizeof o, opts, "ohbox_ctx_opts", &e) < 0)
+    return api_fail (err, &e);
+  ohbox_ctx *c = xcalloc (1, sizeof *c);
+  c->store_root = o.store_root ? xstrdup (o.store_root) : ohbox_store_default_root ();
+  c->state_root = dup_or_null (o.state_root);
+  c->authfile = dup_or_null (o.authfile);
+  c->tls_insecure = o.tls_insecure;
+  /* Loaded once: a bad file is reported now, not at the first pull. */
+  if (ohbox_registries_conf_load (o.registries_conf, &c->conf, &e) < 0)
+    {
+      ohbox_ctx_free (c);
+      return api_fail (err, &e);
+    }
+  /* Open once to report an unusable store now too. */
+  struct ohbox_store *s = NULL;
+  if (ohbox_store_open (c->store_root, &s, &e) < 0)
+    {
+      ohbox_ctx_free (c);
+      return api_fail (err, &e);
+    }
+  ohbox_store_close (s);
+  *ret = c;
+  return 0;
+}
+
+void
+ohbox_ctx_free (ohbox_ctx *ctx)
+{
+  if (ctx == NULL)
+    return;
+  free (ctx->store_root);
+  free (ctx->state_root);
+  free (ctx->authfile);
+  ohbox_registries_conf_free (ctx->conf);
+  free (ctx);
+}
+
+int
+api_open (ohbox_ctx *ctx, struct ohbox_store **store, struct ohbox_runtime **rt, ohbox_error_t *err)
+{
+  *store = NULL;
+  if (rt)
+    *rt = NULL;
+  if (ohbox_store_open (ctx->store_root, store, err) < 0)
+    return -1;
+  if (rt && ohbox_runtime_open (*store, ctx->state_root, rt, err) < 0)
+    {
+      ohbox_store_close (*store);
+      *store = NULL;
+      return -1;
+    }
+  return 0;
+}
+
+void
+api_close (struct ohbox_store *store, struct ohbox_runtime *rt)
+{
+  if (rt)
+    ohbox_runtime_close (rt);
+  if (store)
+    ohbox_store_close (store);
+}
+
+/* ---- images ---- */
+
+static void
+pull_options (ohbox_ctx *ctx, const char *platform, struct ohbox_pull_options *po)
+{
+  memset (po, 0, sizeof *po);
+  po->platform = platform;
+  po->registry.authfile = ctx->authfile;
+  po->registry.insecure = ctx->tls_insecure;
+  po->tls_verify_explicit = ctx->tls_insecure;
+  po->conf = ctx->conf;
+}
+
+int
+ohbox_pull_image (ohbox_ctx *ctx, const char *ref, const ohbox_pull_opts *opts, char **ret_id, ohbox_err **err)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  ohbox_pull_opts o;
+  if (api_copy_opts (&o, sizeof o, opts, "ohbox_pull_opts", &e) < 0)
+    return api_fail (err, &e);
+  if (ref == NULL)
+    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_pull_image: no image given"), api_fail (err, &e);
+  struct ohbox_pull_options po;
+  pull_options (ctx, o.platform, &po);
+  struct ohbox_store *store;
+  if (api_open (ctx, &store, NULL, &e) < 0)
+    return api_fail (err, &e);
+  struct ohbox_pull_result res = { 0 };
+  int r = ohbox_pull (store, ref, &po, &res, &e);
+  ohbox_store_close (store);
+  if (r == 0 && ret_id)
+    *ret_id = steal_pointer (&res.id);
+  ohbox_pull_result_clear (&res);
+  return r < 0 ? api_fail (err, &e) : 0;
+}
+
+int
+ohbox_build_image (ohbox_ctx *ctx, const char *base, const ohbox_build_opts *opts, char **ret_image,
+                   ohbox_err **err)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  ohbox_build_opts o;
+  if (api_copy_opts (&o, sizeof o, opts, "ohbox_build_opts", &e) < 0)
+    return api_fail (err, &e);
+  if (base == NULL)
+    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_build_image: no base image given"), api_fail (err, &e);
+  struct ohbox_pull_options po;
+  pull_options (ctx, NULL, &po);
+  struct ohbox_build_options bo = {
+    .runtime_repo = o.runtime_repo,
+    .force_rebuild = o.force_rebuild,
+    .no_pull = o.no_pull,
+    .pull = &po,
+  };
+  struct ohbox_store *store;
+  if (api_open (ctx, &store, NULL, &e) < 0)
+    return api_fail (err, &e);
+  struct ohbox_build_result res;
+  memset (&res, 0, sizeof res);
+  int r = ohbox_build (store, base, &bo, &res, &e);
+  ohbox_store_close (store);
+  if (r == 0 && ret_image)
+    *ret_image = steal_pointer (&res.image);
+  ohbox_build_result_clear (&res);
+  return r < 0 ? api_fail (err, &e) : 0;
+}
+
+/* ---- run ---- */
+
+static int
+set_limit (struct ohbox_cgroup_limits *l, const char *option, const char *value, ohbox_error_t *err)
+{
+  return ohbox_cgroup_limits_set_option (l, option, value, err);
+}
+
+static int
+run_limits (const ohbox_run_opts *o, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  char buf[64];
+  memset (l, 0, sizeof *l);
+  if (o->memory < 0 || o->pids_limit < 0 || o->cpus < 0)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run_opts: memory, cpus and pids_limit must not be negative");
+  /* Through the CLI's parser: the same checks and units as `ohbox run`. */
+  if (o->memory > 0)
+    {
+      snprintf (buf, sizeof buf, "%lld", (long long) o->memory);
+      if (set_limit (l, "memory", buf, err) < 0)
+        return -1;
+    }
+  if (o->cpus > 0)
+    {
+      snprintf (buf, sizeof buf, "%.6f", o->cpus);
+      if (set_limit (l, "cpus", buf, err) < 0)
+        return -1;
+    }
+  if (o->pids_limit > 0)
+    {
+      snprintf (buf, sizeof buf, "%lld", (long long) o->pids_limit);
+      if (set_limit (l, "pids-limit", buf, err) < 0)
+        return -1;
+    }
+  return ohbox_cgroup_limits_validate (l, err);
+}
+
+static size_t
+count_strv (const char *const *v)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  return n;
+}
+
+int
+ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_exit_code, ohbox_err **err)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  int dummy_code;
+  if (ret_exit_code == NULL)
+    ret_exit_code = &dummy_code;
+  *ret_exit_code = OHBOX_EXIT_RUNTIME;
+  ohbox_run_opts o;
+  if (api_copy_opts (&o, sizeof o, opts, "ohbox_run_opts", &e) < 0)
+    return api_fail (err, &e);
+  if (o.image == NULL)
+    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_run: no image given"), api_fail (err, &e);
+  size_t n_argv = count_strv (o.argv), n_env = count_strv (o.env);
+  if (n_argv > OHBOX_SANDBOX_MAX_ARGS || n_env > OHBOX_SANDBOX_MAX_ENV)
+    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_run: more than %d arguments or environment entries",
+                        OHBOX_SANDBOX_MAX_ARGS),
+           api_fail (err, &e);
+
+  struct ohbox_run_options ro;
+  memset (&ro, 0, sizeof ro);
+  ro.image = o.image;
+  ro.name = o.name;
+  ro.workdir = o.workdir;
+  ro.user = o.user;
+  ro.detach = o.detach;
+  ro.rm = o.remove;
+  if (run_limits (&o, &ro.limits, &e) < 0)
+    return api_fail (err, &e);
+  switch (o.network)
+    {
+    case OHBOX_NETMODE_DEFAULT:
+      /* What `ohbox run` does without --network. */
+      ro.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
+      break;
+    case OHBOX_NETMODE_NONE:
+      ro.network = OHBOX_NETWORK_NONE;
+      break;
+    case OHBOX_NETMODE_HOST:
+      ro.network = OHBOX_NETWORK_HOST;
+      break;
+    case OHBOX_NETMODE_BRIDGE:
+      ro.network = OHBOX_NETWORK_BRIDGE;
+      break;
+    default:
+      return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_run: unknown network %d", (int) o.network),
+             api_fail (err, &e);
+    }
+  /* env + a SESSION_API_KEY entry at most. */
+  cleanup_free char **env = xcalloc (n_env + 3, sizeof (char *));
+  size_t ne = 0;
+  for (size_t i = 0; i < n_env; i++)
+    env[ne++] = (char *) o.env[i];
+  /* The key is for a runtime image's executor only: shown to
+   * prepare_run, kept in the environment only for a runtime image. */
+  cleanup_free char *key_entry = o.api_key ? xasprintf ("SESSION_API_KEY=%s", o.api_key) : NULL;
+  ro.env = env;
+  /* The internal options are not const but are only read. */
+  ro.command = n_argv ? (char **) o.argv : NULL;
+
+  struct ohbox_store *store;
+  struct ohbox_runtime *rt;
+  if (api_open (ctx, &store, &rt, &e) < 0)
+    return api_fail (err, &e);
+  struct ohbox_runtime_exec rx;
+  bool runtime_image = false;
+  int r = -1;
+  env[ne] = key_entry;
+  r = n_argv ? 0 : ohbox_runtime_image_prepare_run (store, o.image, env, o.executor_port, &runtime_image, &rx, &e);
+  env[ne] = NULL;
+  if (r < 0)
+    goto out;
+  if (runtime_image)
+    {
+      if (key_entry)
+        env[ne++] = key_entry;
+      bool has_key = false;
+      for (size_t i = 0; i < ne; i++)
+        has_key |= strncmp (env[i], "SESSION_API_KEY=", 16) == 0;
+      if (!has_key)
+        env[ne++] = rx.env_key;
+      ro.command = rx.argv;
+      ro.executor_url = rx.url;
+      ro.executor_key = rx.api_key;
+      if (o.network == OHBOX_NETMODE_DEFAULT)
+        ro.network = OHBOX_NETWORK_HOST; /* reachable from the host, as `ohbox run` does */
+    }
+  /* A foreground run blocks the forwarded signals in this thread: give
+   * the caller its mask back. */
+  sigset_t mask;
+  pthread_sigmask (SIG_SETMASK, NULL, &mask);
+  r = ohbox_sandbox_run (rt, &ro, ret_id, ret_exit_code, &e);
+  pthread_sigmask (SIG_SETMASK, &mask, NULL);
+out:
+  if (runtime_image)
+    ohbox_runtime_exec_clear (&rx);
+  api_close (store, rt);
+  return r < 0 ? api_fail (err, &e) : 0;
+}
+
+/* ---- lifecycle ---- */
+
+/* Resolves WHAT and calls FN on the sandbox's id. */
+static int
+with_sandbox (ohbox_ctx *ctx, const char *what, int (*fn) (struct ohbox_runtime *, const char *, void *,
+                                                           ohbox_error_t *),
+              void *data, ohbox_err **err)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  if (what == NULL)
+    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "no sandbox given"), api_fail (err, &e);
+  struct ohbox_store *store;
+  struct ohbox_runtime *rt;
+  if (api_open (ctx, &store, &rt, &e) < 0)
+    return api_fail (err, &e);
+  cleanup_free char *id = NULL;
+  int r = ohbox_sandbox_resolve (rt, what, &id, &e);
+  if (r == 0)
+    r = fn (rt, id, data, &e);
+  api_close (store, rt);
+  return r < 0 ? api_fail (err, &e) : 0;
+}
+
+static int
+do_stop (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+{
+  return ohbox_sandbox_stop (rt, id, *(int *) data, err);
+}
+
+int
+ohbox_stop (ohbox_ctx *ctx, const char *id, int timeout, ohbox_err **err)
+{
+  if (timeout < 0)
+    timeout = 10;
+  return with_sandbox (ctx, id, do_stop, &timeout, err);
+}
+
+static int
+do_remove (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+{
+  return ohbox_sandbox_remove (rt, id, *(bool *) data, err);
+}
+
+int
+ohbox_remove (ohbox_ctx *ctx, const char *id, bool force, ohbox_err **err)
+{
+  return with_sandbox (ctx, id, do_remove, &force, err);
+}
+
+static int
+do_wait (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+{
+  return ohbox_sandbox_wait (rt, id, data, err);
+}
+
+int
+ohbox_wait (ohbox_ctx *ctx, const char *id, int *ret_exit_code, ohbox_err **err)
+{
+  int code = -1;
+  int r = with_sandbox (ctx, id, do_wait, &code, err);
+  if (r == 0 && ret_exit_code)
+    *ret_exit_code = code;
+  return r;
+}
+
+/* ---- list ---- */
+
+struct ohbox_listing
+{
+  json_t *arr;
+  char *text;
+};
+
+int
+ohbox_list (ohbox_ctx *ctx, bool all, ohbox_listing **ret, ohbox_err **err)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  struct ohbox_store *store;
+  struct ohbox_runtime *rt;
+  if (api_open (ctx, &store, &rt, &e) < 0)
+    return api_fail (err, &e);
+  json_t *arr = NULL;
+  int r = ohbox_sandbox_list (rt, all, &arr, &e);
+  api_close (store, rt);
+  if (r < 0)
+    return api_fail (err, &e);
+  ohbox_listing *l = xcalloc (1, sizeof *l);
+  l->arr = arr;
+  l->text = json_dumps (arr, JSON_COMPACT);
+  if (l->text == NULL)
+    l->text = xstrdup ("[]");
+  *ret = l;
+  return 0;
+}
+
+size_t
+ohbox_listing_count (const ohbox_listing *l)
+{
+  return l ? json_array_size (l->arr) : 0;
+}
+
+static const char *
+listing_str (const ohbox_listing *l, size_t i, const char *key)
+{
+  return l ? json_string_value (json_object_get (json_array_get (l->arr, i), key)) : NULL;
+}
+
+const char *
+ohbox_listing_id (const ohbox_listing *l, size_t i)
+{
+  return listing_str (l, i, "id");
+}
+
+const char *
+ohbox_listing_name (const ohbox_listing *l, size_t i)
+{
+  return listing_str (l, i, "name");
+}
+
+const char *
+ohbox_listing_image (const ohbox_listing *l, size_t i)
+{
+  return listing_str (l, i, "image");
+}
+
+const char *
+ohbox_listing_status (const ohbox_listing *l, size_t i)
+{
+  return listing_str (l, i, "status");
+}
+
+int
+ohbox_listing_exit_code (const ohbox_listing *l, size_t i)
+{
+  json_t *v = l ? json_object_get (json_array_get (l->arr, i), "exit_code") : NULL;
+  return json_is_integer (v) ? (int) json_integer_value (v) : -1;
+}
+
+const char *
+ohbox_listing_json (const ohbox_listing *l)
+{
+  return l ? l->text : "[]";
+}
+
+void
+ohbox_listing_free (ohbox_listing *l)
+{
+  if (l == NULL)
+    return;
+  json_decref (l->arr);
+  free (l->text);
+  free (l);
+}

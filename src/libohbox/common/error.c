@@ -1,0 +1,148 @@
+/* error.c: see error.h. */
+#include "config.h"
+#include "common/error.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static char *
+vformat (const char *fmt, va_list ap)
+{
+  char *s = NULL;
+  if (vasprintf (&s, fmt, ap) < 0)
+    return NULL;
+  return s;
+}
+
+int
+ohbox_error_v (ohbox_error_t *err, int kind, int errno_value, const char *fmt, va_list ap)
+{
+  if (err == NULL)
+    return -1;
+  /* An error already set is kept: the first cause is the most useful one. */
+  if (*err != NULL)
+    return -1;
+  struct ohbox_error_s *e = calloc (1, sizeof *e);
+  if (e == NULL)
+    abort ();
+  e->kind = kind;
+  e->errno_value = errno_value;
+  char *base = vformat (fmt, ap);
+  if (base == NULL)
+    abort ();
+  if (errno_value != 0)
+    {
+      char *full = NULL;
+      if (asprintf (&full, "%s: %s", base, strerror (errno_value)) < 0)
+        abort ();
+      free (base);
+      base = full;
+    }
+  e->msg = base;
+  *err = e;
+  return -1;
+}
+
+int
+ohbox_error (ohbox_error_t *err, int kind, int errno_value, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  ohbox_error_v (err, kind, errno_value, fmt, ap);
+  va_end (ap);
+  return -1;
+}
+
+static int
+kind_from_errno (int e)
+{
+  switch (e)
+    {
+    case ENOSPC:
+    case EDQUOT:
+    case EIO:
+    case EACCES:
+    case EPERM:
+    case EROFS:
+    case EMFILE:
+    case ENFILE:
+    case EWOULDBLOCK:
+      return OHBOX_ERR_STORE;
+    case ENOENT:
+      return OHBOX_ERR_NOT_FOUND;
+    default:
+      return OHBOX_ERR_GENERIC;
+    }
+}
+
+int
+ohbox_error_errno (ohbox_error_t *err, const char *fmt, ...)
+{
+  int saved = errno;
+  va_list ap;
+  va_start (ap, fmt);
+  ohbox_error_v (err, kind_from_errno (saved), saved, fmt, ap);
+  va_end (ap);
+  errno = saved;
+  return -1;
+}
+
+int
+ohbox_error_prefix (ohbox_error_t *err, const char *fmt, ...)
+{
+  if (err == NULL || *err == NULL)
+    return -1;
+  va_list ap;
+  va_start (ap, fmt);
+  char *prefix = vformat (fmt, ap);
+  va_end (ap);
+  if (prefix == NULL)
+    abort ();
+  char *full = NULL;
+  if (asprintf (&full, "%s: %s", prefix, (*err)->msg) < 0)
+    abort ();
+  free (prefix);
+  free ((*err)->msg);
+  (*err)->msg = full;
+  return -1;
+}
+
+int
+ohbox_error_hint (ohbox_error_t *err, const char *fmt, ...)
+{
+  if (err == NULL || *err == NULL)
+    return -1;
+  va_list ap;
+  va_start (ap, fmt);
+  char *hint = vformat (fmt, ap);
+  va_end (ap);
+  if (hint == NULL)
+    abort ();
+  char *full = NULL;
+  if (asprintf (&full, "%s; %s", (*err)->msg, hint) < 0)
+    abort ();
+  free (hint);
+  free ((*err)->msg);
+  (*err)->msg = full;
+  return -1;
+}
+
+void
+ohbox_error_release (ohbox_error_t *err)
+{
+  if (err == NULL || *err == NULL)
+    return;
+  free ((*err)->msg);
+  free (*err);
+  *err = NULL;
+}
+
+void
+ohbox_error_move (ohbox_error_t *to, ohbox_error_t *from)
+{
+  ohbox_error_release (to);
+  *to = *from;
+  *from = NULL;
+}

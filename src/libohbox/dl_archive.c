@@ -1,6 +1,0 @@
-/* dl_archive.c: loads libarchive on first use (dl.h, dl_archive.h). */
-#include "config.h"
-
-#include "dl_archive.h"
-
-OHBOX_DL_DEFINE (archive, OHBOX_DL_ARCHIVE_SYMBOLS, OHBOX_ARCHIVE_SONAME, "reading and writing image layers", "libarchive13")

@@ -1,0 +1,848 @@
+/* network.c: bridge networking for sandboxes, leases and release; see
+ * network.h (the generated /etc files: network_etc.c). */
+#include "config.h"
+#include "network/network.h"
+#include "network/network_internal.h"
+#include "sandbox/linux.h"
+#include "network/netlink.h"
+#include "network/nft.h"
+#include "sandbox/sandbox_internal.h"
+#include "common/utils.h"
+
+#include <arpa/inet.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <pthread.h>
+#include <sched.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+
+
+
+/* Computed once per process (pthread_once: libohbox may be called from
+ * several threads, ohbox.h). */
+static char *rootless_root;
+static pthread_once_t rootless_once = PTHREAD_ONCE_INIT;
+
+static void
+rootless_root_init (void)
+{
+  const char *x = getenv ("XDG_RUNTIME_DIR");
+  rootless_root = x && *x ? xasprintf ("%s/ohbox/net", x) : xasprintf ("/tmp/ohbox-%u/net", (unsigned) geteuid ());
+}
+
+const char *
+ohbox_network_root (void)
+{
+  const char *e = getenv ("OHBOX_NETROOT");
+  if (e && *e)
+    return e;
+  if (geteuid () == 0)
+    return "/run/ohbox/net";
+  /* An ordinary user's leases are only the host ports slirp4netns binds. */
+  pthread_once (&rootless_once, rootless_root_init);
+  return rootless_root;
+}
+
+static int
+open_netroot (ohbox_error_t *err)
+{
+  const char *root = ohbox_network_root ();
+  if (ohbox_mkdir_p (AT_FDCWD, root, 0700, err) < 0)
+    return ohbox_error_prefix (err, "network state");
+  int fd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `%s`", root);
+  if ((mkdirat (fd, "ip", 0700) < 0 && errno != EEXIST) || (mkdirat (fd, "port", 0700) < 0 && errno != EEXIST))
+    {
+      ohbox_error_errno (err, "create `%s/ip` and `%s/port`", root, root);
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+/* The network state directory, locked (the lock's fd in *RET_LOCK): every
+ * lease and every published port's element is taken or given back under
+ * it. -1 when either fails. */
+static int
+open_netroot_locked (int *ret_lock, ohbox_error_t *err)
+{
+  int fd = open_netroot (err);
+  if (fd < 0)
+    return -1;
+  *ret_lock = ohbox_lock_file (fd, "lock", true, false, err);
+  if (*ret_lock < 0)
+    {
+      close (fd);
+      return ohbox_error_prefix (err, "lock the network state");
+    }
+  return fd;
+}
+
+/* $OHBOX_NETWORK_SUBNET or the default: network address and prefix. */
+static int
+subnet_get (struct in_addr *net, int *prefix, ohbox_error_t *err)
+{
+  const char *s = getenv ("OHBOX_NETWORK_SUBNET");
+  if (s == NULL || *s == '\0')
+    s = OHBOX_NET_DEFAULT_SUBNET;
+  char buf[32];
+  const char *slash = strchr (s, '/');
+  int p = slash ? atoi (slash + 1) : 0;
+  if (slash == NULL || (size_t) (slash - s) >= sizeof buf || p < 16 || p > 24)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "subnet `%s`: use A.B.C.D/N with N from 16 to 24", s);
+  memcpy (buf, s, (size_t) (slash - s));
+  buf[slash - s] = '\0';
+  if (inet_pton (AF_INET, buf, net) != 1)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "subnet `%s`: `%s` is not an IPv4 address", s, buf);
+  net->s_addr = htonl (ntohl (net->s_addr) & (0xffffffffu << (32 - p)));
+  *prefix = p;
+  return 0;
+}
+
+static int
+write_sysctl (const char *path, const char *value, ohbox_error_t *err)
+{
+  char cur[16] = "";
+  cleanup_close int fd = open (path, O_RDWR | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `%s`", path);
+  ssize_t n = read (fd, cur, sizeof cur - 1);
+  if (n > 0 && strncmp (cur, value, strlen (value)) == 0)
+    return 0;
+  if (pwrite (fd, value, strlen (value), 0) < 0)
+    return ohbox_error_errno (err, "write `%s`", path);
+  return 0;
+}
+
+/* The bridge with the gateway address, up; forwarding; the nft table.
+ * Under the network lock. */
+static int
+bridge_ensure (struct in_addr gw, int prefix, struct in_addr net, ohbox_error_t *err)
+{
+  struct ohbox_nl *nl = NULL;
+  if (ohbox_nl_open (-1, &nl, err) < 0)
+    return -1;
+  bool created, has;
+  int idx = 0, r = -1;
+  if (ohbox_nl_bridge_ensure (nl, OHBOX_NET_BRIDGE, &created, err) < 0
+      || ohbox_nl_link_index (nl, OHBOX_NET_BRIDGE, &idx, err) < 0)
+    goto out;
+  if (idx == 0)
+    {
+      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "bridge `%s` vanished while being set up", OHBOX_NET_BRIDGE);
+      goto out;
+    }
+  if (ohbox_nl_addr_has (nl, idx, gw, prefix, &has, err) < 0)
+    goto out;
+  if (!has && ohbox_nl_addr_add (nl, idx, gw, prefix, err) < 0)
+    goto out;
+  if (ohbox_nl_link_up (nl, idx, err) < 0)
+    goto out;
+  /* Egress and published ports are forwarded; route_localnet lets
+   * connections to 127.0.0.1 be DNATed onto the bridge. */
+  if (write_sysctl ("/proc/sys/net/ipv4/ip_forward", "1", err) < 0
+      || write_sysctl ("/proc/sys/net/ipv4/conf/" OHBOX_NET_BRIDGE "/route_localnet", "1", err) < 0)
+    goto out;
+  char sub[INET_ADDRSTRLEN + 4], a[INET_ADDRSTRLEN];
+  inet_ntop (AF_INET, &net, a, sizeof a);
+  snprintf (sub, sizeof sub, "%s/%d", a, prefix);
+  r = ohbox_nft_ensure (OHBOX_NET_BRIDGE, sub, err);
+out:
+  ohbox_nl_close (nl);
+  if (r < 0)
+    ohbox_error_prefix (err, "set up bridge `%s`", OHBOX_NET_BRIDGE);
+  return r;
+}
+
+/* The element of published port M in its map, as ohbox_nft_port_elements
+ * lists them ({"map", "key", "addr"}), for sandbox address IP. */
+static json_t *
+port_element (const struct ohbox_port_mapping *m, struct in_addr ip)
+{
+  char hip[INET_ADDRSTRLEN], sip[INET_ADDRSTRLEN];
+  inet_ntop (AF_INET, &m->host_ip, hip, sizeof hip);
+  inet_ntop (AF_INET, &ip, sip, sizeof sip);
+  const char *proto = m->proto == IPPROTO_UDP ? "udp" : "tcp";
+  bool any = m->host_ip.s_addr == INADDR_ANY;
+  cleanup_free char *key = any ? xasprintf ("%s . %u", proto, (unsigned) m->host_port)
+                               : xasprintf ("%s . %s . %u", hip, proto, (unsigned) m->host_port);
+  return json_pack ("{s:s, s:s, s:s}", "map", any ? "puball" : "pub4", "key", key, "addr", sip);
+}
+
+static void
+append_nft_add (struct ohbox_buf *b, const struct ohbox_port_mapping *m, struct in_addr ip)
+{
+  json_t *e = port_element (m, ip);
+  cleanup_free char *line = xasprintf ("add element inet " OHBOX_NFT_TABLE " %s { %s : %s . %u }\n",
+                                       json_string_value (json_object_get (e, "map")),
+                                       json_string_value (json_object_get (e, "key")),
+                                       json_string_value (json_object_get (e, "addr")), (unsigned) m->ctr_port);
+  json_decref (e);
+  ohbox_buf_append (b, line, strlen (line));
+}
+
+/* Whether ip/ADDR in NETFD is held by a sandbox that exists. A stale one
+ * (its owner's state is gone, e.g. removed by hand) is unlinked after the
+ * published ports' elements still pointing at ADDR are deleted: left, they
+ * would send those host ports to whichever sandbox gets ADDR next. We hold
+ * the network lock. */
+static bool
+ip_lease_held (int netfd, const char *addr)
+{
+  char name[8 + INET_ADDRSTRLEN], target[PATH_MAX];
+  snprintf (name, sizeof name, "ip/%s", addr);
+  ssize_t n = readlinkat (netfd, name, target, sizeof target - 1);
+  if (n < 0)
+    return false;
+  target[n] = '\0';
+  if (access (target, F_OK) == 0)
+    return true;
+  json_t *elems = NULL, *to_addr = json_array ();
+  if (ohbox_nft_port_elements (&elems, NULL) == 0)
+    {
+      size_t i;
+      json_t *e;
+      json_array_foreach (elems, i, e)
+      {
+        if (strcmp (json_string_value (json_object_get (e, "addr")), addr) == 0)
+          json_array_append (to_addr, e);
+      }
+      ohbox_nft_delete_elements (to_addr, NULL);
+    }
+  json_decref (elems);
+  json_decref (to_addr);
+  unlinkat (netfd, name, 0);
+  return false;
+}
+
+/* An address of the subnet for OWNER, under the network lock. */
+static int
+lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct in_addr *ret, ohbox_error_t *err)
+{
+  uint32_t size = 1u << (32 - prefix), first = 2, last = size - 2, start = first;
+  char *hint = NULL;
+  size_t len;
+  if (ohbox_read_file_at (netfd, "next", 32, &hint, &len, NULL) == 0)
+    {
+      unsigned long v = strtoul (hint, NULL, 10);
+      if (v >= first && v <= last)
+        start = (uint32_t) v;
+    }
+  free (hint);
+  uint32_t span = last - first + 1;
+  for (uint32_t i = 0; i < span; i++)
+    {
+      uint32_t off = first + (start - first + i) % span;
+      struct in_addr a = { .s_addr = htonl (ntohl (net.s_addr) + off) };
+      char name[8 + INET_ADDRSTRLEN];
+      memcpy (name, "ip/", 4);
+      inet_ntop (AF_INET, &a, name + 3, INET_ADDRSTRLEN);
+      if (ip_lease_held (netfd, name + 3))
+        continue;
+      if (symlinkat (owner, netfd, name) < 0)
+        return ohbox_error_errno (err, "lease address `%s`", name + 3);
+      char next[16];
+      int n = snprintf (next, sizeof next, "%u", off + 1 > last ? first : off + 1);
+      ohbox_write_file_atomic (netfd, "next", next, (size_t) n, 0600, NULL);
+      *ret = a;
+      return 0;
+    }
+  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "no free address in the sandbox subnet (/%d): remove sandboxes",
+                      prefix);
+}
+
+static json_t *
+ports_json (const struct ohbox_port_mapping *maps, size_t n)
+{
+  json_t *a = json_array ();
+  for (size_t i = 0; i < n; i++)
+    {
+      char hip[INET_ADDRSTRLEN];
+      inet_ntop (AF_INET, &maps[i].host_ip, hip, sizeof hip);
+      json_array_append_new (a, json_pack ("{s:s, s:i, s:i, s:s}", "host_ip", hip, "host_port",
+                                           (int) maps[i].host_port, "container_port", (int) maps[i].ctr_port,
+                                           "protocol", maps[i].proto == IPPROTO_UDP ? "udp" : "tcp"));
+    }
+  return a;
+}
+
+static int
+parse_publish (const struct ohbox_run_options *o, struct ohbox_publish **ret, size_t *ret_n, ohbox_error_t *err)
+{
+  size_t n_req = 0;
+  while (o->publish && o->publish[n_req])
+    n_req++;
+  if (n_req > OHBOX_NET_MAX_PORTS)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many -p (at most %d)", OHBOX_NET_MAX_PORTS);
+  struct ohbox_publish *reqs = xcalloc (n_req + 1, sizeof *reqs);
+  for (size_t i = 0; i < n_req; i++)
+    if (ohbox_publish_parse (o->publish[i], &reqs[i], err) < 0)
+      {
+        free (reqs);
+        return -1;
+      }
+  *ret = reqs;
+  *ret_n = n_req;
+  return 0;
+}
+
+/* Rootless: host ports leased (and held) until slirp4netns or pasta binds
+ * them. slirp4netns by default when it is installed (see below), pasta
+ * otherwise (its published ports are plain spliced sockets: faster than
+ * slirp4netns's user-mode TCP). */
+static int
+prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, ohbox_error_t *err)
+{
+  cleanup_free struct ohbox_publish *reqs = NULL;
+  size_t n_req;
+  if (parse_publish (o, &reqs, &n_req, err) < 0)
+    return -1;
+  switch (o->rootless_net)
+    {
+    case OHBOX_ROOTLESS_NET_PASTA:
+      if (!ohbox_pasta_available ())
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "--network pasta: pasta is not installed (Debian package passt); or use --network "
+                            "slirp4netns or none");
+      n->pasta = true;
+      break;
+    case OHBOX_ROOTLESS_NET_SLIRP:
+      if (!ohbox_slirp_available ())
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "--network slirp4netns: slirp4netns is not installed (Debian package slirp4netns); "
+                            "or use --network pasta or none");
+      n->slirp = true;
+      break;
+    default:
+      /* slirp4netns first: it is ready ~2 ms after it starts and holds ~3
+       * MiB, pasta ~20 ms and ~21 MiB (Debian 12, measured: README), and
+       * agents start many sandboxes that mostly carry small HTTP requests;
+       * pasta's faster data path is for `--network pasta`. */
+      n->slirp = ohbox_slirp_available ();
+      n->pasta = !n->slirp && ohbox_pasta_available ();
+      if (!n->pasta && !n->slirp)
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "rootless networking needs pasta or slirp4netns: install one (Debian packages passt, "
+                            "slirp4netns), or use --network none");
+      break;
+    }
+  n->dirfd = fcntl (dirfd, F_DUPFD_CLOEXEC, 3);
+  inet_pton (AF_INET, "10.0.2.100", &n->ip);
+  inet_pton (AF_INET, "10.0.2.2", &n->gw);
+  n->prefix = 24;
+  if (n->dirfd < 0)
+    return ohbox_error_errno (err, "dup");
+  if (n_req > 0)
+    {
+      cleanup_close int lock = -1;
+      cleanup_close int netfd = open_netroot_locked (&lock, err);
+      if (netfd < 0)
+        return -1;
+      if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
+        return -1;
+      /* slirp4netns or pasta binds them itself (the lease keeps other
+       * sandboxes of this user away); closed before the clone, which would
+       * copy them. */
+      for (size_t i = 0; i < n->n_maps; i++)
+        close (n->port_fds[i]);
+    }
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:o, s:b}", "mode", n->pasta ? "pasta" : "slirp4netns", "ip",
+                         "10.0.2.100", "gateway", "10.0.2.2", "prefix", 24, "ports", ports_json (n->maps, n->n_maps),
+                         "active", 1);
+  int r = ohbox_state_write_json (dirfd, "network.json", j, err);
+  json_decref (j);
+  return r;
+}
+
+static int
+prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct ohbox_run_options *o,
+                ohbox_error_t *err)
+{
+  struct in_addr net;
+  cleanup_free struct ohbox_publish *reqs = NULL;
+  size_t n_req;
+  if (parse_publish (o, &reqs, &n_req, err) < 0)
+    return -1;
+  if (subnet_get (&net, &n->prefix, err) < 0)
+    return -1;
+  n->gw.s_addr = htonl (ntohl (net.s_addr) + 1);
+  snprintf (n->veth, sizeof n->veth, "ohb%.12s", id);
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  if (netfd < 0)
+    return -1;
+  if (bridge_ensure (n->gw, n->prefix, net, err) < 0)
+    return -1;
+  if (lease_ip (netfd, n->state_dir, net, n->prefix, &n->ip, err) < 0)
+    return -1;
+  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
+    return -1;
+  n->n_ports = n->n_maps;
+  char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
+  inet_ntop (AF_INET, &n->ip, ip, sizeof ip);
+  inet_ntop (AF_INET, &n->gw, gw, sizeof gw);
+  /* Recorded before the nft elements exist: release finds all it must undo. */
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:s, s:o, s:b}", "mode", "bridge", "ip", ip, "gateway", gw, "prefix",
+                         n->prefix, "veth", n->veth, "ports", ports_json (n->maps, n->n_maps), "active", 1);
+  int r = ohbox_state_write_json (dirfd, "network.json", j, err);
+  json_decref (j);
+  return r;
+}
+
+/* The DNAT elements of the published ports, in one nft transaction. Only
+ * once the sandbox's address answers on the bridge: earlier, a client's
+ * SYN would be translated to an address without a neighbour yet and
+ * dropped (the client then waits a full retransmission, ~1 s), where the
+ * reserved, not listening host port refuses it at once. */
+static int
+publish_bridge (struct ohbox_network *n, ohbox_error_t *err)
+{
+  if (n->n_maps == 0)
+    return 0;
+  struct ohbox_buf b = { 0 };
+  for (size_t i = 0; i < n->n_maps; i++)
+    append_nft_add (&b, &n->maps[i], n->ip);
+  int r = ohbox_nft_run (b.data, err);
+  if (r < 0)
+    {
+      /* An element left by a sandbox that is gone holds the same host port
+       * ("File exists"): its port lease was stale or free, ours now. Drop
+       * such elements (those of stale leases with them, in the GC) and
+       * try once more. */
+      ohbox_error_t e = NULL;
+      json_t *orphans = NULL;
+      if (ohbox_network_gc (&e) == 0 && ohbox_network_orphan_elements (&orphans, &e) == 0
+          && ohbox_network_drop_orphan_elements (orphans, &e) == 0)
+        {
+          ohbox_error_release (err);
+          r = ohbox_nft_run (b.data, err);
+        }
+      json_decref (orphans);
+      ohbox_error_release (&e);
+    }
+  ohbox_buf_free (&b);
+  if (r < 0)
+    return ohbox_error_prefix (err, "publish ports");
+  return 0;
+}
+
+/* container:ID: a pidfd of the other sandbox's init (setns(2) takes it). */
+static int
+prepare_join (struct ohbox_network *n, struct ohbox_runtime *rt, const struct ohbox_run_options *o,
+              ohbox_error_t *err)
+{
+  cleanup_free char *other = NULL;
+  cleanup_close int odfd = -1;
+  bool exited;
+  if (o->network_container == NULL || *o->network_container == '\0')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--network container: needs a sandbox (container:NAME)");
+  if (ohbox_sandbox_resolve (rt, o->network_container, &other, err) < 0
+      || ohbox_state_open (rt, other, &odfd, err) < 0)
+    return ohbox_error_prefix (err, "--network container:%s", o->network_container);
+  n->join_fd = ohbox_state_pidfd (odfd, &exited, err);
+  if (n->join_fd < 0)
+    {
+      if (exited)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--network container:%s: the sandbox is not running",
+                            o->network_container);
+      return -1;
+    }
+  n->etc_dir = xasprintf ("%s/%s", rt->root, other);
+  return 0;
+}
+
+int
+ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, const struct ohbox_run_options *o,
+                       const char *hostname, struct ohbox_network **ret, ohbox_error_t *err)
+{
+  struct ohbox_network *n = xcalloc (1, sizeof *n);
+  n->mode = o->network;
+  n->join_fd = n->slirp_exit_fd = n->dirfd = -1;
+  n->pasta_pid = -1;
+  ohbox_net_helper_init (&n->helper);
+  n->state_dir = xasprintf ("%s/%s", rt->root, id);
+  int r = 0;
+  if (o->publish && o->publish[0] && n->mode != OHBOX_NETWORK_BRIDGE)
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "-p needs --network bridge");
+  else if (n->mode == OHBOX_NETWORK_CONTAINER)
+    r = prepare_join (n, rt, o, err);
+  else
+    {
+      if (n->mode == OHBOX_NETWORK_BRIDGE)
+        r = geteuid () == 0 ? prepare_bridge (n, id, dirfd, o, err) : prepare_rootless (n, dirfd, o, err);
+      if (r == 0)
+        r = ohbox_network_write_etc (n, dirfd, o, hostname, err);
+      if (r == 0)
+        n->etc_dir = xstrdup (n->state_dir);
+    }
+  if (r == 0 && n->mode != OHBOX_NETWORK_BRIDGE)
+    {
+      static const char *const names[] = { "none", "host", "bridge", "container" };
+      json_t *j = json_pack ("{s:s, s:b}", "mode", names[n->mode], "active", 0);
+      r = ohbox_state_write_json (dirfd, "network.json", j, err);
+      json_decref (j);
+    }
+  if (r < 0)
+    {
+      ohbox_network_free (n);
+      return -1;
+    }
+  *ret = n;
+  return 0;
+}
+
+int
+ohbox_network_join_fd (struct ohbox_network *n)
+{
+  return n ? n->join_fd : -1;
+}
+
+int
+ohbox_network_attach_early (struct ohbox_network *n, int userns_fd, int netns_fd, ohbox_error_t *err)
+{
+  if (n == NULL || n->mode != OHBOX_NETWORK_BRIDGE)
+    return 0;
+  if (n->pasta)
+    return ohbox_pasta_spawn (userns_fd, netns_fd, n->state_dir, n->maps, n->n_maps, &n->helper, err);
+  if (n->slirp)
+    return ohbox_slirp_spawn (userns_fd, netns_fd, n->dirfd, &n->helper, err);
+  return 0;
+}
+
+int
+ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int netns_fd, ohbox_error_t *err)
+{
+  if (n == NULL || n->mode != OHBOX_NETWORK_BRIDGE)
+    return 0;
+  if ((n->pasta || n->slirp) && n->helper.pid == 0
+      && ohbox_network_attach_early (n, userns_fd, netns_fd, err) < 0)
+    return -1;
+  if (n->pasta)
+    {
+      if (ohbox_pasta_wait (&n->helper, n->state_dir, err) < 0)
+        return -1;
+      n->pasta_pid = n->helper.pid;
+      ohbox_net_helper_init (&n->helper);
+      /* For a release after the monitor was killed (its parent-death
+       * signal should have ended pasta already; this is the backstop). */
+      json_t *j = ohbox_network_read (n->dirfd);
+      if (j)
+        {
+          json_object_set_new (j, "pasta_pid", json_integer (n->pasta_pid));
+          json_object_set_new (j, "pasta_start", json_integer ((json_int_t) ohbox_proc_starttime (n->pasta_pid)));
+          int r = ohbox_state_write_json (n->dirfd, "network.json", j, err);
+          json_decref (j);
+          if (r < 0)
+            return -1;
+        }
+      return 0;
+    }
+  if (n->slirp)
+    {
+      if (ohbox_slirp_wait (&n->helper, err) < 0)
+        return -1;
+      /* From here on it ends when its exit fd closes (ohbox_network_free,
+       * or the monitor's end), as it did before the split. */
+      n->slirp_exit_fd = steal_fd (&n->helper.exit_fd);
+      ohbox_net_helper_init (&n->helper);
+      for (size_t i = 0; i < n->n_maps; i++)
+        if (ohbox_slirp_hostfwd (n->dirfd, &n->maps[i], err) < 0)
+          return -1;
+      return 0;
+    }
+  (void) pid;
+  int nsfd = netns_fd;
+  struct ohbox_nl *host = NULL, *in = NULL;
+  int r = -1, br = 0, eth = 0;
+  if (ohbox_nl_open (-1, &host, err) < 0)
+    return -1;
+  if (ohbox_nl_link_index (host, OHBOX_NET_BRIDGE, &br, err) < 0
+      || ohbox_nl_veth_create (host, n->veth, br, "eth0", nsfd, err) < 0)
+    goto out;
+  if (ohbox_nl_open (nsfd, &in, err) < 0 || ohbox_nl_link_up (in, 1, err) < 0
+      || ohbox_nl_link_index (in, "eth0", &eth, err) < 0 || ohbox_nl_addr_add (in, eth, n->ip, n->prefix, err) < 0
+      || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0)
+    goto out;
+  if (publish_bridge (n, err) < 0)
+    goto out;
+  r = 0;
+out:
+  ohbox_nl_close (host);
+  ohbox_nl_close (in);
+  if (r < 0)
+    ohbox_error_prefix (err, "connect the sandbox to `%s`", OHBOX_NET_BRIDGE);
+  return r;
+}
+
+void
+ohbox_network_free (struct ohbox_network *n)
+{
+  if (n == NULL)
+    return;
+  for (size_t i = 0; i < n->n_ports; i++)
+    close (n->port_fds[i]);
+  free (n->port_fds);
+  if (n->join_fd >= 0)
+    close (n->join_fd);
+  if (n->slirp_exit_fd >= 0)
+    close (n->slirp_exit_fd);
+  ohbox_pasta_stop (n->pasta_pid);
+  /* Spawned for a start that failed before it was waited for. */
+  ohbox_net_helper_kill (&n->helper);
+  if (n->dirfd >= 0)
+    close (n->dirfd);
+  free (n->maps);
+  free (n->state_dir);
+  free (n->etc_dir);
+  free (n);
+}
+
+json_t *
+ohbox_network_read (int dirfd)
+{
+  json_t *j = NULL;
+  ohbox_error_t e = NULL;
+  if (ohbox_state_read_json (dirfd, "network.json", &j, &e) < 0)
+    {
+      ohbox_error_release (&e);
+      return NULL;
+    }
+  return j;
+}
+
+/* Unlinks every lease in NETFD/SUB held by OWNER (under the lock). */
+static void
+release_owned (int netfd, const char *sub, const char *owner)
+{
+  cleanup_close int fd = openat (netfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  cleanup_dir DIR *d = fdopendir (fd);
+  if (d == NULL)
+    return;
+  fd = -1;
+  struct dirent *de;
+  char target[PATH_MAX];
+  while ((de = readdir (d)))
+    {
+      ssize_t n = readlinkat (dirfd (d), de->d_name, target, sizeof target - 1);
+      if (n <= 0)
+        continue;
+      target[n] = '\0';
+      if (strcmp (target, owner) == 0)
+        unlinkat (dirfd (d), de->d_name, 0);
+    }
+}
+
+/* A published port as network.json records it ("ports"); false if P is not one. */
+static bool
+port_from_json (json_t *p, struct ohbox_port_mapping *m)
+{
+  memset (m, 0, sizeof *m);
+  const char *hip = json_string_value (json_object_get (p, "host_ip"));
+  if (hip == NULL || inet_pton (AF_INET, hip, &m->host_ip) != 1)
+    return false;
+  m->host_port = (uint16_t) json_integer_value (json_object_get (p, "host_port"));
+  m->ctr_port = (uint16_t) json_integer_value (json_object_get (p, "container_port"));
+  m->proto = strcmp (json_string_value (json_object_get (p, "protocol")) ?: "", "udp") == 0 ? IPPROTO_UDP
+                                                                                          : IPPROTO_TCP;
+  return true;
+}
+
+int
+ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
+{
+  json_t *j = ohbox_network_read (dirfd);
+  if (j == NULL)
+    {
+      /* Killed between taking leases and recording them (the only leases
+       * that can exist without network.json; no nft element yet). */
+      struct stat st;
+      if (stat (ohbox_network_root (), &st) < 0)
+        return 0;
+      cleanup_close int lock = -1;
+      cleanup_close int netfd = open_netroot_locked (&lock, err);
+      if (netfd < 0)
+        return -1;
+      release_owned (netfd, "ip", state_dir);
+      release_owned (netfd, "port", state_dir);
+      return 0;
+    }
+  if (!json_is_true (json_object_get (j, "active")))
+    {
+      json_decref (j);
+      return 0;
+    }
+  /* Before the port leases go: pasta still binds the ports. */
+  json_t *pp = json_object_get (j, "pasta_pid");
+  if (pp)
+    ohbox_pasta_kill_recorded ((pid_t) json_integer_value (pp),
+                               (unsigned long long) json_integer_value (json_object_get (j, "pasta_start")));
+  struct in_addr ip = { 0 };
+  const char *ips = json_string_value (json_object_get (j, "ip"));
+  const char *veth = json_string_value (json_object_get (j, "veth"));
+  if (ips)
+    inet_pton (AF_INET, ips, &ip);
+  int r = 0;
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  if (netfd < 0)
+    {
+      json_decref (j);
+      return -1;
+    }
+  /* Only what this sandbox still holds: a port or address released before
+   * may belong to another sandbox now. The elements go before the leases:
+   * killed in between (loading libnftables takes milliseconds), the next
+   * release still finds the leases and deletes again; the other order
+   * left an element that nothing would ever delete. */
+  json_t *elems = json_array ();
+  size_t i;
+  json_t *p;
+  json_t *ports = json_object_get (j, "ports");
+  json_array_foreach (ports, i, p)
+  {
+    struct ohbox_port_mapping m;
+    if (veth && port_from_json (p, &m) && ohbox_ports_lease_owned (netfd, state_dir, m.proto, m.host_port))
+      json_array_append_new (elems, port_element (&m, ip));
+  }
+  /* (some may be gone already: deleted by a release killed before it
+   * unlinked the leases, or the table flushed) */
+  ohbox_nft_delete_elements (elems, NULL);
+  json_decref (elems);
+  json_array_foreach (ports, i, p)
+  {
+    struct ohbox_port_mapping m;
+    if (port_from_json (p, &m))
+      ohbox_ports_release_one (netfd, state_dir, m.proto, m.host_port);
+  }
+  if (ips)
+    {
+      char name[8 + INET_ADDRSTRLEN], target[PATH_MAX];
+      snprintf (name, sizeof name, "ip/%s", ips);
+      ssize_t n = readlinkat (netfd, name, target, sizeof target - 1);
+      if (n > 0 && (target[n] = '\0', strcmp (target, state_dir) == 0))
+        unlinkat (netfd, name, 0);
+    }
+  if (lock >= 0)
+    close (steal_fd (&lock));
+  /* The veth dies with the sandbox's namespace; deleting it now does not
+   * wait for the kernel's asynchronous namespace cleanup. */
+  if (veth && strncmp (veth, "ohb", 3) == 0)
+    {
+      struct ohbox_nl *nl = NULL;
+      ohbox_error_t e = NULL;
+      if (ohbox_nl_open (-1, &nl, &e) == 0)
+        ohbox_nl_link_del (nl, veth, &e);
+      ohbox_nl_close (nl);
+      ohbox_error_release (&e);
+    }
+  json_object_set_new (j, "active", json_false ());
+  r = ohbox_state_write_json (dirfd, "network.json", j, err);
+  json_decref (j);
+  return r;
+}
+
+/* Drops the stale leases in NETFD/SUB (ip: with their elements). */
+static void
+gc_dir (int netfd, const char *sub)
+{
+  cleanup_close int fd = openat (netfd, sub, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return;
+  cleanup_dir DIR *d = fdopendir (fd);
+  if (d == NULL)
+    return;
+  fd = -1;
+  struct dirent *de;
+  bool ip = strcmp (sub, "ip") == 0;
+  while ((de = readdir (d)))
+    if (de->d_name[0] != '.')
+      {
+        if (ip)
+          ip_lease_held (netfd, de->d_name);
+        else
+          ohbox_lease_held (dirfd (d), de->d_name);
+      }
+}
+
+int
+ohbox_network_gc (ohbox_error_t *err)
+{
+  struct stat st;
+  if (stat (ohbox_network_root (), &st) < 0)
+    return 0;
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  if (netfd < 0)
+    return -1;
+  gc_dir (netfd, "ip");
+  gc_dir (netfd, "port");
+  return 0;
+}
+
+/* Whether an ip lease names ADDR (held or stale). */
+static bool
+ip_leased (int netfd, const char *addr)
+{
+  char name[8 + INET_ADDRSTRLEN];
+  struct stat st;
+  snprintf (name, sizeof name, "ip/%s", addr);
+  return fstatat (netfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+}
+
+int
+ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
+{
+  *ret = NULL;
+  json_t *elems = NULL;
+  if (ohbox_nft_port_elements (&elems, err) < 0)
+    return -1;
+  cleanup_close int netfd = open (ohbox_network_root (), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  json_t *orphans = json_array ();
+  size_t i;
+  json_t *e;
+  json_array_foreach (elems, i, e)
+  {
+    if (netfd < 0 || !ip_leased (netfd, json_string_value (json_object_get (e, "addr"))))
+      json_array_append (orphans, e);
+  }
+  json_decref (elems);
+  *ret = orphans;
+  return 0;
+}
+
+int
+ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err)
+{
+  /* Listed again under the lock, which every deletion of an element
+   * holds: an orphan deleted since ELEMS was listed may have let a live
+   * sandbox add its own element with the same key (a delete names only
+   * the key), and its address may have been leased again meanwhile. */
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  if (netfd < 0)
+    return -1;
+  json_t *now = NULL;
+  if (ohbox_network_orphan_elements (&now, err) < 0)
+    return -1;
+  json_t *drop = json_array ();
+  size_t i, k;
+  json_t *e, *o;
+  json_array_foreach (elems, i, e)
+  {
+    json_array_foreach (now, k, o)
+    {
+      if (json_equal (e, o))
+        json_array_append (drop, e);
+    }
+  }
+  json_decref (now);
+  int r = ohbox_nft_delete_elements (drop, err);
+  json_decref (drop);
+  return r;
+}

@@ -1,0 +1,402 @@
+/* check_state.c: the sandbox-state half of `ohbox check` (see check.h).
+ *
+ * A sandbox whose monitor still holds monitor.lock is alive and left alone
+ * whatever its files say. Dead ones are repaired with what the lifecycle
+ * commands use (ohbox_state_reconcile, ohbox_cgroup_destroy,
+ * ohbox_network_release), so check never invents a second way to clean up.
+ * Host-wide objects (cgroups under the shared parent, veths, leases) are
+ * only considered when they belong to a sandbox of this state directory:
+ * another store's sandboxes are not ours to judge. */
+#include "config.h"
+#include "store/check.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <limits.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/mount.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#include "network/netlink.h"
+#include "network/network.h"
+#include "network/nft.h"
+#include "sandbox/sandbox_internal.h"
+#include "common/utils.h"
+
+#define MOUNTINFO_MAX (16 * 1024 * 1024)
+
+static bool
+is_sandbox_id (const char *s)
+{
+  if (strlen (s) != OHBOX_ID_LEN)
+    return false;
+  for (; *s; s++)
+    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
+      return false;
+  return true;
+}
+
+static void
+count_sandbox (struct ohbox_check_ctx *c)
+{
+  json_t *n = json_object_get (c->checked, "sandboxes");
+  json_integer_set (n, json_integer_value (n) + 1);
+}
+
+static bool
+veth_exists (const char *id)
+{
+  char path[64];
+  snprintf (path, sizeof path, "/sys/class/net/ohb%.12s", id);
+  struct stat st;
+  return lstat (path, &st) == 0;
+}
+
+static int
+delete_veth (const char *id, ohbox_error_t *err)
+{
+  char name[16];
+  snprintf (name, sizeof name, "ohb%.12s", id);
+  struct ohbox_nl *nl = NULL;
+  if (ohbox_nl_open (-1, &nl, err) < 0)
+    return -1;
+  int r = ohbox_nl_link_del (nl, name, err);
+  ohbox_nl_close (nl);
+  return r;
+}
+
+/* An exited sandbox (kept, not --rm) whose monitor is gone: its cgroup,
+ * network and veth must be gone too. */
+static int
+check_exited (struct ohbox_check_ctx *c, const char *id, int dfd, const char *where, ohbox_error_t *err)
+{
+  const struct ohbox_cgroup_host *host;
+  if (ohbox_runtime_cgroup_host (c->rt, &host, err) < 0)
+    return -1;
+  struct ohbox_cgroup *cg = NULL;
+  ohbox_error_t e = NULL;
+  if (ohbox_cgroup_open (host, id, &cg, &e) == 0)
+    {
+      const char *p = ohbox_cgroup_path (cg, 0);
+      json_t *f = ohbox_check_add (c, "leftover-cgroup", p ? p : where, true, "cgroup of exited sandbox `%.12s`",
+                                   id);
+      if (c->repair)
+        ohbox_check_repaired (f, ohbox_cgroup_destroy (cg, &e), &e);
+      ohbox_cgroup_free (cg);
+    }
+  ohbox_error_release (&e);
+  json_t *net = ohbox_network_read (dfd);
+  bool active = net && json_is_true (json_object_get (net, "active"));
+  json_decref (net);
+  if (active)
+    {
+      json_t *f = ohbox_check_add (c, "leftover-network", where, true, "exited sandbox `%.12s` still holds its "
+                                                                        "address, ports and nft elements", id);
+      if (c->repair)
+        ohbox_check_repaired (f, ohbox_network_release (where, dfd, &e), &e);
+    }
+  if (veth_exists (id))
+    {
+      cleanup_free char *vwhere = xasprintf ("/sys/class/net/ohb%.12s", id);
+      json_t *f = ohbox_check_add (c, "leftover-veth", vwhere, true, "host veth of exited sandbox `%.12s`", id);
+      if (c->repair)
+        ohbox_check_repaired (f, delete_veth (id, &e), &e);
+    }
+  return 0;
+}
+
+static int
+check_sandbox (struct ohbox_check_ctx *c, const char *id, ohbox_error_t *err)
+{
+  cleanup_close int dfd = -1;
+  ohbox_error_t e = NULL;
+  if (ohbox_state_open (c->rt, id, &dfd, &e) < 0)
+    {
+      ohbox_error_release (&e);
+      return 0; /* removed meanwhile */
+    }
+  count_sandbox (c);
+  if (ohbox_state_monitor_alive (dfd))
+    return 0;
+  cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, id);
+  json_t *st = NULL, *cfg = NULL;
+  if (ohbox_state_read_json (dfd, "state.json", &st, &e) < 0)
+    ohbox_error_release (&e);
+  if (ohbox_state_read_json (dfd, "config.json", &cfg, &e) < 0)
+    ohbox_error_release (&e);
+  bool exited = st && json_is_integer (json_object_get (st, "exit_code"));
+  bool rm = cfg == NULL || json_is_true (json_object_get (cfg, "rm"));
+  const char *status = st ? json_string_value (json_object_get (st, "status")) : NULL;
+  cleanup_free char *status_copy = xstrdup (status ? status : "never started");
+  json_decref (st);
+  json_decref (cfg);
+  if (exited && !rm)
+    return check_exited (c, id, dfd, where, err);
+  json_t *f = ohbox_check_add (c, "dead-sandbox", where, true,
+                               cfg == NULL ? "sandbox `%.12s` was killed while starting (%s): its monitor is gone"
+                                           : "the monitor of sandbox `%.12s` (%s) died before it finished",
+                               id, status_copy);
+  if (c->repair)
+    {
+      /* What ps, rm and wait do on meeting it: kill what is left in its
+       * cgroup, release its network, mark it exited (or remove it, --rm). */
+      bool removed;
+      ohbox_check_repaired (f, ohbox_state_reconcile (c->rt, id, dfd, &removed, &e), &e);
+      if (!removed && !json_object_get (f, "repair_error"))
+        return check_exited (c, id, dfd, where, err);
+    }
+  return 0;
+}
+
+static int
+check_names (struct ohbox_check_ctx *c)
+{
+  cleanup_close int fd = openat (c->rt->dirfd, "names", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return 0;
+  cleanup_dir DIR *d = fdopendir (fd);
+  if (d == NULL)
+    return 0;
+  fd = -1;
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      if (de->d_name[0] == '.')
+        continue;
+      char target[OHBOX_ID_LEN + 2];
+      ssize_t n = readlinkat (dirfd (d), de->d_name, target, sizeof target - 1);
+      struct stat st;
+      if (n == OHBOX_ID_LEN && (target[n] = '\0', is_sandbox_id (target))
+          && fstatat (c->rt->dirfd, target, &st, AT_SYMLINK_NOFOLLOW) == 0)
+        continue;
+      cleanup_free char *where = xasprintf ("%s/names/%s", c->rt->root, de->d_name);
+      json_t *f = ohbox_check_add (c, "dangling-sandbox-name", where, true, "name `%s` of a sandbox that is gone",
+                                   de->d_name);
+      if (c->repair)
+        {
+          ohbox_error_t e = NULL;
+          ohbox_check_repaired (f, unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT
+                                   ? ohbox_error_errno (&e, "remove `%s`", where) : 0, &e);
+        }
+    }
+  return 0;
+}
+
+/* Leases (network.h) owned by a directory of this state root that is gone. */
+static int
+check_leases (struct ohbox_check_ctx *c, ohbox_error_t *err)
+{
+  const char *netroot = ohbox_network_root ();
+  size_t rootlen = strlen (c->rt->root);
+  json_t *stale = json_array ();
+  for (int k = 0; k < 2; k++)
+    {
+      const char *sub = k == 0 ? "ip" : "port";
+      cleanup_free char *dir = xasprintf ("%s/%s", netroot, sub);
+      cleanup_dir DIR *d = opendir (dir);
+      struct dirent *de;
+      while (d && (de = readdir (d)) != NULL)
+        {
+          if (de->d_name[0] == '.')
+            continue;
+          char target[PATH_MAX];
+          ssize_t n = readlinkat (dirfd (d), de->d_name, target, sizeof target - 1);
+          if (n <= 0)
+            continue;
+          target[n] = '\0';
+          struct stat st;
+          if (strncmp (target, c->rt->root, rootlen) != 0 || target[rootlen] != '/' || stat (target, &st) == 0)
+            continue;
+          cleanup_free char *where = xasprintf ("%s/%s", dir, de->d_name);
+          json_array_append (stale, ohbox_check_add (c, "stale-lease", where, true,
+                                                     "lease of sandbox `%s`, which is gone", target));
+        }
+    }
+  int ret = 0;
+  if (c->repair && json_array_size (stale) > 0)
+    {
+      /* The GC every removal runs: it drops leases whose owner is gone. */
+      ohbox_error_t e = NULL;
+      int r = ohbox_network_gc (&e);
+      size_t i;
+      json_t *f;
+      json_array_foreach (stale, i, f)
+      {
+        ohbox_error_t e2 = NULL;
+        if (r < 0)
+          ohbox_error (&e2, e->kind, 0, "%s", e->msg);
+        ohbox_check_repaired (f, r, &e2);
+      }
+      ohbox_error_release (&e);
+    }
+  json_decref (stale);
+  (void) err;
+  return ret;
+}
+
+/* Undoes mountinfo's octal escapes in place. */
+static void
+unescape (char *s)
+{
+  char *o = s;
+  for (char *p = s; *p; p++)
+    {
+      if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7')
+        {
+          *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
+          p += 3;
+        }
+      else
+        *o++ = *p;
+    }
+  *o = '\0';
+}
+
+static bool
+strictly_below (const char *path, const char *dir)
+{
+  size_t n = strlen (dir);
+  return strncmp (path, dir, n) == 0 && path[n] == '/';
+}
+
+/* Sandboxes mount only in their own mount namespaces: a mount below the
+ * store or the state directory in ours is a leak (an older version, or a
+ * helper killed halfway). */
+
+/* A leftover state directory NAME: reported as KIND, removed with --repair. */
+static void
+leftover_state_dir (struct ohbox_check_ctx *c, const char *name, const char *kind, const char *what)
+{
+  cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, name);
+  json_t *f = ohbox_check_add (c, kind, where, true, "%s", what);
+  if (c->repair)
+    {
+      ohbox_error_t e = NULL;
+      ohbox_check_repaired (f, ohbox_rm_rf_at (c->rt->dirfd, name, &e), &e);
+    }
+}
+
+static int
+check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
+{
+  cleanup_free char *data = NULL;
+  if (ohbox_read_file_at (AT_FDCWD, "/proc/self/mountinfo", MOUNTINFO_MAX, &data, NULL, err) < 0)
+    return -1;
+  char store_real[PATH_MAX], state_real[PATH_MAX];
+  const char *store_root = realpath (ohbox_store_root (c->s), store_real) ? store_real : ohbox_store_root (c->s);
+  const char *state_root = realpath (c->rt->root, state_real) ? state_real : c->rt->root;
+  json_t *found = json_array ();
+  char *save = NULL;
+  for (char *line = strtok_r (data, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      /* id parent major:minor root mountpoint ... */
+      char *fields[5];
+      char *fs = NULL;
+      int i = 0;
+      for (char *t = strtok_r (line, " ", &fs); t && i < 5; t = strtok_r (NULL, " ", &fs))
+        fields[i++] = t;
+      if (i < 5)
+        continue;
+      unescape (fields[4]);
+      if (strictly_below (fields[4], store_root) || strictly_below (fields[4], state_root))
+        json_array_append_new (found, json_string (fields[4]));
+    }
+  /* Deepest first, so an unmount never leaves a mount hidden under another. */
+  for (size_t i = json_array_size (found); i-- > 0;)
+    {
+      const char *mp = json_string_value (json_array_get (found, i));
+      json_t *f = ohbox_check_add (c, "leftover-mount", mp, true, "a mount below the %s",
+                                   strictly_below (mp, store_root) ? "store" : "state directory");
+      if (c->repair)
+        {
+          /* MNT_DETACH: whatever still uses it keeps it until done; nothing
+           * new can reach it. Paths come from our own mount table. */
+          ohbox_error_t e = NULL;
+          ohbox_check_repaired (f, umount2 (mp, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL
+                                   ? ohbox_error_errno (&e, "unmount `%s`", mp) : 0, &e);
+        }
+    }
+  json_decref (found);
+  return 0;
+}
+
+/* Published ports' nft elements whose address no lease names: left by a
+ * release that died or failed, they would send their host port to
+ * whichever sandbox gets that address next, and refuse the port to the
+ * next sandbox that leases it. Host-wide, but no sandbox of any state
+ * directory can own an address without a lease. Only where the table is
+ * ohbox's to read (root). */
+static void
+check_port_elements (struct ohbox_check_ctx *c)
+{
+  if (geteuid () != 0)
+    return;
+  json_t *orphans = NULL;
+  ohbox_error_t e = NULL;
+  if (ohbox_network_orphan_elements (&orphans, &e) < 0)
+    {
+      ohbox_check_add (c, "unreadable-port-elements", "table inet " OHBOX_NFT_TABLE, false, "%s", e->msg);
+      ohbox_error_release (&e);
+      return;
+    }
+  size_t i;
+  json_t *o;
+  json_array_foreach (orphans, i, o)
+  {
+    cleanup_free char *where = xasprintf ("table inet " OHBOX_NFT_TABLE " map %s { %s }",
+                                          json_string_value (json_object_get (o, "map")),
+                                          json_string_value (json_object_get (o, "key")));
+    json_t *f = ohbox_check_add (c, "orphan-port-element", where, true,
+                                 "published port to %s, an address no sandbox holds",
+                                 json_string_value (json_object_get (o, "addr")));
+    if (c->repair)
+      {
+        json_t *one = json_pack ("[O]", o);
+        ohbox_check_repaired (f, ohbox_network_drop_orphan_elements (one, &e), &e);
+        json_decref (one);
+      }
+  }
+  json_decref (orphans);
+}
+
+int
+ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
+{
+  if (check_mounts (c, err) < 0)
+    return -1;
+  cleanup_close int fd = openat (c->rt->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `%s`", c->rt->root);
+  cleanup_dir DIR *d = fdopendir (fd);
+  if (d == NULL)
+    return ohbox_error_errno (err, "open `%s`", c->rt->root);
+  fd = -1;
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      /* A state dir whose creator died before renaming it into place, or
+       * whose remover died after renaming it away. */
+      if (strncmp (de->d_name, ".new-", 5) == 0)
+        {
+          if (ohbox_state_half_created_stale (c->rt, de->d_name))
+            leftover_state_dir (c, de->d_name, "half-created-sandbox",
+                                "state of a sandbox whose creator died before it was complete");
+          continue;
+        }
+      if (strncmp (de->d_name, OHBOX_STATE_REMOVING, strlen (OHBOX_STATE_REMOVING)) == 0)
+        {
+          leftover_state_dir (c, de->d_name, "half-removed-sandbox", "state of a sandbox whose removal did not "
+                                                                     "finish");
+          continue;
+        }
+      if (is_sandbox_id (de->d_name) && check_sandbox (c, de->d_name, err) < 0)
+        return -1;
+    }
+  check_names (c);
+  if (check_leases (c, err) < 0)
+    return -1;
+  check_port_elements (c);
+  return 0;
+}

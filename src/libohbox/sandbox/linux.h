@@ -1,0 +1,179 @@
+/* linux.h: internal interface of the Linux sandbox machinery (linux.c:
+ * clone3 and the child's steps; mounts.c: the rootfs and its special
+ * mounts; userns.c: uid/gid maps; init.c: PID 1 and the command).
+ * sandbox.c fills a struct ohbox_linux_spec and calls ohbox_linux_start();
+ * nothing here prints or exits except in the child, which reports to the
+ * parent over the sync socket and _exit()s. */
+#ifndef OHBOX_LINUX_H
+#define OHBOX_LINUX_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <sys/types.h>
+
+#include "cgroup/cgroup.h"
+#include "common/error.h"
+#include "security/seccomp.h"
+#include "sandbox/snapshot.h"
+
+/* ---- user namespaces (userns.c) ---- */
+
+#define OHBOX_IDMAP_MAX 8 /* newuidmap accepts more; /etc/subuid rarely has more than one range per user */
+
+/* When /etc/subuid has no range for root, root's sandboxes map their ids
+ * 0..65535 to host ids OHBOX_USERNS_DEFAULT_START.. (a range no
+ * distribution allocates: useradd starts subordinate ids at 100000 and
+ * hands out 65536 per user). Documented in ohbox-run(1). */
+#define OHBOX_USERNS_DEFAULT_START 1879048192u /* 0x70000000 */
+#define OHBOX_USERNS_DEFAULT_COUNT 65536u
+
+struct ohbox_idmap_range
+{
+  uint32_t inside;
+  uint32_t outside;
+  uint32_t count;
+};
+
+struct ohbox_idmap
+{
+  struct ohbox_idmap_range r[OHBOX_IDMAP_MAX];
+  size_t n;
+};
+
+struct ohbox_userns_plan
+{
+  struct ohbox_idmap uids;
+  struct ohbox_idmap gids;
+  bool use_helpers;   /* rootless with subordinate ids: newuidmap/newgidmap */
+  bool single;        /* rootless without: one id, setgroups denied */
+  char *warning;      /* for the caller to print (single-id fallback) */
+};
+
+/* Plans the maps for the calling user: SUBUID/SUBGID are the files' paths
+ * (NULL: /etc/subuid, /etc/subgid). */
+int ohbox_userns_plan (const char *subuid, const char *subgid, struct ohbox_userns_plan *plan, ohbox_error_t *err);
+void ohbox_userns_plan_release (struct ohbox_userns_plan *plan);
+/* Parses subuid/subgid TEXT for user NAME or uid ID into MAP (inside ids
+ * from FIRST_INSIDE on). Returns the number of ranges found. */
+int ohbox_subid_parse (const char *text, const char *name, uint32_t id, uint32_t first_inside,
+                       struct ohbox_idmap *map);
+/* The host id of ID inside, or (uint32_t) -1 when unmapped. */
+uint32_t ohbox_idmap_to_host (const struct ohbox_idmap *map, uint32_t id);
+/* Writes the maps of process PID (its user namespace). */
+int ohbox_userns_write_maps (pid_t pid, const struct ohbox_userns_plan *plan, ohbox_error_t *err);
+
+/* ---- mounts (mounts.c) ---- */
+
+struct ohbox_mount_spec
+{
+  char *source; /* host path; NULL for tmpfs */
+  char *target; /* absolute path in the sandbox */
+  bool read_only;
+  bool idmap; /* ids mapped through the sandbox's user namespace (:idmap) */
+  bool tmpfs;
+  int fd; /* the source as a detached tree the parent cloned, or -1 */
+};
+
+/* In the parent, before clone: clones each bind source as a detached tree
+ * (read-only when asked). The child may lack the right to even look the
+ * source up (its root is an unprivileged host uid), and the path is
+ * resolved once, by the caller's credentials. */
+int ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err);
+/* In the parent, once the child's user namespace USERNS_FD exists and
+ * before the child attaches them: idmaps the :idmap binds through it. */
+int ohbox_mounts_idmap_binds (const struct ohbox_mount_spec *mounts, size_t n, int userns_fd, ohbox_error_t *err);
+
+struct ohbox_linux_spec;
+/* In the child, in its mount namespace, with ROOTFD the attached rootfs:
+ * /proc, /dev, /sys, the user's mounts, masked and read-only paths. On
+ * failure fills ERR (the child sends it to the parent). */
+int ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err);
+/* /sys/fs/cgroup: the sandbox's own cgroups, read-only (see mounts.c).
+ * Called after unshare(CLONE_NEWCGROUP), so that a cgroup2 mount shows the
+ * sandbox's cgroup as its root. Nothing when SPEC has no cgroup. */
+int ohbox_mounts_cgroup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err);
+/* pivot_root into ROOTFD (the cwd afterwards is "/"), then --read-only. */
+int ohbox_mounts_pivot (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err);
+
+/* ---- the sandbox process (linux.c, init.c) ---- */
+
+struct ohbox_linux_spec
+{
+  const char *id;
+  char **argv; /* NULL-terminated, argv[0] resolved through PATH of ENV */
+  char **env;  /* NULL-terminated */
+  const char *cwd;
+  const char *user; /* "uid[:gid]", "name[:group]" or NULL (root) */
+  const char *hostname;
+  int stdio[3]; /* fds the command gets as 0, 1, 2 */
+  bool tty;     /* stdio[0] is a terminal slave: make it the controlling tty */
+
+  bool userns; /* new user namespace (false: --userns=host) */
+  const struct ohbox_userns_plan *userns_plan;
+  bool rootless; /* the caller is not root: mount the overlay inside */
+  bool netns;    /* new network namespace (false: --network host) */
+  bool join_netns;    /* join JOIN_NETNS_FD's network namespace (--network container:) */
+  int join_netns_fd;  /* a netns fd or a pidfd (setns(2) takes both) */
+  /* Called in the parent once the init exists, before its command runs
+   * (network setup in its namespace), with fds of the init's user and
+   * network namespaces (which the init passes: an unprivileged parent
+   * cannot open them); may be NULL. */
+  int (*after_clone) (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
+  /* The same, called first, right after the clone (before the id maps are
+   * written and the rootfs mounted): for what can start meanwhile; may be
+   * NULL. */
+  int (*right_after_clone) (int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
+  void *after_clone_data;
+
+  const struct ohbox_snapshot *snap;
+  bool read_only;
+  const struct ohbox_mount_spec *mounts;
+  size_t n_mounts;
+  int rootdir_fd; /* O_PATH fd of the directory the rootfs is attached on */
+
+  uint64_t caps;
+  uint64_t caps_added;
+  bool no_new_privs;
+  const struct ohbox_seccomp_filter *seccomp; /* NULL: unconfined */
+
+  const struct ohbox_cgroup *cgroup; /* NULL: none */
+};
+
+struct ohbox_linux_proc
+{
+  pid_t pid;  /* the sandbox's init, as the host sees it */
+  int pidfd;  /* O_CLOEXEC */
+  int exit_code_hint; /* 126/127 when the command could not be executed, else 0 */
+};
+
+/* Exit codes of the documented contract (ohbox-run(1)). */
+#define OHBOX_EXIT_RUNTIME 125
+#define OHBOX_EXIT_NOEXEC 126
+#define OHBOX_EXIT_NOTFOUND 127
+
+/* Starts the sandbox: clones the init into new namespaces, maps ids,
+ * mounts the rootfs, and returns once the command was executed (or failed
+ * to be: then ERR says why and its kind is OHBOX_ERR_NOT_FOUND (127) or
+ * OHBOX_ERR_GENERIC with *RET_EXEC_FAILED set (126), and the init is
+ * reaped). The caller is the sandbox's parent: it reaps it. */
+int ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc *ret, ohbox_error_t *err);
+
+/* init.c: runs as PID 1 after the rootfs is ready: forks the command
+ * (EXEC_FN with ARG, which never returns), forwards signals to it, reaps
+ * every process, and exits with the command's status (128+N for a signal). */
+__attribute__ ((noreturn)) void ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd);
+
+/* init.c: finds USER in the rootfs (ROOTFD, resolved in-root) and fills
+ * uid, gid, home and the supplementary groups (xmalloc'd). */
+struct ohbox_user_ids
+{
+  uid_t uid;
+  gid_t gid;
+  gid_t *groups;
+  size_t n_groups;
+  char *home;
+};
+int ohbox_user_lookup (int rootfd, const char *user, struct ohbox_user_ids *ret, ohbox_error_t *err);
+void ohbox_user_ids_release (struct ohbox_user_ids *ids);
+
+#endif

@@ -1,0 +1,437 @@
+/* monitor.c: the per-sandbox monitor loop (see sandbox.h): waits on the
+ * init's pidfd, copies a detached sandbox's output into a bounded log,
+ * forwards signals in the foreground, proxies a terminal, then records the
+ * exit status and cleans up; kills the sandbox at its --timeout. It
+ * allocates nothing per event: its memory is what the fork left it plus one
+ * 16 KiB buffer (and, for on_output in the foreground, two line buffers). */
+#include "config.h"
+#include "sandbox/sandbox_internal.h"
+#include "network/network.h"
+#include "common/utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <string.h>
+#include <sys/signalfd.h>
+#include <sys/socket.h>
+#include <sys/stat.h>
+#include <sys/un.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+
+#define LOG_BUF 16384
+
+static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
+
+struct log_writer
+{
+  int dirfd;
+  int fd;
+  off_t size;
+};
+
+static void
+log_open (struct log_writer *lw)
+{
+  lw->fd = openat (lw->dirfd, "log", O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOFOLLOW, 0600);
+  struct stat st;
+  lw->size = (lw->fd >= 0 && fstat (lw->fd, &st) == 0) ? st.st_size : 0;
+}
+
+/* Appends, keeping at most two files of OHBOX_SANDBOX_LOG_MAX: a sandbox
+ * that prints forever cannot fill the state directory (/run is memory). */
+static void
+log_write (struct log_writer *lw, const char *data, size_t len)
+{
+  if (lw->fd < 0)
+    return;
+  if (lw->size + (off_t) len > OHBOX_SANDBOX_LOG_MAX)
+    {
+      close (lw->fd);
+      renameat (lw->dirfd, "log", lw->dirfd, "log.1");
+      log_open (lw);
+      if (lw->fd < 0)
+        return;
+    }
+  if (ohbox_write_all (lw->fd, data, len) == 0)
+    lw->size += (off_t) len;
+}
+
+/* Returns false at EOF or error. */
+static bool
+pump (int from, struct log_writer *lw, int to_fd, char *buf)
+{
+  ssize_t n = read (from, buf, LOG_BUF);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return true;
+  if (n <= 0)
+    return false;
+  if (lw)
+    log_write (lw, buf, (size_t) n);
+  if (to_fd >= 0)
+    ohbox_write_all (to_fd, buf, (size_t) n);
+  return true;
+}
+
+/* on_output: the command's lines, split in a fixed buffer per stream (the
+ * monitor allocates nothing per event). */
+struct line_splitter
+{
+  char *buf[2];
+  size_t len[2];
+};
+
+static void
+lines_emit (struct ohbox_monitor *m, struct line_splitter *ls, int i, const char *data, size_t n)
+{
+  for (size_t k = 0; k < n; k++)
+    {
+      if (data[k] == '\n' || ls->len[i] == OHBOX_RUN_LINE_MAX)
+        {
+          m->on_output (i + 1, ls->buf[i], ls->len[i], m->event_data);
+          ls->len[i] = 0;
+          if (data[k] == '\n')
+            continue;
+        }
+      ls->buf[i][ls->len[i]++] = data[k];
+    }
+}
+
+/* Reads what stream I has; at EOF flushes a last unterminated line and
+ * closes it. */
+static void
+lines_pump (struct ohbox_monitor *m, struct line_splitter *ls, int i, char *buf)
+{
+  ssize_t n = read (m->line_fd[i], buf, LOG_BUF);
+  if (n < 0 && (errno == EINTR || errno == EAGAIN))
+    return;
+  if (n > 0)
+    {
+      lines_emit (m, ls, i, buf, (size_t) n);
+      return;
+    }
+  if (ls->len[i] > 0)
+    m->on_output (i + 1, ls->buf[i], ls->len[i], m->event_data);
+  ls->len[i] = 0;
+  close (m->line_fd[i]);
+  m->line_fd[i] = -1;
+}
+
+/* --timeout: SIGTERM to the command at the deadline, SIGKILL to the init
+ * (and so the whole PID namespace) after the grace period. Returns the
+ * poll timeout in ms until the next step (-1: none). */
+static int
+timeout_step (struct ohbox_monitor *m, bool *timed_out, bool *killed)
+{
+  if (m->timeout <= 0 || *killed)
+    return -1;
+  double now = ohbox_monotonic ();
+  double deadline = m->started + m->timeout + (*timed_out ? OHBOX_RUN_TIMEOUT_GRACE : 0);
+  if (now < deadline)
+    {
+      double ms = (deadline - now) * 1000.0 + 1;
+      return ms > 1e9 ? 1000000000 : (int) ms;
+    }
+  if (!*timed_out)
+    {
+      *timed_out = true;
+      syscall (SYS_pidfd_send_signal, m->pidfd, SIGTERM, NULL, 0);
+      return (int) (OHBOX_RUN_TIMEOUT_GRACE * 1000) + 1;
+    }
+  *killed = true;
+  syscall (SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0);
+  return -1;
+}
+
+int
+ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
+{
+  /* Through /proc/self/fd: sun_path holds 108 bytes, a state directory's
+   * path may be longer. The directory is the sandbox's (0700, ours); the
+   * umask makes the socket 0600 from its creation on (the monitor is one
+   * thread here). */
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", state_dirfd, OHBOX_ATTACH_SOCK);
+  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
+  if (fd < 0)
+    return ohbox_error_errno (err, "create the attach socket");
+  unlinkat (state_dirfd, OHBOX_ATTACH_SOCK, 0);
+  mode_t old = umask (0077);
+  int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
+  umask (old);
+  /* 0700 from bind: execute means nothing on a socket, 0600 says so. */
+  if (r == 0)
+    r = fchmodat (state_dirfd, OHBOX_ATTACH_SOCK, 0600, 0);
+  if (r < 0 || listen (fd, 4) < 0)
+    {
+      ohbox_error_errno (err, "listen on `%s`", OHBOX_ATTACH_SOCK);
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+/* A connection to attach.sock: the terminal's master goes to a client of
+ * our own uid (or root), one at a time. Nothing is allocated. */
+static void
+attach_accept (struct ohbox_monitor *m, int *client)
+{
+  int fd = accept4 (m->attach_fd, NULL, NULL, SOCK_CLOEXEC);
+  if (fd < 0)
+    return;
+  struct ucred cred;
+  socklen_t len = sizeof cred;
+  char answer = OHBOX_ATTACH_OK;
+  if (getsockopt (fd, SOL_SOCKET, SO_PEERCRED, &cred, &len) < 0 || (cred.uid != 0 && cred.uid != geteuid ()))
+    answer = OHBOX_ATTACH_DENIED;
+  else if (*client >= 0)
+    answer = OHBOX_ATTACH_BUSY;
+  struct iovec iov = { .iov_base = &answer, .iov_len = 1 };
+  union
+  {
+    char buf[CMSG_SPACE (sizeof (int))];
+    struct cmsghdr align;
+  } u;
+  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
+  if (answer == OHBOX_ATTACH_OK)
+    {
+      memset (&u, 0, sizeof u);
+      msg.msg_control = u.buf;
+      msg.msg_controllen = sizeof u.buf;
+      struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
+      c->cmsg_level = SOL_SOCKET;
+      c->cmsg_type = SCM_RIGHTS;
+      c->cmsg_len = CMSG_LEN (sizeof (int));
+      memcpy (CMSG_DATA (c), &m->tty_master, sizeof (int));
+    }
+  if (sendmsg (fd, &msg, MSG_NOSIGNAL) == 1 && answer == OHBOX_ATTACH_OK)
+    {
+      *client = fd;
+      return;
+    }
+  close (fd);
+}
+
+int
+ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
+{
+  char *buf = xmalloc (LOG_BUF);
+  struct line_splitter ls = { { NULL, NULL }, { 0, 0 } };
+  bool timed_out = false, killed = false;
+  if (m->on_output)
+    for (int i = 0; i < 2; i++)
+      if (m->line_fd[i] >= 0)
+        {
+          ls.buf[i] = xmalloc (OHBOX_RUN_LINE_MAX);
+          fcntl (m->line_fd[i], F_SETFL, O_NONBLOCK);
+        }
+  struct log_writer lw = { .dirfd = m->dirfd, .fd = -1 };
+  int sigfd = -1;
+  if (m->log_fd >= 0)
+    {
+      log_open (&lw);
+      fcntl (m->log_fd, F_SETFL, O_NONBLOCK);
+    }
+  if (m->forward_signals)
+    {
+      sigset_t set;
+      sigemptyset (&set);
+      for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+        sigaddset (&set, forwarded[i]);
+      sigprocmask (SIG_BLOCK, &set, NULL);
+      sigfd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+    }
+  bool tty = m->tty_master >= 0;
+  bool stdin_open = tty && !m->detached;
+  /* -d: the log; foreground -t: our stdout. */
+  struct log_writer *to_log = m->detached ? &lw : NULL;
+  int to_out = tty && !m->detached ? 1 : -1;
+  /* ohbox attach: while a client has the terminal, its output is the
+   * client's to read (the log misses it). */
+  int client = -1;
+  for (;;)
+    {
+      struct pollfd p[8];
+      int n = 0;
+      p[n++] = (struct pollfd){ .fd = m->pidfd, .events = POLLIN };
+      int log_i = -1, sig_i = -1, in_i = -1, line_i[2] = { -1, -1 }, listen_i = -1, client_i = -1;
+      if (m->attach_fd >= 0)
+        {
+          listen_i = n;
+          p[n++] = (struct pollfd){ .fd = m->attach_fd, .events = POLLIN };
+        }
+      if (client >= 0)
+        {
+          client_i = n;
+          p[n++] = (struct pollfd){ .fd = client, .events = POLLIN };
+        }
+      for (int i = 0; i < 2; i++)
+        if (m->on_output && m->line_fd[i] >= 0)
+          {
+            line_i[i] = n;
+            p[n++] = (struct pollfd){ .fd = m->line_fd[i], .events = POLLIN };
+          }
+      if (m->log_fd >= 0 && client < 0)
+        {
+          log_i = n;
+          p[n++] = (struct pollfd){ .fd = m->log_fd, .events = POLLIN };
+        }
+      if (sigfd >= 0)
+        {
+          sig_i = n;
+          p[n++] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
+        }
+      if (stdin_open)
+        {
+          in_i = n;
+          p[n++] = (struct pollfd){ .fd = 0, .events = POLLIN };
+        }
+      int wait_ms = timeout_step (m, &timed_out, &killed);
+      int pr = poll (p, n, wait_ms);
+      if (pr < 0)
+        {
+          if (errno == EINTR)
+            continue;
+          break;
+        }
+      if (pr == 0)
+        continue; /* a --timeout step is due */
+      for (int i = 0; i < 2; i++)
+        if (line_i[i] >= 0 && p[line_i[i]].revents)
+          lines_pump (m, &ls, i, buf);
+      /* A client that went away first: one that detaches and attaches
+       * again at once must not find itself busy. */
+      if (client_i >= 0 && p[client_i].revents)
+        {
+          /* The client says nothing: readable means it went away. */
+          ssize_t r = read (client, buf, LOG_BUF);
+          if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
+            {
+              close (client);
+              client = -1;
+            }
+        }
+      if (listen_i >= 0 && p[listen_i].revents)
+        attach_accept (m, &client);
+      if (log_i >= 0 && p[log_i].revents)
+        {
+          if (!pump (m->log_fd, to_log, to_out, buf))
+            {
+              if (!tty)
+                close (m->log_fd);
+              m->log_fd = -1;
+            }
+        }
+      if (in_i >= 0 && p[in_i].revents)
+        {
+          if (!pump (0, NULL, m->tty_master, buf))
+            stdin_open = false;
+        }
+      if (sig_i >= 0 && p[sig_i].revents)
+        {
+          struct signalfd_siginfo si;
+          while (read (sigfd, &si, sizeof si) == (ssize_t) sizeof si)
+            syscall (SYS_pidfd_send_signal, m->pidfd, (int) si.ssi_signo, NULL, 0);
+        }
+      if (p[0].revents)
+        break;
+    }
+  /* Whatever the command wrote before it ended. */
+  if (client >= 0)
+    close (client);
+  if (m->log_fd >= 0)
+    while (pump (m->log_fd, to_log, to_out, buf))
+      {
+        struct pollfd q = { .fd = m->log_fd, .events = POLLIN };
+        if (poll (&q, 1, 0) <= 0)
+          break;
+      }
+  for (int i = 0; i < 2; i++)
+    while (m->on_output && m->line_fd[i] >= 0)
+      {
+        /* Every writer is gone with the PID namespace: EOF comes. */
+        struct pollfd q = { .fd = m->line_fd[i], .events = POLLIN };
+        if (poll (&q, 1, 1000) <= 0)
+          {
+            close (m->line_fd[i]);
+            m->line_fd[i] = -1;
+            break;
+          }
+        lines_pump (m, &ls, i, buf);
+      }
+  free (ls.buf[0]);
+  free (ls.buf[1]);
+  free (buf);
+  siginfo_t si;
+  memset (&si, 0, sizeof si);
+  int code = 255;
+  while (waitid (P_PIDFD, (id_t) m->pidfd, &si, WEXITED) < 0)
+    if (errno != EINTR)
+      break;
+  int signo = 0;
+  if (si.si_code == CLD_EXITED)
+    {
+      code = si.si_status;
+      /* The init reports a command killed by signal N as 128+N (init.c), as
+       * shells do: a command that exits 128+N itself looks the same. */
+      if (code > 128 && code <= 128 + 64)
+        signo = code - 128;
+    }
+  else if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
+    {
+      signo = si.si_status;
+      code = 128 + si.si_status;
+    }
+  if (timed_out)
+    code = OHBOX_EXIT_TIMEOUT;
+  ohbox_trace ("monitor: exited");
+  double duration = ohbox_monotonic () - m->started;
+  if (lw.fd >= 0)
+    close (lw.fd);
+  if (sigfd >= 0)
+    close (sigfd);
+  int ret = code;
+  /* The init is gone, so is its PID namespace; the cgroup may still hold
+   * processes that escaped it (none should): destroy kills and removes. */
+  if (m->cgroup && ohbox_cgroup_destroy (m->cgroup, err) < 0)
+    ret = -1;
+  ohbox_trace ("monitor: cgroups removed");
+  {
+    /* A stopped sandbox holds no address or port (nothing restarts it). */
+    cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
+    if (ohbox_network_release (dir, m->dirfd, ret < 0 ? NULL : err) < 0)
+      ret = -1;
+  }
+  cleanup_free char *now = ohbox_now_rfc3339 ();
+  json_t *f = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", code, "finished_at", now,
+                         "paused", 0, "timed_out", timed_out);
+  if (ohbox_state_update (m->dirfd, f, ret < 0 ? NULL : err) < 0)
+    ret = -1;
+  json_decref (f);
+  /* For `ohbox wait`, which holds the lock file open: readable even after
+   * --rm removed the directory. */
+  {
+    int lfd = openat (m->dirfd, "monitor.lock", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+    if (lfd >= 0)
+      {
+        char num[16];
+        int len = snprintf (num, sizeof num, "%d\n", code);
+        if (pwrite (lfd, num, (size_t) len, 0) < 0)
+          ret = ret; /* best effort: wait then reads state.json */
+        close (lfd);
+      }
+  }
+  if (m->on_exited)
+    {
+      struct ohbox_run_exit ex
+          = { .id = m->id, .exit_code = code, .signal = signo, .timed_out = timed_out, .duration = duration };
+      m->on_exited (&ex, m->event_data);
+    }
+  ohbox_trace ("monitor: state updated");
+  if (m->rm && ret >= 0 && ohbox_state_remove (m->rt, m->id, err) < 0)
+    ret = -1;
+  ohbox_trace ("monitor: removed");
+  return ret < 0 ? -1 : code;
+}

@@ -1,0 +1,766 @@
+/* sandbox.c: `ohbox run`: from an image and options to a running sandbox
+ * (spec for linux.c, state, monitor); see sandbox.h. The lifecycle
+ * commands are in sandbox_ops.c. */
+#include "config.h"
+#include "sandbox/sandbox_internal.h"
+#include "api/action.h"
+#include "security/capabilities.h"
+#include "sandbox/exec.h"
+#include "image/image.h"
+#include "sandbox/linux.h"
+#include "network/network.h"
+#include "security/seccomp.h"
+#include "sandbox/snapshot.h"
+#include "common/utils.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <malloc.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <sys/syscall.h>
+#include <sys/ioctl.h>
+#include <termios.h>
+
+#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+static size_t
+strv_len (char **v)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  return n;
+}
+
+static void
+strv_free (char **v)
+{
+  for (size_t i = 0; v && v[i]; i++)
+    free (v[i]);
+  free (v);
+}
+
+static void
+warn (const struct ohbox_run_options *o, const char *fmt, ...)
+{
+  if (o->warn == NULL)
+    return;
+  va_list ap;
+  va_start (ap, fmt);
+  char *s = NULL;
+  if (vasprintf (&s, fmt, ap) >= 0)
+    {
+      o->warn (s, o->warn_data);
+      free (s);
+    }
+  va_end (ap);
+}
+
+/* A JSON array of strings (or NULL) appended to a vector. */
+static int
+append_json_strings (char ***v, size_t *n, json_t *arr, size_t max, const char *what, ohbox_error_t *err)
+{
+  size_t i;
+  json_t *x;
+  if (arr == NULL || json_is_null (arr))
+    return 0;
+  if (!json_is_array (arr))
+    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "image config: `%s` is not an array", what);
+  json_array_foreach (arr, i, x)
+  {
+    if (!json_is_string (x))
+      return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "image config: `%s` holds a non-string", what);
+    if (*n >= max)
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many entries in `%s` (at most %zu)", what, max);
+    *v = xrealloc (*v, (*n + 2) * sizeof (char *));
+    (*v)[(*n)++] = xstrdup (json_string_value (x));
+    (*v)[*n] = NULL;
+  }
+  return 0;
+}
+
+static void
+strv_push (char ***v, size_t *n, char *s)
+{
+  *v = xrealloc (*v, (*n + 2) * sizeof (char *));
+  (*v)[(*n)++] = s;
+  (*v)[*n] = NULL;
+}
+
+/* Entrypoint + command, as Docker combines them. */
+static int
+build_argv (const struct ohbox_run_options *o, json_t *rc, char ***ret, ohbox_error_t *err)
+{
+  char **v = NULL;
+  size_t n = 0;
+  int r = 0;
+  if (o->entrypoint)
+    for (size_t i = 0; o->entrypoint[i] && r == 0; i++)
+      strv_push (&v, &n, xstrdup (o->entrypoint[i]));
+  else
+    r = append_json_strings (&v, &n, json_object_get (rc, "Entrypoint"), OHBOX_SANDBOX_MAX_ARGS, "Entrypoint", err);
+  if (r == 0 && strv_len (o->command) > 0)
+    {
+      if (strv_len (o->command) > OHBOX_SANDBOX_MAX_ARGS)
+        r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many arguments (at most %d)", OHBOX_SANDBOX_MAX_ARGS);
+      for (size_t i = 0; r == 0 && o->command[i]; i++)
+        strv_push (&v, &n, xstrdup (o->command[i]));
+    }
+  else if (r == 0 && o->entrypoint == NULL)
+    r = append_json_strings (&v, &n, json_object_get (rc, "Cmd"), OHBOX_SANDBOX_MAX_ARGS, "Cmd", err);
+  if (r == 0 && n == 0)
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "no command: the image `%s` has none; give one after the image name",
+                     o->image);
+  if (r < 0)
+    {
+      strv_free (v);
+      return -1;
+    }
+  *ret = v;
+  return 0;
+}
+
+static void
+env_set (char ***v, size_t *n, const char *kv)
+{
+  const char *eq = strchr (kv, '=');
+  size_t klen = eq ? (size_t) (eq - kv) : strlen (kv);
+  for (size_t i = 0; i < *n; i++)
+    if (strncmp ((*v)[i], kv, klen) == 0 && (*v)[i][klen] == '=')
+      {
+        free ((*v)[i]);
+        (*v)[i] = xstrdup (kv);
+        return;
+      }
+  strv_push (v, n, xstrdup (kv));
+}
+
+static int
+build_env (const struct ohbox_run_options *o, json_t *rc, const char *hostname, char ***ret, ohbox_error_t *err)
+{
+  char **img = NULL, **v = NULL;
+  size_t ni = 0, n = 0;
+  if (append_json_strings (&img, &ni, json_object_get (rc, "Env"), OHBOX_SANDBOX_MAX_ENV, "Env", err) < 0)
+    return -1;
+  env_set (&v, &n, DEFAULT_PATH);
+  cleanup_free char *h = xasprintf ("HOSTNAME=%s", hostname);
+  env_set (&v, &n, h);
+  if (o->tty)
+    env_set (&v, &n, "TERM=xterm");
+  for (size_t i = 0; i < ni; i++)
+    env_set (&v, &n, img[i]);
+  strv_free (img);
+  for (size_t i = 0; o->env && o->env[i]; i++)
+    {
+      if (n >= OHBOX_SANDBOX_MAX_ENV)
+        {
+          strv_free (v);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many environment variables (at most %d)",
+                              OHBOX_SANDBOX_MAX_ENV);
+        }
+      if (strchr (o->env[i], '=') == NULL || o->env[i][0] == '=')
+        {
+          strv_free (v);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid environment variable `%s`: use KEY=VALUE",
+                              o->env[i]);
+        }
+      env_set (&v, &n, o->env[i]);
+    }
+  *ret = v;
+  return 0;
+}
+
+static int
+parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, size_t *ret_n, ohbox_error_t *err)
+{
+  size_t total = strv_len (o->volumes) + strv_len (o->tmpfs);
+  if (total > OHBOX_SANDBOX_MAX_MOUNTS)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many mounts (at most %d)", OHBOX_SANDBOX_MAX_MOUNTS);
+  struct ohbox_mount_spec *m = xcalloc (total + 1, sizeof *m);
+  size_t n = 0;
+  for (size_t i = 0; o->volumes && o->volumes[i]; i++)
+    {
+      cleanup_free char *s = xstrdup (o->volumes[i]);
+      char *ctr = strchr (s, ':');
+      char *mode = ctr ? strchr (ctr + 1, ':') : NULL;
+      if (ctr)
+        *ctr++ = '\0';
+      if (mode)
+        *mode++ = '\0';
+      bool read_only = false, idmap = false, bad = ctr == NULL || s[0] != '/' || ctr[0] != '/';
+      for (char *save = NULL, *opt = mode ? strtok_r (mode, ",", &save) : NULL; opt && !bad;
+           opt = strtok_r (NULL, ",", &save))
+        {
+          if (strcmp (opt, "ro") == 0 || strcmp (opt, "rw") == 0)
+            read_only = strcmp (opt, "ro") == 0;
+          else if (strcmp (opt, "idmap") == 0)
+            idmap = true;
+          else
+            bad = true;
+        }
+      if (bad)
+        {
+          free (m);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                              "invalid volume `%s`: use /HOST/PATH:/SANDBOX/PATH[:ro|rw][,idmap]", o->volumes[i]);
+        }
+      /* An idmapped mount maps through the sandbox's user namespace, which
+       * only root's sandboxes with one have (mount_setattr needs
+       * CAP_SYS_ADMIN over the source's filesystem). */
+      if (idmap && (o->userns_host || geteuid () != 0))
+        {
+          free (m);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "volume `%s`: idmap needs %s", o->volumes[i],
+                              o->userns_host ? "a user namespace (not --userns host)" : "root (rootless sandboxes cannot idmap)");
+        }
+      char abs[PATH_MAX];
+      if (realpath (s, abs) == NULL)
+        {
+          free (m);
+          return ohbox_error_errno (err, "volume source `%s`", s);
+        }
+      m[n].source = xstrdup (abs);
+      m[n].fd = -1;
+      m[n].target = xstrdup (ctr);
+      m[n].read_only = read_only;
+      m[n].idmap = idmap;
+      n++;
+    }
+  for (size_t i = 0; o->tmpfs && o->tmpfs[i]; i++)
+    {
+      if (o->tmpfs[i][0] != '/')
+        {
+          free (m);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid --tmpfs `%s`: an absolute path", o->tmpfs[i]);
+        }
+      m[n].target = xstrdup (o->tmpfs[i]);
+      m[n].tmpfs = true;
+      m[n].fd = -1;
+      n++;
+    }
+  *ret = m;
+  *ret_n = n;
+  return 0;
+}
+
+/* What run_here() builds, released in one place. */
+struct run_ctx
+{
+  struct ohbox_image *img;
+  char **argv;
+  char **env;
+  struct ohbox_mount_spec *mounts;
+  size_t n_mounts;
+  struct ohbox_userns_plan userns;
+  struct ohbox_snapshot *snap;
+  struct ohbox_cgroup *cgroup;
+  struct ohbox_seccomp_filter *seccomp;
+  struct ohbox_network *net;
+  int rootdir_fd;
+  int stdio[3];
+  int out_read; /* the monitor's end of the output pipe or terminal */
+  int line_read[2]; /* on_output: the monitor's ends of the stdout and stderr pipes */
+};
+
+static void
+run_ctx_release (struct run_ctx *c)
+{
+  ohbox_network_free (c->net);
+  ohbox_image_free (c->img);
+  strv_free (c->argv);
+  strv_free (c->env);
+  for (size_t i = 0; i < c->n_mounts; i++)
+    {
+      free (c->mounts[i].source);
+      if (c->mounts[i].fd >= 0)
+        close (c->mounts[i].fd);
+      free (c->mounts[i].target);
+    }
+  free (c->mounts);
+  ohbox_userns_plan_release (&c->userns);
+  ohbox_snapshot_free (c->snap);
+  ohbox_seccomp_filter_free (c->seccomp);
+  if (c->rootdir_fd >= 0)
+    close (c->rootdir_fd);
+  for (int i = 0; i < 3; i++)
+    if (c->stdio[i] > 2)
+      close (c->stdio[i]);
+  for (int i = 0; i < 2; i++)
+    if (c->line_read[i] >= 0)
+      close (c->line_read[i]);
+  memset (c, 0, sizeof *c);
+  c->rootdir_fd = c->out_read = -1;
+  c->line_read[0] = c->line_read[1] = -1;
+}
+
+static int
+setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, ohbox_error_t *err)
+{
+  *tty_master = -1;
+  if (o->tty)
+    {
+      /* -d -t: the monitor keeps the master for `ohbox attach`. */
+      int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (master < 0 || grantpt (master) < 0 || unlockpt (master) < 0)
+        return ohbox_error_errno (err, "allocate a pseudo-terminal");
+      int slave = open (ptsname (master), O_RDWR | O_NOCTTY | O_CLOEXEC);
+      if (slave < 0)
+        {
+          close (master);
+          return ohbox_error_errno (err, "open the pseudo-terminal");
+        }
+      struct winsize ws;
+      if (ioctl (0, TIOCGWINSZ, &ws) == 0)
+        ioctl (slave, TIOCSWINSZ, &ws);
+      c->stdio[0] = slave;
+      c->stdio[1] = fcntl (slave, F_DUPFD_CLOEXEC, 3);
+      c->stdio[2] = fcntl (slave, F_DUPFD_CLOEXEC, 3);
+      c->out_read = master;
+      *tty_master = master;
+      return 0;
+    }
+  if (!o->detach && o->on_output)
+    {
+      /* Line events: two pipes the monitor splits into lines. */
+      int po[2], pe[2];
+      if (pipe2 (po, O_CLOEXEC) < 0)
+        return ohbox_error_errno (err, "pipe");
+      if (pipe2 (pe, O_CLOEXEC) < 0)
+        {
+          close (po[0]);
+          close (po[1]);
+          return ohbox_error_errno (err, "pipe");
+        }
+      c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
+      c->stdio[1] = po[1];
+      c->stdio[2] = pe[1];
+      c->line_read[0] = po[0];
+      c->line_read[1] = pe[0];
+      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+    }
+  if (!o->detach)
+    {
+      c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
+      c->stdio[1] = 1;
+      c->stdio[2] = 2;
+      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+    }
+  int p[2];
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return ohbox_error_errno (err, "pipe");
+  c->stdio[0] = open ("/dev/null", O_RDONLY | O_CLOEXEC);
+  c->stdio[1] = p[1];
+  c->stdio[2] = fcntl (p[1], F_DUPFD_CLOEXEC, 3);
+  c->out_read = p[0];
+  return 0;
+}
+
+/* The signal `ohbox stop` sends first: checked now, so that a bad
+ * --stop-signal or image StopSignal fails the run, not a later stop. */
+static int
+stop_signal (const struct ohbox_run_options *o, json_t *rc, int *sig, ohbox_error_t *err)
+{
+  const char *s = o->stop_signal;
+  const char *from = "--stop-signal";
+  if (s == NULL)
+    {
+      s = json_string_value (json_object_get (rc, "StopSignal"));
+      from = "the image's StopSignal";
+    }
+  *sig = SIGTERM;
+  if (s == NULL || *s == '\0')
+    return 0;
+  if (ohbox_signal_parse (s, sig) < 0)
+    return ohbox_error (err, o->stop_signal ? OHBOX_ERR_USAGE : OHBOX_ERR_GENERIC, 0, "%s `%s` is not a signal", from, s);
+  return 0;
+}
+
+static int
+write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct run_ctx *c, struct ohbox_store *s,
+              ohbox_error_t *err)
+{
+  int sig;
+  if (stop_signal (o, c->img->config->runtime_config, &sig, err) < 0)
+    return -1;
+  json_t *cmd = json_array ();
+  for (size_t i = 0; c->argv[i]; i++)
+    json_array_append_new (cmd, json_string (c->argv[i]));
+  cleanup_free char *now = ohbox_now_rfc3339 ();
+  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
+                           "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
+                           "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
+  int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
+  json_decref (cfg);
+  if (r == 0 && o->executor_url)
+    r = ohbox_executor_record (dfd, o->executor_url, o->executor_key, err);
+  return r;
+}
+
+static int
+attach_network_early (int userns_fd, int netns_fd, void *data, ohbox_error_t *err)
+{
+  return ohbox_network_attach_early (data, userns_fd, netns_fd, err);
+}
+
+static int
+attach_network (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_t *err)
+{
+  return ohbox_network_attach (data, pid, userns_fd, netns_fd, err);
+}
+
+/* Creates, starts and monitors the sandbox in the calling process. With
+ * REPORT_FD >= 0 (detached) the id or error goes there once it runs, and
+ * stdio is pointed at /dev/null. */
+static int
+run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int report_fd, char **ret_id,
+          int *ret_exit_code, ohbox_error_t *err)
+{
+  char id[OHBOX_ID_LEN + 1];
+  cleanup_close int dfd = -1;
+  cleanup_close int lockfd = -1;
+  struct run_ctx c;
+  memset (&c, 0, sizeof c);
+  c.rootdir_fd = c.out_read = -1;
+  c.line_read[0] = c.line_read[1] = -1;
+  c.stdio[0] = c.stdio[1] = c.stdio[2] = -1;
+  int tty_master = -1;
+  struct ohbox_linux_proc proc = { 0 };
+  bool created = false;
+  /* Declared here: a goto fail must not enter the scope of a cleanup variable. */
+  cleanup_free char *now = NULL;
+  *ret_exit_code = OHBOX_EXIT_RUNTIME;
+
+  ohbox_trace ("run: begin");
+  if (ohbox_state_create (rt, id, &dfd, &lockfd, err) < 0)
+    return -1;
+  created = true;
+  ohbox_trace ("state directory");
+  if (ohbox_image_load_for_run (rt->store, o->image, &c.img, err) < 0)
+    goto fail;
+  ohbox_trace ("image");
+  json_t *rc = c.img->config->runtime_config;
+  char hostname[13];
+  snprintf (hostname, sizeof hostname, "%.12s", id);
+  const char *host = o->hostname ? o->hostname : hostname;
+  if (build_argv (o, rc, &c.argv, err) < 0 || build_env (o, rc, host, &c.env, err) < 0)
+    goto fail;
+  if (write_config (dfd, id, o, &c, rt->store, err) < 0)
+    goto fail;
+  if (o->name && ohbox_state_claim_name (rt, o->name, id, err) < 0)
+    goto fail;
+  if (parse_mounts (o, &c.mounts, &c.n_mounts, err) < 0)
+    goto fail;
+  if (ohbox_network_prepare (rt, id, dfd, o, host, &c.net, err) < 0)
+    goto fail;
+  ohbox_network_mounts (c.net, &c.mounts, &c.n_mounts);
+  ohbox_trace ("config, network plan");
+  bool userns = !o->userns_host;
+  bool rootless = geteuid () != 0;
+  /* Rootless, a bind source can only be cloned in the sandbox's own user
+   * and mount namespaces (the child does it, linux.c). */
+  if (!rootless && ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
+    goto fail;
+  if (rootless && !userns)
+    {
+      ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");
+      goto fail;
+    }
+  uid_t root_uid = 0;
+  gid_t root_gid = 0;
+  if (userns)
+    {
+      if (ohbox_userns_plan (NULL, NULL, &c.userns, err) < 0)
+        goto fail;
+      if (c.userns.warning)
+        warn (o, "%s", c.userns.warning);
+      root_uid = ohbox_idmap_to_host (&c.userns.uids, 0);
+      root_gid = ohbox_idmap_to_host (&c.userns.gids, 0);
+    }
+  const struct oci_image_config *ic = c.img->config;
+  if (ohbox_snapshot_prepare (rt->store, id, ic->diff_ids, ic->n_diff_ids, rootless ? geteuid () : root_uid,
+                              rootless ? getegid () : root_gid, &c.snap, err)
+      < 0)
+    goto fail;
+  if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)
+    goto fail;
+  ohbox_trace ("writable layer");
+  const struct ohbox_cgroup_host *cgh;
+  if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
+    goto fail;
+  if (cgh->warning)
+    {
+      if (ohbox_cgroup_limits_any (&o->limits))
+        warn (o, "%s", cgh->warning);
+    }
+  if (ohbox_cgroup_create (cgh, id, &o->limits, &c.cgroup, err) < 0)
+    goto fail;
+  ohbox_trace ("cgroups");
+  uint64_t caps, added;
+  size_t n_add = strv_len (o->cap_add), n_drop = strv_len (o->cap_drop);
+  if (ohbox_caps_tweak (ohbox_caps_default (), (const char *const *) o->cap_add, n_add,
+                        (const char *const *) o->cap_drop, n_drop, &caps, &added, err)
+      < 0)
+    goto fail;
+  if (o->seccomp_profile == NULL || strcmp (o->seccomp_profile, "unconfined") != 0)
+    {
+      cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
+      struct ohbox_seccomp_options so = { .caps = caps, .cache_dir = cache };
+      if (ohbox_seccomp_compile_file (o->seccomp_profile, &so, &c.seccomp, err) < 0)
+        goto fail;
+    }
+  ohbox_trace ("seccomp filter");
+  if (setup_stdio (o, &c, &tty_master, err) < 0)
+    goto fail;
+  c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (c.rootdir_fd < 0)
+    {
+      ohbox_error_errno (err, "open the rootfs mount point");
+      goto fail;
+    }
+  const char *wd = o->workdir ? o->workdir : json_string_value (json_object_get (rc, "WorkingDir"));
+  if (wd == NULL || *wd == '\0')
+    wd = "/";
+  if (wd[0] != '/')
+    {
+      ohbox_error (err, OHBOX_ERR_USAGE, 0, "working directory `%s` is not an absolute path", wd);
+      goto fail;
+    }
+  const char *user = o->user ? o->user : json_string_value (json_object_get (rc, "User"));
+  if (user && *user == '\0')
+    user = NULL;
+  /* What `ohbox exec` gives its processes too (exec.h). */
+  struct ohbox_exec_record xr = { .env = c.env, .cwd = wd, .user = user, .caps = caps, .caps_added = added,
+                                  .no_new_privs = !o->allow_new_privs, .seccomp_profile = o->seccomp_profile };
+  if (ohbox_exec_record (dfd, &xr, err) < 0
+      || (c.seccomp && ohbox_seccomp_filter_save (dfd, OHBOX_EXEC_SECCOMP_FILE, c.seccomp, err) < 0))
+    goto fail;
+  struct ohbox_linux_spec spec = {
+    .id = id,
+    .argv = c.argv,
+    .env = c.env,
+    .cwd = wd,
+    .user = user,
+    .hostname = host,
+    .stdio = { c.stdio[0], c.stdio[1], c.stdio[2] },
+    .tty = tty_master >= 0,
+    .userns = userns,
+    .userns_plan = &c.userns,
+    .rootless = rootless,
+    .netns = o->network != OHBOX_NETWORK_HOST && o->network != OHBOX_NETWORK_CONTAINER,
+    .join_netns = ohbox_network_join_fd (c.net) >= 0,
+    .join_netns_fd = ohbox_network_join_fd (c.net),
+    .after_clone = attach_network,
+    .right_after_clone = attach_network_early,
+    .after_clone_data = c.net,
+    .snap = c.snap,
+    .read_only = o->read_only,
+    .mounts = c.mounts,
+    .n_mounts = c.n_mounts,
+    .rootdir_fd = c.rootdir_fd,
+    .caps = caps,
+    .caps_added = added,
+    .no_new_privs = !o->allow_new_privs,
+    .seccomp = c.seccomp,
+    .cgroup = c.cgroup,
+  };
+  ohbox_trace ("stdio, exec record");
+  if (ohbox_linux_start (&spec, &proc, err) < 0)
+    {
+      *ret_exit_code = proc.exit_code_hint;
+      goto fail;
+    }
+  ohbox_trace ("parent: command running");
+  double started = ohbox_monotonic ();
+  /* From here on the store is only read through the sandbox's own mounts;
+   * its layers file keeps GC away from them (snapshot.h). */
+  ohbox_store_unlock (rt->store);
+  now = ohbox_now_rfc3339 ();
+  json_t *st = json_pack ("{s:s, s:i, s:I, s:s}", "status", "running", "pid", (int) proc.pid, "pid_start",
+                          (json_int_t) ohbox_proc_starttime (proc.pid), "started_at", now);
+  ohbox_state_write_json (dfd, "state.json", st, NULL);
+  json_decref (st);
+
+  struct ohbox_monitor m = {
+    .rt = rt,
+    .id = id,
+    .dirfd = dfd,
+    .lockfd = lockfd,
+    .pid = proc.pid,
+    .pidfd = proc.pidfd,
+    .log_fd = c.out_read,
+    .tty_master = tty_master,
+    .forward_signals = report_fd < 0,
+    .rm = o->rm,
+    .cgroup = c.cgroup,
+    .started = started,
+    .timeout = o->timeout,
+    .line_fd = { c.line_read[0], c.line_read[1] },
+    .detached = report_fd >= 0,
+    .attach_fd = -1,
+    .on_output = report_fd < 0 ? o->on_output : NULL,
+    .on_exited = report_fd < 0 ? o->on_exited : NULL,
+    .event_data = o->event_data,
+  };
+  c.out_read = -1;
+  c.line_read[0] = c.line_read[1] = -1;
+  c.cgroup = NULL;
+  struct ohbox_cgroup *cg = m.cgroup;
+  /* The reserved host ports stay bound for as long as the monitor runs. */
+  struct ohbox_network *net = steal_pointer (&c.net);
+  run_ctx_release (&c);
+  if (ret_id)
+    *ret_id = xstrdup (id);
+  if (report_fd >= 0 && tty_master >= 0)
+    {
+      /* Before the report: once `ohbox run -d -t` returned, attach works. */
+      m.attach_fd = ohbox_monitor_attach_listen (dfd, err);
+      if (m.attach_fd < 0)
+        {
+          syscall (SYS_pidfd_send_signal, m.pidfd, SIGKILL, NULL, 0);
+          ohbox_monitor_run (&m, NULL);
+          close (tty_master);
+          close (m.pidfd);
+          ohbox_cgroup_free (cg);
+          ohbox_network_free (net);
+          return -1;
+        }
+    }
+  if (report_fd >= 0)
+    {
+      /* Detached: the monitor lets go of the caller's terminal and reports. */
+      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      for (int i = 0; i < 3 && null >= 0; i++)
+        dup2 (null, i);
+      if (null > 2)
+        close (null);
+      char msg[OHBOX_ID_LEN + 4];
+      snprintf (msg, sizeof msg, "0 %s", id);
+      ohbox_write_all (report_fd, msg, strlen (msg));
+      close (report_fd);
+      /* What setup allocated is not needed any more (< 1 MiB per monitor). */
+      malloc_trim (0);
+    }
+  if (report_fd < 0 && o->on_started)
+    o->on_started (id, proc.pid, o->event_data);
+  struct termios saved;
+  bool raw = tty_master >= 0 && isatty (0) && tcgetattr (0, &saved) == 0;
+  if (raw)
+    {
+      struct termios t = saved;
+      cfmakeraw (&t);
+      tcsetattr (0, TCSANOW, &t);
+    }
+  int code = ohbox_monitor_run (&m, err);
+  if (m.attach_fd >= 0)
+    {
+      close (m.attach_fd);
+      unlinkat (dfd, OHBOX_ATTACH_SOCK, 0);
+    }
+  if (raw)
+    tcsetattr (0, TCSANOW, &saved);
+  if (tty_master >= 0)
+    close (tty_master);
+  close (m.pidfd);
+  ohbox_cgroup_free (cg);
+  ohbox_network_free (net);
+  if (code < 0)
+    return -1;
+  *ret_exit_code = code;
+  return 0;
+
+fail:
+  if (c.cgroup)
+    {
+      ohbox_error_t e = NULL;
+      ohbox_cgroup_destroy (c.cgroup, &e);
+      ohbox_error_release (&e);
+      ohbox_cgroup_free (c.cgroup);
+      c.cgroup = NULL;
+    }
+  if (c.out_read >= 0)
+    close (c.out_read);
+  run_ctx_release (&c);
+  if (created)
+    {
+      ohbox_error_t e = NULL;
+      ohbox_state_remove (rt, id, &e);
+      ohbox_error_release (&e);
+    }
+  return -1;
+}
+
+/* -d: a forked monitor does the work and reports "0 ID" or "KIND MESSAGE". */
+static int
+run_detached (struct ohbox_runtime *rt, const struct ohbox_run_options *o, char **ret_id, int *ret_exit_code,
+              ohbox_error_t *err)
+{
+  int p[2];
+  *ret_exit_code = OHBOX_EXIT_RUNTIME;
+  if (pipe2 (p, O_CLOEXEC) < 0)
+    return ohbox_error_errno (err, "pipe");
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      close (p[0]);
+      close (p[1]);
+      return ohbox_error_errno (err, "fork the monitor");
+    }
+  if (pid == 0)
+    {
+      close (p[0]);
+      /* Its own session: the caller's terminal and signals are not its. */
+      setsid ();
+      signal (SIGHUP, SIG_IGN);
+      signal (SIGPIPE, SIG_IGN);
+      /* A grandchild: `ohbox run -d` returns and nobody has to reap us. */
+      pid_t again = fork ();
+      if (again != 0)
+        _exit (again < 0 ? 1 : 0);
+      ohbox_error_t e = NULL;
+      int code;
+      if (run_here (rt, o, p[1], NULL, &code, &e) < 0 && e)
+        {
+          char *msg = xasprintf ("%d %d %s", e->kind, code, e->msg);
+          ohbox_write_all (p[1], msg, strlen (msg));
+          _exit (1);
+        }
+      _exit (0);
+    }
+  close (p[1]);
+  waitpid (pid, NULL, 0);
+  cleanup_free char *text = NULL;
+  size_t len;
+  int r = ohbox_read_fd (p[0], "the monitor's report", 64 * 1024, &text, &len, err);
+  close (p[0]);
+  if (r < 0)
+    return -1;
+  if (len > 2 && text[0] == '0' && text[1] == ' ')
+    {
+      if (ret_id)
+        *ret_id = xstrdup (text + 2);
+      *ret_exit_code = 0;
+      return 0;
+    }
+  int kind = OHBOX_ERR_GENERIC, code = OHBOX_EXIT_RUNTIME, off = 0;
+  if (sscanf (text, "%d %d %n", &kind, &code, &off) < 2 || off == 0)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's monitor died during setup");
+  *ret_exit_code = code;
+  return ohbox_error (err, kind, 0, "%s", text + off);
+}
+
+int
+ohbox_sandbox_run (struct ohbox_runtime *rt, const struct ohbox_run_options *opts, char **ret_id, int *ret_exit_code,
+                   ohbox_error_t *err)
+{
+  int dummy;
+  if (ret_exit_code == NULL)
+    ret_exit_code = &dummy;
+  if (opts->detach)
+    return run_detached (rt, opts, ret_id, ret_exit_code, err);
+  return run_here (rt, opts, -1, ret_id, ret_exit_code, err);
+}

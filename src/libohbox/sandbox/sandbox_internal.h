@@ -1,0 +1,98 @@
+/* sandbox_internal.h: what sandbox.c, state.c and monitor.c share. */
+#ifndef OHBOX_SANDBOX_INTERNAL_H
+#define OHBOX_SANDBOX_INTERNAL_H
+
+#include <sys/types.h>
+
+#include "cgroup/cgroup.h"
+#include "sandbox/sandbox.h"
+
+#define OHBOX_ID_LEN 64
+
+struct ohbox_runtime
+{
+  struct ohbox_store *store;
+  char *root;
+  int dirfd;
+  bool cg_detected;
+  struct ohbox_cgroup_host cg;
+};
+
+/* The cgroup host, detected once per runtime. */
+int ohbox_runtime_cgroup_host (struct ohbox_runtime *rt, const struct ohbox_cgroup_host **ret, ohbox_error_t *err);
+
+/* ---- state.c ---- */
+/* Held shared by each creation from its mkdir of STATE/.new-<id> to the
+ * rename to STATE/<id>, exclusively by whoever removes a .new-<id>. */
+#define OHBOX_STATE_CREATE_LOCK "create.lock"
+/* Creates STATE/<new id> with monitor.lock held: *RET_DIRFD, *RET_LOCKFD. */
+int ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *ret_dirfd, int *ret_lockfd,
+                        ohbox_error_t *err);
+/* STATE/<id> is renamed to this prefix + <id> before it is removed. */
+#define OHBOX_STATE_REMOVING ".rm-"
+/* Whether STATE/NAME (a .new-<id>) was left by a creator that died. */
+bool ohbox_state_half_created_stale (struct ohbox_runtime *rt, const char *name);
+int ohbox_state_open (struct ohbox_runtime *rt, const char *id, int *ret_dirfd, ohbox_error_t *err);
+/* Registers NAME for ID (OHBOX_ERR_USAGE when another sandbox has it). */
+int ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *id, ohbox_error_t *err);
+int ohbox_state_write_json (int dirfd, const char *file, json_t *j, ohbox_error_t *err);
+int ohbox_state_read_json (int dirfd, const char *file, json_t **ret, ohbox_error_t *err);
+/* Sets FIELDS (an object) into state.json (read-modify-write under "lock"). */
+int ohbox_state_update (int dirfd, json_t *fields, ohbox_error_t *err);
+/* True while the monitor holds monitor.lock. */
+bool ohbox_state_monitor_alive (int dirfd);
+/* Blocks until the monitor released monitor.lock (it ended). *RET_CODE (may
+ * be NULL) gets the exit code it wrote into the lock file, or -1: read
+ * through the open lock file, so it works even after --rm removed it. */
+int ohbox_state_wait_monitor (int dirfd, int *ret_code, ohbox_error_t *err);
+/* Reconciles a sandbox whose monitor died; *RET_REMOVED when --rm removed it. */
+int ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool *ret_removed,
+                           ohbox_error_t *err);
+/* Removes everything of sandbox ID: cgroup, writable layer, name, state. */
+int ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err);
+/* The init's pidfd, checked against the start time recorded in state.json
+ * (a recycled pid is never signalled); -1 with *RET_EXITED when it is gone. */
+int ohbox_state_pidfd (int dirfd, bool *ret_exited, ohbox_error_t *err);
+/* "starttime" of /proc/PID/stat (field 22), 0 when unreadable. */
+unsigned long long ohbox_proc_starttime (pid_t pid);
+
+/* ---- monitor.c ---- */
+struct ohbox_monitor
+{
+  struct ohbox_runtime *rt;
+  char *id;
+  int dirfd;
+  int lockfd;
+  pid_t pid;
+  int pidfd;
+  int log_fd;     /* read end of the command's stdout/stderr pipe, or -1 (foreground) */
+  int tty_master; /* -t: the terminal master (also log_fd: output goes to stdout), or -1 */
+  bool forward_signals;
+  bool rm;
+  struct ohbox_cgroup *cgroup;
+  double started;    /* ohbox_monotonic () when the command started */
+  double timeout;    /* seconds, 0: none (ohbox_run_options.timeout) */
+  int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
+  bool detached;     /* -d: output goes to the log, stdio is /dev/null */
+  int attach_fd;     /* -d -t: the listening attach.sock (ohbox attach), or -1 */
+  /* The caller's events (ohbox_run_options), foreground only. */
+  void (*on_output) (int stream, const char *line, size_t len, void *data);
+  void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
+  void *event_data;
+};
+/* Runs until the sandbox's init exited: logs, signals, exit status, cleanup
+ * (--rm included). Returns the exit code (or -1 with ERR). */
+int ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err);
+/* -d -t: listens on STATE/<id>/attach.sock (0600) for `ohbox attach`. */
+int ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err);
+
+/* The attach protocol (attach.c, monitor.c): the monitor answers a
+ * connection with one byte, ATTACH_OK with the terminal's master fd
+ * (SCM_RIGHTS), or ATTACH_BUSY when another client is attached; the client
+ * keeps the connection open for as long as it uses the terminal. */
+#define OHBOX_ATTACH_SOCK "attach.sock"
+#define OHBOX_ATTACH_OK 'O'
+#define OHBOX_ATTACH_BUSY 'B'
+#define OHBOX_ATTACH_DENIED 'D'
+
+#endif

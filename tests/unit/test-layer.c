@@ -1105,6 +1105,18 @@ feeder_run (void *arg)
       pthread_mutex_lock (&f->lock);
       f->written = done;
       pthread_cond_broadcast (&f->cond);
+      /* After the first piece, until the unpack has asked for more (10 s
+       * at most): on a loaded machine it could otherwise be scheduled only
+       * once the whole blob is written, and streaming would go untested. */
+      if (done == n)
+        {
+          struct timespec until;
+          clock_gettime (CLOCK_REALTIME, &until);
+          until.tv_sec += 10;
+          while (f->waits == 0)
+            if (pthread_cond_timedwait (&f->cond, &f->lock, &until) != 0)
+              break;
+        }
       pthread_mutex_unlock (&f->lock);
       usleep (300); /* slower than the unpack: it has to wait */
     }
@@ -1137,6 +1149,7 @@ feeder_wait (void *userdata, uint64_t offset, ohbox_error_t *err)
   int r = 1;
   pthread_mutex_lock (&f->lock);
   f->waits++;
+  pthread_cond_broadcast (&f->cond);
   if (!f->ended)
     f->waited_partial = true;
   struct stat st;

@@ -41,6 +41,15 @@ ohbox_image_commit (struct ohbox_store *s, const char *name, const char *manifes
   if (ohbox_store_put_blob (s, manifest_digest, manifest, manifest_len, NULL, err) < 0)
     return -1;
   json_t *rec = ohbox_image_record_new (manifest_digest, man, cfg, index_digest);
+  /* The same id is the same bytes (the manifest digest covers the config
+   * and the layers): a pull or load of exactly the image `ohbox build`
+   * made keeps its mark (runtime_image.h). */
+  json_t *old = NULL;
+  cleanup_error ohbox_error_t ignored = NULL;
+  if (ohbox_store_get_image (s, manifest_digest, &old, &ignored) == 0
+      && json_is_object (json_object_get (old, OHBOX_RECORD_RUNTIME_IMAGE)))
+    json_object_set (rec, OHBOX_RECORD_RUNTIME_IMAGE, json_object_get (old, OHBOX_RECORD_RUNTIME_IMAGE));
+  json_decref (old);
   int r = ohbox_store_put_image (s, rec, err);
   json_decref (rec);
   if (r < 0)

@@ -61,7 +61,9 @@ ohbox_runtime_image_facts (struct ohbox_store *s, const char *image, bool check_
 {
   memset (ret, 0, sizeof *ret);
   json_t *rec = NULL;
-  if (ohbox_store_resolve (s, image, &ret->id, err) < 0 || ohbox_store_get_image (s, ret->id, &rec, err) < 0)
+  if (ohbox_store_resolve (s, image, &ret->id, err) < 0)
+    return -1;
+  if (ohbox_store_get_image (s, ret->id, &rec, err) < 0)
     {
       ohbox_runtime_image_facts_clear (ret);
       return ohbox_error_prefix (err, "image `%s`", image);

@@ -459,7 +459,9 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     return -1;
   created = true;
   ohbox_trace ("state directory");
-  if (ohbox_image_load_for_run (rt->store, o->image_id ? o->image_id : o->image, &c.img, err) < 0)
+  if ((o->image_id ? ohbox_image_load_id_for_run (rt->store, o->image_id, &c.img, err)
+                   : ohbox_image_load_for_run (rt->store, o->image, &c.img, err))
+      < 0)
     goto fail;
   ohbox_trace ("image");
   json_t *rc = c.img->config->runtime_config;

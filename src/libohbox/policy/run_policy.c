@@ -394,50 +394,75 @@ fill_options (struct ohbox_run_plan *p)
   o->executor_port = p->executor.enabled && p->network == OHBOX_NETWORK_BRIDGE ? p->executor.port : 0;
 }
 
-int
-ohbox_run_plan_resolve (const struct ohbox_run_request *req, const char *image_id, bool runtime, bool labelled,
-                        const struct ohbox_host_abilities *host, struct ohbox_run_plan *p, ohbox_error_t *err)
+/* What the request alone decides (a usage error is found before the
+ * store is looked at): the checks, the network, -p. */
+static int
+plan_request (struct ohbox_run_plan *p, const struct ohbox_run_request *req, const struct ohbox_host_abilities *host,
+              ohbox_error_t *err)
 {
   memset (p, 0, sizeof *p);
   p->req = req;
   p->host = host;
   p->euid = host->euid;
   p->rootless = host->euid != 0;
+  p->publish = vcopy (req->publish, 0);
+  p->env = vcopy (req->env, 1);
+  if (plan_checks (p, err) < 0)
+    return -1;
+  if (req->network)
+    {
+      if (explicit_network (p, req->network, host, err) < 0)
+        return -1;
+    }
+  else
+    default_network (p, host);
+  return check_publish (p, err);
+}
+
+/* What follows from the image: the executor of a runtime image. */
+static int
+plan_image (struct ohbox_run_plan *p, const char *image_id, bool runtime, bool labelled, ohbox_error_t *err)
+{
   p->image_id = image_id ? xstrdup (image_id) : NULL;
   p->runtime_image = runtime;
-  p->publish = vcopy (req->publish, 0);
-  int r = plan_checks (p, err);
-  if (r == 0 && req->network)
-    r = explicit_network (p, req->network, host, err);
-  else if (r == 0)
-    default_network (p, host);
-  if (r == 0)
-    r = check_publish (p, err);
-  if (r == 0)
-    r = plan_executor (p, labelled, err);
-  if (r < 0)
-    {
-      ohbox_run_plan_clear (p);
-      return -1;
-    }
-  p->env = vcopy (req->env, 1);
+  if (plan_executor (p, labelled, err) < 0)
+    return -1;
   fill_options (p);
   return 0;
 }
 
 int
-ohbox_run_plan_make (struct ohbox_store *s, const struct ohbox_run_request *req,
-                     const struct ohbox_host_abilities *host, struct ohbox_run_plan *plan, ohbox_error_t *err)
+ohbox_run_plan_resolve (const struct ohbox_run_request *req, const char *image_id, bool runtime, bool labelled,
+                        const struct ohbox_host_abilities *host, struct ohbox_run_plan *p, ohbox_error_t *err)
 {
-  if (req->image == NULL || *req->image == '\0')
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "no image given");
+  if (plan_request (p, req, host, err) < 0 || plan_image (p, image_id, runtime, labelled, err) < 0)
+    {
+      ohbox_run_plan_clear (p);
+      return -1;
+    }
+  return 0;
+}
+
+int
+ohbox_run_plan_make (struct ohbox_store *s, const struct ohbox_run_request *req,
+                     const struct ohbox_host_abilities *host, struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  if (plan_request (p, req, host, err) < 0)
+    {
+      ohbox_run_plan_clear (p);
+      return -1;
+    }
   /* The label is looked at only to warn that it is ignored. */
   bool default_command = vlen (req->command) == 0 && req->entrypoint == NULL;
   struct ohbox_runtime_image_facts f;
-  if (ohbox_runtime_image_facts (s, req->image, default_command, &f, err) < 0)
-    return -1;
-  int r = ohbox_run_plan_resolve (req, f.id, f.runtime, f.labelled, host, plan, err);
-  ohbox_runtime_image_facts_clear (&f);
+  int r = ohbox_runtime_image_facts (s, req->image, default_command, &f, err);
+  if (r == 0)
+    {
+      r = plan_image (p, f.id, f.runtime, f.labelled, err);
+      ohbox_runtime_image_facts_clear (&f);
+    }
+  if (r < 0)
+    ohbox_run_plan_clear (p);
   return r;
 }
 

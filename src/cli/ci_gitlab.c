@@ -25,7 +25,7 @@
 #include "cli.h"
 #include "sandbox/exec.h"
 #include "image/image.h"
-#include "network/network.h"
+#include "policy/run_policy.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 #include "common/utils.h"
@@ -277,16 +277,38 @@ quiet_warning (const char *msg, void *data)
   fprintf (stderr, "ohbox ci gitlab: warning: %s\n", msg);
 }
 
-int
-ci_start_detached (struct ci_ctx *c, struct ohbox_run_options *o, ohbox_error_t *err)
+/* The run policy's plan for Q (run_policy.h), started detached. */
+static int
+start_planned (struct ci_ctx *c, struct ohbox_run_request *q, char **id, ohbox_error_t *err)
 {
-  o->detach = true;
-  o->warn = quiet_warning;
-  cleanup_free char *id = NULL;
+  struct ohbox_host_abilities host;
+  struct ohbox_run_plan plan;
   int code = 0;
-  if (ohbox_sandbox_run (c->rt, o, &id, &code, err) < 0)
-    return ohbox_error_prefix (err, "start sandbox `%s` from `%s`", o->name, o->image);
-  printf ("Started sandbox %s (%.12s) from %s\n", o->name, id, o->image);
+  q->detach = true;
+  if (ohbox_host_probe (c->rt, &host, err) < 0)
+    return -1;
+  int r = ohbox_run_plan_make (c->store, q, &host, &plan, err);
+  if (r == 0)
+    {
+      for (size_t i = 0; i < plan.n_warnings; i++)
+        quiet_warning (plan.warnings[i], NULL);
+      plan.opts.warn = quiet_warning;
+      r = ohbox_run_plan_realize (&plan, err);
+      if (r == 0)
+        r = ohbox_sandbox_run (c->rt, &plan.opts, id, &code, err);
+      ohbox_run_plan_clear (&plan);
+    }
+  ohbox_host_abilities_clear (&host);
+  return r;
+}
+
+int
+ci_start_detached (struct ci_ctx *c, struct ohbox_run_request *q, ohbox_error_t *err)
+{
+  cleanup_free char *id = NULL;
+  if (start_planned (c, q, &id, err) < 0)
+    return ohbox_error_prefix (err, "start sandbox `%s` from `%s`", q->name, q->image);
+  printf ("Started sandbox %s (%.12s) from %s\n", q->name, id, q->image);
   fflush (stdout);
   return 0;
 }
@@ -336,16 +358,10 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
           po->pull_args[po->n_pull_args++] = optarg;
           break;
         case OPT_NETWORK:
-          po->network_set = true;
-          if (strcmp (optarg, "none") == 0)
-            po->network = OHBOX_NETWORK_NONE;
-          else if (strcmp (optarg, "host") == 0)
-            po->network = OHBOX_NETWORK_HOST;
-          else if (strcmp (optarg, "bridge") == 0)
-            po->network = OHBOX_NETWORK_BRIDGE;
-          else
+          if (strcmp (optarg, "none") && strcmp (optarg, "host") && strcmp (optarg, "bridge"))
             return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unknown --network `%s`: use bridge, none or host",
                                 optarg);
+          po->network = optarg;
           break;
         case 'm':
           limit = "memory";
@@ -407,13 +423,13 @@ ci_prepare (int argc, char **argv)
   if (ci_load_services (&services, &hosts, &err) < 0)
     return ci_fail ("prepare", &err);
   char *keep[] = { (char *) "/bin/sh", (char *) "-c", (char *) keepalive, NULL };
-  struct ohbox_run_options o
-      = { .image = image, .name = name, .entrypoint = keep, .limits = po.limits, .add_hosts = hosts.v };
-  /* As ohbox run: a bridge as root, slirp4netns rootless when installed. */
-  if (po.network_set)
-    o.network = po.network;
-  else
-    o.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
+  /* The network as `ohbox run` decides it (run_policy.h). */
+  struct ohbox_run_request o = { .image = image,
+                                 .name = name,
+                                 .entrypoint = keep,
+                                 .limits = po.limits,
+                                 .add_hosts = hosts.v,
+                                 .network = po.network };
   struct ci_ctx c;
   if (ci_open (&c, &err) < 0)
     return ci_fail ("prepare", &err);

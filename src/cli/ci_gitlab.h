@@ -36,15 +36,15 @@ struct prepare_opts
   const char *pull; /* missing, always, never */
   const char *pull_args[CI_MAX_PULL_ARGS];
   size_t n_pull_args;
-  enum ohbox_network_mode network;
-  bool network_set;
+  const char *network; /* --network as given; NULL: the default (run_policy.h) */
   struct ohbox_cgroup_limits limits;
 };
 
 /* Makes IMAGE present in the store as the pull policy says. */
 int ci_ensure_image (struct prepare_opts *po, const char *image, ohbox_error_t *err);
-/* Starts O detached (its name and image in the job's log). */
-int ci_start_detached (struct ci_ctx *c, struct ohbox_run_options *o, ohbox_error_t *err);
+/* Starts the plan of Q detached (its name and image in the job's log). */
+struct ohbox_run_request;
+int ci_start_detached (struct ci_ctx *c, struct ohbox_run_request *q, ohbox_error_t *err);
 /* JOB-svcI: the sandbox of the job's service I. */
 void ci_service_sandbox_name (char *buf, const char *job_name, size_t i);
 

@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "ci_gitlab.h"
+#include "policy/run_policy.h"
 #include "common/utils.h"
 
 /* "KEY=VALUE" strings from the runner's [{"key","value"}] list. */
@@ -185,14 +186,17 @@ ci_start_services (struct prepare_opts *po, const char *job_name, json_t *servic
       char **env = service_env (json_object_get (s, "variables"));
       char **entrypoint = json_strv (json_object_get (s, "entrypoint"));
       char **command = json_strv (json_object_get (s, "command"));
-      struct ohbox_run_options o = { .image = image,
+      /* A service runs its image's own command (no executor), in the job
+       * sandbox's network namespace. */
+      cleanup_free char *network = xasprintf ("container:%s", job_name);
+      struct ohbox_run_request o = { .image = image,
                                      .name = name,
                                      .env = env,
                                      .entrypoint = entrypoint,
                                      .command = command,
-                                     .network = OHBOX_NETWORK_CONTAINER,
-                                     .network_container = job_name,
-                                     .limits = po->limits };
+                                     .network = network,
+                                     .limits = po->limits,
+                                     .no_executor = true };
       struct ci_ctx c;
       r = ci_open (&c, err);
       if (r == 0)

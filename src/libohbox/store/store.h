@@ -92,8 +92,11 @@ int ohbox_store_unpack_layer (struct ohbox_store *s, const char *blob_digest, co
  *   {"id": manifest digest, "manifest_media_type", "config_digest",
  *    "index_digest" (optional), "platform": "os/arch[/variant]",
  *    "layers": [{"digest","diff_id","size","media_type"}],
- *    "size": total compressed, "created": from the config, "stored_at"}
+ *    "size": total compressed, "created": from the config, "stored_at",
+ *    "runtime_image" (optional): {"built_by", "ohbox_version"} when `ohbox
+ *    build` made it (build/runtime_image.h)}
  * Written after every blob and layer it names is present. */
+#define OHBOX_RECORD_RUNTIME_IMAGE "runtime_image"
 int ohbox_store_put_image (struct ohbox_store *s, json_t *record, ohbox_error_t *err);
 int ohbox_store_get_image (struct ohbox_store *s, const char *id, json_t **out, ohbox_error_t *err);
 /* Every image record, as a JSON array with "names" filled in. */

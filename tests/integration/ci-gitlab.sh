@@ -318,7 +318,7 @@ test_takeover ()
   assert_contains "$err" "was not created by this job"
   # 201 goes on in its own sandbox, from its own image
   job_env 201 "$JOB_IMAGE" 0
-  assert_eq "$OHBOX_CI_SANDBOX" "$victim"
+  assert_eq "$victim" "$OHBOX_CI_SANDBOX"
   run_stage step_script 'cat /tmp/mark; test ! -e /tmp/attacker && echo "bash ${BASH_VERSION%%.*}"'
   assert_eq "$rc" 0
   assert_contains "$out" secret-of-201
@@ -333,7 +333,7 @@ test_takeover ()
   assert_ok ohbox rm -f gitlab-999-0badf00d
   assert_ok driver cleanup
   job_env 202 "$REG_HOST/ci/busybox:latest" 0
-  assert_eq "$OHBOX_CI_SANDBOX" "$attacker"
+  assert_eq "$attacker" "$OHBOX_CI_SANDBOX"
   assert_ok driver cleanup
   assert_contains "$out" "Removed 1 sandbox of $attacker"
   assert_ok ohbox ps -a -q
@@ -360,7 +360,7 @@ test_leftovers ()
   [ ! -e "$rec" ] || _t_assert_fail "the record of the removed sandbox is still there"
   assert_ok driver cleanup
   assert_job_gone
-  assert_eq "$(ls "$OHBOX_RUNROOT/ci-gitlab")" ""
+  assert_eq "" "$(ls "$OHBOX_RUNROOT/ci-gitlab")"
 }
 
 # priv_job JOB_ID: a job of the private image on the htpasswd registry.

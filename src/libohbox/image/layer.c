@@ -87,13 +87,15 @@ ohbox_unpack_budget_take (struct ohbox_unpack_budget *b, uint64_t n, ohbox_error
   if (fstatvfs (b->fs_fd, &st) < 0)
     return ohbox_error_errno (err, "statvfs `%s`", b->fs_name);
   uint64_t avail = (uint64_t) st.f_bavail * st.f_frsize;
-  if (avail >= b->min_free)
+  /* What is written before the next look: these N bytes, and a step. */
+  if (avail >= b->min_free && avail - b->min_free >= n + b->check_every)
     return 0;
   /* Stop before the disk is full: the sandboxes and everything else on
    * that filesystem still have the margin. */
   return ohbox_error (err, OHBOX_ERR_STORE, ENOSPC,
-                      "the store `%s` is down to %s free while unpacking; stopped to keep %s free",
-                      b->fs_name, ohbox_format_size (avail, a), ohbox_format_size (b->min_free, m));
+                      "unpacking would leave the store `%s` less than %s free (%s free now); stopped before its "
+                      "disk is full",
+                      b->fs_name, ohbox_format_size (b->min_free, m), ohbox_format_size (avail, a));
 }
 
 /* The tar reader's read callback: the blocks of the uncompressed stream. */

@@ -179,7 +179,7 @@ remove_job (struct ci_ctx *c, const struct ci_job *job, size_t *ret_n, ohbox_err
           ohbox_error_move (err, &e);
           ret = -1;
         }
-      n += ret == 0 && removed;
+      n += removed;
     }
   if (ret_n)
     *ret_n = n;

@@ -39,10 +39,11 @@
 #define OHBOX_LAYER_DEFAULT_MAX_SIZE (64ULL * 1024 * 1024 * 1024) /* uncompressed bytes */
 
 /* What the layers of one image may take together, shared by the threads
- * unpacking them (each adds the uncompressed bytes it produces): at most
- * MAX bytes (0: no bound), and never so much that the filesystem of
- * FS_FD has less than MIN_FREE bytes available, looked at every
- * CHECK_EVERY bytes. Fill it with ohbox_store_budget_init (store.h). */
+ * unpacking them (each adds the uncompressed bytes as its tar reader takes
+ * them, just before their entries are written): at most MAX bytes (0: no
+ * bound), and never so much that the filesystem of FS_FD would have less
+ * than MIN_FREE bytes available, looked at every CHECK_EVERY bytes. Fill it
+ * with ohbox_store_budget_init (store.h). */
 struct ohbox_unpack_budget
 {
   uint64_t max;

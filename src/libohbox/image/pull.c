@@ -632,12 +632,12 @@ pull_from (struct pull_ctx *c, struct ohbox_registry *r, const struct pull_sourc
     res->name = xasprintf ("%s@%s", src->name, ref->digest);
   else
     res->name = xasprintf ("%s:%s", src->name, ref->tag);
-  /* Everything the record names is in the store: now the manifest, the
-   * record and the name. */
   /* Marked before it is named: a CI job never finds it by name unmarked. */
   res->used_credentials = ohbox_registry_used_credentials (r);
   if (res->used_credentials && ohbox_store_mark_needs_credentials (c->store, m.digest, err) < 0)
     goto out;
+  /* Everything the record names is in the store: now the manifest, the
+   * record and the name. */
   if (ohbox_image_commit (c->store, res->name, m.digest, m.body, m.len, man, cfg, index_digest, err) < 0)
     goto out;
   res->id = xstrdup (m.digest);

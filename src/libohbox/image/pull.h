@@ -2,10 +2,11 @@
  * short-name search, mirrors, blocked registries), fetch and verify the
  * manifest (selecting a platform from an index), the config and the layers
  * (parallel downloads), unpack layers while others still download, then
- * record the image and name it, all within a deadline (--timeout) and
- * an unpacked-size budget (--max-image-size), with the store's free space
- * checked before the downloads and while unpacking. Events are reported through callbacks,
- * serialised (never two at once), so a CLI can draw progress. */
+ * record the image and name it, all within a deadline (--timeout) and an
+ * unpacked-size budget (--max-image-size), with the store's free space
+ * checked before the downloads and while unpacking. Events are reported
+ * through callbacks, serialised (never two at once), so a CLI can draw
+ * progress. */
 #ifndef OHBOX_PULL_H
 #define OHBOX_PULL_H
 
@@ -68,8 +69,8 @@ struct ohbox_pull_result
   size_t blobs_downloaded;
   size_t blobs_reused;
   uint64_t bytes_downloaded;
-  /* The registry wanted credentials and got them: the image is recorded
-   * as one that needs them (ohbox_store_image_needs_credentials). */
+  /* The registry wanted credentials and got them: the image is marked as
+   * one that needs them (ohbox_store_needs_credentials). */
   bool used_credentials;
 };
 

@@ -18,8 +18,9 @@
  * another address. The resolved address is what counts, so a name that
  * resolves to 127.0.0.1 is refused like the literal; a redirect or a token
  * realm naming such an address literally is refused before any connection
- * (also through a proxy). A registry on loopback (a local mirror, the
- * tests) keeps its redirects to loopback.
+ * (also through an HTTP proxy, where the address connected to is the
+ * proxy's). A registry on loopback (a local mirror, the tests) keeps its
+ * redirects to loopback.
  *
  * Time: a request answered into memory must end within the request
  * timeout, and every request within the client's deadline (a pull's

@@ -153,8 +153,8 @@ ohbox_store_budget_init (struct ohbox_store *s, uint64_t max, struct ohbox_unpac
   struct statvfs st;
   uint64_t size = fstatvfs (s->dirfd, &st) == 0 ? (uint64_t) st.f_blocks * st.f_frsize : 0;
   b->min_free = min_free_of (size);
-  /* Often enough that the writes between two looks (a step per unpacking
-   * thread, plus what its ring holds) stay well within the margin. */
+  /* Often enough that the writes between two looks (a step, and the block
+   * each unpacking thread is writing) stay within the margin. */
   b->check_every = b->min_free / 8;
   if (b->check_every < 64 * 1024)
     b->check_every = 64 * 1024;

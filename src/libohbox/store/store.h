@@ -133,10 +133,10 @@ struct ohbox_gc_stats
 int ohbox_store_gc (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *stats,
                     ohbox_error_t *err);
 
-/* ---- space ---- */
-/* What a pull or an unpack leaves free on the store's filesystem: 1% of
- * its size, at least 256 KiB, at most 64 MiB (OHBOX_ERR_STORE otherwise). */
-/* NEED more bytes (WHAT: "the blobs to download") must fit with that margin:
+/* ---- space ----
+ * A pull or an unpack leaves a margin free on the store's filesystem: 1% of
+ * its size, at least 256 KiB, at most 64 MiB. */
+/* NEED more bytes (WHAT: "the blobs to download") must fit with the margin:
  * else OHBOX_ERR_STORE (ENOSPC) naming the store, the free space and NEED. */
 int ohbox_store_check_space (struct ohbox_store *s, uint64_t need, const char *what, ohbox_error_t *err);
 /* Fills B for the layers of one image (layer.h): at most MAX uncompressed

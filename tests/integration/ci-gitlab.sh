@@ -456,6 +456,27 @@ test_pull_policy ()
   assert_job_gone
 }
 
+# A registry that drips the manifest: the runner's --pull-timeout ends the
+# pull (a system failure, nothing left); --max-image-size is passed on.
+test_pull_limits ()
+{
+  fp_start REG FP
+  fp_set FP '{"drip": 1100, "drip_pad": 4000000, "match": "/manifests/"}'
+  job_env 314 "$FP_HOST/ci/bash:latest"
+  local start=$SECONDS
+  assert_exit "$SYSTEM_FAIL" driver prepare --tls-verify=false --network none --pull-timeout 2s
+  assert_int -le $((SECONDS - start)) 20 "seconds before giving up"
+  assert_contains "$err" "did not finish within the pull's deadline of 2s"
+  assert_job_gone
+  fp_set FP '{}'
+  job_env 315 "$FP_HOST/ci/bash:latest"
+  assert_exit "$SYSTEM_FAIL" driver prepare --tls-verify=false --network none --max-image-size 1M
+  assert_contains "$err" "exceed the unpacked size limit of 1.0 MB"
+  assert_exit "$SYSTEM_FAIL" driver prepare --pull-timeout 1x
+  assert_contains "$err" "--pull-timeout takes a duration"
+  assert_job_gone
+}
+
 run_test config test_config
 run_test job-passes test_job_passes
 run_test job-fails test_job_fails
@@ -468,6 +489,7 @@ run_test takeover test_takeover
 run_test leftovers test_leftovers
 run_test job-credentials test_job_credentials
 run_test pull-policy test_pull_policy
+run_test pull-limits test_pull_limits
 
 # Whatever a failed test left behind (a passing one removed its own).
 for id in $(ohbox ps -a -q 2>/dev/null); do

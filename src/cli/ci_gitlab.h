@@ -67,7 +67,7 @@ void ci_own_forget (struct ci_ctx *c, const char *id);
 void ci_own_collect (struct ci_ctx *c);
 
 /* When the job's sandboxes become leftovers: its timeout (the job
- * response's runner_info.timeout) plus a day for cleanup, from now. */
+ * response's runner_info.timeout) plus an hour for the cleanup, from now. */
 double ci_job_expiry (json_t *response);
 
 /* The job's own registry credentials as an auth.json document, in the

@@ -218,6 +218,8 @@ ohbox_pull_image (ohbox_ctx *ctx, const char *ref, const ohbox_pull_opts *opts, 
     return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_pull_image: no image given"), api_fail (err, &e);
   struct ohbox_pull_options po;
   pull_options (ctx, o.platform, &po);
+  po.max_image_size = o.max_image_size;
+  po.timeout_s = o.timeout;
   struct ohbox_store *store;
   if (api_open (ctx, &store, NULL, &e) < 0)
     return api_fail (err, &e);

@@ -103,6 +103,12 @@ typedef struct ohbox_pull_opts
 {
   size_t size;
   const char *platform; /* "os/arch[/variant]"; NULL: the host's */
+  /* The layers' uncompressed size together; 0: 64 GiB (ohbox-pull(1),
+   * --max-image-size). Over it: OHBOX_E_INTEGRITY. */
+  uint64_t max_image_size;
+  /* Seconds the registry part of the pull may take; 0: 30 minutes, < 0:
+   * no limit (--timeout). Past it: OHBOX_E_REGISTRY. */
+  double timeout;
 } ohbox_pull_opts;
 
 /* Pulls REF (a reference: short names are resolved as registries.conf

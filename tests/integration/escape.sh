@@ -323,6 +323,36 @@ sys.stdout.buffer.write(buf.getvalue())' >"$T_WORK/link.zip"
   assert_ok ohbox stop "$sid"
 }
 
+# ---------------------------------------------------------------- local users and the host
+
+# static_helper NAME: builds tests/escape/NAME.c as a static program in
+# $T_TMP (once) and prints its path.
+static_helper ()
+{
+  local bin=$T_TMP/$1
+  [ -e "$bin" ] || gcc -static -O1 -Wall -Wextra -Werror -o "$bin" "$OHBOX_SRCDIR/tests/escape/$1.c" >&2 ||
+    skip "gcc -static failed (needs libc6-dev)"
+  printf '%s' "$bin"
+}
+
+test_deep_writable_layer ()
+{
+  local deep
+  deep=$(static_helper deep-dirs)
+  pull "$BB"
+  assert_ok ohbox run -d -v "$deep:/deep-dirs:ro" "$BB" sleep 600
+  local id=$out
+  trap "timeout 60 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  # 30 000 nested directories: one descriptor per level would need more
+  # than the open-files limit allows.
+  assert_ok ohbox exec "$id" /deep-dirs /tmp/chain 30000
+  assert_ok ohbox rm -f "$id"
+  [ ! -e "$T_ROOT/sandboxes/$id" ] || _t_assert_fail "the writable layer is left"
+  [ ! -e "$OHBOX_RUNROOT/$id" ] || _t_assert_fail "the sandbox's state is left"
+  assert_ok ohbox check
+  assert_contains "$out" "consistent"
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -334,3 +364,4 @@ run_test proc_sys_write test_proc_sys_write
 run_test masked_paths test_masked_paths
 run_test ptrace_host test_ptrace_host
 run_test zip_slip test_zip_slip
+run_test deep_writable_layer test_deep_writable_layer

@@ -353,6 +353,80 @@ test_deep_writable_layer ()
   assert_contains "$out" "consistent"
 }
 
+# A file only root may read, whose content must never show up in a message.
+secret_file ()
+{
+  echo topsecretword >"$T_WORK/secret"
+  chmod 0600 "$T_WORK/secret"
+}
+
+test_save_planted_links ()
+{
+  pull "$BB"
+  secret_file
+  local target=$T_WORK/target dest
+  mkdir -m 0777 "$target"
+  # blobs/sha256 a link to elsewhere, in a directory another user made
+  dest=$T_WORK/export-user
+  mkdir -p "$dest/blobs" && ln -s "$target" "$dest/blobs/sha256" && chown -R -h 65534:65534 "$dest"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_contains "$err" "uid 65534"
+  # the same links in directories of root's own: never followed
+  dest=$T_WORK/export-sha256
+  mkdir -p "$dest/blobs" && ln -s "$target" "$dest/blobs/sha256"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_contains "$err" "symbolic link"
+  dest=$T_WORK/export-blobs
+  mkdir -p "$dest" && ln -s "$target" "$dest/blobs"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_contains "$err" "symbolic link"
+  assert_eq "$(ls -A "$target")" "" "the directory the links name"
+  # an index.json linked to a root-only file is neither read nor written through
+  dest=$T_WORK/export-index
+  mkdir -p "$dest" && ln -s "$T_WORK/secret" "$dest/index.json"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_not_contains "$err" "topsecretword"
+  assert_eq "$(cat "$T_WORK/secret")" "topsecretword" "the file the link names"
+  # a directory of root's that others may write gets copies, not the
+  # store's own files; one nobody else may write gets hard links
+  dest=$T_WORK/export-shared
+  mkdir -m 0777 "$dest"
+  assert_ok ohbox save "$BB" "oci:$dest"
+  assert_eq "$(find "$dest/blobs/sha256" -type f -links +1 | wc -l)" "0" "blobs shared with the store"
+  dest=$T_WORK/export-own
+  assert_ok ohbox save "$BB" "oci:$dest"
+  [ "$(find "$dest/blobs/sha256" -type f -links +1 | wc -l)" -gt 0 ] || _t_assert_fail "no blob hard-linked"
+  assert_ok ohbox load "oci:$T_WORK/export-shared" localhost/reloaded:latest
+}
+
+test_load_planted_files ()
+{
+  pull "$BB"
+  secret_file
+  local good=$T_WORK/good bad T_OHBOX_TIMEOUT=20
+  assert_ok ohbox save "$BB" "oci:$good"
+  ohbox rmi -f "$BB" >/dev/null
+  # index.json a link to a root-only file: not followed, not echoed
+  bad=$T_WORK/index-link
+  cp -a "$good" "$bad" && ln -sf "$T_WORK/secret" "$bad/index.json"
+  assert_exit 2 ohbox load "oci:$bad"
+  assert_contains "$err" "symbolic link"
+  assert_not_contains "$err" "topsecretword"
+  # a FIFO as index.json or as a blob: refused at once, never waited on
+  bad=$T_WORK/index-fifo
+  cp -a "$good" "$bad" && rm "$bad/index.json" && mkfifo "$bad/index.json"
+  assert_exit 2 ohbox load "oci:$bad"
+  assert_contains "$err" "not a regular file"
+  bad=$T_WORK/blob-fifo
+  cp -a "$good" "$bad"
+  local manifest
+  manifest=$(jq -r '.manifests[0].digest' "$bad/index.json")
+  rm "$bad/blobs/sha256/${manifest#sha256:}" && mkfifo "$bad/blobs/sha256/${manifest#sha256:}"
+  assert_exit 2 ohbox load "oci:$bad"
+  assert_contains "$err" "not a regular file"
+  assert_ok ohbox load "oci:$good"
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -365,3 +439,5 @@ run_test masked_paths test_masked_paths
 run_test ptrace_host test_ptrace_host
 run_test zip_slip test_zip_slip
 run_test deep_writable_layer test_deep_writable_layer
+run_test save_planted_links test_save_planted_links
+run_test load_planted_files test_load_planted_files

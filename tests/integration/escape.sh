@@ -427,6 +427,83 @@ test_load_planted_files ()
   assert_ok ohbox load "oci:$good"
 }
 
+# Two local users of this test's own (removed by the test's EXIT trap),
+# with homes in $USERS_DIR; as_user runs a command as one of them with the
+# environment su, sudo -u, cron and CI runners give: no XDG_RUNTIME_DIR.
+make_users ()
+{
+  USERS_DIR=$(mktemp -d /tmp/ohbox-escape-users.XXXXXX)
+  USERS=$*
+  USERS_CLEANUP=$USERS_DIR
+  chmod 0755 "$USERS_DIR"
+  local u
+  for u in "$@"; do
+    useradd -M -s /bin/sh "$u"
+    mkdir -m 0700 "$USERS_DIR/$u"
+    chown "$u:" "$USERS_DIR/$u"
+  done
+  trap users_cleanup EXIT
+}
+
+# Also removes whatever the test added to $USERS_CLEANUP.
+users_cleanup ()
+{
+  local u
+  for u in $USERS; do
+    pkill -KILL -u "$u" 2>/dev/null || true
+    userdel "$u" 2>/dev/null || true
+  done
+  # shellcheck disable=SC2086
+  rm -rf $USERS_CLEANUP
+}
+
+as_user ()
+{
+  local u=$1
+  shift
+  echo "+ (as $u) $*" >&9
+  timeout -k 5 60 setpriv --reuid="$u" --regid="$u" --init-groups --reset-env \
+    env HOME="$USERS_DIR/$u" PATH=/usr/local/bin:/usr/bin:/bin "$@"
+}
+
+test_state_root_takeover ()
+{
+  local vic=ohbv$$ att=ohba$$ vuid fake
+  make_users "$vic" "$att"
+  vuid=$(id -u "$vic")
+  USERS_CLEANUP="$USERS_CLEANUP /tmp/ohbox-run-$vuid /tmp/ohbox-$vuid"
+  chmod 0755 "$USERS_DIR/$att"
+  cp -r "$IMG_BUSYBOX" "$USERS_DIR/bb" && chmod -R a+rX "$USERS_DIR/bb"
+  # The other user goes first: the directories in /tmp where the victim's
+  # state and network state used to be, writable by all, one with a
+  # sandbox of the attacker's making (its state.json chooses what `kill`
+  # signals and where `action` sends), one a link to a directory of its own.
+  fake=$(printf 'f%.0s' $(seq 64))
+  as_user "$att" sh -c "mkdir -m 0777 /tmp/ohbox-run-$vuid /tmp/ohbox-run-$vuid/names /tmp/ohbox-run-$vuid/$fake &&
+    ln -s $fake /tmp/ohbox-run-$vuid/names/planted &&
+    echo '{\"id\":\"$fake\",\"name\":\"planted\",\"image\":\"x\",\"command\":[\"x\"],\"rm\":false}' \
+      >/tmp/ohbox-run-$vuid/$fake/config.json &&
+    echo '{\"status\":\"exited\",\"exit_code\":0}' >/tmp/ohbox-run-$vuid/$fake/state.json &&
+    mkdir -m 0777 \$HOME/net && ln -s \$HOME /tmp/ohbox-$vuid"
+  local before
+  before=$(find /tmp/ohbox-run-$vuid "$USERS_DIR/$att" | sort)
+  assert_ok as_user "$vic" "$OHBOX_BIN" load "oci:$USERS_DIR/bb:latest"
+  assert_ok as_user "$vic" "$OHBOX_BIN" run --rm --network none localhost/bb:latest echo ran
+  assert_contains "$out" "ran"
+  assert_ok as_user "$vic" "$OHBOX_BIN" ps -a --format json
+  assert_jq "$out" 'length == 0' "the victim's sandboxes"
+  assert_eq "$(find /tmp/ohbox-run-$vuid "$USERS_DIR/$att" | sort)" "$before" "the attacker's directories"
+  # the victim's state is in its home, its own and private
+  assert_eq "$(stat -c '%U %a' "$USERS_DIR/$vic/.local/state/ohbox/run")" "$vic 700"
+  # a state directory of another user's is refused, by name and through a link
+  assert_exit 7 as_user "$vic" env OHBOX_RUNROOT=/tmp/ohbox-run-$vuid "$OHBOX_BIN" ps -a
+  assert_contains "$err" "refusing \`/tmp/ohbox-run-$vuid\`"
+  assert_contains "$err" "belongs to another user"
+  assert_exit 7 as_user "$vic" env XDG_RUNTIME_DIR=/tmp/ohbox-$vuid "$OHBOX_BIN" ps -a
+  assert_contains "$err" "belongs to another user"
+  assert_eq "$(find /tmp/ohbox-run-$vuid "$USERS_DIR/$att" | sort)" "$before" "the attacker's directories"
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -441,3 +518,4 @@ run_test zip_slip test_zip_slip
 run_test deep_writable_layer test_deep_writable_layer
 run_test save_planted_links test_save_planted_links
 run_test load_planted_files test_load_planted_files
+run_test state_root_takeover test_state_root_takeover

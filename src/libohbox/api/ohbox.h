@@ -81,8 +81,9 @@ typedef struct ohbox_ctx_opts
    * $XDG_DATA_HOME/ohbox. */
   const char *store_root;
   /* Where sandboxes' state lives; NULL: /run/ohbox for root, else
-   * $XDG_RUNTIME_DIR/ohbox (a store other than the default gets its own
-   * subdirectory: see ohbox(1)). */
+   * $XDG_RUNTIME_DIR/ohbox, else ~/.local/state/ohbox/run (a store other
+   * than the default gets its own subdirectory: see ohbox(1)). It must be
+   * the caller's and writable by nobody else (ohbox-run(1) FILES). */
   const char *state_root;
   /* registries.conf; NULL: the system's (/etc/containers/registries.conf). */
   const char *registries_conf;

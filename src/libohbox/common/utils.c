@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -257,6 +258,105 @@ ohbox_mkdir_p (int dirfd, const char *path, mode_t mode, ohbox_error_t *err)
   if (mkdirat (dirfd, p, mode) < 0 && errno != EEXIST)
     return ohbox_error_errno (err, "mkdir `%s`", p);
   return 0;
+}
+
+/* One directory on the way to a private one (ohbox_private_dir_open):
+ * FINAL is PATH itself. */
+static int
+check_private_step (int fd, const char *path, size_t len, bool final, ohbox_error_t *err)
+{
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return ohbox_error_errno (err, "stat `%.*s`", (int) len, path);
+  uid_t me = geteuid ();
+  const char *problem = NULL;
+  if (final && st.st_uid != me)
+    problem = "it belongs to another user";
+  else if (st.st_uid != me && st.st_uid != 0)
+    problem = "it belongs to another user, who could replace what is below it";
+  else if ((st.st_mode & 022) && (final || !(st.st_mode & S_ISVTX)))
+    problem = "others may write to it";
+  if (problem == NULL)
+    return 0;
+  return ohbox_error (err, OHBOX_ERR_STORE, 0, "refusing `%.*s` (uid %u, mode %04o) for private state: %s; "
+                      "remove it, or set XDG_RUNTIME_DIR or OHBOX_RUNROOT to a directory of your own",
+                      (int) len, path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777), problem);
+}
+
+int
+ohbox_private_dir_open (const char *path, ohbox_error_t *err)
+{
+  if (path[0] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "state directory `%s` is not an absolute path", path);
+  /* The longest part of PATH that exists, with its links resolved now and
+   * by the caller's choice; what follows is created below it. */
+  cleanup_free char *full = xstrdup (path);
+  size_t keep = strlen (full);
+  while (keep > 1 && full[keep - 1] == '/')
+    full[--keep] = '\0';
+  char resolved[PATH_MAX];
+  size_t cut = keep;
+  for (;;)
+    {
+      char saved = full[cut];
+      full[cut] = '\0';
+      bool ok = realpath (full, resolved) != NULL;
+      full[cut] = saved;
+      if (ok)
+        break; /* "/" always is */
+      if (errno != ENOENT)
+        return ohbox_error_errno (err, "resolve `%.*s`", (int) cut, full);
+      while (cut > 1 && full[cut - 1] != '/')
+        cut--;
+      while (cut > 1 && full[cut - 1] == '/')
+        cut--;
+    }
+  /* RESOLVED, then the missing rest (which starts with its '/', except
+   * after "/" itself). */
+  cleanup_free char *walk = xasprintf ("%s%s%s", resolved, strcmp (resolved, "/") && full[cut] && full[cut] != '/'
+                                                               ? "/" : "", full + cut);
+  cleanup_close int fd = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `/`");
+  bool only_root = walk[1] == '\0';
+  if (check_private_step (fd, "/", 1, only_root, err) < 0)
+    return -1;
+  for (char *p = walk + 1; *p;)
+    {
+      char *end = strchr (p, '/');
+      size_t n = end ? (size_t) (end - p) : strlen (p);
+      char name[NAME_MAX + 1];
+      if (n == 0 || n > NAME_MAX)
+        {
+          p += n + (end != NULL);
+          continue;
+        }
+      memcpy (name, p, n);
+      name[n] = '\0';
+      bool final = true;
+      for (const char *q = p + n; *q; q++)
+        if (*q != '/')
+          final = false;
+      size_t len = (size_t) (p - walk) + n;
+      int next = openat (fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0 && errno == ENOENT)
+        {
+          if (mkdirat (fd, name, 0700) < 0 && errno != EEXIST)
+            return ohbox_error_errno (err, "create `%.*s`", (int) len, walk);
+          next = openat (fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+      if (next < 0 && (errno == ELOOP || errno == ENOTDIR))
+        return ohbox_error (err, OHBOX_ERR_STORE, errno, "refusing `%.*s` for private state: it was replaced "
+                            "by a symbolic link or a file", (int) len, walk);
+      if (next < 0)
+        return ohbox_error_errno (err, "open `%.*s`", (int) len, walk);
+      close (fd);
+      fd = next;
+      if (check_private_step (fd, walk, len, final, err) < 0)
+        return -1;
+      p += n + (end != NULL);
+    }
+  return steal_fd (&fd);
 }
 
 /* Opens directory NAME for removal; a directory without read/search

@@ -504,6 +504,60 @@ test_state_root_takeover ()
   assert_eq "$(find /tmp/ohbox-run-$vuid "$USERS_DIR/$att" | sort)" "$before" "the attacker's directories"
 }
 
+# on_terminal [--raw] [--input TEXT] ohbox ARGS...: ohbox on a terminal of
+# its own (tests/escape/on-terminal.py); sets $out to its JSON report.
+on_terminal ()
+{
+  local opts=()
+  while [ "${1#--}" != "$1" ]; do
+    case $1 in
+      --raw) opts+=("$1"); shift ;;
+      --input) opts+=("$1" "$2"); shift 2 ;;
+    esac
+  done
+  shift # "ohbox"
+  echo "+ (on a terminal) ohbox $*" >&9
+  out=$(timeout -k 5 60 "$T_PY" "$OHBOX_SRCDIR/tests/escape/on-terminal.py" "${opts[@]}" \
+    "$OHBOX_BIN" --root "$T_ROOT" "$@")
+  echo "  $out" >&9
+}
+
+test_caller_terminal ()
+{
+  local probe
+  probe=$(static_helper tiocsti)
+  pull "$BB"
+  # Without -t the command never holds the caller's terminal: it cannot
+  # turn off its echo (with or without -i), nor push input into it.
+  on_terminal ohbox run --rm "$BB" sh -c 'stty -echo <&1; stty -echo <&2; echo ran'
+  assert_jq "$out" '.echo and .pending_input == 0 and (.output | contains("ran"))' "the caller's terminal"
+  on_terminal ohbox run --rm -i "$BB" stty -echo
+  assert_jq "$out" '.echo' "the caller's terminal after -i"
+  on_terminal ohbox run --rm -v "$probe:/tiocsti:ro" "$BB" /tiocsti
+  assert_jq "$out" '.echo and .pending_input == 0 and (.output | contains(" ok") | not)' "TIOCSTI"
+  # What the terminal carries still arrives: input up to its EOF (^D),
+  # exit codes, signals (^C), output byte for byte.
+  on_terminal --input 'hello\n\x04' ohbox run --rm -i "$BB" sh -c 'cat; echo "cat=$?"'
+  assert_jq "$out" '.status == 0 and (.output | test("hello\r\nhello\r\ncat=0"))' "stdin relayed to EOF"
+  on_terminal ohbox run --rm "$BB" sh -c 'echo out; echo err >&2; exit 3'
+  assert_jq "$out" '.status == 3 and (.output | contains("out")) and (.output | contains("err"))'
+  on_terminal --input '\x03' ohbox run --rm "$BB" sleep 30
+  assert_jq "$out" '.status == 130' "^C"
+  on_terminal --raw ohbox run --rm "$BB" cat /bin/busybox
+  assert_eq "$(jq -r .output <<<"$out" | xxd -r -p | sha256sum | cut -d' ' -f1)" \
+    "$(ohbox run --rm "$BB" sha256sum /bin/busybox | cut -d' ' -f1)" "binary output"
+  # exec too
+  assert_ok ohbox run -d -v "$probe:/tiocsti:ro" "$BB" sleep 600
+  local id=$out
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  on_terminal ohbox exec "$id" sh -c 'stty -echo <&1; /tiocsti; echo ran'
+  assert_jq "$out" '.echo and .pending_input == 0 and (.output | contains("ran")) and (.output | contains(" ok") | not)' \
+    "the caller's terminal after exec"
+  on_terminal --input 'hi\n\x04' ohbox exec -i "$id" cat
+  assert_jq "$out" '.status == 0 and (.output | test("hi\r\nhi"))' "exec stdin relayed to EOF"
+  assert_ok ohbox rm -f "$id"
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -519,3 +573,4 @@ run_test deep_writable_layer test_deep_writable_layer
 run_test save_planted_links test_save_planted_links
 run_test load_planted_files test_load_planted_files
 run_test state_root_takeover test_state_root_takeover
+run_test caller_terminal test_caller_terminal

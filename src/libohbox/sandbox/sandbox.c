@@ -298,8 +298,11 @@ run_ctx_release (struct run_ctx *c)
   c->line_read[0] = c->line_read[1] = -1;
 }
 
+/* The command's stdio (C->stdio; its -t terminal in *TTY_MASTER), and
+ * where the caller's own is a terminal without -t, the RELAY (relay.h). */
 static int
-setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, ohbox_error_t *err)
+setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, struct ohbox_relay *relay,
+             ohbox_error_t *err)
 {
   *tty_master = -1;
   if (o->tty)
@@ -341,14 +344,18 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->stdio[2] = pe[1];
       c->line_read[0] = po[0];
       c->line_read[1] = pe[0];
-      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+      if (c->stdio[0] < 0)
+        return ohbox_error_errno (err, "open /dev/null");
+      return ohbox_relay_setup (relay, c->stdio, err);
     }
   if (!o->detach)
     {
       c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
       c->stdio[1] = 1;
       c->stdio[2] = 2;
-      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+      if (c->stdio[0] < 0)
+        return ohbox_error_errno (err, "open /dev/null");
+      return ohbox_relay_setup (relay, c->stdio, err);
     }
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
@@ -429,6 +436,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   c.line_read[0] = c.line_read[1] = -1;
   c.stdio[0] = c.stdio[1] = c.stdio[2] = -1;
   int tty_master = -1;
+  struct ohbox_relay relay;
+  ohbox_relay_init (&relay);
   struct ohbox_linux_proc proc = { 0 };
   bool created = false;
   /* Declared here: a goto fail must not enter the scope of a cleanup variable. */
@@ -514,7 +523,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
         goto fail;
     }
   ohbox_trace ("seccomp filter");
-  if (setup_stdio (o, &c, &tty_master, err) < 0)
+  if (setup_stdio (o, &c, &tty_master, &relay, err) < 0)
     goto fail;
   c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (c.rootdir_fd < 0)
@@ -600,6 +609,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .started = started,
     .timeout = o->timeout,
     .line_fd = { c.line_read[0], c.line_read[1] },
+    .relay = ohbox_relay_active (&relay) ? &relay : NULL,
     .detached = report_fd >= 0,
     .attach_fd = -1,
     .on_output = report_fd < 0 ? o->on_output : NULL,
@@ -663,6 +673,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     }
   if (raw)
     tcsetattr (0, TCSANOW, &saved);
+  ohbox_relay_close (&relay);
   if (tty_master >= 0)
     close (tty_master);
   close (m.pidfd);
@@ -684,6 +695,7 @@ fail:
     }
   if (c.out_read >= 0)
     close (c.out_read);
+  ohbox_relay_close (&relay);
   run_ctx_release (&c);
   if (created)
     {

@@ -558,6 +558,25 @@ test_caller_terminal ()
   assert_ok ohbox rm -f "$id"
 }
 
+test_init_cmdline ()
+{
+  pull "$BB"
+  mkdir -p "$T_WORK/volume-source"
+  # PID 1 is a copy of the host's ohbox: its command line (store, volumes)
+  # and environment are not the sandbox's to read, with or without the
+  # host's user namespace.
+  local o
+  for o in "" "--userns host"; do
+    # shellcheck disable=SC2086
+    assert_ok env OHBOX_ESCAPE_MARKER=host-secret-env "$OHBOX_BIN" --root "$T_ROOT" run --rm $o \
+      -v "$T_WORK/volume-source:/vol" "$BB" sh -c 'tr "\0" " " </proc/1/cmdline; echo; cat /proc/1/environ 2>/dev/null | tr "\0" " "; echo; cat /proc/1/comm'
+    assert_not_contains "$out" "$T_ROOT"
+    assert_not_contains "$out" "volume-source"
+    assert_not_contains "$out" "host-secret-env"
+    assert_contains "$out" "ohbox-init"
+  done
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -574,3 +593,4 @@ run_test save_planted_links test_save_planted_links
 run_test load_planted_files test_load_planted_files
 run_test state_root_takeover test_state_root_takeover
 run_test caller_terminal test_caller_terminal
+run_test init_cmdline test_init_cmdline

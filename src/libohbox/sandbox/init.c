@@ -14,7 +14,12 @@
  * the host's, which no sandbox process has. The command's process is also
  * non-dumpable until its execve replaces the image. And with the default
  * user namespace, sandbox root is an unprivileged host uid that cannot write
- * the root-owned binary anyway. tests/integration/run-attacks.sh checks it. */
+ * the root-owned binary anyway. tests/integration/run-attacks.sh checks it.
+ *
+ * Its command line and environment are the host's ohbox's (store path,
+ * volumes, the caller's variables): /proc/1/cmdline is readable by every
+ * process of the sandbox, dumpable or not. The child wipes both from its
+ * memory before anything of the sandbox runs (ohbox_hide_host_args). */
 #include "config.h"
 #include "sandbox/linux.h"
 #include "common/utils.h"
@@ -24,10 +29,48 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <sys/prctl.h>
 #include <sys/wait.h>
 
 #define PASSWD_MAX (4 * 1024 * 1024)
 #define MAX_GROUPS 256
+
+void
+ohbox_hide_host_args (const char *title)
+{
+  /* Fields 48 to 51 of /proc/self/stat (Linux >= 3.5): where the kernel
+   * reads /proc/PID/cmdline and /proc/PID/environ from. */
+  char buf[2048];
+  cleanup_close int fd = open ("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read (fd, buf, sizeof buf - 1) : -1;
+  if (n <= 0)
+    return;
+  buf[n] = '\0';
+  char *p = strrchr (buf, ')');
+  unsigned long v[4];
+  for (int field = 2; p && field < 48; field++)
+    {
+      p = strchr (p + 1, ' ');
+      if (p)
+        p++;
+    }
+  if (p == NULL || sscanf (p, "%lu %lu %lu %lu", &v[0], &v[1], &v[2], &v[3]) != 4 || v[1] < v[0] || v[3] < v[2])
+    return;
+  prctl (PR_SET_NAME, title);
+  /* Our own memory (the stack's top), which nothing reads any more: the
+   * command gets its environment from the spec, not from ours. */
+  memset ((void *) v[2], 0, v[3] - v[2]);
+  char *args = (char *) v[0];
+  size_t len = v[1] - v[0];
+  if (len < 2)
+    return;
+  memset (args, 0, len);
+  /* The last byte not NUL: the kernel then shows the arguments up to their
+   * first NUL (as after setproctitle), the title alone, not the length of
+   * what was there. */
+  snprintf (args, len - 1, "%s", title);
+  args[len - 1] = ' ';
+}
 
 __attribute__ ((noreturn)) void
 ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd)

@@ -253,6 +253,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
 {
   cleanup_error ohbox_error_t err = NULL;
   prctl (PR_SET_PDEATHSIG, SIGKILL);
+  ohbox_hide_host_args ("ohbox-init");
   struct sync_msg m;
   int mfd = -1;
   if (spec->after_clone)

@@ -163,6 +163,12 @@ int ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_p
  * every process, and exits with the command's status (128+N for a signal). */
 __attribute__ ((noreturn)) void ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd);
 
+/* init.c: wipes the process's own arguments and environment from its
+ * memory, so that /proc/PID/cmdline shows TITLE alone and /proc/PID/environ
+ * nothing (a clone or fork of ohbox inside a sandbox would show the host's
+ * command line, paths and variables); names the process TITLE. */
+void ohbox_hide_host_args (const char *title);
+
 /* init.c: finds USER in the rootfs (ROOTFD, resolved in-root) and fills
  * uid, gid, home and the supplementary groups (xmalloc'd). */
 struct ohbox_user_ids

@@ -487,6 +487,10 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
         goto fail;
       if (c.userns.warning)
         warn (o, "%s", c.userns.warning);
+      /* Root: ids of its own (linux.h), given back by ohbox_state_remove. */
+      cleanup_free char *owner = xasprintf ("%s/%s", rt->root, id);
+      if (!rootless && ohbox_userns_lease (&c.userns, owner, err) < 0)
+        goto fail;
       root_uid = ohbox_idmap_to_host (&c.userns.uids, 0);
       root_gid = ohbox_idmap_to_host (&c.userns.gids, 0);
     }

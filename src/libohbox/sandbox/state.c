@@ -2,6 +2,7 @@
 #include "config.h"
 #include "sandbox/sandbox_internal.h"
 #include "network/network.h"
+#include "sandbox/linux.h"
 #include "sandbox/snapshot.h"
 #include "common/digest.h"
 #include "common/utils.h"
@@ -412,7 +413,7 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
   {
     /* Leases and published ports first: they name this directory. */
     cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
-    if (ohbox_network_release (dir, dfd, err) < 0)
+    if (ohbox_network_release (dir, dfd, err) < 0 || ohbox_userns_release (dir, err) < 0)
       {
         json_decref (cfg);
         return -1;

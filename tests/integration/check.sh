@@ -236,6 +236,44 @@ test_sandboxes ()
   assert_ok ohbox check
 }
 
+# lease_of ID: root's id range lease of sandbox ID (linux.h), if any.
+lease_of ()
+{
+  find /run/ohbox/userns -lname "$OHBOX_RUNROOT/$1" 2>/dev/null
+}
+
+test_id_leases ()
+{
+  [ "$(id -u)" = 0 ] || skip "needs root (id ranges are leased to root's sandboxes)"
+  load_bb
+  # --rm, its monitor killed: the repair removes it, and its range with it
+  assert_ok ohbox run -d --rm "$BB" sleep 86399
+  local id=$out pid monitor
+  [ -n "$(lease_of "$id")" ] || _t_assert_fail "no lease for $id"
+  pid=$(jq -r .pid "$OHBOX_RUNROOT/$id/state.json")
+  monitor=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status")
+  kill -KILL "$monitor"
+  t_wait_until 10 sh -c "! kill -0 $pid 2>/dev/null"
+  assert_exit 6 ohbox check --format json
+  finding dead-sandbox "/$id\$"
+  assert_ok ohbox check --repair
+  assert_eq "$(lease_of "$id")" "" "the lease after the repair"
+  # a sandbox whose state was lost (removed by hand, not by ohbox rm): its
+  # lease is found stale and released
+  assert_ok ohbox run -d "$BB" sleep 86399
+  id=$out
+  pid=$(jq -r .pid "$OHBOX_RUNROOT/$id/state.json")
+  monitor=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status")
+  kill -KILL "$monitor"
+  t_wait_until 10 sh -c "! kill -0 $pid 2>/dev/null"
+  rm -rf "${OHBOX_RUNROOT:?}/$id"
+  local lease
+  lease=$(lease_of "$id")
+  [ -n "$lease" ] || _t_assert_fail "no lease for $id"
+  check_finds stale-id-lease "^${lease//./\\.}\$"
+  assert_eq "$(lease_of "$id")" "" "the lease after the repair"
+}
+
 test_leftover_mount ()
 {
   [ "$(id -u)" = 0 ] || skip "needs root (mounts a tmpfs)"
@@ -257,4 +295,5 @@ run_test missing_layer test_missing_layer
 run_test records_and_names test_records_and_names
 run_test corrupt_names test_corrupt_names
 run_test sandboxes test_sandboxes
+run_test id_leases test_id_leases
 run_test leftover_mount test_leftover_mount

@@ -577,6 +577,46 @@ test_init_cmdline ()
   done
 }
 
+test_id_ranges ()
+{
+  pull "$BB"
+  local vol=$T_WORK/shared a b ma mb
+  mkdir -m 1777 "$vol"
+  assert_ok ohbox run -d -v "$vol:/vol" "$BB" sleep 600
+  a=$out
+  assert_ok ohbox run -d -v "$vol:/vol" "$BB" sleep 600
+  b=$out
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $a $b >/dev/null 2>&1 || true" EXIT
+  # Two sandboxes are never the same host user: disjoint uid and gid ranges
+  local f
+  for f in uid_map gid_map; do
+    assert_ok ohbox exec "$a" cat "/proc/self/$f"
+    ma=$out
+    assert_ok ohbox exec "$b" cat "/proc/self/$f"
+    mb=$out
+    read -r _ sa ca <<<"$ma"
+    read -r _ sb cb <<<"$mb"
+    [ $((sa + ca)) -le "$sb" ] || [ $((sb + cb)) -le "$sa" ] || _t_assert_fail "$f ranges overlap: $ma / $mb"
+  done
+  # A file one's root made private on a volume both see is not the other's
+  assert_ok ohbox exec "$a" sh -c 'echo private-to-a >/vol/a && chmod 0600 /vol/a && stat -c %u /vol/a'
+  assert_eq "$out" "0" "the owner as its maker sees it"
+  assert_ok ohbox exec "$b" sh -c 'stat -c %u /vol/a; cat /vol/a 2>/dev/null || echo refused'
+  assert_eq "$out" "65534
+refused" "the owner and content as the other sees them"
+  # Each range is leased to its sandbox, and free again once it is removed
+  local lease_a
+  lease_a=$(find /run/ohbox/userns -lname "$OHBOX_RUNROOT/$a")
+  [ -n "$lease_a" ] || _t_assert_fail "no lease of sandbox $a in /run/ohbox/userns"
+  if ! grep -qE '^(root|0):' /etc/subuid /etc/subgid; then
+    # the default pool: block N starts at 0x70000000 + N * 65536
+    assert_eq "$((${lease_a##*/} * 65536 + 1879048192))" "$(read -r _ s _ <<<"$ma"; echo "$s")" "the leased block"
+  fi
+  assert_ok ohbox rm -f "$a" "$b"
+  assert_eq "$(find /run/ohbox/userns -lname "$OHBOX_RUNROOT/$a" -o -lname "$OHBOX_RUNROOT/$b" | wc -l)" "0" \
+    "leases left after rm"
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -594,3 +634,4 @@ run_test load_planted_files test_load_planted_files
 run_test state_root_takeover test_state_root_takeover
 run_test caller_terminal test_caller_terminal
 run_test init_cmdline test_init_cmdline
+run_test id_ranges test_id_ranges

@@ -22,6 +22,7 @@
 #include "network/netlink.h"
 #include "network/network.h"
 #include "network/nft.h"
+#include "sandbox/linux.h"
 #include "sandbox/sandbox_internal.h"
 #include "common/utils.h"
 
@@ -236,6 +237,35 @@ check_leases (struct ohbox_check_ctx *c, ohbox_error_t *err)
   return ret;
 }
 
+/* Root's id range leases (linux.h) whose sandbox of this state root is
+ * gone: the range would stay out of the pool until a start happens to
+ * reclaim it. */
+static void
+userns_lease_found (const char *lease, const char *owner, void *data)
+{
+  struct ohbox_check_ctx *c = data;
+  size_t rootlen = strlen (c->rt->root);
+  struct stat st;
+  if (strncmp (owner, c->rt->root, rootlen) != 0 || owner[rootlen] != '/' || !is_sandbox_id (owner + rootlen + 1)
+      || stat (owner, &st) == 0)
+    return;
+  json_t *f = ohbox_check_add (c, "stale-id-lease", lease, true, "id range of sandbox `%.12s`, which is gone",
+                               owner + rootlen + 1);
+  if (c->repair)
+    {
+      ohbox_error_t e = NULL;
+      ohbox_check_repaired (f, ohbox_userns_drop_lease (lease, owner, &e), &e);
+    }
+}
+
+static int
+check_userns_leases (struct ohbox_check_ctx *c, ohbox_error_t *err)
+{
+  if (geteuid () != 0)
+    return 0;
+  return ohbox_userns_leases (userns_lease_found, c, err);
+}
+
 /* Undoes mountinfo's octal escapes in place. */
 static void
 unescape (char *s)
@@ -395,7 +425,7 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
         return -1;
     }
   check_names (c);
-  if (check_leases (c, err) < 0)
+  if (check_leases (c, err) < 0 || check_userns_leases (c, err) < 0)
     return -1;
   check_port_elements (c);
   return 0;

@@ -25,6 +25,7 @@
  *   leftover-veth        the host veth of an exited or removed sandbox
  *   dangling-sandbox-name STATE/names/<name> for a sandbox that is gone
  *   stale-lease          an address or port lease whose sandbox (in STATE) is gone
+ *   stale-id-lease       root's id range leased to a sandbox (in STATE) that is gone
  *   leftover-mount       a mount below the store or the state directory
  *
  * Cgroups and veths are host-wide and shared by every store: only those of

@@ -617,6 +617,31 @@ refused" "the owner and content as the other sees them"
     "leases left after rm"
 }
 
+test_storage_size ()
+{
+  pull "$BB"
+  # A sandbox that writes past its --storage-size gets ENOSPC; the store's
+  # filesystem gives its writable layer no more than that.
+  assert_ok ohbox run -d --storage-size 32m "$BB" sleep 600
+  local id=$out img
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  img=$T_ROOT/sandboxes/$id/upper.img
+  assert_ok ohbox exec "$id" sh -c 'dd if=/dev/zero of=/fill bs=1M count=100 2>&1; echo "dd=$?"; df -k / | tail -n 1'
+  assert_contains "$out" "No space left on device"
+  assert_contains "$out" "dd=1"
+  assert_eq "$(stat -c %s "$img")" "$((32 << 20))" "the writable layer's file"
+  [ "$(du -k "$img" | cut -f1)" -le $((32 << 10)) ] || _t_assert_fail "the writable layer takes $(du -k "$img")"
+  # the rest of the sandbox still works, and writes again once room is made
+  assert_ok ohbox exec "$id" sh -c 'rm /fill && echo again >/again && cat /again'
+  assert_eq "$out" "again"
+  assert_ok ohbox rm -f "$id"
+  [ ! -e "$img" ] || _t_assert_fail "the writable layer's file is left"
+  assert_eq "$(losetup -j "$img" | wc -l)" "0" "loop devices left on it"
+  assert_exit 125 ohbox run --rm --storage-size 1m "$BB" true
+  assert_contains "$err" "at least 16 MiB"
+  assert_exit 125 ohbox run --rm --storage-size lots "$BB" true
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -635,3 +660,4 @@ run_test state_root_takeover test_state_root_takeover
 run_test caller_terminal test_caller_terminal
 run_test init_cmdline test_init_cmdline
 run_test id_ranges test_id_ranges
+run_test storage_size test_storage_size

@@ -336,6 +336,10 @@ ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_e
   ro.rm = o.remove;
   if (run_limits (&o, &ro.limits, &e) < 0)
     return api_fail (err, &e);
+  if (o.storage_size < 0)
+    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_run_opts: storage_size must not be negative"),
+           api_fail (err, &e);
+  ro.storage_size = (uint64_t) o.storage_size;
   switch (o.network)
     {
     case OHBOX_NETMODE_DEFAULT:

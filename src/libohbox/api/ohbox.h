@@ -154,6 +154,10 @@ typedef struct ohbox_run_opts
   enum ohbox_net_mode network;
   int executor_port;       /* a runtime image's executor: its port on 127.0.0.1; 0: a free one */
   const char *api_key;     /* its session API key; NULL: a new random one */
+  /* The writable layer holds at most this many bytes (at least 16 MiB);
+   * writes past it fail with ENOSPC inside; 0: no limit. Root only (a
+   * filesystem of its own on a loop device): ohbox-run(1) --storage-size. */
+  int64_t storage_size;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.

@@ -401,6 +401,8 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
                            "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
                            "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
+  if (o->storage_size)
+    json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   if (r == 0 && o->executor_url)
@@ -496,7 +498,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     }
   const struct oci_image_config *ic = c.img->config;
   if (ohbox_snapshot_prepare (rt->store, id, ic->diff_ids, ic->n_diff_ids, rootless ? geteuid () : root_uid,
-                              rootless ? getegid () : root_gid, &c.snap, err)
+                              rootless ? getegid () : root_gid, o->read_only ? 0 : o->storage_size, &c.snap, err)
       < 0)
     goto fail;
   if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)

@@ -95,6 +95,10 @@ struct ohbox_run_options
   char **dns;                    /* --dns addresses (NULL-terminated or NULL) */
   char **add_hosts;              /* --add-host "NAME:IP" lines for /etc/hosts (NULL-terminated or NULL) */
   struct ohbox_cgroup_limits limits;
+  /* The writable layer holds at most this many bytes (0: no limit): a
+   * sandbox that fills it gets ENOSPC, the store's filesystem is not
+   * filled (root only: snapshot.h). */
+  uint64_t storage_size;
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */

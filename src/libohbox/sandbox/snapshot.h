@@ -35,6 +35,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -46,21 +47,31 @@
 #define OHBOX_SNAPSHOT_USERXATTR (1u << 0) /* rootless: mount inside the user namespace */
 #define OHBOX_SNAPSHOT_READ_ONLY (1u << 1) /* mount the rootfs read-only (--read-only) */
 
+/* --storage-size: the smallest writable layer (ext4's own needs). */
+#define OHBOX_SNAPSHOT_MIN_SIZE (16 << 20)
+
 struct ohbox_snapshot
 {
   char *id;
   char *dir;     /* ROOT/sandboxes/<id> */
-  char *upper;   /* ROOT/sandboxes/<id>/upper */
-  char *work;    /* ROOT/sandboxes/<id>/work */
+  char *upper;   /* ROOT/sandboxes/<id>/upper (bounded: /proc/self/fd/N/upper) */
+  char *work;    /* ROOT/sandboxes/<id>/work (bounded: /proc/self/fd/N/work) */
+  int upper_mnt_fd; /* bounded: the detached mount holding upper and work, else -1 */
   char **lowers; /* layer dirs, top-most first (overlay order) */
   size_t n_lowers;
 };
 
 /* Creates ROOT/sandboxes/ID/{upper,work,layers} for the layers DIFF_IDS
  * (base first, as in the image config), the upper dir owned by UID:GID.
- * Every layer must be present in the store. */
+ * Every layer must be present in the store. UPPER_SIZE > 0: the writable
+ * layer holds at most that many bytes (snapshot_size.c; root only). */
 int ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff_ids, size_t n_diff_ids,
-                            uid_t uid, gid_t gid, struct ohbox_snapshot **ret, ohbox_error_t *err);
+                            uid_t uid, gid_t gid, uint64_t upper_size, struct ohbox_snapshot **ret,
+                            ohbox_error_t *err);
+/* snapshot_size.c: SNAP's upper and work on a filesystem of SIZE bytes of
+ * their own, in DIRFD (SNAP->dir), the upper owned by UID:GID. */
+int ohbox_snapshot_bound_upper (struct ohbox_snapshot *snap, int dirfd, uint64_t size, uid_t uid, gid_t gid,
+                                ohbox_error_t *err);
 void ohbox_snapshot_free (struct ohbox_snapshot *snap);
 
 /* Builds the root filesystem as a detached mount and returns its fd in

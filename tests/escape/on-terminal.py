@@ -1,8 +1,10 @@
-"""on-terminal.py [--raw] [--input TEXT] CMD...: runs CMD on a new
+"""on-terminal.py [--raw] [--input TEXT [--after MARK]] CMD...: runs CMD on a new
 pseudo-terminal as its session's controlling terminal (stdin, stdout and
 stderr all on it), the way an operator's shell runs a command, with echo on
 (--raw: in raw mode, so that output comes through byte for byte). TEXT
-(Python escapes allowed, e.g. \\x04 for ^D) is typed once CMD has started.
+(Python escapes allowed, e.g. \\x04 for ^D) is typed once CMD has started:
+after half a second, or once MARK is in its output (a command that must be
+running, not still starting, when TEXT comes: ^C).
 Prints one JSON object: the exit status, whether the terminal still echoes
 afterwards, how many bytes of input wait on it (what a TIOCSTI from inside
 would have pushed), and what the command printed (hex with --raw). Used by
@@ -21,10 +23,14 @@ import tty
 args = sys.argv[1:]
 raw = False
 typed = None
+mark = None
 while args and args[0].startswith("--"):
     if args[0] == "--raw":
         raw = True
         args = args[1:]
+    elif args[0] == "--after":
+        mark = args[1].encode()
+        args = args[2:]
     elif args[0] == "--input":
         typed = args[1].encode().decode("unicode_escape").encode("latin-1")
         args = args[2:]
@@ -50,7 +56,7 @@ output = b""
 status = None
 start = time.monotonic()
 while status is None:
-    if typed is not None and time.monotonic() - start > 0.5:
+    if typed is not None and (mark in output if mark is not None else time.monotonic() - start > 0.5):
         os.write(master, typed)
         typed = None
     r, _, _ = select.select([master], [], [], 0.05)

@@ -108,6 +108,44 @@ check_exited (struct ohbox_check_ctx *c, const char *id, int dfd, const char *wh
   return 0;
 }
 
+void
+ohbox_check_sandbox_gone (struct ohbox_check_ctx *c, const char *id)
+{
+  const struct ohbox_cgroup_host *host;
+  struct ohbox_cgroup *cg = NULL;
+  ohbox_error_t e = NULL;
+  json_t *veth = NULL;
+  cleanup_free char *vwhere = xasprintf ("/sys/class/net/ohb%.12s", id);
+  if (veth_exists (id))
+    veth = ohbox_check_add (c, "leftover-veth", vwhere, true, "host veth of sandbox `%.12s`, whose state is gone",
+                            id);
+  /* The cgroup's name is the sandbox's id, unique whatever the state root
+   * (random, 256 bits): no other sandbox's. Destroying it ends what still
+   * runs in it. */
+  if (ohbox_runtime_cgroup_host (c->rt, &host, &e) == 0 && ohbox_cgroup_open (host, id, &cg, &e) == 0)
+    {
+      const char *p = ohbox_cgroup_path (cg, 0);
+      json_t *f = ohbox_check_add (c, "orphan-cgroup", p ? p : id, true,
+                                   "cgroup of sandbox `%.12s`, whose state is gone", id);
+      if (c->repair)
+        ohbox_check_repaired (f, ohbox_cgroup_destroy (cg, &e), &e);
+      ohbox_cgroup_free (cg);
+    }
+  ohbox_error_release (&e);
+  /* Gone with the sandbox's network namespace when its processes ended
+   * (or its monitor, still alive, took it away meanwhile). */
+  if (veth && c->repair)
+    {
+      int r = veth_exists (id) ? delete_veth (id, &e) : 0;
+      if (r < 0 && !veth_exists (id))
+        {
+          ohbox_error_release (&e);
+          r = 0;
+        }
+      ohbox_check_repaired (veth, r, &e);
+    }
+}
+
 static int
 check_sandbox (struct ohbox_check_ctx *c, const char *id, ohbox_error_t *err)
 {

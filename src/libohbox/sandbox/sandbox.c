@@ -519,9 +519,14 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       root_gid = ohbox_idmap_to_host (&c.userns.gids, 0);
     }
   const struct oci_image_config *ic = c.img->config;
-  if (ohbox_snapshot_prepare (rt->store, id, ic->diff_ids, ic->n_diff_ids, rootless ? geteuid () : root_uid,
-                              rootless ? getegid () : root_gid, o->read_only ? 0 : o->storage_size, &c.snap, err)
-      < 0)
+  int prepared;
+  {
+    cleanup_free char *state_dir = xasprintf ("%s/%s", rt->root, id);
+    prepared = ohbox_snapshot_prepare (rt->store, id, state_dir, ic->diff_ids, ic->n_diff_ids,
+                                       rootless ? geteuid () : root_uid, rootless ? getegid () : root_gid,
+                                       o->read_only ? 0 : o->storage_size, &c.snap, err);
+  }
+  if (prepared < 0)
     goto fail;
   if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)
     goto fail;

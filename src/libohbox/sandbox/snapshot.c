@@ -31,10 +31,16 @@ ohbox_snapshot_free (struct ohbox_snapshot *snap)
   free (snap);
 }
 
+/* ROOT/sandboxes/ID/OWNER_LINK: the sandbox's state directory. */
+#define OWNER_LINK "state"
+
 int
-ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff_ids, size_t n_diff_ids,
-                        uid_t uid, gid_t gid, uint64_t upper_size, struct ohbox_snapshot **ret, ohbox_error_t *err)
+ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner, char *const *diff_ids,
+                        size_t n_diff_ids, uid_t uid, gid_t gid, uint64_t upper_size, struct ohbox_snapshot **ret,
+                        ohbox_error_t *err)
 {
+  if (owner[0] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "state directory `%s` is not an absolute path", owner);
   if (n_diff_ids == 0)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "image has no layers: nothing to run");
   if (n_diff_ids > OHBOX_SNAPSHOT_MAX_LAYERS)
@@ -75,6 +81,13 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff
       ohbox_error_errno (err, "open `%s`", snap->dir);
       goto out;
     }
+  /* Whose layer it is, for `ohbox check` (the layer is removed before the
+   * state directory: a layer whose state is gone is a leftover). */
+  if (symlinkat (owner, dfd, OWNER_LINK) < 0)
+    {
+      ohbox_error_errno (err, "link `%s/" OWNER_LINK "` to `%s`", snap->dir, owner);
+      goto out;
+    }
   /* The layer list goes first: from now on GC keeps these layers. */
   if (ohbox_write_file_nosync (dfd, "layers", list.data, list.len, err) < 0)
     goto out;
@@ -110,6 +123,26 @@ out:
     }
   *ret = snap;
   return 0;
+}
+
+int
+ohbox_snapshot_sandbox_gone (struct ohbox_store *s, const char *id, char **ret_owner)
+{
+  cleanup_free char *link = xasprintf (SANDBOXES_DIR "/%s/" OWNER_LINK, id);
+  char owner[PATH_MAX];
+  ssize_t n = readlinkat (ohbox_store_dirfd (s), link, owner, sizeof owner - 1);
+  if (n <= 0)
+    return -1;
+  owner[n] = '\0';
+  /* Only what prepare writes: an absolute path ending in /ID. */
+  size_t len = (size_t) n, idlen = strlen (id);
+  if (owner[0] != '/' || len <= idlen || owner[len - idlen - 1] != '/' || strcmp (owner + len - idlen, id) != 0)
+    return -1;
+  struct stat st;
+  bool gone = lstat (owner, &st) < 0 && errno == ENOENT;
+  if (ret_owner)
+    *ret_owner = xstrdup (owner);
+  return gone ? 1 : 0;
 }
 
 /* A detached clone of DIR, idmapped through USERNS_FD when >= 0. */

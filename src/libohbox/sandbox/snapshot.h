@@ -62,12 +62,23 @@ struct ohbox_snapshot
 };
 
 /* Creates ROOT/sandboxes/ID/{upper,work,layers} for the layers DIFF_IDS
- * (base first, as in the image config), the upper dir owned by UID:GID.
- * Every layer must be present in the store. UPPER_SIZE > 0: the writable
- * layer holds at most that many bytes (snapshot_size.c; root only). */
-int ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff_ids, size_t n_diff_ids,
-                            uid_t uid, gid_t gid, uint64_t upper_size, struct ohbox_snapshot **ret,
-                            ohbox_error_t *err);
+ * (base first, as in the image config), the upper dir owned by UID:GID,
+ * and ROOT/sandboxes/ID/state, a symbolic link to OWNER, the absolute path
+ * of the sandbox's state directory (the layer's sandbox is gone when that
+ * is: ohbox_snapshot_sandbox_gone). Every layer must be present in the
+ * store. UPPER_SIZE > 0: the writable layer holds at most that many bytes
+ * (snapshot_size.c; root only). */
+int ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner, char *const *diff_ids,
+                            size_t n_diff_ids, uid_t uid, gid_t gid, uint64_t upper_size,
+                            struct ohbox_snapshot **ret, ohbox_error_t *err);
+/* Whether the sandbox whose writable layer is ROOT/sandboxes/ID is gone:
+ * 1 when the state directory the layer names no longer exists, 0 when it
+ * does, -1 when the layer names none (made by an older ohbox, or not a
+ * sandbox's layer). *RET_OWNER (may be NULL) gets that directory's path
+ * (for 0 and 1). The state root of the caller plays no part: a sandbox
+ * started with another OHBOX_RUNROOT or XDG_RUNTIME_DIR is not taken for
+ * gone. */
+int ohbox_snapshot_sandbox_gone (struct ohbox_store *s, const char *id, char **ret_owner);
 /* snapshot_size.c: SNAP's upper and work on a filesystem of SIZE bytes of
  * their own, in DIRFD (SNAP->dir), the upper owned by UID:GID. */
 int ohbox_snapshot_bound_upper (struct ohbox_snapshot *snap, int dirfd, uint64_t size, uid_t uid, gid_t gid,

@@ -108,6 +108,25 @@ check_exited (struct ohbox_check_ctx *c, const char *id, int dfd, const char *wh
   return 0;
 }
 
+/* A sandbox's monitor may still be alive (only its state directory went):
+ * once its command is killed it destroys the cgroup too, under our feet. */
+static int
+destroy_orphan_cgroup (const struct ohbox_cgroup_host *host, const char *id, struct ohbox_cgroup *cg,
+                       ohbox_error_t *err)
+{
+  if (ohbox_cgroup_destroy (cg, err) == 0)
+    return 0;
+  struct ohbox_cgroup *again = NULL;
+  ohbox_error_t e = NULL;
+  bool gone = ohbox_cgroup_open (host, id, &again, &e) < 0 && e->kind == OHBOX_ERR_NOT_FOUND;
+  ohbox_cgroup_free (again);
+  ohbox_error_release (&e);
+  if (!gone)
+    return -1;
+  ohbox_error_release (err);
+  return 0;
+}
+
 void
 ohbox_check_sandbox_gone (struct ohbox_check_ctx *c, const char *id)
 {
@@ -128,7 +147,7 @@ ohbox_check_sandbox_gone (struct ohbox_check_ctx *c, const char *id)
       json_t *f = ohbox_check_add (c, "orphan-cgroup", p ? p : id, true,
                                    "cgroup of sandbox `%.12s`, whose state is gone", id);
       if (c->repair)
-        ohbox_check_repaired (f, ohbox_cgroup_destroy (cg, &e), &e);
+        ohbox_check_repaired (f, destroy_orphan_cgroup (host, id, cg, &e), &e);
       ohbox_cgroup_free (cg);
     }
   ohbox_error_release (&e);

@@ -2,9 +2,11 @@
  *
  * Layout: the read-only layers are the store's unpacked layer directories
  * (ROOT/layers/sha256/<hex>, in overlayfs lower-dir form); each sandbox gets
- * ROOT/sandboxes/<id>/{upper,work} and ROOT/sandboxes/<id>/layers, the list
+ * ROOT/sandboxes/<id>/{upper,work}, ROOT/sandboxes/<id>/layers, the list
  * of DiffIDs it uses, which the store's GC reads (ohbox_snapshot_layers_in_use)
- * so that a layer is never removed under a sandbox, even after `ohbox rmi`.
+ * so that a layer is never removed under a sandbox, even after `ohbox rmi`,
+ * and ROOT/sandboxes/<id>/state, a link to the sandbox's state directory
+ * (for `ohbox check`: the layer of a sandbox whose state is gone leaked).
  *
  * Mounting uses the new mount API only (fsopen/fsconfig/fsmount): the result
  * is a detached mount (an fd) that the sandbox's child attaches in its own

@@ -137,14 +137,30 @@ def test_alive_and_server_info_need_no_key():
 
 
 def test_auth_refused_without_or_with_wrong_key():
-    for headers in ({}, {'X-Session-API-Key': 'wrong'}, {'X-Session-API-Key': KEY + 'x'}):
+    # Near misses of the key: each one is refused (a check that compared a
+    # prefix, or stopped at the shorter string, would let one through).
+    last_flipped = KEY[:-1] + chr(ord(KEY[-1]) ^ 1)
+    wrong = ['wrong', '', KEY[:1], KEY[:-1], KEY + 'x', 'x' + KEY, last_flipped, KEY.upper(), KEY + KEY]
+    refused = [[]] + [[('X-Session-API-Key', w)] for w in wrong] + [
+        # given twice, the copies disagreeing: refused whichever comes first
+        [('X-Session-API-Key', KEY), ('X-Session-API-Key', 'wrong')],
+        [('X-Session-API-Key', 'wrong'), ('X-Session-API-Key', KEY)],
+        [('X-Session-API-Key', KEY), ('X-Session-API-Key', '')],
+        # the key under another header name is no key
+        [('X-Session-API-Key-2', KEY)], [('Authorization', f'Bearer {KEY}')]]
+    for headers in refused:
         for method, path, body in (('POST', '/execute_action', envelope('run', dict(RUN_DEFAULTS, command='id'))),
                                    ('POST', '/list_files', {}), ('GET', '/vscode/connection_token', None),
                                    ('GET', '/download_files?path=/tmp', None)):
-            r = anon.request(method, path, json=body, headers=headers)
+            r = anon.request(method, path, json=body, headers=httpx.Headers(headers))
             eq(r.status_code, 403, f'{path} with {headers}')
             eq(r.json(), {'detail': 'Invalid API Key'}, '403 body')
     eq(client.post('/list_files', json={}).status_code, 200, 'right key')
+    # Header names are case-insensitive (RFC 9110); the same key twice is the key.
+    for headers in ([('x-session-api-key', KEY)], [('X-SESSION-API-KEY', KEY)],
+                    [('X-Session-API-Key', KEY), ('x-session-api-key', KEY)]):
+        r = anon.post('/list_files', json={}, headers=httpx.Headers(headers))
+        eq(r.status_code, 200, f'list_files with {headers}')
 
 
 def test_run_observed_echo_false():

@@ -1,0 +1,105 @@
+#!/bin/bash
+# mutate.sh: the mutation exercise. Each tests/mutations/NAME.patch is a small
+# deliberate bug in security-relevant code; its header names the tests that
+# must catch it:
+#
+#   # what: the executor accepts an empty key or a prefix of the key
+#   # tests: executor            (tests/run-tests.sh patterns)
+#   # only: auth                 (optional: OHBOX_TEST_ONLY for those scripts)
+#
+# For each patch: apply it to the work tree, build (`make check
+# TESTS_ARGS=none`), run those tests (as root inside a private network and
+# mount namespace, so the bridge and nftables table of other builds on the
+# host are not touched), revert it. A mutation is "caught" when the tests
+# fail. The tree is reverted and rebuilt at the end, also when interrupted.
+#
+# Usage: tests/mutate.sh [NAME|PATCH...]   (default: every patch)
+# Exit status: 0 if every mutation was caught, 1 if one was missed, 2 on
+# usage or setup errors. Logs: $OHBOX_TEST_WORK/logs/mutate-NAME.log.
+set -u
+src=$(cd "$(dirname "$0")/.." && pwd)
+cd "$src" || exit 2
+export OHBOX_TEST_WORK=${OHBOX_TEST_WORK:-$src/tests/work}
+mkdir -p "$OHBOX_TEST_WORK/logs"
+
+patches=()
+if [ $# -eq 0 ]; then
+  patches=(tests/mutations/*.patch)
+else
+  for a in "$@"; do
+    if [ -f "$a" ]; then patches+=("$a")
+    elif [ -f "tests/mutations/$a.patch" ]; then patches+=("tests/mutations/$a.patch")
+    else echo "mutate.sh: no mutation \`$a\` (see tests/mutations/)" >&2; exit 2
+    fi
+  done
+fi
+
+applied=
+revert() {
+  [ -n "$applied" ] || return 0
+  git apply -R "$applied" || echo "mutate.sh: could not revert $applied: revert it by hand" >&2
+  applied=
+}
+build() {
+  nice make -j2 check TESTS_ARGS=none >"$1" 2>&1
+}
+on_exit() {
+  local rc=$?
+  if [ -n "$applied" ]; then
+    revert
+    build "$OHBOX_TEST_WORK/logs/mutate-rebuild.log" || echo "mutate.sh: the rebuild after revert failed" >&2
+  fi
+  exit "$rc"
+}
+trap on_exit EXIT
+trap 'exit 130' INT TERM
+
+header() {  # header FIELD PATCH
+  sed -n "s/^# $1: *//p" "$2" | head -1
+}
+
+missed=0 caught=0
+for p in "${patches[@]}"; do
+  name=$(basename "$p" .patch)
+  log=$OHBOX_TEST_WORK/logs/mutate-$name.log
+  tests=$(header tests "$p")
+  only=$(header only "$p")
+  if [ -z "$tests" ]; then
+    echo "mutate.sh: $p has no \`# tests:\` line" >&2
+    exit 2
+  fi
+  if ! git apply --check "$p" 2>"$log"; then
+    echo "STALE: $name: the patch no longer applies (see $log); make it again on today's code"
+    missed=$((missed + 1))
+    continue
+  fi
+  git apply "$p" && applied=$p
+  if ! build "$log"; then
+    echo "STALE: $name: the mutated tree does not build (see $log)"
+    revert
+    missed=$((missed + 1))
+    continue
+  fi
+  # shellcheck disable=SC2086 # the patterns are words
+  if [ "$(id -u)" = 0 ]; then
+    OHBOX_TEST_ONLY=$only unshare --net --mount --propagation private sh -c \
+      'ip link set lo up; export OHBOX_NETROOT=/run/ohbox-net-mutate-$$
+       tests/run-tests.sh "$@"; rc=$?; rm -rf "$OHBOX_NETROOT"; exit $rc' \
+      sh $tests >>"$log" 2>&1
+  else
+    OHBOX_TEST_ONLY=$only tests/run-tests.sh $tests >>"$log" 2>&1
+  fi
+  rc=$?
+  revert
+  if [ "$rc" -ne 0 ]; then
+    echo "caught: $name ($(header what "$p"))"
+    grep -E '^FAIL: ' "$log" | head -5 | sed 's/^/    /'
+    caught=$((caught + 1))
+  else
+    echo "MISSED: $name ($(header what "$p")): tests \`$tests\` passed with the bug in (see $log)"
+    missed=$((missed + 1))
+  fi
+done
+build "$OHBOX_TEST_WORK/logs/mutate-rebuild.log" || { echo "mutate.sh: the rebuild after the exercise failed" >&2; exit 2; }
+echo "$caught caught, $missed missed or stale"
+[ "$missed" -eq 0 ]

@@ -146,6 +146,7 @@ def test_auth_refused_without_or_with_wrong_key():
         [('X-Session-API-Key', KEY), ('X-Session-API-Key', 'wrong')],
         [('X-Session-API-Key', 'wrong'), ('X-Session-API-Key', KEY)],
         [('X-Session-API-Key', KEY), ('X-Session-API-Key', '')],
+        [('X-Session-API-Key', KEY), ('x-session-api-key', 'wrong')],
         # the key under another header name is no key
         [('X-Session-API-Key-2', KEY)], [('Authorization', f'Bearer {KEY}')]]
     for headers in refused:

@@ -186,6 +186,11 @@ test_limits_v1 ()
     if [ -f "$d/memory.limit_in_bytes" ]; then
       assert_eq "$(cat "$d/memory.limit_in_bytes")" "67108864"
     fi
+    # Docker's default without --memory-swap: as much swap as memory, so
+    # memory+swap is twice --memory (the file exists with swap accounting).
+    if [ -f "$d/memory.memsw.limit_in_bytes" ]; then
+      assert_eq "$(cat "$d/memory.memsw.limit_in_bytes")" "134217728" "memory+swap of --memory 64m"
+    fi
   done
   if [ -f /sys/fs/cgroup/pids/ohbox/$id/pids.max ]; then
     assert_eq "$(cat /sys/fs/cgroup/pids/ohbox/$id/pids.max)" "20"
@@ -202,6 +207,13 @@ test_limits_v1 ()
   assert_contains "$err" "can't fork"
   assert_ok ohbox run --rm --pids-limit 50 "$BB" sh -c 'for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo done'
   assert_eq "$out" "done"
+  # --memory-swap is memory plus swap, as seen inside
+  if [ -f /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes ]; then
+    assert_ok ohbox run --rm --network none --memory 64m --memory-swap 96m "$BB" \
+      cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes
+    assert_eq "$out" "67108864
+100663296"
+  fi
   assert_ok ohbox rm -f "$id"
   assert_gone "/sys/fs/cgroup/memory/ohbox/$id"
 }

@@ -189,7 +189,7 @@ test_limits_v1 ()
     # Docker's default without --memory-swap: as much swap as memory, so
     # memory+swap is twice --memory (the file exists with swap accounting).
     if [ -f "$d/memory.memsw.limit_in_bytes" ]; then
-      assert_eq "$(cat "$d/memory.memsw.limit_in_bytes")" "134217728" "memory+swap of --memory 64m"
+      assert_eq 134217728 "$(cat "$d/memory.memsw.limit_in_bytes")" "memory+swap of --memory 64m"
     fi
   done
   if [ -f /sys/fs/cgroup/pids/ohbox/$id/pids.max ]; then
@@ -211,8 +211,8 @@ test_limits_v1 ()
   if [ -f /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes ]; then
     assert_ok ohbox run --rm --network none --memory 64m --memory-swap 96m "$BB" \
       cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes
-    assert_eq "$out" "67108864
-100663296"
+    assert_eq "67108864
+100663296" "$out" "memory, memory+swap with --memory 64m --memory-swap 96m"
   fi
   assert_ok ohbox rm -f "$id"
   assert_gone "/sys/fs/cgroup/memory/ohbox/$id"

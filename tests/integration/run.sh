@@ -91,6 +91,9 @@ test_security ()
   local bnd=$((16#$(awk '{print $2}' <<<"$out")))
   [ $((bnd >> 16 & 1)) = 0 ] && [ $((bnd >> 21 & 1)) = 0 ] || t_fail "CapBnd $out has SYS_MODULE or SYS_ADMIN"
   assert_fails ohbox run --rm "$BB" insmod /nonexistent.ko
+  # root has exactly the default set (tests/lib/ohbox.sh), nothing more
+  assert_ok ohbox run --rm --network none "$BB" cat /proc/self/status
+  assert_default_caps "$out" "run as root"
   # --cap-drop removes it from every set; --cap-add adds
   assert_ok ohbox run --rm --cap-drop chown "$BB" sh -c 'grep CapEff /proc/self/status'
   [ $((16#$(awk '{print $2}' <<<"$out") & 1)) = 0 ] || t_fail "CAP_CHOWN still effective: $out"

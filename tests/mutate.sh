@@ -91,7 +91,10 @@ for p in "${patches[@]}"; do
   fi
   rc=$?
   revert
-  if [ "$rc" -ne 0 ]; then
+  if grep -q '^FAIL: .*: ran no test' "$log"; then
+    echo "STALE: $name: a test script ran no test (\`# only:\` matches nothing in it?) (see $log)"
+    missed=$((missed + 1))
+  elif [ "$rc" -ne 0 ]; then
     echo "caught: $name ($(header what "$p"))"
     grep -E '^FAIL: ' "$log" | head -5 | sed 's/^/    /'
     caught=$((caught + 1))

@@ -4,18 +4,24 @@
 # must catch it:
 #
 #   # what: the executor accepts an empty key or a prefix of the key
-#   # tests: executor            (tests/run-tests.sh patterns)
+#   # tests: =executor           (tests/run-tests.sh patterns to run)
+#   # caught-by: executor/auth_refused_without_or_with_wrong_key
 #   # only: auth                 (optional: OHBOX_TEST_ONLY for those scripts)
+#   # requires: /proc/kcore      (optional: a path the host must have)
 #
 # For each patch: apply it to the work tree, build (`make check
 # TESTS_ARGS=none`), run those tests (as root inside a private network and
 # mount namespace, so the bridge and nftables table of other builds on the
-# host are not touched), revert it. A mutation is "caught" when the tests
-# fail. The tree is reverted and rebuilt at the end, also when interrupted.
+# host are not touched), revert it. A mutation is "caught" when one of the
+# `caught-by` tests (script/test, as FAIL lines name them) fails; a failure
+# of another test only is reported, not counted (a flaky test on a loaded
+# machine is no catch). A mutation whose `requires` path this host lacks is
+# skipped: no test here can see it. The tree is reverted and rebuilt at the
+# end, also when interrupted.
 #
 # Usage: tests/mutate.sh [NAME|PATCH...]   (default: every patch)
-# Exit status: 0 if every mutation was caught, 1 if one was missed, 2 on
-# usage or setup errors. Logs: $OHBOX_TEST_WORK/logs/mutate-NAME.log.
+# Exit status: 0 if every mutation was caught or skipped, 1 if one was
+# missed, 2 on usage or setup errors. Logs: $OHBOX_TEST_WORK/logs/mutate-NAME.log.
 set -u
 src=$(cd "$(dirname "$0")/.." && pwd)
 cd "$src" || exit 2
@@ -57,16 +63,31 @@ trap 'exit 130' INT TERM
 header() {  # header FIELD PATCH
   sed -n "s/^# $1: *//p" "$2" | head -1
 }
+catchers() {  # catchers LOG TEST...: those of TEST that failed in LOG; false if none
+  local log=$1 t found=
+  shift
+  for t in "$@"; do
+    grep -qF "FAIL: $t: " "$log" && found="$found${found:+ }$t"
+  done
+  [ -n "$found" ] && echo "$found"
+}
 
-missed=0 caught=0
+missed=0 caught=0 skipped=0
 for p in "${patches[@]}"; do
   name=$(basename "$p" .patch)
   log=$OHBOX_TEST_WORK/logs/mutate-$name.log
   tests=$(header tests "$p")
+  caught_by=$(header caught-by "$p")
   only=$(header only "$p")
-  if [ -z "$tests" ]; then
-    echo "mutate.sh: $p has no \`# tests:\` line" >&2
+  requires=$(header requires "$p")
+  if [ -z "$tests" ] || [ -z "$caught_by" ]; then
+    echo "mutate.sh: $p needs a \`# tests:\` and a \`# caught-by:\` line" >&2
     exit 2
+  fi
+  if [ -n "$requires" ] && [ ! -e "$requires" ]; then
+    echo "SKIP: $name: this host has no $requires"
+    skipped=$((skipped + 1))
+    continue
   fi
   if ! git apply --check "$p" 2>"$log"; then
     echo "STALE: $name: the patch no longer applies (see $log); make it again on today's code"
@@ -94,15 +115,15 @@ for p in "${patches[@]}"; do
   if grep -q '^FAIL: .*: ran no test' "$log"; then
     echo "STALE: $name: a test script ran no test (\`# only:\` matches nothing in it?) (see $log)"
     missed=$((missed + 1))
-  elif [ "$rc" -ne 0 ]; then
-    echo "caught: $name ($(header what "$p"))"
-    grep -E '^FAIL: ' "$log" | head -5 | sed 's/^/    /'
+  elif [ "$rc" -ne 0 ] && catchers "$log" $caught_by >/dev/null; then
+    echo "caught: $name ($(header what "$p")) by $(catchers "$log" $caught_by)"
     caught=$((caught + 1))
   else
-    echo "MISSED: $name ($(header what "$p")): tests \`$tests\` passed with the bug in (see $log)"
+    echo "MISSED: $name ($(header what "$p")): none of $caught_by failed (see $log)"
+    grep -E '^FAIL: ' "$log" | head -5 | sed 's/^/    other failure: /'
     missed=$((missed + 1))
   fi
 done
 build "$OHBOX_TEST_WORK/logs/mutate-rebuild.log" || { echo "mutate.sh: the rebuild after the exercise failed" >&2; exit 2; }
-echo "$caught caught, $missed missed or stale"
+echo "$caught caught, $missed missed or stale, $skipped skipped"
 [ "$missed" -eq 0 ]

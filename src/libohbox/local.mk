@@ -26,7 +26,7 @@ libohbox_internal_la_SOURCES = \
 	oci/image_spec.c oci/image_spec.h \
 	src/libohbox/cgroup/cgroup.c src/libohbox/cgroup/cgroup.h src/libohbox/cgroup/cgroup_internal.h \
 	src/libohbox/cgroup/cgroup_detect.c src/libohbox/cgroup/cgroup_limits.c src/libohbox/cgroup/cgroup_utils.c \
-	src/libohbox/cgroup/cgroup_v1.c src/libohbox/cgroup/cgroup_v2.c
+	src/libohbox/cgroup/cgroup_v1.c src/libohbox/cgroup/cgroup_v2.c src/libohbox/cgroup/cgroup_devices.c
 
 # seccomp and capabilities (used by `ohbox run`).
 libohbox_internal_la_CFLAGS += $(SECCOMP_CFLAGS) $(CAP_CFLAGS) -DOHBOX_PKGDATADIR=\"$(pkgdatadir)\" \
@@ -108,4 +108,4 @@ libohbox_internal_la_SOURCES += src/libohbox/common/dl.c src/libohbox/common/dl.
 
 # Devices given to sandboxes: CDI specs (JSON or YAML), host device nodes.
 libohbox_internal_la_SOURCES += src/libohbox/devices/devices.c src/libohbox/devices/devices.h \
-	src/libohbox/devices/cdi.c src/libohbox/common/yaml_json.c src/libohbox/common/yaml_json.h
+	src/libohbox/devices/cdi.c src/libohbox/devices/gpus.c src/libohbox/common/yaml_json.c src/libohbox/common/yaml_json.h

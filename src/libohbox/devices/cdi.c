@@ -720,16 +720,46 @@ apply_all (struct resolver *r, const char *kind, struct ohbox_device_edits *e, o
   return 0;
 }
 
+static int
+read_dirs (const char *const *dirs, struct specs *specs, ohbox_error_t *err)
+{
+  if (dirs == NULL)
+    dirs = ohbox_cdi_default_dirs;
+  for (size_t i = 0; dirs[i] != NULL; i++)
+    if (read_dir (dirs[i], i, specs, err) < 0)
+      return -1;
+  return 0;
+}
+
+int
+ohbox_cdi_kind_devices (const char *const *dirs, const char *kind, char ***names, ohbox_error_t *err)
+{
+  struct specs specs = { NULL, 0, NULL, 0 };
+  size_t n = 0;
+  *names = NULL;
+  int rc = read_dirs (dirs, &specs, err);
+  for (size_t i = 0; rc == 0 && i < specs.n_broken; i++)
+    if (specs.broken[i].kind != NULL && strcmp (specs.broken[i].kind, kind) == 0)
+      rc = ohbox_error (err, specs.broken[i].error->kind, 0, "%s", specs.broken[i].error->msg);
+  for (size_t i = 0; rc == 0 && i < specs.n; i++)
+    {
+      if (strcmp (string_or_null (specs.v[i].root, "kind"), kind) != 0)
+        continue;
+      size_t j;
+      json_t *d;
+      json_array_foreach (json_object_get (specs.v[i].root, "devices"), j, d)
+        ohbox_strv_push (names, &n, xstrdup (string_or_null (d, "name")));
+    }
+  specs_free (&specs);
+  return rc;
+}
+
 int
 ohbox_cdi_resolve (const char *const *dirs, const char *const *names, size_t n, struct ohbox_device_edits *e,
                    ohbox_error_t *err)
 {
-  if (dirs == NULL)
-    dirs = ohbox_cdi_default_dirs;
   struct resolver r = { { NULL, 0, NULL, 0 }, NULL };
-  int rc = 0;
-  for (size_t i = 0; dirs[i] != NULL && rc == 0; i++)
-    rc = read_dir (dirs[i], i, &r.specs, err);
+  int rc = read_dirs (dirs, &r.specs, err);
   r.spec_applied = xcalloc (r.specs.n + 1, sizeof (bool));
   for (size_t i = 0; i < n && rc == 0; i++)
     {

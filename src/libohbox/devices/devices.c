@@ -42,6 +42,7 @@ ohbox_device_edits_free (struct ohbox_device_edits *e)
   ohbox_strv_free (e->names);
   ohbox_strv_free (e->env);
   free (e->additional_gids);
+  ohbox_strv_free (e->ldconfig_dirs);
   memset (e, 0, sizeof *e);
 }
 

@@ -72,6 +72,11 @@ struct ohbox_device_edits
   size_t n_env;
   uint32_t *additional_gids;
   size_t n_additional_gids;
+  /* Folders of libraries mounted for the devices: the sandbox's linker
+   * cache is rebuilt with them (its own ldconfig, run inside) before the
+   * command starts. */
+  char **ldconfig_dirs;
+  size_t n_ldconfig_dirs;
 };
 
 void ohbox_device_edits_free (struct ohbox_device_edits *e);
@@ -105,5 +110,30 @@ extern const char *const ohbox_cdi_default_dirs[];
  * priority first; NULL: ohbox_cdi_default_dirs) and adds their edits to E. */
 int ohbox_cdi_resolve (const char *const *dirs, const char *const *names, size_t n, struct ohbox_device_edits *e,
                        ohbox_error_t *err);
+
+/* The names of the devices of KIND the specs in DIRS define (*NAMES
+ * NULL-terminated, or NULL when no spec has that kind); an error when a spec
+ * of that kind is malformed. */
+int ohbox_cdi_kind_devices (const char *const *dirs, const char *kind, char ***names, ohbox_error_t *err);
+
+/* ---- GPUs (gpus.c) ---- */
+
+/* `--gpus all|N|device=ID[,ID...]` (Docker's forms; `"device=0,1"` quoted
+ * too).  IDs are indices or GPU UUIDs. */
+struct ohbox_gpu_request
+{
+  bool all;
+  unsigned count; /* N, when not all and no ids */
+  char **ids;     /* NULL-terminated, or NULL */
+};
+
+int ohbox_gpu_request_parse (const char *arg, struct ohbox_gpu_request *req, ohbox_error_t *err);
+void ohbox_gpu_request_free (struct ohbox_gpu_request *req);
+
+/* Adds the edits of the GPUs REQ asks for: from a CDI spec of kind
+ * nvidia.com/gpu in DIRS (as ohbox_cdi_resolve) when there is one, else
+ * from what the NVIDIA driver installed on this host. */
+int ohbox_gpus_resolve (const char *const *cdi_dirs, const struct ohbox_gpu_request *req,
+                        struct ohbox_device_edits *e, ohbox_error_t *err);
 
 #endif

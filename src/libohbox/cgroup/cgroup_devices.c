@@ -149,22 +149,28 @@ set_v2 (const char *dir, const struct ohbox_device_rule *rules, size_t n, ohbox_
 {
   struct program p = { NULL, 0, 0 };
   build_program (&p, rules, n);
-  char log[4096] = "";
   union bpf_attr load = {
     .prog_type = BPF_PROG_TYPE_CGROUP_DEVICE,
     .insns = (uint64_t) (uintptr_t) p.insns,
     .insn_cnt = (uint32_t) p.n,
     .license = (uint64_t) (uintptr_t) "Apache-2.0",
-    .log_buf = (uint64_t) (uintptr_t) log,
-    .log_size = sizeof log,
-    .log_level = 1,
   };
   int prog = (int) syscall (SYS_bpf, BPF_PROG_LOAD, &load, sizeof load);
   int saved = errno;
+  char log[4096] = "";
+  if (prog < 0 && saved != EPERM)
+    {
+      /* Again with the verifier's log, for the message (a log too small
+       * for a successful load would fail it with ENOSPC). */
+      load.log_buf = (uint64_t) (uintptr_t) log;
+      load.log_size = sizeof log;
+      load.log_level = 1;
+      syscall (SYS_bpf, BPF_PROG_LOAD, &load, sizeof load);
+    }
   free (p.insns);
   if (prog < 0)
     return ohbox_error (err, saved == EPERM ? OHBOX_ERR_UNSUPPORTED : OHBOX_ERR_GENERIC, saved,
-                        "load the device filter for cgroup `%s`%s%s", dir, log[0] ? ": " : "", log);
+                        "load the device filter for cgroup `%s`%s%.200s", dir, log[0] ? ": " : "", log);
   cleanup_close int fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     {

@@ -120,6 +120,12 @@ ohbox_device_node_from_host (struct ohbox_device_node *node, bool have_type, boo
   node->minor = minor (st.st_rdev);
   if (!have_mode)
     node->file_mode = st.st_mode & 07777;
+  /* The owner inside: the spec's, else the host node's (root:video stays
+   * root:video in the sandbox). */
+  if (!node->has_uid)
+    node->uid = st.st_uid;
+  if (!node->has_gid)
+    node->gid = st.st_gid;
   return 0;
 }
 

@@ -24,8 +24,8 @@ struct ohbox_device_node
   int64_t major, minor;
   mode_t file_mode; /* permission bits of the node in the sandbox */
   char access[4];   /* cgroup access: a subset of "rwm" */
-  bool has_uid, has_gid;
-  uint32_t uid, gid; /* owner of the node in the sandbox, when given */
+  bool has_uid, has_gid; /* the spec gives the owner */
+  uint32_t uid, gid;     /* owner of the node in the sandbox: the spec's, else the host node's */
 };
 
 /* A bind mount a device needs (libraries, tools, sockets). */

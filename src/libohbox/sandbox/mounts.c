@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -265,19 +266,61 @@ readonly_path (int rootfd, const char *path, ohbox_error_t *err)
   return 0;
 }
 
+/* A device node for a root sandbox (see ohbox_mount_spec.mknod), as a
+ * detached mount of one file.  Safe: the tmpfs is never attached to the
+ * host's tree (nobody else can reach the node), the node is one the caller
+ * asked for by name, and the sandbox's device cgroup allows only it. */
+static int
+make_device_node (int *devfs, struct ohbox_mount_spec *m, size_t index, ohbox_error_t *err)
+{
+  if (*devfs < 0)
+    {
+      cleanup_close int fsfd = fsopen ("tmpfs", FSOPEN_CLOEXEC);
+      if (fsfd < 0 || fsconfig (fsfd, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0
+          || fsconfig (fsfd, FSCONFIG_SET_STRING, "size", "64k", 0) < 0
+          || fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+        return ohbox_error_errno (err, "make a tmpfs for device nodes");
+      *devfs = fsmount (fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+      if (*devfs < 0)
+        return ohbox_error_errno (err, "mount a tmpfs for device nodes");
+    }
+  char name[24];
+  snprintf (name, sizeof name, "%zu", index);
+  if (mknodat (*devfs, name, m->mode, m->rdev) < 0 || fchownat (*devfs, name, m->host_uid, m->host_gid, 0) < 0
+      || fchmodat (*devfs, name, m->mode & 07777, 0) < 0)
+    return ohbox_error_errno (err, "make device node `%s` (of `%s`)", m->target, m->source);
+  m->fd = open_tree (*devfs, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+  if (m->fd < 0)
+    return ohbox_error_errno (err, "clone device node `%s`", m->target);
+  return 0;
+}
+
 int
 ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err)
 {
+  cleanup_close int devfs = -1;
   for (size_t i = 0; i < n; i++)
     {
       struct ohbox_mount_spec *m = &mounts[i];
       if (m->tmpfs)
         continue;
+      if (m->mknod)
+        {
+          if (make_device_node (&devfs, m, i, err) < 0)
+            return -1;
+          continue;
+        }
       m->fd = open_tree (AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
       if (m->fd < 0)
         return ohbox_error_errno (err, "bind mount source `%s`", m->source);
       if (m->read_only && set_read_only (m->fd, true, m->source, err) < 0)
         return -1;
+      /* A volume is data, never a way to a device: a node reached through
+       * it (`-v /dev:/x`, a node on a shared disk) cannot be opened.
+       * Devices come with --device, as binds of their own. */
+      struct mount_attr nodev = { .attr_set = MOUNT_ATTR_NODEV };
+      if (!m->device && mount_setattr (m->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &nodev, sizeof nodev) < 0)
+        return ohbox_error_errno (err, "make volume `%s` nodev", m->source);
     }
   return 0;
 }

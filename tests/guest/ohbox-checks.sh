@@ -90,7 +90,8 @@ cp -a /payload/sysroot/usr/bin/newuidmap /payload/sysroot/usr/bin/newgidmap /usr
 chmod -R a+rX /payload/busybox
 # setuid as Debian installs them (cpio kept the mode, but be explicit).
 chmod 4755 /usr/bin/newuidmap /usr/bin/newgidmap
-printf 'root:100000:65536\nuser:200000:65536\n' >/etc/subuid
+# Root leases a block of 65536 ids per sandbox: a range of 16 blocks.
+printf 'root:100000:1048576\nuser:1200000:65536\n' >/etc/subuid
 cp /etc/subuid /etc/subgid
 # The stores on ext4 (a loop device): the guest's / is a tmpfs, and Linux
 # 6.1's tmpfs has neither idmapped mounts (root's sandboxes mount the

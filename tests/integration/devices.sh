@@ -96,6 +96,12 @@ test_cdi_json_and_yaml ()
   # =all: every device of the kind.
   assert_ok ohbox run --rm --network none --cdi-spec-dir "$SPECS" --device test.ohbox/card=all "$BB" \
     sh -c 'ls /dev/card0 /dev/card1'
+  # ps shows a sandbox's devices.
+  assert_ok ohbox run -d --network none --cdi-spec-dir "$SPECS" --device test.ohbox/gauge=g0 "$BB" sleep 30
+  local id=$out
+  assert_ok ohbox ps --format json
+  assert_jq "$out" '.[0].devices.names == ["test.ohbox/gauge=g0"] and .[0].devices.nodes[0].path == "/dev/gauge" and .[0].devices.nodes[0].major == 1 and .[0].devices.nodes[0].minor == 7'
+  assert_ok ohbox rm -f "$id"
   # The dry run shows what the devices add.
   assert_ok ohbox run --dry-run --cdi-spec-dir "$SPECS" --device test.ohbox/card=all "$BB"
   assert_jq "$out" '.devices.names == ["test.ohbox/card=c0", "test.ohbox/card=c1"] and (.devices.nodes | length) == 2'
@@ -117,6 +123,11 @@ test_cdi_errors ()
   assert_exit 125 ohbox run --rm --cdi-spec-dir "$SPECS" --device test.ohbox/gauge=g0 "$BB" true
   assert_contains "$err" "is defined twice"
   assert_contains "$err" "gauge-copy.yaml"
+  # Hooks are not run yet: a device that needs one is refused, not started without it.
+  printf 'cdiVersion: 0.5.0\nkind: test.ohbox/hooked\ndevices:\n  - name: h\n    containerEdits:\n      hooks:\n        - hookName: createContainer\n          path: /bin/true\n' \
+    >"$SPECS/hooked.yaml"
+  assert_exit 125 ohbox run --rm --cdi-spec-dir "$SPECS" --device test.ohbox/hooked=h "$BB" true
+  assert_contains "$err" "need hooks (\`/bin/true\` ...), which ohbox does not run yet"
   assert_exit 125 ohbox run --rm --device /etc/hostname "$BB" true
   assert_contains "$err" "is not a device node"
   assert_exit 125 ohbox run --rm --device no-such "$BB" true

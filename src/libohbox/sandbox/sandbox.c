@@ -478,6 +478,25 @@ stop_signal (const struct ohbox_run_options *o, json_t *rc, int *sig, ohbox_erro
   return 0;
 }
 
+/* What `ps --format json` shows of a sandbox's devices: the names asked
+ * for, and each node as "PATH (HOST_PATH c MAJOR:MINOR ACCESS)". */
+static json_t *
+devices_json (const struct ohbox_device_edits *d)
+{
+  json_t *names = json_array (), *nodes = json_array ();
+  for (size_t i = 0; i < d->n_names; i++)
+    json_array_append_new (names, json_string (d->names[i]));
+  for (size_t i = 0; i < d->n_nodes; i++)
+    {
+      const struct ohbox_device_node *n = &d->nodes[i];
+      json_array_append_new (nodes, json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path",
+                                               n->host_path, "type", &n->type, (size_t) 1, "major",
+                                               (json_int_t) n->major, "minor", (json_int_t) n->minor, "access",
+                                               n->access));
+    }
+  return json_pack ("{s:o, s:o}", "names", names, "nodes", nodes);
+}
+
 static int
 write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct run_ctx *c, struct ohbox_store *s,
               ohbox_error_t *err)
@@ -494,6 +513,8 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
                            "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
   if (o->storage_size)
     json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
+  if (o->devices)
+    json_object_set_new (cfg, "devices", devices_json (o->devices));
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   return r;

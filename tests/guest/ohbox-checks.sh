@@ -187,6 +187,18 @@ t_pids ()
 }
 check pids-limit-eagain t_pids
 
+# Devices: on v2 the device cgroup is a BPF filter: a device given
+# read-only (one outside the standard list) opens for reading and not for
+# writing; /dev/full (standard) opens for writing.
+t_device_filter ()
+{
+  [ -c /dev/loop-control ] || { echo "no /dev/loop-control (the loop module)" >&2; return 1; }
+  out=$(ob run --rm --network none --device /dev/loop-control:/dev/given:r "$IMG" sh -c \
+    '(exec 3</dev/given) && echo read-ok; (exec 3>/dev/given) 2>/dev/null || echo write-refused; (exec 3>/dev/full) && echo full-ok' 2>&1)
+  case $out in *read-ok*write-refused*full-ok*) ;; *) echo "$out" >&2; return 1 ;; esac
+}
+check device-filter t_device_filter
+
 # --cpus, --cpu-shares, pause/unpause, stats, stop/rm on one busy sandbox:
 # a shell loop that counts into a file on a volume.
 mkdir -p /tmp/busy

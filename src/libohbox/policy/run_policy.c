@@ -347,6 +347,44 @@ plan_storage_size (struct ohbox_run_plan *p, ohbox_error_t *err)
   return 0;
 }
 
+/* --device and --gpus: their nodes, mounts and environment. */
+static int
+plan_devices (struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  const struct ohbox_run_request *req = p->req;
+  const char *const *dirs = (const char *const *) req->cdi_spec_dirs;
+  for (size_t i = 0; req->devices && req->devices[i]; i++)
+    {
+      const char *d = req->devices[i];
+      int r = ohbox_cdi_is_qualified_name (d) ? ohbox_cdi_resolve (dirs, &d, 1, &p->devices, err)
+                                              : ohbox_device_parse_host (d, &p->devices, err);
+      if (r < 0)
+        return -1;
+    }
+  if (req->gpus)
+    {
+      struct ohbox_gpu_request gpus;
+      if (ohbox_gpu_request_parse (req->gpus, &gpus, err) < 0)
+        return -1;
+      int r = ohbox_gpus_resolve (dirs, &gpus, &p->devices, err);
+      ohbox_gpu_request_free (&gpus);
+      if (r < 0)
+        return -1;
+    }
+  /* Hooks are parsed and checked, not run yet: refusing them is honest,
+   * ignoring them would start a sandbox without what its device needs. */
+  if (p->devices.n_hooks > 0)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "the devices asked for need hooks (`%s` ...), which ohbox does not run yet; "
+                        "use a spec without hooks%s",
+                        p->devices.hooks[0].path, req->gpus ? ", or --gpus without a CDI spec (ohbox finds the "
+                                                              "driver's files itself)" : "");
+  if (p->devices.n_names > 0 && p->rootless)
+    plan_warn (p, "rootless: the devices' nodes keep the host's owner and mode inside, and no device cgroup "
+               "limits them (the sandbox still reaches no other node)");
+  return 0;
+}
+
 static int
 plan_checks (struct ohbox_run_plan *p, ohbox_error_t *err)
 {
@@ -357,7 +395,8 @@ plan_checks (struct ohbox_run_plan *p, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");
   if (req->timeout < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the timeout must not be negative");
-  if (ohbox_cgroup_limits_validate (&req->limits, err) < 0 || plan_storage_size (p, err) < 0)
+  if (ohbox_cgroup_limits_validate (&req->limits, err) < 0 || plan_storage_size (p, err) < 0
+      || plan_devices (p, err) < 0)
     return -1;
   if (ohbox_cgroup_limits_any (&req->limits) && !p->host->cgroup_limits)
     plan_warn (p, "%s", p->host->cgroup_warning ? p->host->cgroup_warning
@@ -397,6 +436,7 @@ fill_options (struct ohbox_run_plan *p)
   o->add_hosts = req->add_hosts;
   o->limits = req->limits;
   o->storage_size = req->read_only ? 0 : req->storage_size;
+  o->devices = p->devices.n_names > 0 ? &p->devices : NULL;
   o->cap_add = req->cap_add;
   o->cap_drop = req->cap_drop;
   o->seccomp_profile = req->seccomp_profile;

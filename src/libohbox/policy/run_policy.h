@@ -56,6 +56,10 @@
  *             subtree) is a warning; --userns host needs root;
  *             --storage-size needs root and 16 MiB at least, and is
  *             ignored with a warning for a read-only rootfs.
+ *   devices   --device (CDI names or host nodes) and --gpus are resolved
+ *             here, against the CDI specs and the host's nodes, so that a
+ *             dry run shows every node and mount; a name no spec defines,
+ *             a malformed spec, a missing driver are the request's errors.
  *
  * Reserved for the engineers who add them: a named network (`--network
  * NAME`) and an egress policy (`--egress`) are a request field and a plan
@@ -128,6 +132,12 @@ struct ohbox_run_request
   /* Never start a runtime image's executor: the image's own command runs
    * (CI services, which are images like any other). */
   bool no_executor;
+  /* Devices: `--device` values (CDI names VENDOR/CLASS=NAME, or
+   * HOSTPATH[:CTRPATH][:rwm]), the CDI spec folders (NULL: /etc/cdi and
+   * /var/run/cdi), `--gpus` (NULL: none). */
+  char **devices;
+  char **cdi_spec_dirs;
+  const char *gpus;
 };
 
 /* ---- the plan ---- */
@@ -179,6 +189,8 @@ struct ohbox_run_plan
   const struct ohbox_host_abilities *host;
   char **warnings;
   size_t n_warnings;
+  /* What the requested devices add (nothing when none is asked for). */
+  struct ohbox_device_edits devices;
   bool realized;
   /* What ohbox_sandbox_run gets, pointing into the plan and the request;
    * complete after ohbox_run_plan_realize. Front doors may set its output

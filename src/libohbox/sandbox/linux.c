@@ -74,6 +74,7 @@ struct exec_ctx
 {
   const struct ohbox_linux_spec *spec;
   struct ohbox_caps_plan *caps;
+  struct ohbox_caps_plan *ldconfig_caps; /* root's, for the linker cache (NULL: none to rebuild) */
   char **env;
   int sync_fd;
 };
@@ -141,6 +142,62 @@ env_get (char **env, const char *name)
   return NULL;
 }
 
+/* Rebuilds the sandbox's linker cache with the device libraries' folders:
+ * the image's own ldconfig, as the sandbox's root, with root's capability
+ * set of the sandbox and its seccomp filter, after pivot_root (it sees only
+ * the sandbox).  An image without ldconfig (busybox, musl) keeps its cache;
+ * a failing one prints its complaint on the command's stderr; neither stops
+ * the command. */
+static void
+rebuild_linker_cache (const struct exec_ctx *ctx)
+{
+  const struct ohbox_linux_spec *spec = ctx->spec;
+  static const char *const candidates[] = { "/sbin/ldconfig", "/usr/sbin/ldconfig" };
+  const char *ldconfig = NULL;
+  for (size_t i = 0; i < 2 && ldconfig == NULL; i++)
+    if (access (candidates[i], X_OK) == 0)
+      ldconfig = candidates[i];
+  if (ldconfig == NULL)
+    return;
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      const char *step = NULL;
+      if (ohbox_caps_apply (ctx->ldconfig_caps, &step) < 0
+          || (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0))
+        _exit (OHBOX_EXIT_RUNTIME);
+      size_t n = 0;
+      while (spec->ldconfig_dirs[n])
+        n++;
+      char **argv = calloc (n + 2, sizeof (char *));
+      if (argv == NULL)
+        _exit (OHBOX_EXIT_RUNTIME);
+      argv[0] = (char *) "ldconfig";
+      memcpy (argv + 1, spec->ldconfig_dirs, n * sizeof (char *));
+      char *const envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+      execve (ldconfig, argv, envp);
+      _exit (OHBOX_EXIT_NOEXEC);
+    }
+  while (pid > 0 && waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+}
+
+/* The groups devices bring (CDI additionalGids) besides the user's own. */
+static void
+add_groups (struct ohbox_user_ids *ids, const uint32_t *gids, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      bool have = ids->gid == gids[i];
+      for (size_t j = 0; j < ids->n_groups && !have; j++)
+        have = ids->groups[j] == gids[i];
+      if (have)
+        continue;
+      ids->groups = xrealloc (ids->groups, (ids->n_groups + 1) * sizeof *ids->groups);
+      ids->groups[ids->n_groups++] = gids[i];
+    }
+}
+
 /* The command's process: after this, only the image's code runs. */
 static void
 exec_command (void *arg)
@@ -166,6 +223,8 @@ exec_command (void *arg)
   if (sync > 3)
     close_range (3, sync - 1, 0);
   close_range (sync + 1, ~0U, 0);
+  if (ctx->ldconfig_caps)
+    rebuild_linker_cache (ctx);
   const char *step = NULL;
   if (ohbox_caps_apply (ctx->caps, &step) < 0)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set up capabilities (%s)", step);
@@ -329,6 +388,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   struct ohbox_user_ids ids;
   if (ohbox_user_lookup (mfd, spec->user, &ids, &err) < 0)
     child_fail (sync, &err);
+  add_groups (&ids, spec->additional_gids, spec->n_additional_gids);
   struct ohbox_caps_sets sets;
   ohbox_caps_sets_for_user (spec->caps, spec->caps_added, ids.uid == 0, &sets);
   struct ohbox_caps_user cu = { .uid = ids.uid,
@@ -337,8 +397,17 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
                                 .n_groups = ids.n_groups,
                                 .set_groups = !(spec->userns && spec->userns_plan->single) };
   struct exec_ctx ctx = { .spec = spec, .sync_fd = sync };
-  if (ohbox_caps_plan_new (&sets, &cu, spec->no_new_privs ? OHBOX_CAPS_NO_NEW_PRIVS : 0, &ctx.caps, &err) < 0)
+  unsigned caps_flags = spec->no_new_privs ? OHBOX_CAPS_NO_NEW_PRIVS : 0;
+  if (ohbox_caps_plan_new (&sets, &cu, caps_flags, &ctx.caps, &err) < 0)
     child_fail (sync, &err);
+  if (spec->ldconfig_dirs && spec->ldconfig_dirs[0])
+    {
+      struct ohbox_caps_sets root_sets;
+      ohbox_caps_sets_for_user (spec->caps, spec->caps_added, true, &root_sets);
+      struct ohbox_caps_user root = { .uid = 0, .gid = 0, .set_groups = cu.set_groups };
+      if (ohbox_caps_plan_new (&root_sets, &root, caps_flags, &ctx.ldconfig_caps, &err) < 0)
+        child_fail (sync, &err);
+    }
   ctx.env = env_with_home (spec->env, ids.home);
   /* Our cgroup (joined above) becomes our cgroup namespace's root. */
   if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)

@@ -37,6 +37,7 @@
 
 #include "cgroup/cgroup.h"
 #include "common/error.h"
+#include "devices/devices.h"
 #include "store/store.h"
 
 /* The user-mode network of a rootless bridge sandbox: pasta when it is
@@ -102,6 +103,10 @@ struct ohbox_run_options
    * sandbox that fills it gets ENOSPC, the store's filesystem is not
    * filled (root only: snapshot.h). */
   uint64_t storage_size;
+  /* Devices given to the sandbox (--device, --gpus, CDI), resolved by the
+   * run policy; NULL: none.  Every sandbox may open only the nodes ohbox
+   * puts in its /dev and these (cgroup device rules, root only). */
+  const struct ohbox_device_edits *devices;
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */

@@ -371,14 +371,6 @@ plan_devices (struct ohbox_run_plan *p, ohbox_error_t *err)
       if (r < 0)
         return -1;
     }
-  /* Hooks are parsed and checked, not run yet: refusing them is honest,
-   * ignoring them would start a sandbox without what its device needs. */
-  if (p->devices.n_hooks > 0)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
-                        "the devices asked for need hooks (`%s` ...), which ohbox does not run yet; "
-                        "use a spec without hooks%s",
-                        p->devices.hooks[0].path, req->gpus ? ", or --gpus without a CDI spec (ohbox finds the "
-                                                              "driver's files itself)" : "");
   if (p->devices.n_names > 0 && p->rootless)
     plan_warn (p, "rootless: the devices' nodes keep the host's owner and mode inside, and no device cgroup "
                "limits them (the sandbox still reaches no other node)");

@@ -415,6 +415,18 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   cleanup_free char *now = ohbox_now_rfc3339 ();
   json_t *f = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", code, "finished_at", now,
                          "paused", 0, "timed_out", timed_out);
+  if (m->devices && m->devices->n_hooks > 0)
+    {
+      /* OCI: a poststop hook that fails is a warning, and the rest goes on. */
+      cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
+      json_t *st = json_pack ("{s:s, s:s, s:s, s:s, s:{}}", "ociVersion", "1.0.2", "id", m->id, "status", "stopped",
+                              "bundle", dir, "annotations");
+      cleanup_free char *state = json_dumps (st, JSON_COMPACT);
+      json_decref (st);
+      cleanup_error ohbox_error_t hook_err = NULL;
+      if (ohbox_device_hooks_run (m->devices, OHBOX_HOOK_POSTSTOP, state, &hook_err) < 0)
+        json_object_set_new (f, "hook_warning", json_string (hook_err->msg));
+    }
   if (ohbox_state_update (m->dirfd, f, ret < 0 ? NULL : err) < 0)
     ret = -1;
   json_decref (f);

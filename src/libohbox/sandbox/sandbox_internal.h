@@ -81,6 +81,9 @@ struct ohbox_monitor
   void (*on_output) (int stream, const char *line, size_t len, void *data);
   void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
   void *event_data;
+  /* The devices' poststop hooks run once the sandbox is gone (a failure
+   * is kept in state.json as "hook_warning"); NULL: none. */
+  const struct ohbox_device_edits *devices;
 };
 /* Runs until the sandbox's init exited: logs, signals, exit status, cleanup
  * (--rm included). Returns the exit code (or -1 with ERR). */

@@ -12,6 +12,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "conn_guard.h"
 #include "obs.h"
 #include "pool.h"
 #include "common/utils.h"
@@ -60,6 +61,7 @@ struct server
   struct MHD_Daemon *daemon;
   struct executor *ex;
   struct pool *pool;
+  struct conn_guard *guard;
 };
 
 struct request
@@ -185,12 +187,14 @@ post_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *key, con
 }
 
 static void
-request_completed (void *cls OHBOX_UNUSED, struct MHD_Connection *c OHBOX_UNUSED, void **con_cls,
+request_completed (void *cls, struct MHD_Connection *c, void **con_cls,
                    enum MHD_RequestTerminationCode toe OHBOX_UNUSED)
 {
+  struct server *srv = cls;
   struct request *rq = *con_cls;
   if (rq == NULL)
     return;
+  conn_guard_request_ends (srv->guard, c);
   if (rq->pp)
     MHD_destroy_post_processor (rq->pp);
   if (rq->up)
@@ -416,14 +420,19 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
             if (strcmp (method, routes[i].method) == 0)
               rq->route = routes[i].route;
           }
+      /* Only a request with the session key holds its connection for as
+       * long as it needs (conn_guard.h). */
+      bool has_key
+          = ex->api_key == NULL
+            || key_matches (ex->api_key, MHD_lookup_connection_value (c, MHD_HEADER_KIND, "X-Session-API-Key"));
+      conn_guard_request_begins (srv->guard, c, has_key && rq->route != R_NOT_FOUND);
       if (rq->route == R_NOT_FOUND)
         {
           rq->deferred_status = path_known ? 405 : 404;
           rq->deferred_detail = xstrdup (path_known ? "Method Not Allowed" : "Not Found");
           return MHD_YES;
         }
-      if (ex->api_key && rq->route != R_ALIVE && rq->route != R_SERVER_INFO
-          && !key_matches (ex->api_key, MHD_lookup_connection_value (c, MHD_HEADER_KIND, "X-Session-API-Key")))
+      if (!has_key && rq->route != R_ALIVE && rq->route != R_SERVER_INFO)
         {
           rq->deferred_status = 403;
           rq->deferred_detail = xstrdup ("Invalid API Key");
@@ -510,25 +519,34 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
 {
   struct server *s = xcalloc (1, sizeof (*s));
   s->ex = ex;
+  if (conn_guard_new (&s->guard, err) < 0)
+    {
+      free (s);
+      return -1;
+    }
   if (pool_start (ex->workers, ex->queue_len, THREAD_STACK, work, cancel, s, &s->pool, err) < 0)
     {
+      conn_guard_free (s->guard);
       free (s);
       return ohbox_error_prefix (err, "executor workers");
     }
   /* One epoll thread for every connection (no thread per connection: a new
    * task could fail under a fork bomb); suspend/resume hands the blocking
-   * requests to the workers. */
+   * requests to the workers.  The guard decides which connections are
+   * accepted and kept (conn_guard.h): libmicrohttpd's own limit is above
+   * the guard's, and its inactivity timeout is the idle timeout. */
   unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
   for (int attempt = 0; attempt < 2 && s->daemon == NULL; attempt++)
-    s->daemon = MHD_start_daemon (flags | (attempt == 0 ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port, NULL, NULL,
-                                  handler, s, MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
-                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 256, MHD_OPTION_CONNECTION_TIMEOUT,
-                                  (unsigned int) 3600, MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK,
-                                  MHD_OPTION_END);
+    s->daemon = MHD_start_daemon (
+        flags | (attempt == 0 ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port, conn_guard_accept, s->guard, handler, s,
+        MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_NOTIFY_CONNECTION, conn_guard_notify, s->guard,
+        MHD_OPTION_CONNECTION_LIMIT, conn_guard_mhd_limit (s->guard), MHD_OPTION_CONNECTION_TIMEOUT,
+        conn_guard_idle_timeout (s->guard), MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK, MHD_OPTION_END);
   if (s->daemon == NULL)
     {
       int e = errno;
       pool_stop (s->pool);
+      conn_guard_free (s->guard);
       free (s);
       errno = e;
       return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "listen on port %d", ex->port);
@@ -546,5 +564,6 @@ server_stop (struct server *s)
    * queued requests are answered 503 and the running ones finish first. */
   pool_stop (s->pool);
   MHD_stop_daemon (s->daemon);
+  conn_guard_free (s->guard);
   free (s);
 }

@@ -93,6 +93,10 @@ int ohbox_network_attach_early (struct ohbox_network *n, int userns_fd, int netn
  * (and adds its port forwards) or pasta (spawning it if attach_early did
  * not). */
 int ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int netns_fd, ohbox_error_t *err);
+/* "http://ADDR:PORT" where the host reaches the sandbox's TCP port CTR_PORT
+ * as published (ADDR 127.0.0.1 for a port published on every address), or
+ * NULL when it is not published. */
+char *ohbox_network_published_url (struct ohbox_network *n, uint16_t ctr_port);
 /* Frees N (closes the reserved ports: call once the leases are released). */
 void ohbox_network_free (struct ohbox_network *n);
 

@@ -394,6 +394,23 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
                            "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
                            "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
+  if (o->labels)
+    {
+      json_t *labels = json_object ();
+      for (size_t i = 0; o->labels[i]; i++)
+        {
+          const char *eq = strchr (o->labels[i], '=');
+          if (eq == NULL || json_object_setn_new (labels, o->labels[i], (size_t) (eq - o->labels[i]),
+                                                  json_string (eq + 1))
+                                < 0)
+            {
+              json_decref (labels);
+              json_decref (cfg);
+              return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: use KEY=VALUE in UTF-8", o->labels[i]);
+            }
+        }
+      json_object_set_new (cfg, "labels", labels);
+    }
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   return r;
@@ -606,7 +623,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .rt = rt,
     .id = id,
     .dirfd = dfd,
-    .lockfd = lockfd,
+    .lockfd = steal_fd (&lockfd), /* the monitor lets go of it (monitor.c) */
     .pid = proc.pid,
     .pidfd = proc.pidfd,
     .log_fd = c.out_read,

@@ -41,6 +41,8 @@ const char *cli_store_root (void);
 struct ohbox_store;
 /* Opens the store; on failure prints the error and returns its exit code. */
 int cli_open_store (const char *command, struct ohbox_store **out);
+/* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year). */
+int cli_parse_duration (const char *s, double *ret);
 /* "true"/"false" (also 1/0, yes/no). */
 int cli_parse_bool (const char *s, bool *out);
 
@@ -114,5 +116,7 @@ int cli_attach (int argc, char **argv);
 int cli_ci (int argc, char **argv);
 /* check.c */
 int cli_check (int argc, char **argv);
+/* serve.c */
+int cli_serve (int argc, char **argv);
 
 #endif

@@ -1,8 +1,10 @@
 /* common.c: error reporting and output helpers shared by the commands. */
 #include "config.h"
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "registry/authfile.h"
@@ -142,4 +144,26 @@ cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf 
   a->parsed = NULL;
   a->ro->creds = NULL;
   ohbox_registries_conf_free (conf);
+}
+
+int
+cli_parse_duration (const char *s, double *ret)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod (s, &end);
+  if (errno || end == s || !(v > 0))
+    return -1;
+  if (strcmp (end, "ms") == 0)
+    v /= 1000;
+  else if (strcmp (end, "m") == 0)
+    v *= 60;
+  else if (strcmp (end, "h") == 0)
+    v *= 3600;
+  else if (*end && strcmp (end, "s") != 0)
+    return -1;
+  if (v > 366 * 86400.0)
+    return -1;
+  *ret = v;
+  return 0;
 }

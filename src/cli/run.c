@@ -212,29 +212,6 @@ run_fail (ohbox_error_t *err, int code)
   return code;
 }
 
-/* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year). */
-static int
-parse_duration (const char *s, double *ret)
-{
-  char *end = NULL;
-  errno = 0;
-  double v = strtod (s, &end);
-  if (errno || end == s || !(v > 0))
-    return -1;
-  if (strcmp (end, "ms") == 0)
-    v /= 1000;
-  else if (strcmp (end, "m") == 0)
-    v *= 60;
-  else if (strcmp (end, "h") == 0)
-    v *= 3600;
-  else if (*end && strcmp (end, "s") != 0)
-    return -1;
-  if (v > 366 * 86400.0)
-    return -1;
-  *ret = v;
-  return 0;
-}
-
 enum
 {
   OPT_RM = 256,
@@ -518,7 +495,7 @@ cli_run (int argc, char **argv)
           strv_add (&ep, optarg);
           break;
         case OPT_TIMEOUT:
-          if (parse_duration (optarg, &q.timeout) < 0)
+          if (cli_parse_duration (optarg, &q.timeout) < 0)
             {
               fprintf (stderr, "ohbox run: invalid --timeout `%s`: use e.g. 30, 30s, 10m, 1h, 500ms\n", optarg);
               goto out;

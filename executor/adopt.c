@@ -28,8 +28,10 @@
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 #include <unistd.h>
 
+#include "editor.h"
 #include "executor.h"
 #include "common/utils.h"
 
@@ -172,6 +174,30 @@ apply_argv (struct executor *ex, json_t *arr, int *status, char **detail)
   return ret;
 }
 
+/* Whether the session started ahead (main.c) is the one a start for this
+ * adoption would make: the same user (as asked for: an existing user keeps
+ * its own uid either way), the same directory, and a shell whose
+ * environment the adoption's does not change (a login shell as another
+ * user gets a clean one; a shell of the executor's own user inherits it). */
+static bool
+prestarted_fits (struct executor *ex, json_t *env)
+{
+  if (ex->prestarted_user == NULL || ex->bash == NULL || bash_session_dead (ex->bash))
+    return false;
+  if (strcmp (ex->prestarted_user, ex->username) != 0 || ex->prestarted_uid != ex->uid
+      || strcmp (ex->prestarted_dir, ex->work_dir) != 0)
+    return false;
+  /* SU_TO_USER of the adoption's environment (set by now) decides as at a
+   * start (main.c). */
+  const char *su = getenv ("SU_TO_USER");
+  bool want_switch = geteuid () == 0
+                     && (su == NULL || *su == '\0' || strcasecmp (su, "true") == 0 || strcmp (su, "1") == 0
+                         || strcasecmp (su, "yes") == 0);
+  if (want_switch != ex->switch_user)
+    return false;
+  return ex->switch_user || json_object_size (env) == 0;
+}
+
 json_t *
 executor_adopt (struct executor *ex, json_t *body, int *status, char **detail)
 {
@@ -206,7 +232,19 @@ executor_adopt (struct executor *ex, json_t *body, int *status, char **detail)
       goto out;
     }
   pthread_mutex_lock (&ex->action_lock);
-  int r = executor_session_start (ex, &err);
+  int r = 0;
+  if (!prestarted_fits (ex, env))
+    {
+      if (ex->prestarted_user)
+        {
+          /* Started ahead for someone else: as if it had not been. */
+          bash_session_free (ex->bash);
+          ex->bash = NULL;
+          editor_free (ex->editor);
+          ex->editor = NULL;
+        }
+      r = executor_session_start (ex, &err);
+    }
   pthread_mutex_unlock (&ex->action_lock);
   if (r < 0)
     {

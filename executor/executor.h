@@ -39,6 +39,12 @@ struct executor
    * executor its session; read atomically. */
   bool standby;
   pthread_mutex_t adopt_lock;
+  /* On standby with OHBOX_EXECUTOR_STANDBY_SESSION=USER:UID:DIR: the
+   * session that was started ahead for that user and directory (adopt.c);
+   * an adoption asking for the same keeps it. */
+  char *prestarted_user;
+  uid_t prestarted_uid;
+  char *prestarted_dir;
   double no_change_timeout;
   uint64_t max_upload;     /* bytes */
   char *bash_path;

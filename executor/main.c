@@ -242,6 +242,8 @@ executor_release (struct executor *ex)
   free (ex->home);
   free (ex->api_key);
   free (ex->bash_path);
+  free (ex->prestarted_user);
+  free (ex->prestarted_dir);
   free_plugins (ex);
 }
 
@@ -310,6 +312,36 @@ bool
 executor_on_standby (struct executor *ex)
 {
   return __atomic_load_n (&ex->standby, __ATOMIC_ACQUIRE);
+}
+
+/* OHBOX_EXECUTOR_STANDBY_SESSION=USER:UID:DIR (ohbox serve's pools): the
+ * session most adoptions ask for, started now (a login shell takes
+ * milliseconds); the variable is gone before anything is spawned. */
+static int
+standby_prestart (struct executor *ex, ohbox_error_t *err)
+{
+  const char *v = getenv ("OHBOX_EXECUTOR_STANDBY_SESSION");
+  if (v == NULL || *v == '\0')
+    return 0;
+  cleanup_free char *copy = xstrdup (v);
+  unsetenv ("OHBOX_EXECUTOR_STANDBY_SESSION");
+  char *c1 = strchr (copy, ':'), *c2 = c1 ? strchr (c1 + 1, ':') : NULL;
+  char *end = NULL;
+  unsigned long uid = c1 ? strtoul (c1 + 1, &end, 10) : 0;
+  if (c1 == NULL || c2 == NULL || end != c2 || c1 == copy || c2[1] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OHBOX_EXECUTOR_STANDBY_SESSION `%s`: use USER:UID:/DIR", v);
+  *c1 = *c2 = '\0';
+  free (ex->username);
+  ex->username = xstrdup (copy);
+  ex->uid = (uid_t) uid;
+  free (ex->work_dir);
+  ex->work_dir = xstrdup (c2 + 1);
+  if (executor_session_start (ex, err) < 0)
+    return ohbox_error_prefix (err, "the standby session");
+  ex->prestarted_user = xstrdup (copy);
+  ex->prestarted_uid = (uid_t) uid;
+  ex->prestarted_dir = xstrdup (c2 + 1);
+  return 0;
 }
 
 static bool
@@ -396,7 +428,14 @@ main (int argc, char **argv)
       pthread_detach (reaper);
     }
 
-  /* On standby the session starts with the adoption (adopt.c). */
+  /* On standby the session starts with the adoption (adopt.c), or now
+   * for the user and directory the pool expects. */
+  if (ex.standby && standby_prestart (&ex, &err) < 0)
+    {
+      fprintf (stderr, "ohbox-executor: %s\n", err->msg);
+      executor_release (&ex);
+      return 2;
+    }
   if (!ex.standby && executor_session_start (&ex, &err) < 0)
     {
       fprintf (stderr, "ohbox-executor: %s\n", err->msg);

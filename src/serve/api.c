@@ -412,6 +412,15 @@ record_start (struct serve *srv, bool pool, bool ok, double t0)
   metrics_start (&srv->metrics, pool, ok, serve_now () - t0);
 }
 
+/* One log line per sandbox given to a session. */
+static void
+log_started (struct serve *srv, json_t *desc, bool pool, double t0)
+{
+  serve_log (srv, json_pack ("{s:s, s:O, s:O, s:s, s:f}", "event", "started", "runtime_id",
+                             json_object_get (desc, "runtime_id"), "session_id", json_object_get (desc, "session_id"),
+                             "source", pool ? "pool" : "cold", "seconds", serve_now () - t0));
+}
+
 static void
 fail_start (struct serve *srv, const char *id, struct reply *out, unsigned status, const char *what, double t0)
 {
@@ -493,7 +502,7 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
       return;
     }
   /* Its work hosts, from the ports the start published. */
-  reg_refresh (srv);
+  reg_read_work_hosts (srv, sid);
   pthread_mutex_lock (&srv->reg.lock);
   s = reg_find (&srv->reg, sid);
   if (s && s->state == SBX_STARTING)
@@ -507,6 +516,7 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
       return;
     }
   record_start (srv, false, true, t0);
+  log_started (srv, desc, false, t0);
   reply_json (out, 200, desc);
 }
 
@@ -583,10 +593,12 @@ start_from_pool (struct serve *srv, const struct start_req *sr, struct reply *ou
     }
   pthread_mutex_unlock (&srv->reg.lock);
   sbx_free (s);
+  pools_learn (srv, sr->image, sr->server_args);
   pools_wake (srv);
   if (desc == NULL)
     return false;
   record_start (srv, true, true, t0);
+  log_started (srv, desc, true, t0);
   reply_json (out, 200, desc);
   return true;
 }
@@ -719,6 +731,8 @@ serve_remover_main (void *arg)
           if (ohbox_sandbox_remove (rt, id, true, &e) < 0 && e->kind != OHBOX_ERR_NOT_FOUND)
             serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "stop-failed", "runtime_id", id, "error",
                                        e->msg));
+          else
+            serve_log (srv, json_pack ("{s:s, s:s}", "event", "removed", "runtime_id", id));
           serve_close (store, rt);
         }
       ohbox_error_release (&e);

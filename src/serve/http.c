@@ -364,9 +364,14 @@ listen_socket (struct serve *srv, bool *v6, ohbox_error_t *err)
        * lock says none runs). */
       if (lstat (c->socket_path, &st) == 0 && S_ISSOCK (st.st_mode))
         unlink (c->socket_path);
+      /* The umask makes it 0700 from its creation on (for the moment it
+       * is set it can only narrow what another thread creates); 0600 then
+       * says what it is: the owner's alone. */
       mode_t old = umask (0077);
       int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
       umask (old);
+      if (r == 0)
+        r = chmod (c->socket_path, 0600);
       if (r < 0 || listen (fd, 1024) < 0)
         {
           int e = errno;

@@ -32,6 +32,11 @@ struct pool
 {
   char *image; /* normalised name */
   unsigned size;
+  /* USER:UID:DIR the last session taken from this pool asked for (V0's
+   * default to begin with): new members start that session ahead
+   * (OHBOX_EXECUTOR_STANDBY_SESSION, executor/adopt.c), which saves the
+   * adoption a login shell's start. */
+  char *expect;
 };
 
 struct pools
@@ -116,6 +121,49 @@ pools_take (struct serve *srv, const char *image, const char *session)
       pthread_mutex_unlock (&ps->lock);
     }
   return copy;
+}
+
+/* What the executor would take from these arguments (its defaults for
+ * what they leave out; executor/main.c). */
+static char *
+expected_session (json_t *args)
+{
+  if (args == NULL || json_is_null (args))
+    return xstrdup ("root:0:/workspace"); /* a runtime image's own command (runtime_image.h) */
+  const char *user = "openhands", *uid = "1000", *dir = "/workspace";
+  for (size_t i = 0; i + 1 < json_array_size (args); i++)
+    {
+      const char *a = json_string_value (json_array_get (args, i)), *v = json_string_value (json_array_get (args, i + 1));
+      if (strcmp (a, "--username") == 0)
+        user = v;
+      else if (strcmp (a, "--user-id") == 0)
+        uid = v;
+      else if (strcmp (a, "--working-dir") == 0)
+        dir = v;
+    }
+  if (strchr (user, ':') || strspn (uid, "0123456789") != strlen (uid) || !*uid || dir[0] != '/')
+    return NULL;
+  return xasprintf ("%s:%s:%s", user, uid, dir);
+}
+
+void
+pools_learn (struct serve *srv, const char *image, json_t *server_args)
+{
+  struct pools *ps = srv->pools;
+  cleanup_free char *name = normalise (image);
+  char *e = expected_session (server_args);
+  if (e == NULL)
+    return;
+  pthread_mutex_lock (&ps->lock);
+  for (unsigned i = 0; i < ps->n; i++)
+    if (strcmp (ps->p[i].image, name) == 0)
+      {
+        free (ps->p[i].expect);
+        ps->p[i].expect = e;
+        e = NULL;
+      }
+  pthread_mutex_unlock (&ps->lock);
+  free (e);
 }
 
 void
@@ -209,8 +257,12 @@ member_running (void *data)
 
 /* Starts one member of IMAGE and waits until its executor answers. */
 static int
-start_member (struct serve *srv, const char *image)
+start_member (struct serve *srv, struct pool *p)
 {
+  const char *image = p->image;
+  pthread_mutex_lock (&srv->pools->lock);
+  cleanup_free char *expect = xasprintf ("OHBOX_EXECUTOR_STANDBY_SESSION=%s", p->expect);
+  pthread_mutex_unlock (&srv->pools->lock);
   const struct serve_config *c = srv->cfg;
   cleanup_free char *key = NULL;
   ohbox_error_t e = NULL;
@@ -229,9 +281,10 @@ start_member (struct serve *srv, const char *image)
   json_t *publish = json_array ();
   for (unsigned i = 0; i < c->n_work_ports; i++)
     json_array_append_new (publish, json_sprintf ("127.0.0.1::%d/tcp", c->work_ports[i]));
-  json_t *rq = json_pack ("{s:s, s:[s, s+], s:o, s:i, s:b, s:s, s:o, s:b}", "image", image, "labels",
+  json_t *rq = json_pack ("{s:s, s:[s, s+], s:o, s:i, s:b, s:s, s:o, s:b, s:[s]}", "image", image, "labels",
                           SERVE_LABEL "=1", SERVE_LABEL_POOL "=", image, "limits", limits, "service_port",
-                          c->sandbox_port, "standby", 1, "api_key", key, "publish", publish, "pull", c->pull_missing);
+                          c->sandbox_port, "standby", 1, "api_key", key, "publish", publish, "pull", c->pull_missing,
+                          "env", expect);
   json_t *job = json_pack ("{s:s, s:o}", "type", "start", "request", rq);
   int fd = -1;
   json_t *res = NULL;
@@ -273,12 +326,13 @@ start_member (struct serve *srv, const char *image)
       drop_member (srv, id);
       return -1;
     }
-  reg_refresh (srv); /* its work hosts */
+  reg_read_work_hosts (srv, id);
   pthread_mutex_lock (&srv->reg.lock);
   s = reg_find (&srv->reg, id);
   if (s && s->state == SBX_STARTING)
     s->state = SBX_READY;
   pthread_mutex_unlock (&srv->reg.lock);
+  serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "pool-member-ready", "runtime_id", id, "image", image));
   return 0;
 }
 
@@ -300,7 +354,7 @@ fill_round (struct serve *srv)
           pthread_mutex_unlock (&srv->reg.lock);
           if (all >= ps->p[i].size || !room)
             continue;
-          int r = start_member (srv, ps->p[i].image);
+          int r = start_member (srv, &ps->p[i]);
           pthread_mutex_lock (&ps->lock);
           if (r == 0)
             ps->started++;
@@ -345,6 +399,7 @@ pools_init (struct serve *srv, ohbox_error_t *err)
     {
       ps->p[ps->n].image = normalise (srv->cfg->pools[i].image);
       ps->p[ps->n].size = srv->cfg->pools[i].size;
+      ps->p[ps->n].expect = xstrdup ("openhands:1000:/workspace");
       ps->n++;
     }
   srv->pools = ps;
@@ -357,7 +412,7 @@ pools_init (struct serve *srv, ohbox_error_t *err)
 }
 
 void
-pools_free (struct serve *srv)
+pools_free (struct serve *srv, bool stop_members)
 {
   struct pools *ps = srv->pools;
   if (ps == NULL)
@@ -367,8 +422,22 @@ pools_free (struct serve *srv)
       pools_wake (srv);
       pthread_join (ps->filler, NULL);
     }
+  /* A server stopped on purpose stops the members no session has: they
+   * are nobody's. (Killed, it leaves them to the next server.) */
+  if (stop_members)
+    {
+      pthread_mutex_lock (&srv->reg.lock);
+      for (unsigned b = 0; b < REG_BUCKETS; b++)
+        for (struct sbx *s = srv->reg.buckets[b]; s; s = s->next)
+          if (s->pool && s->session_id == NULL)
+            serve_stop_async (srv, s->id);
+      pthread_mutex_unlock (&srv->reg.lock);
+    }
   for (unsigned i = 0; i < ps->n; i++)
-    free (ps->p[i].image);
+    {
+      free (ps->p[i].image);
+      free (ps->p[i].expect);
+    }
   pthread_mutex_destroy (&ps->lock);
   pthread_cond_destroy (&ps->cond);
   free (ps);

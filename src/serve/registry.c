@@ -289,6 +289,38 @@ reg_read (struct serve *srv, struct ohbox_runtime *rt, json_t *info)
   return s;
 }
 
+void
+reg_read_work_hosts (struct serve *srv, const char *id)
+{
+  if (srv->cfg->n_work_ports == 0)
+    return;
+  struct ohbox_store *store;
+  struct ohbox_runtime *rt;
+  ohbox_error_t e = NULL;
+  json_t *net = NULL;
+  if (serve_open (srv, &store, &rt, &e) == 0)
+    {
+      if (ohbox_sandbox_network (rt, id, &net, &e) < 0)
+        net = NULL;
+      serve_close (store, rt);
+    }
+  ohbox_error_release (&e);
+  if (net == NULL)
+    return;
+  json_t *w = work_hosts_of (srv, json_object_get (net, "ports"));
+  json_decref (net);
+  pthread_mutex_lock (&srv->reg.lock);
+  struct sbx *s = reg_find (&srv->reg, id);
+  if (s)
+    {
+      json_decref (s->work_hosts);
+      s->work_hosts = w;
+      w = NULL;
+    }
+  pthread_mutex_unlock (&srv->reg.lock);
+  json_decref (w);
+}
+
 int
 reg_load (struct serve *srv, ohbox_error_t *err)
 {

@@ -197,7 +197,7 @@ out:
   http_stop (&srv);
   if (srv.maint_started)
     pthread_join (srv.maint, NULL);
-  pools_free (&srv);
+  pools_free (&srv, ret == 0);
   builds_free (&srv);
   if (srv.remover_started)
     {

@@ -144,6 +144,8 @@ void reg_release_session (struct registry *r, const char *session_id);
  * is not the server's, gone or being stopped). */
 struct sbx *reg_read (struct serve *srv, struct ohbox_runtime *rt, json_t *info);
 bool serve_valid_runtime_id (const char *s);
+/* Its work hosts (published --work-ports) from the sandbox's network. */
+void reg_read_work_hosts (struct serve *srv, const char *id);
 
 /* starter.c */
 /* Forks the starter (no thread or socket of the server exists yet). */
@@ -211,10 +213,13 @@ int proxy_post_json (const char *upstream, const char *path, const char *key, js
 
 /* pool.c */
 int pools_init (struct serve *srv, ohbox_error_t *err);
-void pools_free (struct serve *srv);
+void pools_free (struct serve *srv, bool stop_members);
 /* Takes a ready member of IMAGE's pool for SESSION (marked so in the
  * table) and returns a copy of it (id, upstream, pool key); NULL: none. */
 struct sbx *pools_take (struct serve *srv, const char *image, const char *session);
+/* The session SERVER_ARGS (the executor's arguments, NULL: none) asked
+ * for: the next members of IMAGE's pool start it ahead. */
+void pools_learn (struct serve *srv, const char *image, json_t *server_args);
 /* Wakes the filler (a member was taken or lost). */
 void pools_wake (struct serve *srv);
 void pools_text_metrics (struct serve *srv, struct ohbox_buf *b);

@@ -714,7 +714,7 @@ serve_remover_main (void *arg)
   for (;;)
     {
       pthread_mutex_lock (&srv->stop_lock);
-      while (srv->n_stop == 0 && !srv->quitting)
+      while (srv->n_stop == 0 && !srv->remover_quit)
         pthread_cond_wait (&srv->stop_cond, &srv->stop_lock);
       if (srv->n_stop == 0)
         {
@@ -735,6 +735,8 @@ serve_remover_main (void *arg)
             serve_log (srv, json_pack ("{s:s, s:s}", "event", "removed", "runtime_id", id));
           serve_close (store, rt);
         }
+      else
+        serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "stop-failed", "runtime_id", id, "error", e->msg));
       ohbox_error_release (&e);
       free (id);
     }

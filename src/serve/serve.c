@@ -201,8 +201,10 @@ out:
   builds_free (&srv);
   if (srv.remover_started)
     {
-      /* What /stop accepted is finished before the server exits. */
+      /* What /stop accepted (and the pool members above) is finished
+       * before the server exits. */
       pthread_mutex_lock (&srv.stop_lock);
+      srv.remover_quit = true;
       pthread_cond_broadcast (&srv.stop_cond);
       pthread_mutex_unlock (&srv.stop_lock);
       pthread_join (srv.remover, NULL);

@@ -107,6 +107,7 @@ struct serve
   size_t n_stop, cap_stop;
   pthread_t remover;
   bool remover_started;
+  bool remover_quit; /* set (under stop_lock) once nothing queues stops any more */
   char *tmp_dir; /* $TMPDIR or /var/tmp: request bodies that spill, build contexts */
 };
 

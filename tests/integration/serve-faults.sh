@@ -56,7 +56,7 @@ test_restart ()
   assert_eq "$code" 200
   assert_jq "$out" ".status == \"running\" and .runtime_id == \"$id\" and .session_api_key == \"$sk\" and .url == \"$SV_URL/$id\""
   SV_SK=$sk
-  sv_run_action "$id" 'cat /workspace/mark'
+  sv_run_action "$id" 'cat /tmp/mark'
   assert_eq "$code" 200 "$out"
   assert_contains "$out" before
   sv_call GET /sessions/paused

@@ -113,6 +113,7 @@ test_rootless_serve ()
   # server, the session with /stop.
   local base
   base=$(awk -F: -v u="$T_USER" '$1 == u { print $2 }' /etc/subuid)
+  cat "$T_WORK/serve.log" | grep -v "\"method\"" >&9
   t_wait_until 30 sh -c "! pgrep -u $T_USER >/dev/null && [ -z \"\$(ps -eo uid= | awk -v b=$base '\$1 >= b && \$1 < b + 65536')\" ]" ||
     { _t_assert_fail "processes of $T_USER left: $(ps -eo pid,uid,args | awk -v u="$uid" -v b="$base" '$2 == u || ($2 >= b && $2 < b + 65536)')"; return 1; }
   assert_eq "$(uohbox ps -a -q)" ""

@@ -218,6 +218,7 @@ attach_accept (struct ohbox_monitor *m, int *client)
 static int
 teardown_work (struct ohbox_monitor *m, ohbox_error_t *err)
 {
+  ohbox_network_unreserve (m->net);
   int r = ohbox_state_teardown_locked (m->rt, m->id, m->dirfd, m->rm, err);
   ohbox_trace ("monitor: torn down");
   return r;

@@ -646,6 +646,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   struct ohbox_cgroup *cg = m.cgroup;
   /* The reserved host ports stay bound for as long as the monitor runs. */
   struct ohbox_network *net = steal_pointer (&c.net);
+  m.net = net;
   run_ctx_release (&c);
   if (ret_id)
     *ret_id = xstrdup (id);

@@ -92,6 +92,7 @@ struct ohbox_monitor
   int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
   bool detached;     /* -d: output goes to the log, stdio is /dev/null */
   int attach_fd;     /* -d -t: the listening attach.sock (ohbox attach), or -1 */
+  struct ohbox_network *net; /* its host ports, let go of by the teardown (may be NULL) */
   /* The caller's events (ohbox_run_options), foreground only. */
   void (*on_output) (int stream, const char *line, size_t len, void *data);
   void (*on_exited) (const struct ohbox_run_exit *exit, void *data);

@@ -1,5 +1,6 @@
-/* run_policy.c: the decisions of run_policy.h (the plan from a request);
- * run_plan.c realizes and prints plans, host_probe.c probes the host. */
+/* run_policy.c: the decisions of run_policy.h (the plan from a request,
+ * and what is picked at the start); run_plan.c prints and releases plans,
+ * host_probe.c probes the host. */
 #include "config.h"
 #include "policy/run_policy.h"
 
@@ -201,15 +202,10 @@ executor_on_bridge (struct ohbox_run_plan *p)
   x->host_address = xstrdup (OHBOX_EXECUTOR_HOST_ADDRESS);
   /* A service port is never the host's: many sandboxes share it. */
   x->host_port = p->req->service_port ? 0 : p->req->executor_port;
-  char **pub_v = vcopy (p->publish, 1);
   if (x->host_port)
-    vpush (pub_v, xasprintf ("%s:%d:%d/tcp", OHBOX_EXECUTOR_HOST_ADDRESS, x->host_port, x->port));
+    vpush (p->publish, xasprintf ("%s:%d:%d/tcp", OHBOX_EXECUTOR_HOST_ADDRESS, x->host_port, x->port));
   else
-    vpush (pub_v, xasprintf ("%s::%d/tcp", OHBOX_EXECUTOR_HOST_ADDRESS, x->port));
-  for (size_t i = 0; p->publish && p->publish[i]; i++)
-    free (p->publish[i]);
-  free (p->publish);
-  p->publish = pub_v;
+    vpush (p->publish, xasprintf ("%s::%d/tcp", OHBOX_EXECUTOR_HOST_ADDRESS, x->port));
 }
 
 static int
@@ -475,7 +471,8 @@ plan_request (struct ohbox_run_plan *p, const struct ohbox_run_request *req, con
   p->host = host;
   p->euid = host->euid;
   p->rootless = host->euid != 0;
-  p->publish = vcopy (req->publish, 0);
+  /* Room for the executor's port and its key. */
+  p->publish = vcopy (req->publish, 1);
   p->env = vcopy (req->env, 1);
   if (plan_checks (p, err) < 0)
     return -1;

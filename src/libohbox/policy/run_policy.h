@@ -110,7 +110,8 @@ struct ohbox_run_request
   bool detach, rm, interactive, tty, read_only;
   char **volumes, **tmpfs;
   /* The network as the caller gave it (`--network` text): NULL: not given;
-   * "bridge", "none", "host", "container:NAME", "pasta", "slirp4netns". */
+   * "bridge", "none", "host", "container:NAME", "pasta", "slirp4netns"
+   * (a named network joins these; an egress policy gets its own field). */
   const char *network;
   char **publish; /* -p specs */
   char **dns, **add_hosts;
@@ -192,6 +193,8 @@ struct ohbox_run_plan
   enum ohbox_net_backend backend;
   const char *network_container;
   bool network_explicit;
+  /* (A named network and the egress policy are decided here too, as fields
+   * beside these, when they come.) */
   char **publish; /* the request's -p and the executor's */
   char **command;
   char **env;

@@ -4,6 +4,7 @@
 pkglibexec_PROGRAMS += ohbox-executor
 ohbox_executor_SOURCES = \
 	executor/main.c executor/executor.h \
+	executor/adopt.c \
 	executor/server.c executor/server.h \
 	executor/conn_guard.c executor/conn_guard.h \
 	executor/pool.c executor/pool.h \

@@ -549,6 +549,23 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
     json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
   if (o->devices)
     json_object_set_new (cfg, "devices", devices_json (o->devices));
+  if (o->labels)
+    {
+      json_t *labels = json_object ();
+      for (size_t i = 0; o->labels[i]; i++)
+        {
+          const char *eq = strchr (o->labels[i], '=');
+          if (eq == NULL || json_object_setn_new (labels, o->labels[i], (size_t) (eq - o->labels[i]),
+                                                  json_string (eq + 1))
+                                < 0)
+            {
+              json_decref (labels);
+              json_decref (cfg);
+              return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: use KEY=VALUE in UTF-8", o->labels[i]);
+            }
+        }
+      json_object_set_new (cfg, "labels", labels);
+    }
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   return r;
@@ -790,7 +807,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .rt = rt,
     .id = id,
     .dirfd = dfd,
-    .lockfd = lockfd,
+    .lockfd = steal_fd (&lockfd), /* the monitor lets go of it (monitor.c) */
     .pid = proc.pid,
     .pidfd = proc.pidfd,
     .log_fd = c.out_read,
@@ -815,6 +832,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   struct ohbox_cgroup *cg = m.cgroup;
   /* The reserved host ports stay bound for as long as the monitor runs. */
   struct ohbox_network *net = steal_pointer (&c.net);
+  m.net = net;
   run_ctx_release (&c);
   if (ret_id)
     *ret_id = xstrdup (id);

@@ -34,8 +34,8 @@ struct pctx
   ohbox_error_t *err;
 };
 
-static int
-perr (struct pctx *c, int kind, const char *path, const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+static int perr (struct pctx *c, int kind, const char *path, const char *fmt, ...)
+  __attribute__ ((format (printf, 4, 5)));
 
 static int
 perr (struct pctx *c, int kind, const char *path, const char *fmt, ...)
@@ -79,26 +79,26 @@ check_keys (struct pctx *c, json_t *obj, const char *path, const char *const *kn
   const char *key;
   json_t *v;
   json_object_foreach (obj, key, v)
-    {
-      bool ok = false;
-      for (size_t i = 0; known[i] && !ok; i++)
-        ok = strcmp (known[i], key) == 0;
-      if (ok)
-        continue;
-      cleanup_free char *p = sub (path, key);
-      for (size_t i = 0; unsupported && unsupported[i]; i++)
-        if (strcmp (unsupported[i], key) == 0)
-          return perr (c, OHBOX_ERR_UNSUPPORTED, p, "not supported by ohbox");
-      return perr (c, OHBOX_ERR_USAGE, p, "unknown field (not in the OCI runtime spec %s)", OCI_RUNTIME_SPEC_VERSION);
-    }
+  {
+    bool ok = false;
+    for (size_t i = 0; known[i] && !ok; i++)
+      ok = strcmp (known[i], key) == 0;
+    if (ok)
+      continue;
+    cleanup_free char *p = sub (path, key);
+    for (size_t i = 0; unsupported && unsupported[i]; i++)
+      if (strcmp (unsupported[i], key) == 0)
+        return perr (c, OHBOX_ERR_UNSUPPORTED, p, "not supported by ohbox");
+    return perr (c, OHBOX_ERR_USAGE, p, "unknown field (not in the OCI runtime spec %s)", OCI_RUNTIME_SPEC_VERSION);
+  }
   return 0;
 }
 
 /* The member KEY of OBJ checked with IS (NULL when absent; JSON null counts
  * as absent, as Go's decoders read it). */
 static int
-member (struct pctx *c, json_t *obj, const char *path, const char *key, int (*is) (const json_t *),
-        const char *type, json_t **ret)
+member (struct pctx *c, json_t *obj, const char *path, const char *key, int (*is) (const json_t *), const char *type,
+        json_t **ret)
 {
   json_t *v = json_object_get (obj, key);
   *ret = NULL;
@@ -269,15 +269,15 @@ get_map (struct pctx *c, json_t *obj, const char *path, const char *key, struct 
   const char *k;
   json_t *v;
   json_object_foreach (o, k, v)
-    {
-      if (!json_is_string (v) || strlen (json_string_value (v)) != json_string_length (v))
-        {
-          cleanup_free char *pk = sub (p, k);
-          return perr (c, OHBOX_ERR_USAGE, pk, "must be a string (without NUL bytes)");
-        }
-      ret->keys[ret->n] = xstrdup (k);
-      ret->values[ret->n++] = xstrdup (json_string_value (v));
-    }
+  {
+    if (!json_is_string (v) || strlen (json_string_value (v)) != json_string_length (v))
+      {
+        cleanup_free char *pk = sub (p, k);
+        return perr (c, OHBOX_ERR_USAGE, pk, "must be a string (without NUL bytes)");
+      }
+    ret->keys[ret->n] = xstrdup (k);
+    ret->values[ret->n++] = xstrdup (json_string_value (v));
+  }
   return 0;
 }
 
@@ -492,13 +492,27 @@ static const struct mount_opt mount_opts[] = {
 };
 
 const char *const oci_mount_option_names[] = {
-  "async", "atime", "bind", "defaults", "dev", "diratime", "dirsync", "exec", "idmap", "iversion", "lazytime",
-  "loud", "mand", "noatime", "nodev", "nodiratime", "noexec", "noiversion", "nolazytime", "nomand",
-  "norelatime", "nostrictatime", "nosuid", "nosymfollow", "private", "ratime", "rbind", "rdev", "rdiratime",
-  "relatime", "remount", "rexec", "ridmap", "rnoatime", "rnodev", "rnodiratime", "rnoexec", "rnorelatime",
-  "rnostrictatime", "rnosuid", "rnosymfollow", "ro", "rprivate", "rrelatime", "rro", "rrw", "rshared", "rslave",
-  "rstrictatime", "rsuid", "rsymfollow", "runbindable", "rw", "shared", "silent", "slave", "strictatime", "suid",
-  "symfollow", "sync", "tmpcopyup", "unbindable", NULL,
+  "async",         "atime",        "bind",
+  "defaults",      "dev",          "diratime",
+  "dirsync",       "exec",         "idmap",
+  "iversion",      "lazytime",     "loud",
+  "mand",          "noatime",      "nodev",
+  "nodiratime",    "noexec",       "noiversion",
+  "nolazytime",    "nomand",       "norelatime",
+  "nostrictatime", "nosuid",       "nosymfollow",
+  "private",       "ratime",       "rbind",
+  "rdev",          "rdiratime",    "relatime",
+  "remount",       "rexec",        "ridmap",
+  "rnoatime",      "rnodev",       "rnodiratime",
+  "rnoexec",       "rnorelatime",  "rnostrictatime",
+  "rnosuid",       "rnosymfollow", "ro",
+  "rprivate",      "rrelatime",    "rro",
+  "rrw",           "rshared",      "rslave",
+  "rstrictatime",  "rsuid",        "rsymfollow",
+  "runbindable",   "rw",           "shared",
+  "silent",        "slave",        "strictatime",
+  "suid",          "symfollow",    "sync",
+  "tmpcopyup",     "unbindable",   NULL,
 };
 
 void
@@ -640,12 +654,10 @@ mount_clear (struct oci_mount *m)
 static int
 parse_mount (struct pctx *c, json_t *j, const char *p, struct oci_mount *m)
 {
-  static const char *const keys[] = { "destination", "source", "options", "type", "uidMappings", "gidMappings",
-                                      NULL };
+  static const char *const keys[] = { "destination", "source", "options", "type", "uidMappings", "gidMappings", NULL };
   if (check_keys (c, j, p, keys, NULL) < 0 || get_string (c, j, p, "destination", true, &m->destination) < 0
       || get_string (c, j, p, "source", false, &m->source) < 0 || get_string (c, j, p, "type", false, &m->type) < 0
-      || get_strv (c, j, p, "options", &m->options) < 0
-      || parse_idmaps (c, j, p, "uidMappings", &m->uid_mappings) < 0
+      || get_strv (c, j, p, "options", &m->options) < 0 || parse_idmaps (c, j, p, "uidMappings", &m->uid_mappings) < 0
       || parse_idmaps (c, j, p, "gidMappings", &m->gid_mappings) < 0)
     return -1;
   cleanup_free char *pd = sub (p, "destination");
@@ -678,8 +690,8 @@ parse_mount (struct pctx *c, json_t *j, const char *p, struct oci_mount *m)
 
 /* ------------------------------------------------------------ hooks */
 
-static const char *const hook_names[OCI_HOOK_KINDS] = { "prestart", "createRuntime", "createContainer",
-                                                        "startContainer", "poststart", "poststop" };
+static const char *const hook_names[OCI_HOOK_KINDS] = { "prestart",       "createRuntime", "createContainer",
+                                                        "startContainer", "poststart",     "poststop" };
 
 const char *
 oci_hook_kind_name (enum oci_hook_kind k)
@@ -711,8 +723,9 @@ parse_hooks (struct pctx *c, json_t *root, struct oci_hooks *h)
     return -1;
   if (o == NULL)
     return 0;
-  static const char *const keys[] = { "prestart", "createRuntime", "createContainer", "startContainer",
-                                      "poststart", "poststop", NULL };
+  static const char *const keys[] = {
+    "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
+  };
   static const char *const hook_keys[] = { "path", "args", "env", "timeout", NULL };
   if (check_keys (c, o, "hooks", keys, NULL) < 0)
     return -1;
@@ -758,11 +771,21 @@ static const struct
   const char *name;
   int resource;
 } rlimits[] = {
-  { "RLIMIT_AS", RLIMIT_AS },         { "RLIMIT_CORE", RLIMIT_CORE },     { "RLIMIT_CPU", RLIMIT_CPU },
-  { "RLIMIT_DATA", RLIMIT_DATA },     { "RLIMIT_FSIZE", RLIMIT_FSIZE },   { "RLIMIT_LOCKS", RLIMIT_LOCKS },
-  { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK }, { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE }, { "RLIMIT_NICE", RLIMIT_NICE },
-  { "RLIMIT_NOFILE", RLIMIT_NOFILE }, { "RLIMIT_NPROC", RLIMIT_NPROC },   { "RLIMIT_RSS", RLIMIT_RSS },
-  { "RLIMIT_RTPRIO", RLIMIT_RTPRIO }, { "RLIMIT_RTTIME", RLIMIT_RTTIME }, { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
+  { "RLIMIT_AS", RLIMIT_AS },
+  { "RLIMIT_CORE", RLIMIT_CORE },
+  { "RLIMIT_CPU", RLIMIT_CPU },
+  { "RLIMIT_DATA", RLIMIT_DATA },
+  { "RLIMIT_FSIZE", RLIMIT_FSIZE },
+  { "RLIMIT_LOCKS", RLIMIT_LOCKS },
+  { "RLIMIT_MEMLOCK", RLIMIT_MEMLOCK },
+  { "RLIMIT_MSGQUEUE", RLIMIT_MSGQUEUE },
+  { "RLIMIT_NICE", RLIMIT_NICE },
+  { "RLIMIT_NOFILE", RLIMIT_NOFILE },
+  { "RLIMIT_NPROC", RLIMIT_NPROC },
+  { "RLIMIT_RSS", RLIMIT_RSS },
+  { "RLIMIT_RTPRIO", RLIMIT_RTPRIO },
+  { "RLIMIT_RTTIME", RLIMIT_RTTIME },
+  { "RLIMIT_SIGPENDING", RLIMIT_SIGPENDING },
   { "RLIMIT_STACK", RLIMIT_STACK },
 };
 
@@ -899,11 +922,12 @@ parse_rlimits (struct pctx *c, json_t *proc, const char *path, struct oci_proces
   return 0;
 }
 
-static const char *const sched_policies[] = { "SCHED_OTHER", "SCHED_FIFO", "SCHED_RR", "SCHED_BATCH",
+static const char *const sched_policies[] = { "SCHED_OTHER", "SCHED_FIFO", "SCHED_RR",       "SCHED_BATCH",
                                               "SCHED_ISO",   "SCHED_IDLE", "SCHED_DEADLINE", NULL };
-static const char *const sched_flags[] = { "SCHED_FLAG_RESET_ON_FORK", "SCHED_FLAG_RECLAIM", "SCHED_FLAG_DL_OVERRUN",
-                                           "SCHED_FLAG_KEEP_POLICY", "SCHED_FLAG_KEEP_PARAMS",
-                                           "SCHED_FLAG_UTIL_CLAMP_MIN", "SCHED_FLAG_UTIL_CLAMP_MAX", NULL };
+static const char *const sched_flags[] = { "SCHED_FLAG_RESET_ON_FORK",  "SCHED_FLAG_RECLAIM",
+                                           "SCHED_FLAG_DL_OVERRUN",     "SCHED_FLAG_KEEP_POLICY",
+                                           "SCHED_FLAG_KEEP_PARAMS",    "SCHED_FLAG_UTIL_CLAMP_MIN",
+                                           "SCHED_FLAG_UTIL_CLAMP_MAX", NULL };
 
 static int
 parse_scheduler (struct pctx *c, json_t *proc, const char *path, struct oci_scheduler *s)
@@ -996,9 +1020,21 @@ parse_io_priority (struct pctx *c, json_t *proc, const char *path, struct oci_io
 static int
 parse_process (struct pctx *c, json_t *j, const char *p, struct oci_process **ret)
 {
-  static const char *const keys[] = { "terminal", "consoleSize", "cwd", "env", "args", "rlimits",
-                                      "apparmorProfile", "capabilities", "noNewPrivileges", "oomScoreAdj",
-                                      "selinuxLabel", "user", "scheduler", "ioPriority", NULL };
+  static const char *const keys[] = { "terminal",
+                                      "consoleSize",
+                                      "cwd",
+                                      "env",
+                                      "args",
+                                      "rlimits",
+                                      "apparmorProfile",
+                                      "capabilities",
+                                      "noNewPrivileges",
+                                      "oomScoreAdj",
+                                      "selinuxLabel",
+                                      "user",
+                                      "scheduler",
+                                      "ioPriority",
+                                      NULL };
   static const char *const unsupported[] = { "commandLine", NULL };
   struct oci_process *pr = xcalloc (1, sizeof *pr);
   *ret = NULL;
@@ -1009,9 +1045,8 @@ parse_process (struct pctx *c, json_t *j, const char *p, struct oci_process **re
       || get_string (c, j, p, "apparmorProfile", false, &pr->apparmor_profile) < 0 || parse_caps (c, j, p, pr) < 0
       || get_bool (c, j, p, "noNewPrivileges", NULL, &pr->no_new_privileges) < 0
       || get_int (c, j, p, "oomScoreAdj", false, -1000, 1000, &pr->has_oom_score_adj, &oom) < 0
-      || get_string (c, j, p, "selinuxLabel", false, &pr->selinux_label) < 0
-      || parse_user (c, j, p, &pr->user) < 0 || parse_scheduler (c, j, p, &pr->scheduler) < 0
-      || parse_io_priority (c, j, p, &pr->io_priority) < 0)
+      || get_string (c, j, p, "selinuxLabel", false, &pr->selinux_label) < 0 || parse_user (c, j, p, &pr->user) < 0
+      || parse_scheduler (c, j, p, &pr->scheduler) < 0 || parse_io_priority (c, j, p, &pr->io_priority) < 0)
     goto fail;
   pr->oom_score_adj = (int) oom;
   {
@@ -1068,8 +1103,8 @@ static const struct
   const char *name;
   int type;
 } namespaces[] = {
-  { "pid", CLONE_NEWPID },   { "network", CLONE_NEWNET },   { "mount", CLONE_NEWNS }, { "ipc", CLONE_NEWIPC },
-  { "uts", CLONE_NEWUTS },   { "user", CLONE_NEWUSER },     { "cgroup", CLONE_NEWCGROUP }, { "time", CLONE_NEWTIME },
+  { "pid", CLONE_NEWPID }, { "network", CLONE_NEWNET }, { "mount", CLONE_NEWNS },      { "ipc", CLONE_NEWIPC },
+  { "uts", CLONE_NEWUTS }, { "user", CLONE_NEWUSER },   { "cgroup", CLONE_NEWCGROUP }, { "time", CLONE_NEWTIME },
 };
 
 const char *const oci_namespace_names[] = { "cgroup", "ipc", "mount", "network", "pid", "time", "user", "uts", NULL };
@@ -1236,9 +1271,12 @@ parse_memory (struct pctx *c, json_t *res, const char *path, struct oci_resource
   cleanup_free char *p = sub (path, "memory");
   struct oci_memory *m = &r->memory;
   r->has_memory = true;
-  static const char *const keys[] = { "limit", "reservation", "swap", "kernel", "kernelTCP", "swappiness",
-                                      "disableOOMKiller", "useHierarchy", "checkBeforeUpdate", NULL };
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_int (c, j, p, "limit", false, -1, INT64_MAX, &m->has_limit, &m->limit) < 0
+  static const char *const keys[] = {
+    "limit",        "reservation",       "swap", "kernel", "kernelTCP", "swappiness", "disableOOMKiller",
+    "useHierarchy", "checkBeforeUpdate", NULL
+  };
+  if (check_keys (c, j, p, keys, NULL) < 0
+      || get_int (c, j, p, "limit", false, -1, INT64_MAX, &m->has_limit, &m->limit) < 0
       || get_int (c, j, p, "reservation", false, -1, INT64_MAX, &m->has_reservation, &m->reservation) < 0
       || get_int (c, j, p, "swap", false, -1, INT64_MAX, &m->has_swap, &m->swap) < 0
       || get_int (c, j, p, "kernel", false, -1, INT64_MAX, &m->has_kernel, &m->kernel) < 0
@@ -1271,8 +1309,8 @@ parse_cpu (struct pctx *c, json_t *res, const char *path, struct oci_resources *
   cleanup_free char *p = sub (path, "cpu");
   struct oci_cpu *x = &r->cpu;
   r->has_cpu = true;
-  static const char *const keys[] = { "shares", "quota", "burst", "period", "realtimeRuntime", "realtimePeriod",
-                                      "cpus", "mems", "idle", NULL };
+  static const char *const keys[] = { "shares",         "quota", "burst", "period", "realtimeRuntime",
+                                      "realtimePeriod", "cpus",  "mems",  "idle",   NULL };
   if (check_keys (c, j, p, keys, NULL) < 0 || get_u64 (c, j, p, "shares", &x->has_shares, &x->shares) < 0
       || get_int (c, j, p, "quota", false, -1, INT64_MAX, &x->has_quota, &x->quota) < 0
       || get_u64 (c, j, p, "burst", &x->has_burst, &x->burst) < 0
@@ -1344,8 +1382,13 @@ parse_blkio (struct pctx *c, json_t *res, const char *path, struct oci_resources
   cleanup_free char *p = sub (path, "blockIO");
   struct oci_blkio *b = &r->blkio;
   r->has_blkio = true;
-  static const char *const keys[] = { "weight", "leafWeight", "weightDevice", "throttleReadBpsDevice",
-                                      "throttleWriteBpsDevice", "throttleReadIOPSDevice", "throttleWriteIOPSDevice",
+  static const char *const keys[] = { "weight",
+                                      "leafWeight",
+                                      "weightDevice",
+                                      "throttleReadBpsDevice",
+                                      "throttleWriteBpsDevice",
+                                      "throttleReadIOPSDevice",
+                                      "throttleWriteIOPSDevice",
                                       NULL };
   int64_t w = 0, lw = 0;
   if (check_keys (c, j, p, keys, NULL) < 0 || get_int (c, j, p, "weight", false, 0, 10000, &b->has_weight, &w) < 0
@@ -1364,8 +1407,8 @@ parse_blkio (struct pctx *c, json_t *res, const char *path, struct oci_resources
 static int
 parse_resources_obj (struct pctx *c, json_t *j, const char *p, struct oci_resources *r)
 {
-  static const char *const keys[] = { "devices", "memory", "cpu", "pids", "blockIO", "hugepageLimits", "network",
-                                      "rdma", "unified", NULL };
+  static const char *const keys[] = { "devices",        "memory",  "cpu",  "pids",    "blockIO",
+                                      "hugepageLimits", "network", "rdma", "unified", NULL };
   if (check_keys (c, j, p, keys, NULL) < 0 || parse_device_rules (c, j, p, r) < 0 || parse_memory (c, j, p, r) < 0
       || parse_cpu (c, j, p, r) < 0 || parse_blkio (c, j, p, r) < 0 || get_map (c, j, p, "unified", &r->unified) < 0)
     return -1;
@@ -1419,7 +1462,8 @@ parse_resources_obj (struct pctx *c, json_t *j, const char *p, struct oci_resour
     {
       cleanup_free char *pn = sub (p, "network");
       static const char *const nkeys[] = { "classID", "priorities", NULL };
-      if (check_keys (c, o, pn, nkeys, NULL) < 0 || get_u32 (c, o, pn, "classID", false, &r->has_class_id, &r->class_id) < 0
+      if (check_keys (c, o, pn, nkeys, NULL) < 0
+          || get_u32 (c, o, pn, "classID", false, &r->has_class_id, &r->class_id) < 0
           || get_array (c, o, pn, "priorities", &a, &n) < 0)
         return -1;
       r->has_network = true;
@@ -1480,20 +1524,19 @@ oci_resources_clear (struct oci_resources *r)
 
 /* ---- seccomp: validated, kept as JSON ---- */
 
-const char *const oci_seccomp_action_names[]
-    = { "SCMP_ACT_ALLOW", "SCMP_ACT_ERRNO", "SCMP_ACT_KILL", "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD",
-        "SCMP_ACT_LOG",   "SCMP_ACT_TRACE", "SCMP_ACT_TRAP", NULL };
-const char *const oci_seccomp_operator_names[]
-    = { "SCMP_CMP_EQ", "SCMP_CMP_GE", "SCMP_CMP_GT", "SCMP_CMP_LE", "SCMP_CMP_LT", "SCMP_CMP_MASKED_EQ",
-        "SCMP_CMP_NE", NULL };
-const char *const oci_seccomp_arch_names[]
-    = { "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM",     "SCMP_ARCH_MIPS",        "SCMP_ARCH_MIPS64",
-        "SCMP_ARCH_MIPS64N32", "SCMP_ARCH_MIPSEL", "SCMP_ARCH_MIPSEL64",    "SCMP_ARCH_MIPSEL64N32",
-        "SCMP_ARCH_PPC",     "SCMP_ARCH_PPC64",   "SCMP_ARCH_PPC64LE",     "SCMP_ARCH_RISCV64",
-        "SCMP_ARCH_S390",    "SCMP_ARCH_S390X",   "SCMP_ARCH_X32",         "SCMP_ARCH_X86",
-        "SCMP_ARCH_X86_64",  "SCMP_ARCH_PARISC",  "SCMP_ARCH_PARISC64",    NULL };
-const char *const oci_seccomp_flag_names[]
-    = { "SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG", "SECCOMP_FILTER_FLAG_SPEC_ALLOW", NULL };
+const char *const oci_seccomp_action_names[] = { "SCMP_ACT_ALLOW",        "SCMP_ACT_ERRNO",       "SCMP_ACT_KILL",
+                                                 "SCMP_ACT_KILL_PROCESS", "SCMP_ACT_KILL_THREAD", "SCMP_ACT_LOG",
+                                                 "SCMP_ACT_TRACE",        "SCMP_ACT_TRAP",        NULL };
+const char *const oci_seccomp_operator_names[] = { "SCMP_CMP_EQ", "SCMP_CMP_GE",        "SCMP_CMP_GT", "SCMP_CMP_LE",
+                                                   "SCMP_CMP_LT", "SCMP_CMP_MASKED_EQ", "SCMP_CMP_NE", NULL };
+const char *const oci_seccomp_arch_names[] = {
+  "SCMP_ARCH_AARCH64", "SCMP_ARCH_ARM",      "SCMP_ARCH_MIPS",        "SCMP_ARCH_MIPS64",   "SCMP_ARCH_MIPS64N32",
+  "SCMP_ARCH_MIPSEL",  "SCMP_ARCH_MIPSEL64", "SCMP_ARCH_MIPSEL64N32", "SCMP_ARCH_PPC",      "SCMP_ARCH_PPC64",
+  "SCMP_ARCH_PPC64LE", "SCMP_ARCH_RISCV64",  "SCMP_ARCH_S390",        "SCMP_ARCH_S390X",    "SCMP_ARCH_X32",
+  "SCMP_ARCH_X86",     "SCMP_ARCH_X86_64",   "SCMP_ARCH_PARISC",      "SCMP_ARCH_PARISC64", NULL
+};
+const char *const oci_seccomp_flag_names[] = { "SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
+                                               "SECCOMP_FILTER_FLAG_SPEC_ALLOW", NULL };
 
 static bool
 in_list (const char *const *list, const char *s)
@@ -1517,8 +1560,8 @@ check_action (struct pctx *c, const char *p, const char *action)
 static int
 check_seccomp (struct pctx *c, json_t *s)
 {
-  static const char *const keys[] = { "defaultAction", "defaultErrnoRet", "architectures", "flags", "syscalls",
-                                      "listenerPath", "listenerMetadata", NULL };
+  static const char *const keys[] = { "defaultAction", "defaultErrnoRet", "architectures",    "flags",
+                                      "syscalls",      "listenerPath",    "listenerMetadata", NULL };
   const char *p = "linux.seccomp";
   cleanup_free char *action = NULL, *listener = NULL, *meta = NULL;
   char **arches = NULL, **flags = NULL;
@@ -1546,8 +1589,9 @@ check_seccomp (struct pctx *c, json_t *s)
     if (!in_list (oci_seccomp_flag_names, flags[i]))
       {
         cleanup_free char *pf = xasprintf ("linux.seccomp.flags[%zu]", i);
-        perr (c, strcmp (flags[i], "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV") == 0 ? OHBOX_ERR_UNSUPPORTED
-                                                                                  : OHBOX_ERR_USAGE,
+        perr (c,
+              strcmp (flags[i], "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV") == 0 ? OHBOX_ERR_UNSUPPORTED
+                                                                               : OHBOX_ERR_USAGE,
               pf, "flag `%.64s` is not supported", flags[i]);
         goto out;
       }
@@ -1612,9 +1656,14 @@ static const struct
   const char *name;
   unsigned long flags;
 } propagations[] = {
-  { "private", MS_PRIVATE },        { "shared", MS_SHARED },           { "slave", MS_SLAVE },
-  { "unbindable", MS_UNBINDABLE },  { "rprivate", MS_PRIVATE | MS_REC }, { "rshared", MS_SHARED | MS_REC },
-  { "rslave", MS_SLAVE | MS_REC },  { "runbindable", MS_UNBINDABLE | MS_REC },
+  { "private", MS_PRIVATE },
+  { "shared", MS_SHARED },
+  { "slave", MS_SLAVE },
+  { "unbindable", MS_UNBINDABLE },
+  { "rprivate", MS_PRIVATE | MS_REC },
+  { "rshared", MS_SHARED | MS_REC },
+  { "rslave", MS_SLAVE | MS_REC },
+  { "runbindable", MS_UNBINDABLE | MS_REC },
 };
 
 static int
@@ -1677,9 +1726,9 @@ linux_free (struct oci_linux *l)
 static int
 parse_linux (struct pctx *c, json_t *lx, struct oci_linux **ret)
 {
-  static const char *const keys[] = { "namespaces", "uidMappings", "gidMappings", "timeOffsets", "devices",
-                                      "cgroupsPath", "resources", "sysctl", "seccomp", "rootfsPropagation",
-                                      "maskedPaths", "readonlyPaths", "mountLabel", "personality", NULL };
+  static const char *const keys[] = { "namespaces",  "uidMappings",   "gidMappings", "timeOffsets", "devices",
+                                      "cgroupsPath", "resources",     "sysctl",      "seccomp",     "rootfsPropagation",
+                                      "maskedPaths", "readonlyPaths", "mountLabel",  "personality", NULL };
   static const char *const unsupported[] = { "intelRdt", NULL };
   struct oci_linux *l = xcalloc (1, sizeof *l);
   *ret = l;
@@ -1801,11 +1850,12 @@ load (struct pctx *c, const char *text, size_t len, json_t **ret)
 static int
 parse_root (struct pctx *c, json_t *root, struct oci_runtime_spec *s)
 {
-  static const char *const keys[] = { "ociVersion", "root", "process", "hostname", "domainname", "mounts",
-                                      "hooks", "annotations", "linux", NULL };
+  static const char *const keys[] = { "ociVersion", "root",  "process",     "hostname", "domainname",
+                                      "mounts",     "hooks", "annotations", "linux",    NULL };
   static const char *const unsupported[] = { "solaris", "windows", "vm", "zos", "freebsd", NULL };
-  if (check_keys (c, root, "", keys, unsupported) < 0 || get_string (c, root, "", "ociVersion", true, &s->oci_version) < 0
-      || check_version (c, s->oci_version) < 0 || get_string (c, root, "", "hostname", false, &s->hostname) < 0
+  if (check_keys (c, root, "", keys, unsupported) < 0
+      || get_string (c, root, "", "ociVersion", true, &s->oci_version) < 0 || check_version (c, s->oci_version) < 0
+      || get_string (c, root, "", "hostname", false, &s->hostname) < 0
       || get_string (c, root, "", "domainname", false, &s->domainname) < 0 || parse_hooks (c, root, &s->hooks) < 0
       || get_map (c, root, "", "annotations", &s->annotations) < 0)
     return -1;
@@ -1874,8 +1924,7 @@ oci_runtime_process_from_json (json_t *j, const char *what, struct oci_process *
 }
 
 int
-oci_runtime_process_parse (const char *text, size_t len, const char *what, struct oci_process **ret,
-                           ohbox_error_t *err)
+oci_runtime_process_parse (const char *text, size_t len, const char *what, struct oci_process **ret, ohbox_error_t *err)
 {
   struct pctx c = { .doc = what, .err = err };
   json_t *root;

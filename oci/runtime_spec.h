@@ -75,8 +75,8 @@ struct oci_mount_options
 struct oci_mount
 {
   char *destination;
-  char *source; /* NULL when absent */
-  char *type;   /* NULL when absent */
+  char *source;   /* NULL when absent */
+  char *type;     /* NULL when absent */
   char **options; /* as given, NULL-terminated */
   struct oci_mount_options opts;
   struct oci_idmaps uid_mappings;
@@ -193,9 +193,9 @@ struct oci_device
 struct oci_device_rule
 {
   bool allow;
-  char type;     /* 'a', 'c' or 'b' */
-  int64_t major; /* -1: any */
-  int64_t minor; /* -1: any */
+  char type;      /* 'a', 'c' or 'b' */
+  int64_t major;  /* -1: any */
+  int64_t minor;  /* -1: any */
   char access[4]; /* subset of "rwm", "" = all of them */
 };
 
@@ -235,8 +235,7 @@ struct oci_blkio
 {
   bool has_weight, has_leaf_weight;
   uint16_t weight, leaf_weight;
-  struct oci_blkio_list weight_device, throttle_read_bps, throttle_write_bps, throttle_read_iops,
-      throttle_write_iops;
+  struct oci_blkio_list weight_device, throttle_read_bps, throttle_write_bps, throttle_read_iops, throttle_write_iops;
 };
 
 struct oci_hugepage_limit
@@ -297,10 +296,10 @@ struct oci_linux
   bool has_resources;
   struct oci_resources resources;
   struct oci_map sysctl;
-  json_t *seccomp; /* validated; NULL: none */
+  json_t *seccomp;                  /* validated; NULL: none */
   unsigned long rootfs_propagation; /* MS_* | MS_REC, 0: the default */
-  char **masked_paths;   /* NULL-terminated, may be NULL */
-  char **readonly_paths; /* NULL-terminated, may be NULL */
+  char **masked_paths;              /* NULL-terminated, may be NULL */
+  char **readonly_paths;            /* NULL-terminated, may be NULL */
   char *mount_label;
   bool has_personality;
   unsigned long personality; /* PER_LINUX or PER_LINUX32 */

@@ -29,12 +29,21 @@ json_t *
 oci_runtime_spec_default (bool rootless, uid_t uid, gid_t gid)
 {
   static const char *const caps[] = { "CAP_AUDIT_WRITE", "CAP_KILL", "CAP_NET_BIND_SERVICE", NULL };
-  static const char *const masked[]
-      = { "/proc/acpi",        "/proc/asound",  "/proc/kcore",        "/proc/keys",  "/proc/latency_stats",
-          "/proc/timer_list",  "/proc/timer_stats", "/proc/sched_debug", "/sys/firmware", "/proc/scsi",
-          "/sys/devices/virtual/powercap", NULL };
-  static const char *const readonly[]
-      = { "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL };
+  static const char *const masked[] = { "/proc/acpi",
+                                        "/proc/asound",
+                                        "/proc/kcore",
+                                        "/proc/keys",
+                                        "/proc/latency_stats",
+                                        "/proc/timer_list",
+                                        "/proc/timer_stats",
+                                        "/proc/sched_debug",
+                                        "/sys/firmware",
+                                        "/proc/scsi",
+                                        "/sys/devices/virtual/powercap",
+                                        NULL };
+  static const char *const readonly[] = {
+    "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger", NULL
+  };
   static const char *const o_proc[] = { "nosuid", "noexec", "nodev", NULL };
   static const char *const o_dev[] = { "nosuid", "strictatime", "mode=755", "size=65536k", NULL };
   static const char *const o_pts[] = { "nosuid", "noexec", "newinstance", "ptmxmode=0666", "mode=0620", "gid=5", NULL };
@@ -45,13 +54,13 @@ oci_runtime_spec_default (bool rootless, uid_t uid, gid_t gid)
   static const char *const o_sys_rootless[] = { "rbind", "nosuid", "noexec", "nodev", "ro", NULL };
   static const char *const o_cgroup[] = { "nosuid", "noexec", "nodev", "relatime", "ro", NULL };
 
-  json_t *capset = json_pack ("{s:o, s:o, s:o}", "bounding", strings (caps), "effective", strings (caps),
-                              "permitted", strings (caps));
-  json_t *process = json_pack (
-      "{s:b, s:{s:i, s:i}, s:[s], s:[s, s], s:s, s:o, s:[{s:s, s:i, s:i}], s:b}", "terminal", 1, "user", "uid", 0,
-      "gid", 0, "args", "sh", "env", "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin",
-      "TERM=xterm", "cwd", "/", "capabilities", capset, "rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft",
-      1024, "noNewPrivileges", 1);
+  json_t *capset = json_pack ("{s:o, s:o, s:o}", "bounding", strings (caps), "effective", strings (caps), "permitted",
+                              strings (caps));
+  json_t *process = json_pack ("{s:b, s:{s:i, s:i}, s:[s], s:[s, s], s:s, s:o, s:[{s:s, s:i, s:i}], s:b}", "terminal",
+                               1, "user", "uid", 0, "gid", 0, "args", "sh", "env",
+                               "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TERM=xterm", "cwd",
+                               "/", "capabilities", capset, "rlimits", "type", "RLIMIT_NOFILE", "hard", 1024, "soft",
+                               1024, "noNewPrivileges", 1);
 
   json_t *mounts = json_array ();
   json_array_append_new (mounts, mount_entry ("/proc", "proc", "proc", o_proc));
@@ -74,7 +83,7 @@ oci_runtime_spec_default (bool rootless, uid_t uid, gid_t gid)
     json_array_append_new (ns, json_pack ("{s:s}", "type", *n));
 
   json_t *lx = json_pack ("{s:o, s:o, s:o}", "namespaces", ns, "maskedPaths", strings (masked), "readonlyPaths",
-                             strings (readonly));
+                          strings (readonly));
   if (rootless)
     {
       json_object_set_new (lx, "uidMappings",

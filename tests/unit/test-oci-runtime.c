@@ -11,7 +11,8 @@
 #include "oci/runtime_spec.h"
 #include "unit.h"
 
-#define MINIMAL "{\"ociVersion\": \"1.1.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"cwd\": \"/\", \"args\": [\"sh\"]}"
+#define MINIMAL                                                                                                        \
+  "{\"ociVersion\": \"1.1.0\", \"root\": {\"path\": \"rootfs\"}, \"process\": {\"cwd\": \"/\", \"args\": [\"sh\"]}"
 
 /* Parses TEXT and expects an error of KIND whose message contains NEEDLE;
  * returns NULL when it does, else what went wrong (static). */
@@ -88,24 +89,25 @@ test_default_spec_roundtrip (void)
 static void
 test_fields (void)
 {
-  const char *text
-      = "{\"ociVersion\": \"1.0.2-dev\", \"root\": {\"path\": \"/b/rootfs\", \"readonly\": true},"
-        " \"hostname\": \"h\", \"annotations\": {\"a\": \"b\"},"
-        " \"process\": {\"cwd\": \"/w\", \"args\": [\"sh\", \"-c\", \"x\"], \"env\": [\"A=1\"],"
-        "   \"user\": {\"uid\": 5, \"gid\": 6, \"umask\": 18, \"additionalGids\": [7, 8]},"
-        "   \"noNewPrivileges\": true, \"oomScoreAdj\": 100,"
-        "   \"capabilities\": {\"bounding\": [\"CAP_KILL\"], \"effective\": [\"CAP_KILL\"]},"
-        "   \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 1024, \"hard\": 4096}]},"
-        " \"mounts\": [{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"/srv\","
-        "   \"options\": [\"rbind\", \"ro\", \"nosuid\", \"rprivate\"]}],"
-        " \"hooks\": {\"prestart\": [{\"path\": \"/bin/true\", \"timeout\": 5}]},"
-        " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\", \"path\": \"/run/netns/x\"}],"
-        "   \"cgroupsPath\": \"/ohbox/c1\", \"rootfsPropagation\": \"rslave\","
-        "   \"resources\": {\"memory\": {\"limit\": 67108864}, \"pids\": {\"limit\": 64},"
-        "     \"devices\": [{\"allow\": false, \"access\": \"rwm\"}]},"
-        "   \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 1, \"architectures\": [\"SCMP_ARCH_X86_64\"],"
-        "     \"syscalls\": [{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\","
-        "       \"args\": [{\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}]}}}";
+  const char
+    *text = "{\"ociVersion\": \"1.0.2-dev\", \"root\": {\"path\": \"/b/rootfs\", \"readonly\": true},"
+            " \"hostname\": \"h\", \"annotations\": {\"a\": \"b\"},"
+            " \"process\": {\"cwd\": \"/w\", \"args\": [\"sh\", \"-c\", \"x\"], \"env\": [\"A=1\"],"
+            "   \"user\": {\"uid\": 5, \"gid\": 6, \"umask\": 18, \"additionalGids\": [7, 8]},"
+            "   \"noNewPrivileges\": true, \"oomScoreAdj\": 100,"
+            "   \"capabilities\": {\"bounding\": [\"CAP_KILL\"], \"effective\": [\"CAP_KILL\"]},"
+            "   \"rlimits\": [{\"type\": \"RLIMIT_NOFILE\", \"soft\": 1024, \"hard\": 4096}]},"
+            " \"mounts\": [{\"destination\": \"/data\", \"type\": \"bind\", \"source\": \"/srv\","
+            "   \"options\": [\"rbind\", \"ro\", \"nosuid\", \"rprivate\"]}],"
+            " \"hooks\": {\"prestart\": [{\"path\": \"/bin/true\", \"timeout\": 5}]},"
+            " \"linux\": {\"namespaces\": [{\"type\": \"pid\"}, {\"type\": \"network\", \"path\": \"/run/netns/x\"}],"
+            "   \"cgroupsPath\": \"/ohbox/c1\", \"rootfsPropagation\": \"rslave\","
+            "   \"resources\": {\"memory\": {\"limit\": 67108864}, \"pids\": {\"limit\": 64},"
+            "     \"devices\": [{\"allow\": false, \"access\": \"rwm\"}]},"
+            "   \"seccomp\": {\"defaultAction\": \"SCMP_ACT_ERRNO\", \"defaultErrnoRet\": 1, \"architectures\": "
+            "[\"SCMP_ARCH_X86_64\"],"
+            "     \"syscalls\": [{\"names\": [\"read\"], \"action\": \"SCMP_ACT_ALLOW\","
+            "       \"args\": [{\"index\": 0, \"value\": 1, \"op\": \"SCMP_CMP_EQ\"}]}]}}}";
   char why[512] = "";
   struct oci_runtime_spec *s = parse_ok (text, why, sizeof why);
   CHECK (s != NULL, "%s", why);
@@ -158,18 +160,23 @@ test_errors_name_the_field (void)
       "linux.namespaces[1]" },
     { MINIMAL ", \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_MAYBE\"}}}", OHBOX_ERR_USAGE,
       "linux.seccomp.defaultAction" },
-    { MINIMAL ", \"mounts\": [{\"destination\": \"/x\", \"type\": \"bind\", \"source\": \"/y\", \"options\": [\"rbind\", \"a,b\"]}]}",
+    { MINIMAL ", \"mounts\": [{\"destination\": \"/x\", \"type\": \"bind\", \"source\": \"/y\", \"options\": "
+              "[\"rbind\", \"a,b\"]}]}",
       OHBOX_ERR_USAGE, "mounts[0].options[1]" },
     /* A misspelt flag on a bind mount would be dropped by the kernel: refused. */
-    { MINIMAL ", \"mounts\": [{\"destination\": \"/x\", \"type\": \"bind\", \"source\": \"/y\", \"options\": [\"rbind\", \"nosiud\"]}]}",
+    { MINIMAL ", \"mounts\": [{\"destination\": \"/x\", \"type\": \"bind\", \"source\": \"/y\", \"options\": "
+              "[\"rbind\", \"nosiud\"]}]}",
       OHBOX_ERR_USAGE, "nosiud" },
     { MINIMAL ", \"mounts\": [{\"destination\": \"/x\", \"weird\": true}]}", OHBOX_ERR_USAGE, "mounts[0].weird" },
-    { MINIMAL ", \"hooks\": {\"prestart\": [{\"path\": \"relative/hook\"}]}}", OHBOX_ERR_USAGE, "hooks.prestart[0].path" },
-    { "{\"ociVersion\": \"1.1.0\", \"process\": {\"cwd\": \"rel\", \"args\": [\"sh\"]}}", OHBOX_ERR_USAGE, "process.cwd" },
+    { MINIMAL ", \"hooks\": {\"prestart\": [{\"path\": \"relative/hook\"}]}}", OHBOX_ERR_USAGE,
+      "hooks.prestart[0].path" },
+    { "{\"ociVersion\": \"1.1.0\", \"process\": {\"cwd\": \"rel\", \"args\": [\"sh\"]}}", OHBOX_ERR_USAGE,
+      "process.cwd" },
     { "{\"ociVersion\": \"1.1.0\", \"process\": {\"cwd\": \"/\", \"args\": [\"sh\"],"
       " \"rlimits\": [{\"type\": \"RLIMIT_NOPE\", \"soft\": 1, \"hard\": 1}]}}",
       OHBOX_ERR_USAGE, "process.rlimits[0]" },
-    { "{\"ociVersion\": \"1.1.0\", \"process\": {\"cwd\": \"/\", \"args\": [\"sh\"], \"capabilities\": {\"bnding\": []}}}",
+    { "{\"ociVersion\": \"1.1.0\", \"process\": {\"cwd\": \"/\", \"args\": [\"sh\"], \"capabilities\": {\"bnding\": "
+      "[]}}}",
       OHBOX_ERR_USAGE, "process.capabilities.bnding" },
     { "[1]", OHBOX_ERR_USAGE, "config.json" },
     { "{\"ociVersion\": ", OHBOX_ERR_USAGE, "config.json" },
@@ -197,7 +204,8 @@ test_resources_and_process_alone (void)
   oci_resources_clear (&r);
 
   struct oci_process *p = NULL;
-  const char *proc = "{\"cwd\": \"/\", \"args\": [\"ls\"], \"terminal\": true, \"consoleSize\": {\"height\": 24, \"width\": 80}}";
+  const char *proc =
+    "{\"cwd\": \"/\", \"args\": [\"ls\"], \"terminal\": true, \"consoleSize\": {\"height\": 24, \"width\": 80}}";
   CHECK (oci_runtime_process_parse (proc, strlen (proc), "process.json", &p, &err) == 0, "%s", err ? err->msg : "");
   CHECK (p->terminal && p->has_console_size && p->console_width == 80);
   oci_process_free (p);
@@ -216,7 +224,8 @@ test_mount_options (void)
   ohbox_error_t err = NULL;
   char *opts[] = { "nosuid", "noexec", "nodev", "mode=755", "size=64k", "relatime", NULL };
   CHECK (oci_mount_options_parse (opts, "tmpfs", "m", &o, &err) == 0, "%s", err ? err->msg : "");
-  CHECK ((o.flags & (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RELATIME)) == (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RELATIME));
+  CHECK ((o.flags & (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RELATIME))
+         == (MS_NOSUID | MS_NOEXEC | MS_NODEV | MS_RELATIME));
   CHECK_STR (o.data, "mode=755,size=64k");
   CHECK (!o.bind);
   oci_mount_options_clear (&o);

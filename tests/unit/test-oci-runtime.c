@@ -178,6 +178,10 @@ test_errors_name_the_field (void)
     { "{\"ociVersion\": \"1.1.0\", \"process\": {\"cwd\": \"/\", \"args\": [\"sh\"], \"capabilities\": {\"bnding\": "
       "[]}}}",
       OHBOX_ERR_USAGE, "process.capabilities.bnding" },
+    { MINIMAL ", \"linux\": {\"resources\": {\"rdma\": {\"mlx5_0\": {\"hcaHandles\": 1}}}}}", OHBOX_ERR_UNSUPPORTED,
+      "linux.resources.rdma" },
+    { MINIMAL ", \"linux\": {\"seccomp\": {\"defaultAction\": \"SCMP_ACT_NOTIFY\"}}}", OHBOX_ERR_UNSUPPORTED,
+      "SCMP_ACT_NOTIFY" },
     { "[1]", OHBOX_ERR_USAGE, "config.json" },
     { "{\"ociVersion\": ", OHBOX_ERR_USAGE, "config.json" },
   };

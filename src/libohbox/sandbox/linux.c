@@ -391,9 +391,14 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   struct ohbox_user_ids ids;
   if (ohbox_user_lookup (mfd, spec->user, &ids, &err) < 0)
     child_fail (sync, &err);
+  if (spec->exact_groups)
+    ids.n_groups = 0;
   add_groups (&ids, spec->additional_gids, spec->n_additional_gids);
   struct ohbox_caps_sets sets;
-  ohbox_caps_sets_for_user (spec->caps, spec->caps_added, ids.uid == 0, &sets);
+  if (spec->caps_sets)
+    sets = *spec->caps_sets;
+  else
+    ohbox_caps_sets_for_user (spec->caps, spec->caps_added, ids.uid == 0, &sets);
   struct ohbox_caps_user cu = { .uid = ids.uid,
                                 .gid = ids.gid,
                                 .groups = ids.groups,
@@ -413,7 +418,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     }
   ctx.env = env_with_home (spec->env, ids.home);
   /* Our cgroup (joined above) becomes our cgroup namespace's root. */
-  if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)
+  if ((spec->cgroup || spec->cgroupns) && unshare (CLONE_NEWCGROUP) < 0)
     {
       ohbox_error_errno (&err, "unshare the cgroup namespace");
       child_fail (sync, &err);
@@ -670,7 +675,19 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
               goto fail;
             }
         }
-      if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
+      if (spec->rootfs_dir)
+        {
+          /* A bundle's rootfs: the caller's directory, its ids as they are
+           * on disk (a bundle with a user namespace comes with a rootfs
+           * owned by its mapped ids, as for runc). */
+          mfd = open_tree (AT_FDCWD, spec->rootfs_dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+          if (mfd < 0)
+            {
+              ohbox_error_errno (err, "bind the rootfs `%s`", spec->rootfs_dir);
+              goto fail;
+            }
+        }
+      else if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
         goto fail;
       if (userns_fd >= 0 && ohbox_mounts_idmap_binds (spec->mounts, spec->n_mounts, userns_fd, err) < 0)
         goto fail;

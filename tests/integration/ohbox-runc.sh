@@ -150,8 +150,10 @@ test_process_fields ()
     | .linux.maskedPaths += ["/etc/passwd"] | .linux.readonlyPaths += ["/home"]
     | .mounts += [{"destination": "/mnt", "type": "bind", "source": "'"$T_WORK"'/vol", "options": ["rbind", "ro", "nosuid"]},
                   {"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"]}]
-    | .process.args = ["sh", "-c", "grep -E \"^(Uid|Gid|Groups|CapBnd|CapEff|NoNewPrivs)\" /proc/self/status; echo foo=$FOO; pwd; ulimit -n; wc -c </etc/passwd; cat /mnt/file; touch /mnt/x 2>/dev/null || echo mnt-ro; touch /run/x && echo run-rw; grep -E \" /(home|mnt) \" /proc/self/mountinfo"]'
+    | .linux.sysctl = {"net.ipv4.ping_group_range": "0 0"}
+    | .process.args = ["sh", "-c", "cat /proc/sys/net/ipv4/ping_group_range; grep -E \"^(Uid|Gid|Groups|CapBnd|CapEff|NoNewPrivs)\" /proc/self/status; echo foo=$FOO; pwd; ulimit -n; wc -c </etc/passwd; cat /mnt/file; touch /mnt/x 2>/dev/null || echo mnt-ro; touch /run/x && echo run-rw; grep -E \" /(home|mnt) \" /proc/self/mountinfo"]'
   assert_ok runc_cmd run --bundle "$T_WORK/bundle" p1
+  assert_match "$out" $'^0\t0\n'
   assert_match "$out" $'Uid:\t1000\t1000\t1000\t1000'
   assert_match "$out" $'Gid:\t1000\t1000\t1000\t1000'
   assert_match "$out" $'Groups:\t5 *\n'
@@ -162,6 +164,22 @@ test_process_fields ()
   assert_contains "$out" $'/tmp\n321\n0\nfrom-host\nmnt-ro\nrun-rw'
   assert_match "$out" ' /home ro,'
   assert_match "$out" ' /mnt ro,nosuid,nodev'
+  state_root_empty
+}
+
+# A network namespace joined by path (as podman and CNI give one).
+test_join_netns ()
+{
+  unshare --net sh -c 'ip link set lo mtu 1234 && touch netns-ready && exec sleep 1000' &
+  local holder=$!
+  t_wait_until 10 test -e netns-ready
+  my_bundle '.linux.namespaces |= map(if .type == "network" then .path = "/proc/'"$holder"'/ns/net" else . end)
+    | .process.args = ["ip", "link"]'
+  t_run runc_cmd run --bundle "$T_WORK/bundle" n1
+  kill "$holder"
+  wait "$holder" || true
+  assert_eq 0 "$rc"
+  assert_contains "$out" "mtu 1234"
   state_root_empty
 }
 
@@ -187,10 +205,13 @@ test_bad_bundles ()
   expect_refused '.linux.resources.memory = {"limit": 100000000}' "linux.resources"
   expect_refused '.process.terminal = true' "process.terminal"
   expect_refused '.process.capabilities.bounding += ["CAP_NO_SUCH"]' "process.capabilities.bounding[3]"
-  expect_refused '.mounts += [{"destination": "/x", "type": "bind", "source": "/tmp", "options": ["bind"]}]' \
-    "non-recursive"
+  expect_refused '.mounts += [{"destination": "/x", "type": "bind", "source": "/tmp", "options": ["rbind", "rshared"]}]' \
+    "mounts[7].options"
   expect_refused '.root.path = "nonexistent"' "root.path"
-  expect_refused '.linux.sysctl = {"net.ipv4.ip_forward": "1"}' "linux.sysctl"
+  expect_refused '.linux.sysctl = {"kernel.randomize_va_space": "0"}' "linux.sysctl.kernel.randomize_va_space"
+  expect_refused '.linux.sysctl = {"net.ipv4.ip_forward": "1"} | .linux.namespaces |= map(select(.type != "network"))' \
+    "linux.sysctl.net.ipv4.ip_forward"
+  expect_refused '.linux.namespaces[1].path = "/proc/1/ns/ipc"' "linux.namespaces[1].path"
   rm "$T_WORK/bundle/config.json"
   assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" bad
   assert_contains "$err" "config.json"
@@ -207,4 +228,5 @@ run_test kill_before_start test_kill_before_start
 run_test delete_force test_delete_force
 run_test duplicate_id test_duplicate_id
 run_test process_fields test_process_fields
+run_test join_netns test_join_netns
 run_test bad_bundles test_bad_bundles

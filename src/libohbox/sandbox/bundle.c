@@ -54,8 +54,6 @@ bind_mount (const struct ohbox_bundle *b, const struct oci_mount *m, size_t i, s
   char field[64];
   snprintf (field, sizeof field, "mounts[%zu].options", i);
   const struct oci_mount_options *o = &m->opts;
-  if (!o->recursive)
-    return unsupported (err, field, "a non-recursive `bind` (ohbox binds recursively: use `rbind`)");
   unsigned long known = MS_BIND | MS_REC | MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC;
   if (o->flags & ~known)
     return unsupported (err, field, "an option other than rbind, ro/rw, nosuid, nodev, noexec and private");
@@ -69,6 +67,7 @@ bind_mount (const struct ohbox_bundle *b, const struct oci_mount *m, size_t i, s
   out->source = m->source[0] == '/' ? xstrdup (m->source) : xasprintf ("%s/%s", b->dir, m->source);
   out->target = xstrdup (m->destination);
   out->read_only = (o->flags & MS_RDONLY) != 0;
+  out->single = !o->recursive;
   out->attrs = ((o->flags & MS_NOSUID) ? MOUNT_ATTR_NOSUID : 0) | ((o->flags & MS_NOEXEC) ? MOUNT_ATTR_NOEXEC : 0);
   out->fd = -1;
   return 0;
@@ -196,8 +195,17 @@ load_namespaces (struct ohbox_bundle *b, ohbox_error_t *err)
       const struct oci_namespace *ns = &l->namespaces[i];
       char field[64];
       snprintf (field, sizeof field, "linux.namespaces[%zu].path", i);
-      if (ns->path)
-        return unsupported (err, field, "joining a namespace by path");
+      if (ns->path && ns->type == CLONE_NEWNET && b->spec.join_netns_fd < 0)
+        {
+          /* The engine's network namespace (podman's, a CNI plugin's):
+           * joined as `--network container:` joins one (linux.c). */
+          b->spec.join_netns_fd = open (ns->path, O_RDONLY | O_CLOEXEC);
+          if (b->spec.join_netns_fd < 0)
+            return ohbox_error (err, OHBOX_ERR_NOT_FOUND, errno, "config.json: %s: `%s`", field, ns->path);
+          b->spec.join_netns = true;
+        }
+      else if (ns->path)
+        return unsupported (err, field, "joining a namespace other than the network one by path");
       if (ns->type == CLONE_NEWTIME)
         return unsupported (err, "linux.namespaces", "a time namespace");
       have |= ns->type;
@@ -234,11 +242,48 @@ check_resources (const struct ohbox_bundle *b, ohbox_error_t *err)
   const struct oci_resources *r = &b->config->linux_config->resources;
   if (!b->config->linux_config->has_resources)
     return 0;
-  if (r->has_memory || r->has_cpu || r->has_pids || r->has_blkio || r->has_network || r->n_hugepages
-      || r->unified.n || r->has_class_id || r->n_net_priorities)
-    return unsupported (err, "linux.resources", "a resource limit (memory, cpu, pids, blockIO, hugepages, unified)");
+  const char *field = r->has_memory      ? "linux.resources.memory"
+                      : r->has_cpu       ? "linux.resources.cpu"
+                      : r->has_pids && r->pids_limit > 0 ? "linux.resources.pids" /* <= 0: unlimited */
+                      : r->has_blkio     ? "linux.resources.blockIO"
+                      : r->n_hugepages   ? "linux.resources.hugepageLimits"
+                      : r->unified.n     ? "linux.resources.unified"
+                      : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
+                                                                                  : NULL;
+  if (field)
+    return unsupported (err, field, "a resource limit (no cgroup of its own yet)");
   if (r->n_devices && (b->caps.bounding & ((uint64_t) 1 << CAP_MKNOD)))
     return unsupported (err, "linux.resources.devices", "a device cgroup (needed with CAP_MKNOD)");
+  return 0;
+}
+
+/* linux.sysctl: only names that are the container's own namespaces'
+ * (net.* with a network namespace that is not the host's, the IPC ones),
+ * and only names that map to a path under /proc/sys/ and nowhere else. */
+static int
+check_sysctls (struct ohbox_bundle *b, ohbox_error_t *err)
+{
+  static const char *const ipc[] = { "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni",   "kernel.sem",
+                                     "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced" };
+  const struct oci_map *m = &b->config->linux_config->sysctl;
+  for (size_t i = 0; i < m->n; i++)
+    {
+      const char *k = m->keys[i];
+      bool ok = strspn (k, "abcdefghijklmnopqrstuvwxyz0123456789_-.") == strlen (k) && strstr (k, "..") == NULL
+                && k[0] != '.' && k[strlen (k) - 1] != '.';
+      bool namespaced = (strncmp (k, "net.", 4) == 0 && b->spec.netns) || strncmp (k, "fs.mqueue.", 10) == 0;
+      for (size_t j = 0; j < sizeof ipc / sizeof ipc[0] && !namespaced; j++)
+        namespaced = strcmp (k, ipc[j]) == 0;
+      if (!ok || !namespaced)
+        {
+          char field[300];
+          snprintf (field, sizeof field, "linux.sysctl.%.256s", k);
+          return unsupported (err, field, "a sysctl that is not the container's namespaces' own");
+        }
+    }
+  b->spec.sysctl_keys = m->keys;
+  b->spec.sysctl_values = m->values;
+  b->spec.n_sysctl = m->n;
   return 0;
 }
 
@@ -254,8 +299,8 @@ load_linux (struct ohbox_bundle *b, ohbox_error_t *err)
     return unsupported (err, "linux.timeOffsets", "a time offset");
   if (l->n_devices)
     return unsupported (err, "linux.devices", "a device node");
-  if (l->sysctl.n)
-    return unsupported (err, "linux.sysctl", "a sysctl");
+  if (check_sysctls (b, err) < 0)
+    return -1;
   if (l->mount_label)
     return unsupported (err, "linux.mountLabel", "an SELinux label");
   if (l->has_personality)
@@ -314,6 +359,7 @@ int
 ohbox_bundle_load (const char *dir, struct ohbox_bundle **ret, ohbox_error_t *err)
 {
   struct ohbox_bundle *b = xcalloc (1, sizeof *b);
+  b->spec.join_netns_fd = -1;
   b->dir = realpath (dir, NULL);
   if (b->dir == NULL)
     {
@@ -351,6 +397,8 @@ ohbox_bundle_free (struct ohbox_bundle *b)
         close (b->mounts[i].fd);
     }
   free (b->mounts);
+  if (b->spec.join_netns_fd >= 0)
+    close (b->spec.join_netns_fd);
   ohbox_seccomp_filter_free (b->seccomp);
   oci_runtime_spec_free (b->config);
   free (b->user);

@@ -310,6 +310,27 @@ loopback_up (ohbox_error_t *err)
   return 0;
 }
 
+/* The sandbox's sysctls, through the host's /proc before the sandbox's own
+ * is mounted: /proc/sys/net and the IPC entries resolve to the namespaces
+ * of the process that opens them, which are the sandbox's by now (only
+ * namespaced names get here: bundle.c). */
+static int
+set_sysctls (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
+{
+  for (size_t i = 0; i < spec->n_sysctl; i++)
+    {
+      cleanup_free char *path = xasprintf ("/proc/sys/%s", spec->sysctl_keys[i]);
+      for (char *p = path + strlen ("/proc/sys/"); *p; p++)
+        if (*p == '.')
+          *p = '/';
+      cleanup_close int fd = open (path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+      const char *v = spec->sysctl_values[i];
+      if (fd < 0 || ohbox_write_all (fd, v, strlen (v)) < 0)
+        return ohbox_error_errno (err, "set sysctl `%s` to `%s`", spec->sysctl_keys[i], v);
+    }
+  return 0;
+}
+
 __attribute__ ((noreturn)) static void
 child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_join *join, bool into_cgroup)
 {
@@ -361,6 +382,8 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
    * not forked, so the whole sandbox starts there; before the cgroup
    * namespace is unshared (below), so the cgroup becomes its root. */
   if (join->n > 0 && ohbox_cgroup_join (join, into_cgroup, &err) < 0)
+    child_fail (sync, &err);
+  if (set_sysctls (spec, &err) < 0)
     child_fail (sync, &err);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     {

@@ -120,6 +120,7 @@ struct ohbox_mount_spec
   uid_t host_uid;
   gid_t host_gid;
   int fd; /* the source as a detached tree the parent cloned, or -1 */
+  bool single; /* the source mount alone, without the mounts under it (OCI `bind`, not `rbind`) */
   uint64_t attrs; /* MOUNT_ATTR_NOSUID / NOEXEC for the whole bind (an OCI bundle's options) */
 };
 
@@ -203,6 +204,11 @@ struct ohbox_linux_spec
    * or NULL): an OCI bundle's linux.maskedPaths and readonlyPaths. */
   char **masked_paths;
   char **readonly_paths;
+  /* Namespaced sysctls (an OCI bundle's linux.sysctl, checked by bundle.c):
+   * names as "net.ipv4.ping_group_range", set in the sandbox's namespaces. */
+  char **sysctl_keys;
+  char **sysctl_values;
+  size_t n_sysctl;
 
   /* Devices (devices/devices.h): groups the command's user joins besides
    * its own, and library folders the sandbox's linker cache is rebuilt with

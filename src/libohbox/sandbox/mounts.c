@@ -350,7 +350,7 @@ ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_err
       struct ohbox_mount_spec *m = &mounts[i];
       if (m->tmpfs || m->mknod)
         continue;
-      m->fd = open_tree (AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+      m->fd = open_tree (AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->single ? 0 : AT_RECURSIVE));
       if (m->fd < 0)
         return ohbox_error_errno (err, "bind mount source `%s`", m->source);
       if (m->read_only && set_read_only (m->fd, true, m->source, err) < 0)

@@ -8,8 +8,9 @@
  *   exec.fifo   present while the container is created and not started: its
  *               monitor waits on it; `start` writes a byte into it
  * The monitor is a process of the container's own (forked by `create`, or
- * the `run` process): the parent of the container's init for its whole
- * life (linux.c kills the init when it goes). */
+ * the `run` process): the parent of the container's init until `start`
+ * (linux.c kills the init if it dies before); after `create`'s start the
+ * init is reparented to the engine's subreaper, as runc's. */
 #include "config.h"
 #include "sandbox/bundle.h"
 #include "common/utils.h"
@@ -101,8 +102,10 @@ start_time (pid_t pid)
   buf[n] = '\0';
   char *p = strrchr (buf, ')');
   unsigned long long t = 0;
-  /* After the comm: state is field 3, starttime field 22. */
-  if (p == NULL || sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
+  /* After the comm: state is field 3 (a zombie has ended), starttime field 22. */
+  if (p == NULL || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X')
+    return 0;
+  if (sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
                            &t) != 1)
     return 0;
   return t;
@@ -236,8 +239,8 @@ status_of (int wstatus)
   return WIFEXITED (wstatus) ? WEXITSTATUS (wstatus) : 128 + WTERMSIG (wstatus);
 }
 
-/* The monitor (the forked child of `create`): starts the container, waits
- * for it, exits. Never returns. */
+/* The monitor (the forked child of `create`): starts the container and
+ * exits once its process runs (or failed). Never returns. */
 __attribute__ ((noreturn)) static void
 monitor (struct ohbox_bundle *b, struct monitor_ctx *m)
 {
@@ -252,11 +255,9 @@ monitor (struct ohbox_bundle *b, struct monitor_ctx *m)
       ohbox_write_all (m->report_fd, &r, sizeof r);
       _exit (1);
     }
-  close (m->report_fd);
-  int ws = 0;
-  while (waitpid (proc.pid, &ws, 0) < 0 && errno == EINTR)
-    ;
-  _exit (status_of (ws));
+  /* Started: the init goes on without us, reaped by the engine's
+   * subreaper (conmon, the shim) or PID 1, as runc's. */
+  _exit (0);
 }
 
 static void

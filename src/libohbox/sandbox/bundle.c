@@ -443,6 +443,7 @@ ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
   for (int i = 0; i < 3; i++)
     s->stdio[i] = stdio[i];
   s->before_start = before_start;
+  s->outlive_parent = true;
   s->before_start_data = data;
   /* The directory the clone's child attaches the rootfs on: the rootfs
    * itself (the child's copy of the mount table has it; the attached

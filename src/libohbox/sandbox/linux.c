@@ -463,6 +463,10 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   if (spec->netns && !spec->join_netns && loopback_up (&err) < 0)
     child_fail (sync, &err);
   close (mfd);
+  /* Set up: a parent that dies now closes the sync socket, on which the
+   * command waits for its last GO, and the sandbox ends without running it. */
+  if (spec->outlive_parent)
+    prctl (PR_SET_PDEATHSIG, 0);
   ohbox_init_run (exec_command, &ctx, sync, !hidden);
 }
 

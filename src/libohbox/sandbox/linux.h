@@ -219,6 +219,10 @@ struct ohbox_linux_spec
   /* The groups are ADDITIONAL_GIDS alone, not those the image's /etc/group
    * lists the user in (an OCI process.user, as runc). */
   bool exact_groups;
+  /* The init outlives its parent once set up (an OCI runtime's `create`:
+   * the engine's subreaper, conmon or a shim, becomes its parent and reaps
+   * it); else it is killed when its parent dies. */
+  bool outlive_parent;
   char **ldconfig_dirs; /* NULL-terminated or NULL */
 };
 

@@ -55,7 +55,7 @@ open_netroot (ohbox_error_t *err)
     return ohbox_error_prefix (err, "network state");
   if ((mkdirat (fd, "ip", 0700) < 0 && errno != EEXIST) || (mkdirat (fd, "port", 0700) < 0 && errno != EEXIST))
     {
-      ohbox_error_errno (err, "create `%s/ip` and `%s/port`", root, root);
+      ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `%s/ip` and `%s/port`", root, root);
       close (fd);
       return -1;
     }
@@ -107,12 +107,12 @@ write_sysctl (const char *path, const char *value, ohbox_error_t *err)
   char cur[16] = "";
   cleanup_close int fd = open (path, O_RDWR | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s`", path);
   ssize_t n = read (fd, cur, sizeof cur - 1);
   if (n > 0 && strncmp (cur, value, strlen (value)) == 0)
     return 0;
   if (pwrite (fd, value, strlen (value), 0) < 0)
-    return ohbox_error_errno (err, "write `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "write `%s`", path);
   return 0;
 }
 
@@ -242,7 +242,7 @@ lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct i
       if (ip_lease_held (netfd, name + 3))
         continue;
       if (symlinkat (owner, netfd, name) < 0)
-        return ohbox_error_errno (err, "lease address `%s`", name + 3);
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "lease address `%s`", name + 3);
       char next[16];
       int n = snprintf (next, sizeof next, "%u", off + 1 > last ? first : off + 1);
       ohbox_write_file_atomic (netfd, "next", next, (size_t) n, 0600, NULL);
@@ -322,7 +322,7 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
   inet_pton (AF_INET, "10.0.2.2", &n->gw);
   n->prefix = 24;
   if (n->dirfd < 0)
-    return ohbox_error_errno (err, "dup");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "dup");
   if (n_req > 0)
     {
       cleanup_close int lock = -1;

@@ -78,14 +78,14 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner
   dfd = ohbox_openat_beneath (rootfd, rel, O_DIRECTORY | O_RDONLY | O_CLOEXEC, 0, 0);
   if (dfd < 0)
     {
-      ohbox_error_errno (err, "open `%s`", snap->dir);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s`", snap->dir);
       goto out;
     }
   /* Whose layer it is, for `ohbox check` (the layer is removed before the
    * state directory: a layer whose state is gone is a leftover). */
   if (symlinkat (owner, dfd, OWNER_LINK) < 0)
     {
-      ohbox_error_errno (err, "link `%s/" OWNER_LINK "` to `%s`", snap->dir, owner);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "link `%s/" OWNER_LINK "` to `%s`", snap->dir, owner);
       goto out;
     }
   /* The layer list goes first: from now on GC keeps these layers. */
@@ -100,14 +100,14 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner
     }
   if ((mkdirat (dfd, "upper", 0755) < 0 && errno != EEXIST) || (mkdirat (dfd, "work", 0700) < 0 && errno != EEXIST))
     {
-      ohbox_error_errno (err, "mkdir in `%s`", snap->dir);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "mkdir in `%s`", snap->dir);
       goto out;
     }
   /* The sandbox's root owns the top of its writable layer (CVE-less but
    * needed: a root-owned upper would be "nobody" inside the namespace). */
   if (fchownat (dfd, "upper", uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
     {
-      ohbox_error_errno (err, "chown `%s`", snap->upper);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "chown `%s`", snap->upper);
       goto out;
     }
   ret_val = 0;
@@ -151,14 +151,14 @@ clone_layer (const char *dir, int userns_fd, ohbox_error_t *err)
 {
   int fd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open_tree `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open_tree `%s`", dir);
   if (userns_fd >= 0)
     {
       struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY, .userns_fd = userns_fd };
       if (mount_setattr (fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
         {
           close (fd);
-          return ohbox_error_errno (err, "idmap layer `%s`", dir);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "idmap layer `%s`", dir);
         }
     }
   return fd;
@@ -168,7 +168,7 @@ static int
 set_string (int fsfd, const char *key, const char *value, ohbox_error_t *err)
 {
   if (fsconfig (fsfd, FSCONFIG_SET_STRING, key, value, 0) < 0)
-    return ohbox_error_errno (err, "overlay option `%s=%s`", key, value);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay option `%s=%s`", key, value);
   return 0;
 }
 
@@ -187,16 +187,16 @@ attach_lowers (const struct ohbox_snapshot *snap, const int *fds, size_t *n_atta
 {
   cleanup_close int dfd = open (snap->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open `%s`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s`", snap->dir);
   for (size_t i = 0; i < snap->n_lowers; i++)
     {
       char name[32];
       snprintf (name, sizeof name, "lower-%zu", i);
       if (mkdirat (dfd, name, 0700) < 0 && errno != EEXIST)
-        return ohbox_error_errno (err, "create `%s/%s`", snap->dir, name);
+        return ohbox_error_sys (err, OHBOX_ERR_STORE, "create `%s/%s`", snap->dir, name);
       /* FDS[i] stays the layer's root, now attached. */
       if (move_mount (fds[i], "", dfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-        return ohbox_error_errno (err, "attach layer `%s` on `%s/%s`", snap->lowers[i], snap->dir, name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach layer `%s` on `%s/%s`", snap->lowers[i], snap->dir, name);
       *n_attached = i + 1;
     }
   return 0;
@@ -220,11 +220,11 @@ attach_upper (const struct ohbox_snapshot *snap, bool *ret_attached, ohbox_error
 {
   cleanup_close int dfd = open (snap->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open `%s`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s`", snap->dir);
   if (mkdirat (dfd, "upper-mnt", 0700) < 0 && errno != EEXIST)
-    return ohbox_error_errno (err, "create `%s/upper-mnt`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "create `%s/upper-mnt`", snap->dir);
   if (move_mount (snap->upper_mnt_fd, "", dfd, "upper-mnt", MOVE_MOUNT_F_EMPTY_PATH) < 0)
-    return ohbox_error_errno (err, "attach the writable layer on `%s/upper-mnt`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach the writable layer on `%s/upper-mnt`", snap->dir);
   *ret_attached = true;
   return 0;
 }
@@ -276,7 +276,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
   fsfd = fsopen ("overlay", FSOPEN_CLOEXEC);
   if (fsfd < 0)
     {
-      ohbox_error_errno (err, "fsopen `overlay`");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fsopen `overlay`");
       goto out;
     }
   /* Idmapped layers are needed for the mapping; legacy kernels get fds
@@ -289,7 +289,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
     }
   if ((flags & OHBOX_SNAPSHOT_USERXATTR) && fsconfig (fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
     {
-      ohbox_error_errno (err, "overlay option `userxattr`");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay option `userxattr`");
       goto out;
     }
   /* Layers by fd (Linux >= 6.13), else attached and by path: through
@@ -306,7 +306,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
             continue;
           if (i > 0 || (errno != EINVAL && errno != EOPNOTSUPP))
             {
-              ohbox_error_errno (err, "overlay lower layer `%s`", snap->lowers[i]);
+              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay lower layer `%s`", snap->lowers[i]);
               goto out;
             }
           legacy = errno == EOPNOTSUPP;
@@ -322,7 +322,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
             continue;
           if (i > 0 || errno != EINVAL)
             {
-              ohbox_error_errno (err, "overlay lower layer `%s`", snap->lowers[i]);
+              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay lower layer `%s`", snap->lowers[i]);
               goto out;
             }
         }
@@ -354,19 +354,19 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
        * older kernel the option is refused here and left out. */
       if (fsconfig (fsfd, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 && errno != EINVAL)
         {
-          ohbox_error_errno (err, "overlay option `volatile`");
+          ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay option `volatile`");
           goto out;
         }
     }
   if (fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
     {
-      ohbox_error_errno (err, "create overlay for sandbox `%s` (%d layers)", snap->id, n);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create overlay for sandbox `%s` (%d layers)", snap->id, n);
       goto out;
     }
   int mfd = fsmount (fsfd, FSMOUNT_CLOEXEC, (flags & OHBOX_SNAPSHOT_READ_ONLY) ? MOUNT_ATTR_RDONLY : 0);
   if (mfd < 0)
     {
-      ohbox_error_errno (err, "fsmount overlay for sandbox `%s`", snap->id);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fsmount overlay for sandbox `%s`", snap->id);
       goto out;
     }
   *ret_fd = mfd;
@@ -403,7 +403,7 @@ ohbox_snapshot_mount (const struct ohbox_snapshot *snap, int userns_fd, unsigned
   if (mount_setattr (fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
     {
       close (fd);
-      return ohbox_error_errno (err, "make layer `%s` read-only", snap->lowers[0]);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make layer `%s` read-only", snap->lowers[0]);
     }
   if (ret_read_only)
     *ret_read_only = true;
@@ -432,11 +432,11 @@ ohbox_snapshot_layers_in_use (struct ohbox_store *s, int (*fn) (const char *diff
     {
       if (errno == ENOENT)
         return 0;
-      return ohbox_error_errno (err, "open `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
+      return ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
     }
   cleanup_dir DIR *d = fdopendir (dfd);
   if (d == NULL)
-    return ohbox_error_errno (err, "opendir `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "opendir `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
   dfd = -1;
   struct dirent *de;
   while ((de = readdir (d)) != NULL)

@@ -119,4 +119,7 @@ int ci_load_services (json_t *response, json_t **ret, struct hostnames *hosts, o
 int ci_start_services (struct prepare_opts *po, const struct ci_job *job, double expires, json_t *services,
                        ohbox_error_t *err);
 
+/* "ohbox ci gitlab: warning: ..." now, from any stage. */
+void ci_warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+
 #endif

@@ -54,9 +54,7 @@ static const struct option opts[] = {
 static int
 exec_fail (ohbox_error_t *err, int code)
 {
-  fprintf (stderr, "ohbox exec: %s\n", (*err)->msg);
-  ohbox_error_release (err);
-  return code;
+  return cli_fail_code (err, code);
 }
 
 int
@@ -83,7 +81,7 @@ cli_exec (int argc, char **argv)
           {
             if (n_env >= EXEC_MAX_ENV)
               {
-                fprintf (stderr, "ohbox exec: too many -e options (at most %d)\n", EXEC_MAX_ENV);
+                cli_error (EXEC_EXIT_RUNTIME, "too many -e options (at most %d)", EXEC_MAX_ENV);
                 goto out;
               }
             char *kv = NULL;
@@ -115,13 +113,13 @@ cli_exec (int argc, char **argv)
           rc = 0;
           goto out;
         default:
-          fprintf (stderr, "Run 'ohbox exec --help' for usage.\n");
+          cli_usage_hint (EXEC_EXIT_RUNTIME);
           goto out;
         }
     }
   if (argc - optind < 2)
     {
-      fprintf (stderr, "ohbox exec: expected SANDBOX and COMMAND\nRun 'ohbox exec --help' for usage.\n");
+      cli_usage_error_code (EXEC_EXIT_RUNTIME, "expected SANDBOX and COMMAND");
       goto out;
     }
   o.argv = argv + optind + 1;
@@ -150,7 +148,7 @@ cli_exec (int argc, char **argv)
     rc = exec_fail (&err, code > 0 ? code : EXEC_EXIT_RUNTIME);
   else if (code < 0)
     {
-      fprintf (stderr, "ohbox exec: detached; the command goes on running in `%s`\n", argv[optind]);
+      cli_note ("detached; the command goes on running in `%s`", argv[optind]);
       rc = 0;
     }
   else

@@ -23,7 +23,7 @@ cli_inspect (int argc, char **argv)
       {
       case 'f':
         if (cli_parse_format (optarg, &format) < 0 || format != CLI_FORMAT_JSON)
-          return cli_usage_error ("inspect", "--format takes json, not `%s`", optarg);
+          return cli_usage_error ("--format takes json, not `%s`", optarg);
         break;
       case 'h':
         printf ("Usage: ohbox inspect [--format json] IMAGE...\n\n"
@@ -31,12 +31,12 @@ cli_inspect (int argc, char **argv)
                 "IMAGE is a name, an id, or a unique id prefix of at least 4 hex digits.\n");
         return 0;
       default:
-        return cli_usage_error ("inspect", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (optind >= argc)
-    return cli_usage_error ("inspect", "expected an IMAGE");
+    return cli_usage_error ("expected an IMAGE");
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("inspect", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   json_t *out = json_array ();
@@ -46,7 +46,7 @@ cli_inspect (int argc, char **argv)
       struct ohbox_image *img = NULL;
       if (ohbox_image_load (store, argv[i], &img, &err) < 0)
         {
-          rc = cli_fail ("inspect", &err);
+          rc = cli_fail (&err);
           break;
         }
       json_array_append_new (out, ohbox_image_inspect_json (store, img));

@@ -23,7 +23,7 @@ cli_prune (int argc, char **argv)
       {
       case 'f':
         if (cli_parse_format (optarg, &format) < 0)
-          return cli_usage_error ("prune", "--format takes json or table, not `%s`", optarg);
+          return cli_usage_error ("--format takes json or table, not `%s`", optarg);
         break;
       case 'h':
         printf ("Usage: ohbox prune [--format json]\n\n"
@@ -32,18 +32,18 @@ cli_prune (int argc, char **argv)
                 "other ohbox processes using the store.\n");
         return 0;
       default:
-        return cli_usage_error ("prune", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (optind != argc)
-    return cli_usage_error ("prune", "unexpected argument `%s`", argv[optind]);
+    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("prune", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
   struct ohbox_gc_stats st;
   if (ohbox_store_gc (store, true, &st, &err) < 0)
-    rc = cli_fail ("prune", &err);
+    rc = cli_fail (&err);
   else if (format == CLI_FORMAT_JSON)
     {
       json_t *j = json_pack ("{s:I, s:I, s:I, s:I, s:I}", "images", (json_int_t) st.images_removed, "blobs",

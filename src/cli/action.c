@@ -116,8 +116,8 @@ cli_action (int argc, char **argv)
     switch (c)
       {
       case OPT_FORMAT:
-        if (cli_parse_format (optarg, &fmt) < 0)
-          return cli_usage_error_code (ACTION_EXIT_RUNTIME, "unknown --format `%s`: use table or json", optarg);
+        if (cli_format_option (optarg, &fmt) < 0)
+          return ACTION_EXIT_RUNTIME;
         break;
       case OPT_TIMEOUT:
         if (parse_seconds (optarg, &timeout) < 0)

@@ -76,8 +76,8 @@ cli_check (int argc, char **argv)
         repair = true;
         break;
       case 'f':
-        if (cli_parse_format (optarg, &format) < 0)
-          return cli_usage_error ("--format takes json or table, not `%s`", optarg);
+        if (cli_format_option (optarg, &format) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         printf ("Usage: ohbox check [--repair] [--format json]\n\n"

@@ -62,6 +62,9 @@ void cli_note (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 void cli_report_pending (void);
 /* Parses "table" / "json"; returns -1 on unknown values. */
 int cli_parse_format (const char *s, enum cli_format *out);
+/* --format ARG, for every command that has it: 0, or -1 with the usage
+ * error ("--format takes json or table, not `ARG`") kept for main. */
+int cli_format_option (const char *arg, enum cli_format *out);
 /* Prints JSON to stdout, indented, with a trailing newline. */
 void cli_print_json (json_t *j);
 /* The store root to use. */

@@ -166,6 +166,15 @@ cli_parse_format (const char *s, enum cli_format *out)
   return 0;
 }
 
+int
+cli_format_option (const char *arg, enum cli_format *out)
+{
+  if (cli_parse_format (arg, out) == 0)
+    return 0;
+  cli_usage_error ("--format takes json or table, not `%s`", arg);
+  return -1;
+}
+
 void
 cli_print_json (json_t *j)
 {

@@ -58,11 +58,12 @@ simple_opts (int argc, char **argv, const char *help, const char *shortopts,
           fputs (help, stdout);
           return -1;
         }
-      if (c == '?' || on_opt == NULL || on_opt (c, optarg, data) < 0)
-        {
-          cli_usage_error ("invalid option");
-          return -2;
-        }
+      /* ON_OPT returns -1 for a wrong value, -2 when it reported it itself. */
+      int r = c == '?' || on_opt == NULL ? -1 : on_opt (c, optarg, data);
+      if (r == -1)
+        cli_usage_error ("invalid option");
+      if (r < 0)
+        return -2;
     }
   return 0;
 }
@@ -130,8 +131,8 @@ cli_ps (int argc, char **argv)
         quiet = true;
         break;
       case 'f':
-        if (cli_parse_format (optarg, &fmt) < 0)
-          return cli_usage_error ("unknown format `%s`: use table or json", optarg);
+        if (cli_format_option (optarg, &fmt) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         printf ("Usage: ohbox ps [-a|--all] [-q|--quiet] [--format table|json]\n\n"
@@ -435,7 +436,7 @@ opt_format (int c, const char *arg, void *data)
 {
   if (c == 'n')
     return 0; /* one sample is all ohbox stats prints */
-  return cli_parse_format (arg, (enum cli_format *) data);
+  return cli_format_option (arg, (enum cli_format *) data) < 0 ? -2 : 0;
 }
 
 int

@@ -33,8 +33,8 @@ cli_port (int argc, char **argv)
     switch (c)
       {
       case 'f':
-        if (cli_parse_format (optarg, &fmt) < 0)
-          return cli_usage_error ("unknown --format `%s`: use table or json", optarg);
+        if (cli_format_option (optarg, &fmt) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         fputs (port_help, stdout);

@@ -22,8 +22,8 @@ cli_prune (int argc, char **argv)
     switch (c)
       {
       case 'f':
-        if (cli_parse_format (optarg, &format) < 0)
-          return cli_usage_error ("--format takes json or table, not `%s`", optarg);
+        if (cli_format_option (optarg, &format) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         printf ("Usage: ohbox prune [--format json]\n\n"

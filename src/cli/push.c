@@ -53,8 +53,8 @@ cli_push (int argc, char **argv)
       switch (c)
         {
         case OPT_FORMAT:
-          if (cli_parse_format (optarg, &format) < 0)
-            return cli_usage_error ("--format takes json or table, not `%s`", optarg);
+          if (cli_format_option (optarg, &format) < 0)
+            return OHBOX_ERR_USAGE;
           break;
         case 'q':
           quiet = true;

@@ -517,11 +517,8 @@ cli_run (int argc, char **argv)
         case OPT_FORMAT:
           {
             enum cli_format f;
-            if (cli_parse_format (optarg, &f) < 0)
-              {
-                cli_error (RUN_EXIT_RUNTIME, "unknown --format `%s`: use table or json", optarg);
-                goto out;
-              }
+            if (cli_format_option (optarg, &f) < 0)
+              goto out;
             json_events = f == CLI_FORMAT_JSON;
             break;
           }

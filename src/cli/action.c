@@ -9,11 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/action.h"
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* The documented exit codes (man/ohbox-action.1). */
 #define ACTION_EXIT_ERROR_OBS 1 /* the executor answered with an error observation */

@@ -7,10 +7,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "sandbox/exec.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* man/ohbox-attach.1: the command's status when it exits, 0 when detached,
  * 125 when ohbox failed. */

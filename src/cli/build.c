@@ -6,10 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/build.h"
 #include "cli.h"
-#include "registry/reference.h"
-#include "common/utils.h"
 
 static void
 build_usage (FILE *out)

@@ -5,11 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "store/check.h"
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* Findings are left (none repaired, or some could not be): man/ohbox-check.1. */
 #define CHECK_EXIT_FINDINGS 6

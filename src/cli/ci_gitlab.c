@@ -26,13 +26,6 @@
 
 #include "ci_gitlab.h"
 #include "cli.h"
-#include "sandbox/exec.h"
-#include "image/image.h"
-#include "policy/run_policy.h"
-#include "registry/registries_conf.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* The job sandbox's command: it only has to stay alive until cleanup; the
  * scripts run beside it through exec. */

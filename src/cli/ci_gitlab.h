@@ -8,11 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cgroup/cgroup.h"
-#include "common/digest.h"
-#include "common/error.h"
-#include "image/pull.h"
-#include "sandbox/sandbox.h"
+#include "api/frontend.h"
 
 #define CI_DRIVER_NAME "ohbox"
 #define CI_BUILDS_DIR "/builds"

@@ -25,9 +25,6 @@
 
 #include "ci_gitlab.h"
 #include "cli.h"
-#include "common/utils.h"
-#include "registry/authfile.h"
-#include "store/store.h"
 
 #define OWN_DIR "ci-gitlab"
 #define OWN_RECORD_MAX (64 * 1024)

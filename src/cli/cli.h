@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "api/frontend.h"
 
 /* Exit codes (man/ohbox.1, EXIT STATUS): 0 success, else the error kind. */
 #define OHBOX_EXIT_OK 0

@@ -7,11 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/authfile.h"
 #include "cli.h"
-#include "registry/registries_conf.h"
-#include "registry/registry.h"
-#include "store/store.h"
 
 /* The error a command left for main (cli_fail), and whether it is a usage error. */
 static ohbox_error_t pending;

@@ -8,10 +8,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "sandbox/exec.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* The documented exit codes (man/ohbox-exec.1): the command's status, or
  * 125 when ohbox failed, 126/127 when the command could not be executed. */

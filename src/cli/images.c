@@ -7,9 +7,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "registry/reference.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 static void
 images_usage (FILE *out)

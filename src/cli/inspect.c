@@ -5,8 +5,6 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "image/image.h"
-#include "store/store.h"
 
 int
 cli_inspect (int argc, char **argv)

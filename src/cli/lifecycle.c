@@ -11,9 +11,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 struct session
 {

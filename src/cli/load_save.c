@@ -7,11 +7,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "image/image.h"
-#include "image/oci_layout.h"
-#include "registry/reference.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 static int
 simple_options (int argc, char **argv, const char *help, const char **platform)

@@ -7,11 +7,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "registry/authfile.h"
 #include "cli.h"
-#include "registry/reference.h"
-#include "registry/registry.h"
-#include "common/utils.h"
 
 /* Reads one line from stdin (the password), without echo on a terminal. */
 static char *

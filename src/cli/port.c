@@ -9,9 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 static const char port_help[] =
   "Usage: ohbox port [OPTIONS] SANDBOX [CTRPORT[/tcp|/udp]]\n\n"

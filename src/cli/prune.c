@@ -5,8 +5,6 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 int
 cli_prune (int argc, char **argv)

@@ -10,9 +10,6 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "image/pull.h"
-#include "registry/reference.h"
-#include "common/utils.h"
 
 static void
 pull_usage (FILE *out)

@@ -8,8 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "registry/registry_push.h"
-#include "common/utils.h"
 
 static void
 push_usage (FILE *out)

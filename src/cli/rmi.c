@@ -6,9 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "registry/reference.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* Removes one name or image; prints what it removed. */
 static int

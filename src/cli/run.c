@@ -9,11 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "api/action.h"
-#include "policy/run_policy.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* Exit codes of `ohbox run` (ohbox-run(1)): the command's own, or these. */
 #define RUN_EXIT_RUNTIME 125

@@ -108,4 +108,4 @@ libohbox_internal_la_SOURCES += src/libohbox/common/dl.c src/libohbox/common/dl.
 
 # Devices given to sandboxes: CDI specs (JSON or YAML), host device nodes.
 libohbox_internal_la_SOURCES += src/libohbox/devices/devices.c src/libohbox/devices/devices.h \
-	src/libohbox/devices/cdi.c src/libohbox/devices/gpus.c src/libohbox/common/yaml_json.c src/libohbox/common/yaml_json.h
+	src/libohbox/devices/cdi.c src/libohbox/devices/gpus.c src/libohbox/devices/hooks.c src/libohbox/common/yaml_json.c src/libohbox/common/yaml_json.h

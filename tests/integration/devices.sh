@@ -123,11 +123,6 @@ test_cdi_errors ()
   assert_exit 125 ohbox run --rm --cdi-spec-dir "$SPECS" --device test.ohbox/gauge=g0 "$BB" true
   assert_contains "$err" "is defined twice"
   assert_contains "$err" "gauge-copy.yaml"
-  # Hooks are not run yet: a device that needs one is refused, not started without it.
-  printf 'cdiVersion: 0.5.0\nkind: test.ohbox/hooked\ndevices:\n  - name: h\n    containerEdits:\n      hooks:\n        - hookName: createContainer\n          path: /bin/true\n' \
-    >"$SPECS/hooked.yaml"
-  assert_exit 125 ohbox run --rm --cdi-spec-dir "$SPECS" --device test.ohbox/hooked=h "$BB" true
-  assert_contains "$err" "need hooks (\`/bin/true\` ...), which ohbox does not run yet"
   assert_exit 125 ohbox run --rm --device /etc/hostname "$BB" true
   assert_contains "$err" "is not a device node"
   assert_exit 125 ohbox run --rm --device no-such "$BB" true
@@ -151,6 +146,71 @@ extra_device ()
     [ -c "$d" ] && { echo "$d"; return 0; }
   done
   return 1
+}
+
+# A CDI device's hooks: every stage, in order, with the OCI state on stdin;
+# the pre-start ones see the sandbox set up (its root at /proc/PID/root); a
+# failing or hanging pre-start hook stops the start, a failing poststart
+# one is a warning.
+write_hook_spec ()
+{
+  local dir=$1 env=$2 timeout=$3 stage hooks=
+  for stage in createRuntime createContainer startContainer poststart poststop; do
+    hooks="$hooks{\"hookName\": \"$stage\", \"path\": \"$dir/hook.sh\", \"args\": [\"hook.sh\", \"$stage\"],
+      \"env\": [\"PATH=/usr/bin:/bin\", \"$env\"], \"timeout\": $timeout},"
+  done
+  mkdir -p "$dir/specs"
+  cat >"$dir/specs/hooked.json" <<EOF
+{ "cdiVersion": "0.5.0", "kind": "test.ohbox/hooked", "devices": [ { "name": "h", "containerEdits": {
+  "deviceNodes": [ { "path": "/dev/hooked", "hostPath": "/dev/zero" } ], "hooks": [ ${hooks%,} ] } } ] }
+EOF
+}
+
+test_cdi_hooks ()
+{
+  load_bb
+  local dir=$T_WORK/hooks log=$T_WORK/hooks/log id
+  mkdir -p "$dir"
+  cat >"$dir/hook.sh" <<EOF
+#!/bin/bash
+state=\$(cat)
+pid=\$(jq -r .pid <<<"\$state")
+seen=no
+# (poststart races with a short command: only the pre-start stages are asked)
+[ "\$(jq -r .status <<<"\$state")" = created ] || seen=-
+[ "\$seen" = no ] && [ -e "/proc/\$pid/root/dev/hooked" ] && seen=yes
+echo "\$1 \$(jq -r .status <<<"\$state") \$(jq -r .id <<<"\$state" | cut -c1-12) root-set-up:\$seen" >>"$log"
+[ "\$1" != "\${FAIL_AT:-}" ] || { echo "hook refuses at \$1" >&2; exit 3; }
+[ "\$1" != "\${HANG_AT:-}" ] || sleep 30
+exit 0
+EOF
+  chmod +x "$dir/hook.sh"
+  write_hook_spec "$dir" NONE=1 10
+  assert_ok ohbox run --rm --network none --cdi-spec-dir "$dir/specs" --device test.ohbox/hooked=h "$BB" echo ran
+  assert_eq "$out" "ran"
+  id=$(awk 'NR == 1 { print $3 }' "$log")
+  assert_eq "$(cat "$log")" "createRuntime created $id root-set-up:yes
+createContainer created $id root-set-up:yes
+startContainer created $id root-set-up:yes
+poststart running $id root-set-up:-
+poststop stopped $id root-set-up:-"
+  # A failing createContainer hook: no sandbox, its message.
+  rm -f "$log"
+  write_hook_spec "$dir" FAIL_AT=createContainer 10
+  assert_exit 125 ohbox run --rm --network none --cdi-spec-dir "$dir/specs" --device test.ohbox/hooked=h "$BB" echo never
+  assert_contains "$err" "createContainer hook \`$dir/hook.sh\` failed (exit status 3): hook refuses at createContainer"
+  assert_not_contains "$out" never
+  # A hanging one is killed at its timeout.
+  write_hook_spec "$dir" HANG_AT=startContainer 1
+  assert_exit 125 ohbox run --rm --network none --cdi-spec-dir "$dir/specs" --device test.ohbox/hooked=h "$BB" true
+  assert_contains "$err" "startContainer hook \`$dir/hook.sh\` did not finish within 1 s"
+  # A failing poststart hook is a warning.
+  write_hook_spec "$dir" FAIL_AT=poststart 10
+  assert_ok ohbox run --rm --network none --cdi-spec-dir "$dir/specs" --device test.ohbox/hooked=h "$BB" echo ran
+  assert_eq "$out" "ran"
+  assert_contains "$err" "poststart hook"
+  assert_ok ohbox ps -a -q
+  assert_eq "$out" ""
 }
 
 test_access_limited ()
@@ -330,6 +390,7 @@ test_gpus_fake_driver ()
 
 run_test cdi_json_and_yaml test_cdi_json_and_yaml
 run_test cdi_errors test_cdi_errors
+run_test cdi_hooks test_cdi_hooks
 run_test access_limited test_access_limited
 run_test host_device test_host_device
 run_test gpus_fake_driver test_gpus_fake_driver

@@ -269,21 +269,12 @@ check_mount (const struct spec *s, json_t *m, const char *where, ohbox_error_t *
   return 0;
 }
 
-static const char *const hook_names[] = {
-  [OHBOX_HOOK_PRESTART] = "prestart",
-  [OHBOX_HOOK_CREATE_RUNTIME] = "createRuntime",
-  [OHBOX_HOOK_CREATE_CONTAINER] = "createContainer",
-  [OHBOX_HOOK_START_CONTAINER] = "startContainer",
-  [OHBOX_HOOK_POSTSTART] = "poststart",
-  [OHBOX_HOOK_POSTSTOP] = "poststop",
-};
-
 static int
 hook_stage (const char *name)
 {
-  for (size_t i = 0; i < sizeof hook_names / sizeof hook_names[0]; i++)
-    if (name != NULL && strcmp (name, hook_names[i]) == 0)
-      return (int) i;
+  for (int i = OHBOX_HOOK_PRESTART; i <= OHBOX_HOOK_POSTSTOP; i++)
+    if (name != NULL && strcmp (name, ohbox_hook_stage_name ((enum ohbox_hook_stage) i)) == 0)
+      return i;
   return -1;
 }
 

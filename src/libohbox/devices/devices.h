@@ -116,6 +116,14 @@ int ohbox_cdi_resolve (const char *const *dirs, const char *const *names, size_t
  * of that kind is malformed. */
 int ohbox_cdi_kind_devices (const char *const *dirs, const char *kind, char ***names, ohbox_error_t *err);
 
+/* ---- hooks (hooks.c) ---- */
+
+/* Runs E's hooks of STAGE in order, as the caller, each with STATE (the OCI
+ * state JSON) on its stdin; -1 at the first that fails or times out. */
+int ohbox_device_hooks_run (const struct ohbox_device_edits *e, enum ohbox_hook_stage stage, const char *state,
+                            ohbox_error_t *err);
+const char *ohbox_hook_stage_name (enum ohbox_hook_stage stage);
+
 /* ---- GPUs (gpus.c) ---- */
 
 /* `--gpus all|N|device=ID[,ID...]` (Docker's forms; `"device=0,1"` quoted

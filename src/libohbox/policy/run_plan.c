@@ -92,11 +92,12 @@ executor_json (const struct ohbox_plan_executor *x)
 {
   if (!x->enabled)
     return json_null ();
-  return json_pack ("{s:o, s:s, s:b, s:b, s:o, s:o, s:o, s:s, s:o}", "port", int_or_null (x->port), "listen_address",
-                    x->listen_address, "reachable_from_host", x->reachable, "published", x->published,
-                    "host_address", str_or_null (x->reachable ? x->host_address : NULL), "host_port",
-                    int_or_null (x->host_port), "url", str_or_null (x->url), "session_key", x->key_source, "argv",
-                    strv_json (x->argv, true));
+  return json_pack ("{s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:s, s:o, s:s, s:b}", "port", int_or_null (x->port),
+                    "listen_address", str_or_null (x->own_command ? NULL : x->listen_address), "reachable_from_host",
+                    x->reachable, "published", x->published, "host_address",
+                    str_or_null (x->reachable ? x->host_address : NULL), "host_port", int_or_null (x->host_port), "url",
+                    str_or_null (x->url), "session_key", x->key_source, "argv", strv_json (x->argv, true), "command",
+                    x->own_command ? "request" : "executor", "standby", x->standby);
 }
 
 static json_t *
@@ -167,12 +168,14 @@ ohbox_run_plan_json (const struct ohbox_run_plan *p)
                             ohbox_cgroup_mode_name (h->cgroup_mode), "cgroup_limits", h->cgroup_limits);
   json_t *mounts = json_pack ("{s:o, s:o}", "volumes", strv_json (p->req->volumes, false), "tmpfs",
                               strv_json (p->req->tmpfs, false));
-  return json_pack ("{s:s, s:o, s:b, s:{s:i, s:b}, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "image", p->req->image,
+  return json_pack ("{s:s, s:o, s:b, s:{s:i, s:b}, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "image",
+                    p->req->image,
                     "image_id", str_or_null (p->image_id), "runtime_image", p->runtime_image, "caller", "euid",
                     (int) p->euid, "rootless", p->rootless, "host", host, "network", network_json (p), "executor",
                     executor_json (&p->executor), "process", process_json (p), "limits",
                     limits_json (&p->req->limits, p->opts.storage_size), "security", security_json (p), "mounts", mounts, "devices",
-                    devices_json (&p->devices), "warnings", strv_json (p->warnings, false));
+                    devices_json (&p->devices), "warnings", strv_json (p->warnings, false), "labels",
+                    strv_json (p->req->labels, false));
 }
 
 static void

@@ -59,6 +59,7 @@ enum
   MSG_GO = 1,
   MSG_ERROR = 2,
   MSG_NS = 3, /* child -> parent: its user, then its network namespace (after_clone) */
+  MSG_READY = 4, /* command -> parent: set up, waiting for the last GO (before_start) */
 };
 
 struct sync_msg
@@ -233,6 +234,8 @@ exec_command (void *arg)
   /* The last GO: the parent's after_clone (the network) is done, which ran
    * meanwhile. Before the seccomp filter, which may not allow recvmsg. */
   struct sync_msg m;
+  if (spec->before_start)
+    send_msg (sync, MSG_READY, 0, 0, 0, NULL, -1);
   if (recv_msg (sync, &m, NULL) <= 0 || m.type != MSG_GO)
     _exit (OHBOX_EXIT_RUNTIME);
   if (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0)
@@ -701,6 +704,21 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
         }
     }
   ohbox_trace ("parent: network attached");
+  if (spec->before_start)
+    {
+      /* The sandbox is set up (mounts, pivot_root, its command's process
+       * waits): what must run before its command does, runs now. */
+      n = recv_msg (sync, &m, NULL);
+      if (n >= (ssize_t) offsetof (struct sync_msg, text) && m.type == MSG_ERROR)
+        goto child_error;
+      if (n <= 0 || m.type != MSG_READY)
+        {
+          ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init died during setup");
+          goto fail;
+        }
+      if (spec->before_start (pid, spec->before_start_data, err) < 0)
+        goto fail;
+    }
   send_msg (sync, MSG_GO, 0, 0, 0, NULL, -1);
   n = recv_msg (sync, &m, NULL);
   if (n == 0)

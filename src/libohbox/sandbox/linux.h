@@ -172,6 +172,12 @@ struct ohbox_linux_spec
    * NULL. */
   int (*right_after_clone) (int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
   void *after_clone_data;
+  /* Called in the parent once the sandbox is set up (its mounts made, its
+   * root pivoted, its command's process waiting to execve) and its network
+   * attached, before the command runs; may be NULL (then there is no such
+   * wait). */
+  int (*before_start) (pid_t pid, void *data, ohbox_error_t *err);
+  void *before_start_data;
 
   const struct ohbox_snapshot *snap;
   bool read_only;

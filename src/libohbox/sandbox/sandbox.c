@@ -314,6 +314,40 @@ set_device_owners (struct ohbox_mount_spec *m, size_t n, const struct ohbox_user
     }
 }
 
+/* The OCI state a device's hook gets on its stdin. */
+static char *
+hook_state (const char *id, const char *status, pid_t pid, const char *bundle)
+{
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:s, s:{}}", "ociVersion", "1.0.2", "id", id, "status", status, "pid",
+                         (int) pid, "bundle", bundle, "annotations");
+  char *text = json_dumps (j, JSON_COMPACT);
+  json_decref (j);
+  return text;
+}
+
+struct start_hooks
+{
+  const struct ohbox_run_options *o;
+  const char *id;
+  const char *dir; /* the sandbox's state directory: the state's bundle */
+};
+
+/* The devices' hooks before the command runs (linux.h before_start): in
+ * OCI's order, all three from the host's namespaces, the sandbox's root at
+ * /proc/PID/root (ohbox-run(1) says how this differs from runc). */
+static int
+run_start_hooks (pid_t pid, void *data, ohbox_error_t *err)
+{
+  const struct start_hooks *h = data;
+  static const enum ohbox_hook_stage stages[] = { OHBOX_HOOK_PRESTART, OHBOX_HOOK_CREATE_RUNTIME,
+                                                  OHBOX_HOOK_CREATE_CONTAINER, OHBOX_HOOK_START_CONTAINER };
+  cleanup_free char *state = hook_state (h->id, "created", pid, h->dir);
+  for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
+    if (ohbox_device_hooks_run (h->o->devices, stages[i], state, err) < 0)
+      return -1;
+  return 0;
+}
+
 /* Root's sandboxes may open the nodes ohbox puts in every /dev and the
  * devices given, nothing else (cgroup_devices.c).  Rootless ones cannot
  * have device rules (the v1 lists and v2 filters need the host's
@@ -515,6 +549,23 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
     json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
   if (o->devices)
     json_object_set_new (cfg, "devices", devices_json (o->devices));
+  if (o->labels)
+    {
+      json_t *labels = json_object ();
+      for (size_t i = 0; o->labels[i]; i++)
+        {
+          const char *eq = strchr (o->labels[i], '=');
+          if (eq == NULL || json_object_setn_new (labels, o->labels[i], (size_t) (eq - o->labels[i]),
+                                                  json_string (eq + 1))
+                                < 0)
+            {
+              json_decref (labels);
+              json_decref (cfg);
+              return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: use KEY=VALUE in UTF-8", o->labels[i]);
+            }
+        }
+      json_object_set_new (cfg, "labels", labels);
+    }
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   return r;
@@ -691,6 +742,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   if (ohbox_exec_record (dfd, &xr, err) < 0
       || (c.seccomp && ohbox_seccomp_filter_save (dfd, OHBOX_EXEC_SECCOMP_FILE, c.seccomp, err) < 0))
     goto fail;
+  cleanup_free char *sandbox_dir = xasprintf ("%s/%s", rt->root, id);
+  struct start_hooks start_hooks = { .o = o, .id = id, .dir = sandbox_dir };
   struct ohbox_linux_spec spec = {
     .id = id,
     .argv = c.argv,
@@ -709,6 +762,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .after_clone = attach_network,
     .right_after_clone = attach_network_early,
     .after_clone_data = c.net,
+    .before_start = o->devices && o->devices->n_hooks > 0 ? run_start_hooks : NULL,
+    .before_start_data = &start_hooks,
     .snap = c.snap,
     .read_only = o->read_only,
     .mounts = c.mounts,
@@ -730,6 +785,14 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       goto fail;
     }
   ohbox_trace ("parent: command running");
+  if (o->devices && o->devices->n_hooks > 0)
+    {
+      /* OCI: a poststart hook that fails is a warning; the sandbox runs. */
+      cleanup_free char *state = hook_state (id, "running", proc.pid, sandbox_dir);
+      cleanup_error ohbox_error_t hook_err = NULL;
+      if (ohbox_device_hooks_run (o->devices, OHBOX_HOOK_POSTSTART, state, &hook_err) < 0)
+        warn (o, "%s", hook_err->msg);
+    }
   double started = ohbox_monotonic ();
   /* From here on the store is only read through the sandbox's own mounts;
    * its layers file keeps GC away from them (snapshot.h). */
@@ -744,7 +807,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .rt = rt,
     .id = id,
     .dirfd = dfd,
-    .lockfd = lockfd,
+    .lockfd = steal_fd (&lockfd), /* the monitor lets go of it (monitor.c) */
     .pid = proc.pid,
     .pidfd = proc.pidfd,
     .log_fd = c.out_read,
@@ -761,6 +824,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .on_output = report_fd < 0 ? o->on_output : NULL,
     .on_exited = report_fd < 0 ? o->on_exited : NULL,
     .event_data = o->event_data,
+    .devices = o->devices,
   };
   c.out_read = -1;
   c.line_read[0] = c.line_read[1] = -1;
@@ -768,6 +832,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   struct ohbox_cgroup *cg = m.cgroup;
   /* The reserved host ports stay bound for as long as the monitor runs. */
   struct ohbox_network *net = steal_pointer (&c.net);
+  m.net = net;
   run_ctx_release (&c);
   if (ret_id)
     *ret_id = xstrdup (id);

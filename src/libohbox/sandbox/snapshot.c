@@ -436,14 +436,14 @@ remove_as_mapped_root (int dirfd, const char *rel, ohbox_error_t *err)
   if (pipe2 (ready, O_CLOEXEC) < 0)
     {
       ohbox_userns_plan_release (&plan);
-      return ohbox_error_errno (err, "pipe");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
     }
   if (pipe2 (go, O_CLOEXEC) < 0)
     {
       close (ready[0]);
       close (ready[1]);
       ohbox_userns_plan_release (&plan);
-      return ohbox_error_errno (err, "pipe");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
     }
   pid_t pid = fork ();
   if (pid == 0)
@@ -463,13 +463,13 @@ remove_as_mapped_root (int dirfd, const char *rel, ohbox_error_t *err)
   int r = 0;
   char c = 0;
   if (pid < 0)
-    r = ohbox_error_errno (err, "fork");
+    r = ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork");
   else if (read (ready[0], &c, 1) != 1 || c != 'u')
     r = ohbox_error (err, OHBOX_ERR_STORE, 0, "could not make a user namespace to remove files of other ids");
   else if (ohbox_userns_write_maps (pid, &plan, err) < 0)
     r = -1;
   else if (write (go[1], "g", 1) != 1)
-    r = ohbox_error_errno (err, "signal the remover");
+    r = ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signal the remover");
   close (ready[0]);
   close (go[1]);
   int status = 0;

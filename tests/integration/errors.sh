@@ -177,6 +177,23 @@ test_store_refused ()
   assert_contains "$err" "Permission denied"
 }
 
+# Each error once, from one place, in one format: "ohbox COMMAND: MESSAGE".
+test_reported_once ()
+{
+  assert_exit 3 ohbox rm nosuch1 nosuch2
+  assert_eq "$err" "ohbox rm: no such sandbox \`nosuch1\`; see \`ohbox ps -a\`
+ohbox rm: no such sandbox \`nosuch2\`; see \`ohbox ps -a\`" "stderr of rm"
+  assert_exit 2 ohbox images --format yaml
+  assert_eq "$err" "ohbox images: --format takes json or table, not \`yaml\`
+Run 'ohbox images --help' for usage." "stderr of images"
+  assert_exit 125 ohbox run --format yaml "$BB" true
+  assert_eq "$(grep -c '^ohbox run: ' <<<"$err")" 1 "ohbox run's error lines"
+  assert_exit 2 ohbox ci gitlab nope
+  assert_eq "$err" "ohbox ci gitlab: unknown stage \`nope\`: use config, prepare, run or cleanup" "stderr of ci"
+  assert_exit 3 ohbox logout nohost.invalid
+  assert_eq "$(grep -c '^ohbox logout: not logged in to nohost.invalid' <<<"$err")" 1 "ohbox logout's error lines"
+}
+
 # errno chooses a kind (ohbox_error_errno) only in store code: store/,
 # image/, build/, common/ (file helpers) and the CLI's own files; the
 # other modules say which they are (ohbox_error_sys with their kind).
@@ -194,4 +211,5 @@ run_test rm_force_refused test_rm_force_refused
 run_test pause_refused test_pause_refused
 run_test stats_refused test_stats_refused
 run_test store_refused test_store_refused
+run_test reported_once test_reported_once
 run_test source_rule test_source_rule

@@ -30,7 +30,7 @@ extern struct cli_global cli_global;
 
 typedef int (*cli_command_fn) (int argc, char **argv);
 
-/* Errors (the CLI's contract, /work HACKING.md "Errors"): a command returns
+/* Errors (the CLI's contract; HACKING.md, "Errors"): a command returns
  * its exit code; on failure it hands its ohbox_error_t to cli_fail (or
  * cli_fail_code, cli_usage_error) and returns what that returns. main
  * prints the error once, after the command, as "ohbox COMMAND: MESSAGE"

@@ -11,6 +11,7 @@
 #include "common/error.h"             /* ohbox_error_t, the kinds */
 #include "common/utils.h"             /* cleanup_*, xasprintf, ohbox_format_size, ohbox_signal_parse */
 #include "common/digest.h"            /* digests given on the command line */
+#include "common/strv.h"              /* string vectors of repeated options */
 #include "registry/reference.h"       /* image references */
 #include "registry/registry.h"        /* registry options (TLS, credentials) */
 #include "registry/registries_conf.h" /* --registries-conf */
@@ -26,6 +27,7 @@
 #include "sandbox/sandbox.h"          /* sandboxes: start, list, stop, kill, rm, pause, logs, stats */
 #include "sandbox/exec.h"             /* exec, attach */
 #include "cgroup/cgroup.h"            /* limits given as options, statistics */
+#include "devices/devices.h"          /* --device, --gpus, --cdi-spec-dir */
 #include "api/action.h"               /* actions to a runtime sandbox's executor */
 
 #endif

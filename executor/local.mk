@@ -12,7 +12,7 @@ ohbox_executor_SOURCES = \
 	executor/cmdsplit.c executor/cmdsplit.h \
 	executor/obs.c executor/obs.h \
 	executor/files.c \
-	executor/editor.c executor/editor.h executor/editor_view.c executor/editor_private.h \
+	executor/editor.c executor/editor.h executor/editor_view.c executor/editor_text.c executor/editor_private.h \
 	executor/diff.c \
 	executor/archive.c \
 	executor/ipython.c \
@@ -66,6 +66,7 @@ dist_executorsrc_DATA = \
 	executor/editor.c \
 	executor/editor.h \
 	executor/editor_private.h \
+	executor/editor_text.c \
 	executor/editor_view.c \
 	executor/executor.h \
 	executor/files.c \

@@ -454,8 +454,8 @@ def test_editor_create_view_replace_insert_undo():
     eq(o['content'], f"Here's the result of running `cat -n` on {p}:\n     1\tx = 1\n     2\ty = 2\n     3\t\n", 'view')
     eq(o['extras'], {'path': p, 'impl_source': 'oh_aci'}, 'read extras')
     o = act('read', {'path': p, 'impl_source': 'oh_aci', 'view_range': [2, 10]})
-    eq(o['content'], f"Here's the result of running `cat -n` on {p}:\n     2\ty = 2\n\nNOTE: We only show up to 2 "
-                     "since there's only 2 lines in this file\n", 'view_range clamped')
+    eq(o['content'], "NOTE: We only show up to 2 since there're only 2 lines in this file.\n"
+                     f"Here's the result of running `cat -n` on {p}:\n     2\ty = 2\n", 'view_range clamped')
     o = edit('str_replace', p, old_str='x = 1', new_str='x = 2')
     check(o['content'].startswith(f'The file {p} has been edited. Here\'s the result of running `cat -n` on a '
                                   f'snippet of {p}:\n     1\tx = 2\n'), o['content'])
@@ -484,6 +484,68 @@ def test_editor_create_view_replace_insert_undo():
        'absolute path, starting with `/`.', 'relative path')
     eq(edit('undo_edit', f'{WORK}/ed/none.py')['content'], f'ERROR:\nInvalid `path` parameter: {WORK}/ed/none.py. '
        f'The path {WORK}/ed/none.py does not exist. Please provide a valid path.', 'missing')
+
+
+def parity_files(root, files):
+    for rel, c in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if isinstance(c, dict) and 'hex' in c:
+            data = bytes.fromhex(c['hex'])
+        elif isinstance(c, dict):
+            data = b'x' * c['size']
+        else:
+            data = c.encode()
+        with open(path, 'wb') as f:
+            f.write(data)
+
+
+def test_editor_matches_openhands_aci():
+    """Every error path (and the edits between them) answers what openhands-aci 0.3.2 answered on the same files."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'editor-parity.json'), encoding='utf-8') as f:
+        spec = json.load(f)
+    d = f'{WORK}/parity'
+    shutil.rmtree(d, ignore_errors=True)
+    parity_files(d, spec['files'])
+    os.makedirs(f'{d}/loop/inner')
+    os.symlink('..', f'{d}/loop/inner/back')
+    fill = lambda v: v.replace('{D}', d).replace('{W}', WORK) if isinstance(v, str) else v
+    bad = []
+    for i, step in enumerate(spec['steps']):
+        a = {k: fill(v) for k, v in step.items() if k not in ('kind', 'expect')}
+        if step['kind'] == 'read':
+            o = act('read', {'path': a['path'], 'start': 0, 'end': -1, 'thought': '', 'security_risk': -1,
+                             'impl_source': 'oh_aci', 'view_range': a['view_range']})
+            got = ('[error] ' if o['observation'] == 'error' else '') + o['content']
+        else:
+            got = edit(a.pop('command'), a.pop('path'), **a)['content']
+        if got != fill(step['expect']):
+            bad.append(f'step {i} {json.dumps(step)[:160]}: got {got[:300]!r}')
+    for rel, want in spec['files_after'].items():
+        with open(f'{d}/{rel}', 'rb') as f:
+            if f.read() != want.encode('latin-1'):
+                bad.append(f'{rel} differs after the steps')
+    shutil.rmtree(d, ignore_errors=True)
+    check(not bad, '\n'.join(bad))
+
+
+def test_editor_encodings_and_newlines():
+    """Files that are not UTF-8 are read as Latin-1 and written back in it; CRLF reads as LF."""
+    d = f'{WORK}/enc'
+    os.makedirs(d, exist_ok=True)
+    p = f'{d}/latin1.txt'
+    with open(p, 'wb') as f:
+        f.write('caf\xe9 au lait\r\nna\xefve\n'.encode('latin-1'))
+    o = edit('str_replace', p, old_str='caf\xe9', new_str='th\xe9')
+    check(o['content'].startswith(f'The file {p} has been edited.'), o['content'])
+    with open(p, 'rb') as f:
+        eq(f.read(), 'th\xe9 au lait\nna\xefve\n'.encode('latin-1'), 'written back in Latin-1, newlines as read')
+    o = edit('str_replace', p, old_str='au', new_str='\u2603\u2603')
+    eq(o['content'], "ERROR:\nRan into 'latin-1' codec can't encode characters in position 4-5: ordinal not in "
+                     f"range(256) while trying to write to {p}", 'unencodable text')
+    with open(p, 'rb') as f:
+        eq(f.read(), 'th\xe9 au lait\nna\xefve\n'.encode('latin-1'), 'file untouched by a failed write')
+    eq(edit('undo_edit', p)['content'].split('\n')[1:3], ['     1\tcaf\xe9 au lait', '     2\tna\xefve'], 'undo')
 
 
 def test_editor_directory_view():
@@ -679,7 +741,8 @@ ALL = {
             test_run_hidden_and_static, test_alive_answers_during_long_action,
             test_flood_and_many_processes_do_not_take_the_server_down],
     'files': [test_write_and_read_default, test_read_errors_binary_and_media,
-              test_editor_create_view_replace_insert_undo, test_editor_directory_view],
+              test_editor_create_view_replace_insert_undo, test_editor_matches_openhands_aci,
+              test_editor_encodings_and_newlines, test_editor_directory_view],
     'ipython': [test_ipython],
     'queue': [test_queue_full_answers_503],
 }

@@ -19,10 +19,18 @@ ohbox_executor_SOURCES = \
 	executor/users.c executor/users.h \
 	src/libohbox/common/error.c src/libohbox/common/error.h \
 	src/libohbox/common/utils.c src/libohbox/common/utils.h
-ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
+nodist_ohbox_executor_SOURCES = executor/ipython_driver.inc
+ohbox_executor_CFLAGS = $(AM_CFLAGS) -I$(top_builddir) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
 # libarchive is not linked: archive.c loads it on first use (its header only
 # gives the types).
 ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS)
+
+# ipython.c embeds the Python side of run_ipython as a C string literal.
+executor/ipython_driver.inc: executor/ipython_driver.py
+	$(AM_V_GEN)$(MKDIR_P) executor && sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' \
+	  $(top_srcdir)/executor/ipython_driver.py >$@.tmp && mv $@.tmp $@
+BUILT_SOURCES += executor/ipython_driver.inc
+CLEANFILES += executor/ipython_driver.inc
 
 # The closure directory (binary + every shared library it loads + the loader).
 # With executor-mhd-notls/ (below) it holds that libmicrohttpd: no GnuTLS.
@@ -50,7 +58,7 @@ tests_executor_test_executor_units_LDADD = $(JANSSON_LIBS) $(VTERM_LIBS) -lm
 
 # What `ohbox build` needs from an installed ohbox (src/libohbox/build/build_inputs.c
 # looks there): closure.sh, and the executor source tree whose digest is the
-# runtime images' source tag. Keep this list equal to executor/*.c, *.h, local.mk.
+# runtime images' source tag. Keep this list equal to executor/*.c, *.h, *.py, local.mk.
 dist_pkgdata_DATA = executor/closure.sh
 executorsrcdir = $(pkgdatadir)/executor-src
 dist_executorsrc_DATA = \
@@ -71,6 +79,7 @@ dist_executorsrc_DATA = \
 	executor/executor.h \
 	executor/files.c \
 	executor/ipython.c \
+	executor/ipython_driver.py \
 	executor/local.mk \
 	executor/main.c \
 	executor/obs.c \

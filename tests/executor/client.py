@@ -560,35 +560,89 @@ def test_editor_directory_view():
                      f"directory are excluded. You can use 'ls -la {t}' to see them.", 'listing')
 
 
+FALLBACK_NOTE = ('[IPython is not installed in this Python: the cell ran as plain Python, with %pip, %cd, !cmd and '
+                 '%%bash translated]')
+
+
+def ipython_expected(python):
+    """'ipython' or 'fallback': what the caller says the sandbox's python3 has
+    (OHBOX_EXPECT_IPYTHON), else what the executor's interpreter on this host has."""
+    want = os.environ.get('OHBOX_EXPECT_IPYTHON')
+    if want:
+        return want
+    import subprocess
+    return 'ipython' if subprocess.call([python, '-c', 'import IPython'], stderr=subprocess.DEVNULL) == 0 else 'fallback'
+
+
+def cell(code, timeout=120.0):
+    return act('run_ipython', {'code': code, 'include_extra': False}, timeout=timeout)
+
+
 def test_ipython():
+    """run_ipython: IPython's InteractiveShell where the sandbox's python3 has
+    IPython, plain Python with %pip, %cd, !cmd and %%bash where it has not."""
     o = act('run_ipython', {'code': 'import os\nx = 20\nx + 1', 'thought': '', 'include_extra': True,
                             'confirmation_state': 'confirmed', 'security_risk': -1, 'kernel_init_code': ''})
-    if o['observation'] == 'error':
-        check('python3' in o['content'], o['content'])
-        raise Skip('no python3 for run_ipython: ' + o['content'])
+    if o['observation'] == 'error' and os.environ.get('OHBOX_EXPECT_IPYTHON') == 'none':
+        eq(o['content'], 'run_ipython needs python3 in the sandbox, and none was found in PATH', 'no python3')
+        return
     eq(list(o.keys()), ['message', 'observation', 'content', 'extras', 'success'], 'keys')
     eq(o['observation'], 'run_ipython', 'observation')
     eq(sorted(o['extras'].keys()), ['code', 'image_urls'], 'extras')
     eq(o['success'], True, 'success')
     lines = o['content'].split('\n')
-    eq(lines[0], '21', 'final expression value')
-    eq(lines[1], f'[Jupyter current working directory: {WORK}]', 'cwd line')
-    check(lines[2].startswith('[Jupyter Python interpreter: '), 'interpreter line')
-    o = act('run_ipython', {'code': 'print(x * 2)\nos.getcwd()', 'include_extra': False})
-    eq(o['content'], "40\n'" + WORK + "'", 'globals persist; print then value')
+    python = lines[-1][len('[Jupyter Python interpreter: '):-1]
+    check(lines[-1].startswith('[Jupyter Python interpreter: /') and os.path.basename(python).startswith('python'),
+          lines[-1])
+    if os.environ.get('OHBOX_EXPECT_PYTHON'):
+        eq(python, os.environ['OHBOX_EXPECT_PYTHON'], 'interpreter path')
+    mode = ipython_expected(python)
+    note = [] if mode == 'ipython' else [FALLBACK_NOTE]
+    eq(lines, ['21'] + note + [f'[Jupyter current working directory: {WORK}]', lines[-1]], 'value, note, extras')
+    tail = '' if mode == 'ipython' else '\n' + FALLBACK_NOTE
+    o = cell('print(x * 2)\nos.getcwd()')
+    eq(o['content'], "40\n'" + WORK + "'" + tail, 'globals persist; print then value')
     run('cd /tmp')
-    eq(act('run_ipython', {'code': 'os.getcwd()', 'include_extra': False})['content'], "'/tmp'", 'follows bash cwd')
+    eq(cell('os.getcwd()')['content'], "'/tmp'" + tail, 'follows bash cwd')
     run(f'cd {WORK}')
-    o = act('run_ipython', {'code': '1/0', 'include_extra': False})
-    check('ZeroDivisionError: division by zero' in o['content'] and 'Traceback' in o['content'], o['content'])
-    eq(act('run_ipython', {'code': 'y = 1', 'include_extra': False})['content'],
-       '[Code executed successfully with no output]', 'no output')
+    o = cell('1/0')
+    check('ZeroDivisionError: division by zero' in o['content'] and
+          ('Cell In' in o['content'] and '----> 1 1/0' in o['content'] if mode == 'ipython' else 'Traceback' in o['content']), o['content'])
+    eq(cell('y = 1')['content'], '[Code executed successfully with no output]' + tail, 'no output')
+    # The magics agents use.
+    eq(cell('!echo bang $((6*7))')['content'], 'bang 42' + tail, '!cmd')
+    eq(cell('%%bash\necho from bash\nfor i in 1 2; do echo $i; done')['content'], 'from bash\n1\n2' + tail, '%%bash')
+    eq(cell('files = !printf "a\\nb\\n"\nfiles')['content'], "['a', 'b']" + tail, 'x = !cmd')
+    d = cell('import tempfile\ntempfile.mkdtemp(prefix="ipy")')['content'].split('\n')[0].strip("'")
+    check(d.startswith('/') and 'ipy' in d, d)
+    o = act('run_ipython', {'code': f'%cd {d}', 'include_extra': True})
+    eq(o['content'].split('\n')[0], d, '%cd prints the new directory')
+    check(f'[Jupyter current working directory: {d}]' in o['content'], o['content'])
+    eq(cell('os.getcwd()')['content'], f"'{d}'" + tail, '%cd moved the kernel')
+    cell(f'os.chdir("/")\nos.rmdir("{d}")')
+    o = cell('%pip --help')
+    no_pip = f'{python}: No module named pip'
+    check(o['content'].startswith('\nUsage:') or o['content'].startswith('Usage:') or o['content'].startswith(no_pip),
+          '%pip runs python -m pip: ' + o['content'][:200])
+    check('Note: you may need to restart the kernel to use updated packages.' in o['content'], o['content'][-300:])
+    if mode == 'ipython':
+        eq(cell('get_ipython().__class__.__mro__[1].__name__')['content'], "'InteractiveShell'", 'a real IPython shell')
+        eq(cell('from IPython.display import display\ndisplay(5)\n"last"')['content'], "5'last'", 'display_data')
+        o = cell('%time 2 + 3')
+        check('Wall time:' in o['content'] and o['content'].endswith('5'), o['content'])
+        cell('6 * 7')
+        eq(cell('Out[max(Out)] + 1')['content'], '43', 'IPython output history')
+    else:
+        o = cell('%timeit 1')
+        check(o['content'].startswith('Traceback') and 'NameError: magic %timeit is not available: IPython is not '
+              'installed in this Python' in o['content'], o['content'])
     t = time.time()
-    o = act('run_ipython', {'code': 'import time\ntime.sleep(30)', 'include_extra': False}, timeout=1.0)
+    o = cell('import time\ntime.sleep(30)', timeout=1.0)
     check(time.time() - t < 4, 'interrupted at the timeout')
     check('KeyboardInterrupt' in o['content'] and '[Execution timed out (1.0 seconds).]' in o['content'],
           o['content'])
-    eq(act('run_ipython', {'code': 'x', 'include_extra': False})['content'], '20', 'state kept after interrupt')
+    eq(cell('x')['content'], '20' + tail, 'state kept after interrupt')
+    run(f'cd {WORK}')
 
 
 def test_browse_unknown_and_malformed():

@@ -327,13 +327,13 @@ action_run_ipython (struct executor *ex, json_t *args, double timeout)
       free (content);
       content = c2;
     }
-  /* The kernel's own cwd (a %cd moves it) and the interpreter it runs. */
-  const char *kernel_cwd = reply ? json_string_value (json_object_get (reply, "cwd")) : NULL;
+  /* As the server: the bash session's cwd (not the kernel's, which a %cd
+   * moves) and the interpreter the kernel runs. */
   const char *python = reply ? json_string_value (json_object_get (reply, "python")) : NULL;
   if (include_extra)
     {
-      char *c2 = xasprintf ("%s\n[Jupyter current working directory: %s]\n[Jupyter Python interpreter: %s]", content,
-                            kernel_cwd ? kernel_cwd : cwd, python && *python ? python : py->python);
+      char *c2 = xasprintf ("%s\n[Jupyter current working directory: %s]\n[Jupyter Python interpreter: %s]", content, cwd,
+                            python && *python ? python : py->python);
       free (content);
       content = c2;
     }

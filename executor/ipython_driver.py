@@ -252,11 +252,7 @@ def main():
         finally:
             in_cell = False
         text = capture_end(out)
-        try:
-            cwd = os.getcwd()
-        except OSError:
-            cwd = None
-        send({'output': text, 'images': list(images), 'python': sys.executable, 'cwd': cwd, 'ipython': have_ipython})
+        send({'output': text, 'images': list(images), 'python': sys.executable, 'ipython': have_ipython})
 
 
 main()

@@ -617,14 +617,37 @@ def test_ipython():
     check(d.startswith('/') and 'ipy' in d, d)
     o = act('run_ipython', {'code': f'%cd {d}', 'include_extra': True})
     eq(o['content'].split('\n')[0], d, '%cd prints the new directory')
-    check(f'[Jupyter current working directory: {d}]' in o['content'], o['content'])
+    # The cwd line is the bash session's, as in OpenHands' server.
+    check(f'\n[Jupyter current working directory: {WORK}]\n' in o['content'], o['content'])
     eq(cell('os.getcwd()')['content'], f"'{d}'" + tail, '%cd moved the kernel')
     cell(f'os.chdir("/")\nos.rmdir("{d}")')
     o = cell('%pip --help')
-    no_pip = f'{python}: No module named pip'
-    check(o['content'].startswith('\nUsage:') or o['content'].startswith('Usage:') or o['content'].startswith(no_pip),
-          '%pip runs python -m pip: ' + o['content'][:200])
-    check('Note: you may need to restart the kernel to use updated packages.' in o['content'], o['content'][-300:])
+    restart = 'Note: you may need to restart the kernel to use updated packages.'
+    if o['content'].startswith(f'{python}: No module named pip'):
+        # As OpenHands' own kernel answers where pip is missing: %pip ran `python -m pip`
+        # (IPython runs it on a pty: CRLF).
+        nl = '\r\n' if mode == 'ipython' else '\n'
+        eq(o['content'], f'{python}: No module named pip{nl}{restart}' + tail, '%pip without pip')
+    else:
+        check('Usage:' in o['content'] and 'pip <command> [options]' in o['content'] and restart in o['content'],
+              '%pip --help: ' + o['content'][:300])
+        # A local wheel (no network): %pip installs it and the next cell imports it.
+        o = cell('import tempfile, zipfile\nw = tempfile.mkdtemp(prefix="whl")\n'
+                 'whl = w + "/ohboxdemo-1.0-py3-none-any.whl"\n'
+                 'with zipfile.ZipFile(whl, "w") as z:\n'
+                 '    z.writestr("ohboxdemo.py", "VALUE = 42\\n")\n'
+                 '    z.writestr("ohboxdemo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\\nName: ohboxdemo\\nVersion: 1.0\\n")\n'
+                 '    z.writestr("ohboxdemo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\\nGenerator: ohbox-test\\n'
+                 'Root-Is-Purelib: true\\nTag: py3-none-any\\n")\n'
+                 '    z.writestr("ohboxdemo-1.0.dist-info/RECORD", "ohboxdemo.py,,\\nohboxdemo-1.0.dist-info/METADATA,,\\n'
+                 'ohboxdemo-1.0.dist-info/WHEEL,,\\nohboxdemo-1.0.dist-info/RECORD,,\\n")\n'
+                 'w')
+        w = o['content'].split('\n')[0].strip("'")
+        o = cell(f'%pip install --no-index --no-deps --disable-pip-version-check --target {w}/site '
+                 f'{w}/ohboxdemo-1.0-py3-none-any.whl')
+        check('Successfully installed ohboxdemo-1.0' in o['content'] and restart in o['content'], o['content'])
+        eq(cell(f'import sys, shutil\nsys.path.insert(0, "{w}/site")\nimport ohboxdemo\nshutil.rmtree("{w}")\n'
+                'ohboxdemo.VALUE')['content'], '42' + tail, 'the installed wheel imports')
     if mode == 'ipython':
         eq(cell('get_ipython().__class__.__mro__[1].__name__')['content'], "'InteractiveShell'", 'a real IPython shell')
         eq(cell('from IPython.display import display\ndisplay(5)\n"last"')['content'], "5'last'", 'display_data')

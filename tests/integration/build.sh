@@ -138,17 +138,21 @@ test_images_lists_tags ()
   assert_match "$image" '^example.test/me/rt:'
 }
 
-test_table_output_and_timing ()
+test_table_output_and_reuse ()
 {
   load_bb
   assert_ok ohbox build --no-pull "$BB"
   assert_match "$out" '^from-scratch ohbox/runtime:ohbox_v.* sha256:[0-9a-f]{64} \([0-9.]+ s\)$'
   assert_ok ohbox build --no-pull "$BB"
   assert_match "$out" '^reuse '
-  # Reuse is a few store lookups.
-  local t
-  t=$(jq -r .seconds <<<"$(ohbox build --no-pull --format json "$BB")")
-  assert_eq "$(awk -v t="$t" 'BEGIN {print (t < 0.05) ? "fast" : "slow " t}')" fast
+  # Reuse is a few store lookups: nothing is written to the store (its time
+  # is measured in bench/build.sh, not asserted here).
+  local before after
+  before=$(find "$T_ROOT/blobs" "$T_ROOT/layers" "$T_ROOT/images" -maxdepth 2 | sort | sha256sum)
+  assert_ok ohbox build --no-pull --format json "$BB"
+  assert_jq "$out" '.path == "reuse" and (.seconds | type) == "number"'
+  after=$(find "$T_ROOT/blobs" "$T_ROOT/layers" "$T_ROOT/images" -maxdepth 2 | sort | sha256sum)
+  assert_eq "$after" "$before" "files in the store after a reuse"
 }
 
 test_bad_input ()
@@ -370,7 +374,7 @@ test_debian_agent_ipython ()
 run_test paths_in_order test_paths_in_order
 run_test new_base_from_scratch_shares_layers test_new_base_from_scratch_shares_layers
 run_test images_lists_tags test_images_lists_tags
-run_test table_output_and_timing test_table_output_and_timing
+run_test table_output_and_reuse test_table_output_and_reuse
 run_test bad_input test_bad_input
 run_test killed_build_pruned test_killed_build_pruned
 run_test unsupported_arch test_unsupported_arch

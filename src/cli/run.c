@@ -40,8 +40,14 @@ static const char run_help[] =
   "      --network MODE           bridge (default; as root a veth on ohbox0 with NAT,\n"
   "                               rootless slirp4netns, or pasta without it),\n"
   "                               none (loopback only), host, container:NAME (share\n"
-  "                               that sandbox's network); rootless also pasta or\n"
+  "                               that sandbox's network), NAME (a network made with\n"
+  "                               `ohbox network create`); rootless also pasta or\n"
   "                               slirp4netns to choose the user-mode network\n"
+  "      --egress public|all|none|CIDR[,CIDR...]\n"
+  "                               where a bridge sandbox may connect (root): public\n"
+  "                               (default: not private, shared, link-local or\n"
+  "                               metadata addresses), also these ranges, all\n"
+  "                               (warned), none (published ports only)\n"
   "  -p, --publish [IP:][HOST:]CTR[/tcp|/udp]\n"
   "                               publish a port (ranges A-B; HOST a range with one\n"
   "                               CTR: pick a free host port of it; no HOST: any)\n"
@@ -252,6 +258,7 @@ enum
   OPT_TIMEOUT,
   OPT_FORMAT,
   OPT_ADD_HOST,
+  OPT_EGRESS,
 };
 
 int
@@ -289,6 +296,7 @@ cli_run (int argc, char **argv)
     { "executor-port", required_argument, NULL, OPT_EXECUTOR_PORT },
     { "timeout", required_argument, NULL, OPT_TIMEOUT },
     { "add-host", required_argument, NULL, OPT_ADD_HOST },
+    { "egress", required_argument, NULL, OPT_EGRESS },
     { "format", required_argument, NULL, OPT_FORMAT },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -392,12 +400,13 @@ cli_run (int argc, char **argv)
             }
           else
             {
-              fprintf (stderr,
-                       "ohbox run: unknown --network `%s`: use bridge, none, host, container:NAME, or "
-                       "rootless pasta or slirp4netns\n",
-                       optarg);
-              goto out;
+              /* A named network (`ohbox network create`): the library checks it. */
+              o.network = OHBOX_NETWORK_BRIDGE;
+              o.network_name = optarg;
             }
+          break;
+        case OPT_EGRESS:
+          o.egress = optarg;
           break;
         case 'p':
           strv_add (&pub, optarg);

@@ -14,6 +14,7 @@
 #include "common/utils.h"
 
 #include <errno.h>
+#include <linux/capability.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -506,6 +507,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
                         (const char *const *) o->cap_drop, n_drop, &caps, &added, err)
       < 0)
     goto fail;
+  if (caps & OHBOX_CAP_BIT (CAP_NET_RAW) & ~ohbox_caps_default ())
+    warn (o, "CAP_NET_RAW: the sandbox can send raw packets (ohbox's bridge still drops forged addresses)");
   if (o->seccomp_profile == NULL || strcmp (o->seccomp_profile, "unconfined") != 0)
     {
       cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);

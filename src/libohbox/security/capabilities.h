@@ -22,9 +22,9 @@
 
 #define OHBOX_CAP_BIT(c) (UINT64_C (1) << (c))
 
-/* Docker's default set: CHOWN, DAC_OVERRIDE, FSETID, FOWNER, MKNOD,
- * NET_RAW, SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT,
- * KILL, AUDIT_WRITE. */
+/* Docker's default set without NET_RAW: CHOWN, DAC_OVERRIDE, FSETID,
+ * FOWNER, MKNOD, SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE,
+ * SYS_CHROOT, KILL, AUDIT_WRITE. */
 uint64_t ohbox_caps_default (void);
 /* Every capability the running kernel knows (0 .. cap_last_cap). */
 uint64_t ohbox_caps_all (void);

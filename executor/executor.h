@@ -20,6 +20,9 @@ struct ipython;
 struct executor
 {
   int port;
+  /* --listen-address: the one address it binds (IPv4 or IPv6 literal);
+   * NULL: every address of its network namespace, IPv4 and IPv6. */
+  char *listen_address;
   char *work_dir;
   char *username;
   uid_t uid;

@@ -1,11 +1,14 @@
 /* ohbox-executor: the in-sandbox server of the OpenHands REST action
  * protocol (shared/protocol/ACTION-PROTOCOL.md).
  *
- *   ohbox-executor PORT [--working-dir DIR] [--plugins P...] [--username U]
- *                  [--user-id N] [--enable-browser|--no-enable-browser]
+ *   ohbox-executor PORT [--listen-address ADDR] [--working-dir DIR]
+ *                  [--plugins P...] [--username U] [--user-id N]
+ *                  [--enable-browser|--no-enable-browser]
  *                  [--browsergym-eval-env ...]
  *
  * It accepts the argv of `python -m openhands.runtime.action_execution_server`
+ * (plus --listen-address, which `ohbox run` always passes: the executor
+ * binds the address it serves and no other, see ohbox-run(1))
  * and its environment knobs (SESSION_API_KEY, NO_CHANGE_TIMEOUT_SECONDS,
  * SU_TO_USER), plus OHBOX_EXECUTOR_BASH (the bash to drive),
  * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB), OHBOX_EXECUTOR_WORKERS
@@ -40,6 +43,7 @@
  * none); python3 for run_ipython too, and is optional. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -68,9 +72,10 @@ now_mono (void)
 static void
 usage (FILE *f)
 {
-  fprintf (f, "Usage: ohbox-executor PORT [--working-dir DIR] [--plugins NAME...] [--username USER]\n"
-              "                      [--user-id UID] [--enable-browser|--no-enable-browser]\n"
-              "Serves the OpenHands action execution protocol on 0.0.0.0:PORT.\n");
+  fprintf (f, "Usage: ohbox-executor PORT [--listen-address ADDR] [--working-dir DIR] [--plugins NAME...]\n"
+              "                      [--username USER] [--user-id UID] [--enable-browser|--no-enable-browser]\n"
+              "Serves the OpenHands action execution protocol on ADDR:PORT (default: every address\n"
+              "of its network namespace, IPv4 and IPv6).\n");
 }
 
 static bool
@@ -114,6 +119,17 @@ parse_args (struct executor *ex, int argc, char **argv)
         {
           usage (stdout);
           exit (0);
+        }
+      else if ((v = opt_value (argc, argv, &i, "--listen-address")))
+        {
+          unsigned char a[sizeof (struct in6_addr)];
+          if (inet_pton (AF_INET, v, a) != 1 && inet_pton (AF_INET6, v, a) != 1)
+            {
+              fprintf (stderr, "ohbox-executor: --listen-address `%s` is not an IPv4 or IPv6 address\n", v);
+              return -1;
+            }
+          free (ex->listen_address);
+          ex->listen_address = xstrdup (v);
         }
       else if ((v = opt_value (argc, argv, &i, "--working-dir")))
         {
@@ -222,6 +238,7 @@ init_user (struct executor *ex, ohbox_error_t *err)
 static void
 executor_release (struct executor *ex)
 {
+  free (ex->listen_address);
   free (ex->work_dir);
   free (ex->username);
   free (ex->home);
@@ -358,8 +375,8 @@ main (int argc, char **argv)
       executor_release (&ex);
       return 1;
     }
-  fprintf (stderr, "ohbox-executor: listening on port %d, working directory %s, user %s\n", ex.port, ex.work_dir,
-           ex.username);
+  fprintf (stderr, "ohbox-executor: listening on port %d of %s, working directory %s, user %s\n", ex.port,
+           ex.listen_address ? ex.listen_address : "every address", ex.work_dir, ex.username);
 
   int sig = 0;
   sigwait (&stop, &sig);

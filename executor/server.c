@@ -5,6 +5,7 @@
 #include "config.h"
 #include "server.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdlib.h>
@@ -505,6 +506,28 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
   return finish (srv, c, rq);
 }
 
+/* ADDR:PORT as a socket address (IPv4 or IPv6 literal). */
+static int
+listen_sockaddr (const char *addr, int port, struct sockaddr_storage *out)
+{
+  memset (out, 0, sizeof *out);
+  struct sockaddr_in *in4 = (struct sockaddr_in *) out;
+  struct sockaddr_in6 *in6 = (struct sockaddr_in6 *) out;
+  if (inet_pton (AF_INET, addr, &in4->sin_addr) == 1)
+    {
+      in4->sin_family = AF_INET;
+      in4->sin_port = htons ((uint16_t) port);
+      return 0;
+    }
+  if (inet_pton (AF_INET6, addr, &in6->sin6_addr) == 1)
+    {
+      in6->sin6_family = AF_INET6;
+      in6->sin6_port = htons ((uint16_t) port);
+      return 0;
+    }
+  return -1;
+}
+
 int
 server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
 {
@@ -519,19 +542,34 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
    * task could fail under a fork bomb); suspend/resume hands the blocking
    * requests to the workers. */
   unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
+  /* --listen-address: that address only (ohbox run always gives one); else
+   * every address, dual stack where the kernel has IPv6. */
+  struct sockaddr_storage addr;
+  bool one_address = ex->listen_address != NULL;
+  if (one_address && listen_sockaddr (ex->listen_address, ex->port, &addr) < 0)
+    {
+      pool_stop (s->pool);
+      free (s);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--listen-address `%s` is not an IPv4 or IPv6 address",
+                          ex->listen_address);
+    }
+  if (one_address && addr.ss_family == AF_INET6)
+    flags |= MHD_USE_IPv6;
   for (int attempt = 0; attempt < 2 && s->daemon == NULL; attempt++)
-    s->daemon = MHD_start_daemon (flags | (attempt == 0 ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port, NULL, NULL,
-                                  handler, s, MHD_OPTION_NOTIFY_COMPLETED, request_completed, NULL,
-                                  MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 256, MHD_OPTION_CONNECTION_TIMEOUT,
-                                  (unsigned int) 3600, MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK,
-                                  MHD_OPTION_END);
+    s->daemon = MHD_start_daemon (flags | (attempt == 0 && !one_address ? MHD_USE_DUAL_STACK : 0),
+                                  (uint16_t) ex->port, NULL, NULL, handler, s, MHD_OPTION_NOTIFY_COMPLETED,
+                                  request_completed, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 256,
+                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) 3600, MHD_OPTION_THREAD_STACK_SIZE,
+                                  (size_t) THREAD_STACK, MHD_OPTION_SOCK_ADDR,
+                                  one_address ? (const struct sockaddr *) &addr : NULL, MHD_OPTION_END);
   if (s->daemon == NULL)
     {
       int e = errno;
       pool_stop (s->pool);
       free (s);
       errno = e;
-      return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "listen on port %d", ex->port);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "listen on port %d of %s", ex->port,
+                          one_address ? ex->listen_address : "every address");
     }
   *out = s;
   return 0;

@@ -75,3 +75,17 @@ tests_unit_test_dl_SOURCES = tests/unit/test-dl.c tests/unit/unit.h
 tests_unit_test_dl_CFLAGS = $(UNIT_CFLAGS) $(NFTABLES_CFLAGS)
 tests_unit_test_dl_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/soak
+
+# The run policy (run_policy.h) over made-up hosts.
+check_PROGRAMS += tests/unit/test-run-policy
+tests_unit_test_run_policy_SOURCES = tests/unit/test-run-policy.c tests/unit/unit.h
+tests_unit_test_run_policy_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_run_policy_LDADD = $(UNIT_LDADD)
+
+# One run request through the public API (tests/integration/policy.sh
+# compares it with `ohbox run`): linked to the build tree's libohbox.so.
+check_PROGRAMS += tests/lib/libohbox-plan
+tests_lib_libohbox_plan_SOURCES = tests/lib/libohbox-plan.c
+tests_lib_libohbox_plan_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src/libohbox/api
+tests_lib_libohbox_plan_LDADD = libohbox.la
+tests_lib_libohbox_plan_LDFLAGS = -no-install

@@ -20,6 +20,6 @@ ohbox_SOURCES = \
 ohbox_SOURCES += src/cli/port.c
 ohbox_SOURCES += src/cli/exec.c
 ohbox_SOURCES += src/cli/action.c
-ohbox_SOURCES += src/cli/ci_gitlab.c src/cli/ci_gitlab.h src/cli/ci_gitlab_services.c
+ohbox_SOURCES += src/cli/ci_gitlab.c src/cli/ci_gitlab.h src/cli/ci_gitlab_job.c src/cli/ci_gitlab_services.c
 ohbox_SOURCES += src/cli/attach.c
 ohbox_SOURCES += src/cli/check.c

@@ -9,10 +9,10 @@
 #include <string.h>
 
 #include "cli.h"
-#include "network/network.h"
+#include "api/action.h"
+#include "policy/run_policy.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
-#include "build/runtime_image.h"
 #include "common/utils.h"
 
 /* Exit codes of `ohbox run` (ohbox-run(1)): the command's own, or these. */
@@ -38,15 +38,17 @@ static const char run_help[] =
   "  -u, --user USER[:GROUP]      user (name or uid) to run the command as\n"
   "      --hostname NAME          hostname of the sandbox (default: short ID)\n"
   "      --network MODE           bridge (default; as root a veth on ohbox0 with NAT,\n"
-  "                               rootless slirp4netns, or pasta without it),\n"
-  "                               none (loopback only), host, container:NAME (share\n"
-  "                               that sandbox's network), NAME (a network made with\n"
-  "                               `ohbox network create`); rootless also pasta or\n"
-  "                               slirp4netns to choose the user-mode network\n"
+  "                               rootless slirp4netns, or pasta without it, else\n"
+  "                               none), none (loopback only), host, container:NAME\n"
+  "                               (share that sandbox's network), NAME (a network\n"
+  "                               made with `ohbox network create`, root); rootless\n"
+  "                               also pasta or slirp4netns to choose the user-mode\n"
+  "                               network. The image never chooses it; a runtime\n"
+  "                               image's executor is published on 127.0.0.1 only\n"
   "      --egress public|all|none|CIDR[,CIDR...]\n"
-  "                               where a bridge sandbox may connect (root): public\n"
+  "                               where a root bridge sandbox may connect: public\n"
   "                               (default: not private, shared, link-local or\n"
-  "                               metadata addresses), also these ranges, all\n"
+  "                               metadata addresses), public and these ranges, all\n"
   "                               (warned), none (published ports only)\n"
   "  -p, --publish [IP:][HOST:]CTR[/tcp|/udp]\n"
   "                               publish a port (ranges A-B; HOST a range with one\n"
@@ -64,12 +66,17 @@ static const char run_help[] =
   "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false]\n"
   "      --stop-signal SIG        what `ohbox stop` sends first (default: the image's StopSignal, else TERM)\n"
   "      --userns host            share the host's user namespace (no id mapping)\n"
-  "      --executor-port PORT     runtime image (ohbox build): the executor's port (default: a free one)\n"
+  "      --executor-port PORT     runtime image (ohbox build) run without a command: the\n"
+  "                               executor's port, in the sandbox and on the host's\n"
+  "                               127.0.0.1 (default: 8000 inside, a free one outside)\n"
   "      --timeout DURATION       kill the sandbox when it runs longer (e.g. 90, 90s,\n"
   "                               10m, 1h): SIGTERM, SIGKILL 5 s later; exit status 124\n"
   "      --format json            print JSON lines: created, started (id, pid), output\n"
   "                               (stream, line; not with -t or -d), exited (exit_code,\n"
   "                               signal, timed_out, duration), or error\n"
+  "      --dry-run                print the plan (network, executor, process, limits,\n"
+  "                               security, warnings) as JSON and start nothing\n"
+  "                               (with --format json: on one line)\n"
   "  -h, --help                   this help\n\n"
   "Exit status: the command's, or 124 when --timeout killed it, 125 when ohbox\n"
   "failed, 126 when the command cannot be executed, 127 when it is not found.\n";
@@ -211,29 +218,6 @@ run_fail (ohbox_error_t *err, int code)
   return code;
 }
 
-/* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year). */
-static int
-parse_duration (const char *s, double *ret)
-{
-  char *end = NULL;
-  errno = 0;
-  double v = strtod (s, &end);
-  if (errno || end == s || !(v > 0))
-    return -1;
-  if (strcmp (end, "ms") == 0)
-    v /= 1000;
-  else if (strcmp (end, "m") == 0)
-    v *= 60;
-  else if (strcmp (end, "h") == 0)
-    v *= 3600;
-  else if (*end && strcmp (end, "s") != 0)
-    return -1;
-  if (v > 366 * 86400.0)
-    return -1;
-  *ret = v;
-  return 0;
-}
-
 enum
 {
   OPT_RM = 256,
@@ -258,8 +242,132 @@ enum
   OPT_TIMEOUT,
   OPT_FORMAT,
   OPT_ADD_HOST,
+  OPT_DRY_RUN,
   OPT_EGRESS,
 };
+
+/* --dry-run: the plan as JSON; nothing is started (no state directory,
+ * no lease, no key). */
+static int
+show_plan (const struct ohbox_run_request *q)
+{
+  cleanup_error ohbox_error_t err = NULL;
+  struct ohbox_store *store = NULL;
+  struct ohbox_host_abilities host;
+  struct ohbox_run_plan plan;
+  if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
+    return run_fail (&err, RUN_EXIT_RUNTIME);
+  int r = ohbox_host_probe (NULL, &host, &err);
+  if (r == 0)
+    {
+      r = ohbox_run_plan_make (store, q, &host, &plan, &err);
+      if (r == 0)
+        {
+          json_t *j = ohbox_run_plan_json (&plan);
+          if (json_events)
+            emit (j);
+          else
+            {
+              cli_print_json (j);
+              json_decref (j);
+            }
+          ohbox_run_plan_clear (&plan);
+        }
+      ohbox_host_abilities_clear (&host);
+    }
+  ohbox_store_close (store);
+  return r < 0 ? run_fail (&err, RUN_EXIT_RUNTIME) : 0;
+}
+
+/* The executor of a runtime sandbox, for the user (and scripts: "executor
+ * at URL, session API key KEY"). */
+static void
+print_executor (const char *url, const char *key, const struct ohbox_plan_executor *x)
+{
+  if (url)
+    fprintf (stderr, "ohbox run: executor at %s, session API key %s\n", url, key);
+  else
+    fprintf (stderr,
+             "ohbox run: executor on port %d of the sandbox's network namespace (not reachable from the host), "
+             "session API key %s\n",
+             x->port, key);
+}
+
+struct run_events
+{
+  const struct ohbox_plan_executor *executor;
+};
+
+static void
+on_executor (const char *url, const char *key, void *data)
+{
+  struct run_events *ev = data;
+  print_executor (url, key, ev->executor);
+}
+
+/* A real run: the plan, its warnings, the sandbox. */
+static int
+run_request (const struct ohbox_run_request *q)
+{
+  cleanup_error ohbox_error_t err = NULL;
+  cleanup_free char *id = NULL;
+  struct ohbox_store *store = NULL;
+  struct ohbox_runtime *rt = NULL;
+  struct ohbox_host_abilities host;
+  struct ohbox_run_plan plan;
+  memset (&host, 0, sizeof host);
+  memset (&plan, 0, sizeof plan);
+  int rc = RUN_EXIT_RUNTIME, code = RUN_EXIT_RUNTIME;
+  if (ohbox_store_open (cli_store_root (), &store, &err) < 0 || ohbox_runtime_open (store, NULL, &rt, &err) < 0
+      || ohbox_host_probe (rt, &host, &err) < 0 || ohbox_run_plan_make (store, q, &host, &plan, &err) < 0)
+    goto fail;
+  for (size_t i = 0; i < plan.n_warnings; i++)
+    print_warning (plan.warnings[i], NULL);
+  if (ohbox_run_plan_realize (&plan, &err) < 0)
+    goto fail;
+  struct run_events ev = { .executor = &plan.executor };
+  plan.opts.warn = print_warning;
+  plan.opts.on_executor = on_executor;
+  plan.opts.event_data = &ev;
+  if (json_events)
+    {
+      plan.opts.on_started = on_started;
+      plan.opts.on_exited = on_exited;
+      /* With a terminal the output is the terminal's, raw. */
+      if (!plan.opts.tty)
+        plan.opts.on_output = on_output;
+    }
+  fflush (stdout);
+  if (ohbox_sandbox_run (rt, &plan.opts, &id, &code, &err) < 0)
+    goto fail;
+  if (plan.executor.enabled && q->detach)
+    {
+      /* The monitor recorded it (a port published from a free one). */
+      struct ohbox_executor_info info;
+      cleanup_error ohbox_error_t e = NULL;
+      if (ohbox_sandbox_executor (rt, id, &info, &e) == 0)
+        print_executor (info.url, info.api_key, &plan.executor);
+      else if (!plan.executor.reachable || plan.executor.url)
+        print_executor (plan.executor.url, plan.executor.api_key, &plan.executor);
+      ohbox_executor_info_clear (&info);
+    }
+  if (q->detach && json_events)
+    emit (json_pack ("{s:s, s:s}", "event", "started", "id", id));
+  else if (q->detach)
+    printf ("%s\n", id);
+  rc = code;
+  goto out;
+fail:
+  rc = run_fail (&err, code ? code : RUN_EXIT_RUNTIME);
+out:
+  ohbox_run_plan_clear (&plan);
+  ohbox_host_abilities_clear (&host);
+  if (rt)
+    ohbox_runtime_close (rt);
+  if (store)
+    ohbox_store_close (store);
+  return rc;
+}
 
 int
 cli_run (int argc, char **argv)
@@ -298,26 +406,19 @@ cli_run (int argc, char **argv)
     { "add-host", required_argument, NULL, OPT_ADD_HOST },
     { "egress", required_argument, NULL, OPT_EGRESS },
     { "format", required_argument, NULL, OPT_FORMAT },
+    { "dry-run", no_argument, NULL, OPT_DRY_RUN },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  struct ohbox_run_options o;
-  memset (&o, 0, sizeof o);
-  /* bridge: as root a veth on ohbox0; rootless slirp4netns or pasta, when
-   * installed (otherwise loopback only, as --network none). */
-  o.network = geteuid () == 0 || ohbox_pasta_available () || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE
-                                                                                       : OHBOX_NETWORK_NONE;
+  /* What the user asked for, as given: the run policy decides the rest. */
+  struct ohbox_run_request q;
+  memset (&q, 0, sizeof q);
   struct strv pub = { 0 }, dns = { 0 }, hosts = { 0 };
   struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
   cleanup_error ohbox_error_t err = NULL;
   int rc = RUN_EXIT_RUNTIME;
   int c;
-  /* A runtime image without a command starts its executor (runtime_image.h). */
-  struct ohbox_runtime_exec rx = { 0 };
-  /* Declared before the first `goto out_err`: its cleanup runs there. */
-  cleanup_free char *id = NULL;
-  int executor_port = 0;
-  bool network_set = false;
+  bool dry_run = false;
   /* '+': options end at IMAGE; what follows belongs to the command. */
   while ((c = getopt_long (argc, argv, "+de:itv:w:u:m:p:h", opts, NULL)) != -1)
     {
@@ -325,13 +426,13 @@ cli_run (int argc, char **argv)
       switch (c)
         {
         case 'd':
-          o.detach = true;
+          q.detach = true;
           break;
         case OPT_RM:
-          o.rm = true;
+          q.rm = true;
           break;
         case OPT_NAME:
-          o.name = optarg;
+          q.name = optarg;
           break;
         case 'e':
           if (strchr (optarg, '=') == NULL)
@@ -351,13 +452,13 @@ cli_run (int argc, char **argv)
             goto out_err;
           break;
         case 'i':
-          o.interactive = true;
+          q.interactive = true;
           break;
         case 't':
-          o.tty = true;
+          q.tty = true;
           break;
         case OPT_READ_ONLY:
-          o.read_only = true;
+          q.read_only = true;
           break;
         case 'v':
           strv_add (&vols, optarg);
@@ -366,47 +467,19 @@ cli_run (int argc, char **argv)
           strv_add (&tmpfs, optarg);
           break;
         case 'w':
-          o.workdir = optarg;
+          q.workdir = optarg;
           break;
         case 'u':
-          o.user = optarg;
+          q.user = optarg;
           break;
         case OPT_HOSTNAME:
-          o.hostname = optarg;
+          q.hostname = optarg;
           break;
         case OPT_NETWORK:
-          network_set = true;
-          if (strcmp (optarg, "none") == 0)
-            o.network = OHBOX_NETWORK_NONE;
-          else if (strcmp (optarg, "host") == 0)
-            o.network = OHBOX_NETWORK_HOST;
-          else if (strcmp (optarg, "bridge") == 0)
-            o.network = OHBOX_NETWORK_BRIDGE;
-          else if (strcmp (optarg, "pasta") == 0 || strcmp (optarg, "slirp4netns") == 0)
-            {
-              if (geteuid () == 0)
-                {
-                  fprintf (stderr, "ohbox run: --network %s is for rootless sandboxes: as root use --network "
-                           "bridge\n", optarg);
-                  goto out;
-                }
-              o.network = OHBOX_NETWORK_BRIDGE;
-              o.rootless_net = optarg[0] == 'p' ? OHBOX_ROOTLESS_NET_PASTA : OHBOX_ROOTLESS_NET_SLIRP;
-            }
-          else if (strncmp (optarg, "container:", 10) == 0)
-            {
-              o.network = OHBOX_NETWORK_CONTAINER;
-              o.network_container = optarg + 10;
-            }
-          else
-            {
-              /* A named network (`ohbox network create`): the library checks it. */
-              o.network = OHBOX_NETWORK_BRIDGE;
-              o.network_name = optarg;
-            }
+          q.network = optarg;
           break;
         case OPT_EGRESS:
-          o.egress = optarg;
+          q.egress = optarg;
           break;
         case 'p':
           strv_add (&pub, optarg);
@@ -426,14 +499,14 @@ cli_run (int argc, char **argv)
                 fprintf (stderr, "ohbox run: --executor-port takes a port number, not `%s`\n", optarg);
                 goto out;
               }
-            executor_port = (int) port;
+            q.executor_port = (int) port;
             break;
           }
         case OPT_ENTRYPOINT:
           strv_add (&ep, optarg);
           break;
         case OPT_TIMEOUT:
-          if (parse_duration (optarg, &o.timeout) < 0)
+          if (cli_parse_duration (optarg, &q.timeout) < 0)
             {
               fprintf (stderr, "ohbox run: invalid --timeout `%s`: use e.g. 30, 30s, 10m, 1h, 500ms\n", optarg);
               goto out;
@@ -450,6 +523,9 @@ cli_run (int argc, char **argv)
             json_events = f == CLI_FORMAT_JSON;
             break;
           }
+        case OPT_DRY_RUN:
+          dry_run = true;
+          break;
         case 'm':
           limit = "memory";
           break;
@@ -473,11 +549,11 @@ cli_run (int argc, char **argv)
           break;
         case OPT_SECURITY:
           if (strncmp (optarg, "seccomp=", 8) == 0)
-            o.seccomp_profile = optarg + 8;
+            q.seccomp_profile = optarg + 8;
           else if (strcmp (optarg, "no-new-privileges") == 0 || strcmp (optarg, "no-new-privileges=true") == 0)
-            o.allow_new_privs = false;
+            q.allow_new_privs = false;
           else if (strcmp (optarg, "no-new-privileges=false") == 0)
-            o.allow_new_privs = true;
+            q.allow_new_privs = true;
           else
             {
               fprintf (stderr, "ohbox run: unknown --security-opt `%s`; see 'ohbox run --help'\n", optarg);
@@ -485,7 +561,7 @@ cli_run (int argc, char **argv)
             }
           break;
         case OPT_STOP_SIGNAL:
-          o.stop_signal = optarg;
+          q.stop_signal = optarg;
           break;
         case OPT_USERNS:
           if (strcmp (optarg, "host") != 0)
@@ -493,7 +569,7 @@ cli_run (int argc, char **argv)
               fprintf (stderr, "ohbox run: --userns `%s` is not supported: only `host`\n", optarg);
               goto out;
             }
-          o.userns_host = true;
+          q.userns_host = true;
           break;
         case 'h':
           fputs (run_help, stdout);
@@ -503,7 +579,7 @@ cli_run (int argc, char **argv)
           fprintf (stderr, "Run 'ohbox run --help' for usage.\n");
           goto out;
         }
-      if (limit && ohbox_cgroup_limits_set_option (&o.limits, limit, optarg, &err) < 0)
+      if (limit && ohbox_cgroup_limits_set_option (&q.limits, limit, optarg, &err) < 0)
         goto out_err;
     }
   if (optind >= argc)
@@ -511,78 +587,18 @@ cli_run (int argc, char **argv)
       fprintf (stderr, "ohbox run: expected IMAGE\nRun 'ohbox run --help' for usage.\n");
       goto out;
     }
-  if (ohbox_cgroup_limits_validate (&o.limits, &err) < 0)
-    goto out_err;
-  /* -d -t: the terminal's output goes to the log; `ohbox attach` takes it. */
-  o.image = argv[optind];
-  o.command = argv + optind + 1;
-  o.env = env.v;
-  o.volumes = vols.v;
-  o.publish = pub.v;
-  o.dns = dns.v;
-  o.add_hosts = hosts.v;
-  o.tmpfs = tmpfs.v;
-  o.cap_add = add.v;
-  o.cap_drop = drop.v;
-  o.entrypoint = ep.n ? ep.v : NULL;
-  o.warn = print_warning;
-  if (json_events)
-    {
-      o.on_started = on_started;
-      o.on_exited = on_exited;
-      /* With a terminal the output is the terminal's, raw. */
-      if (!o.tty)
-        o.on_output = on_output;
-    }
-  struct ohbox_store *store = NULL;
-  if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
-    goto out_err;
-  bool runtime_image = false;
-  if (o.command[0] == NULL && o.entrypoint == NULL)
-    {
-      if (ohbox_runtime_image_prepare_run (store, o.image, env.v, executor_port, &runtime_image, &rx, &err) < 0)
-        {
-          ohbox_store_close (store);
-          goto out_err;
-        }
-    }
-  if (runtime_image)
-    {
-      o.command = rx.argv;
-      bool has_key = false;
-      for (size_t i = 0; i < env.n; i++)
-        has_key |= strncmp (env.v[i], "SESSION_API_KEY=", 16) == 0;
-      if (!has_key)
-        strv_add (&env, rx.env_key);
-      o.env = env.v;
-      o.executor_url = rx.url;
-      o.executor_key = rx.api_key;
-      /* Reachable from the host unless the user chose the network. */
-      if (!network_set && pub.n == 0)
-        o.network = OHBOX_NETWORK_HOST;
-      fprintf (stderr, "ohbox run: executor at %s, session API key %s\n", rx.url, rx.api_key);
-    }
-  struct ohbox_runtime *rt = NULL;
-  if (ohbox_runtime_open (store, NULL, &rt, &err) < 0)
-    {
-      ohbox_store_close (store);
-      goto out_err;
-    }
-  int code = RUN_EXIT_RUNTIME;
-  fflush (stdout);
-  int r = ohbox_sandbox_run (rt, &o, &id, &code, &err);
-  ohbox_runtime_close (rt);
-  ohbox_store_close (store);
-  if (r < 0)
-    {
-      rc = run_fail (&err, code ? code : RUN_EXIT_RUNTIME);
-      goto out;
-    }
-  if (o.detach && json_events)
-    emit (json_pack ("{s:s, s:s}", "event", "started", "id", id));
-  else if (o.detach)
-    printf ("%s\n", id);
-  rc = code;
+  q.image = argv[optind];
+  q.command = argv + optind + 1;
+  q.env = env.v;
+  q.volumes = vols.v;
+  q.publish = pub.v;
+  q.dns = dns.v;
+  q.add_hosts = hosts.v;
+  q.tmpfs = tmpfs.v;
+  q.cap_add = add.v;
+  q.cap_drop = drop.v;
+  q.entrypoint = ep.n ? ep.v : NULL;
+  rc = dry_run ? show_plan (&q) : run_request (&q);
   goto out;
 out_err:
   rc = run_fail (&err, RUN_EXIT_RUNTIME);
@@ -596,6 +612,5 @@ out:
   strv_clear (&add);
   strv_clear (&drop);
   strv_clear (&ep);
-  ohbox_runtime_exec_clear (&rx);
   return rc;
 }

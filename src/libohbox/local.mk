@@ -76,6 +76,10 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/network/rootless_net.c \
 	src/libohbox/network/rootless_pasta.c
 
+# The run policy (run_policy.h): every front door's request to one plan.
+libohbox_internal_la_SOURCES += src/libohbox/policy/run_policy.c src/libohbox/policy/run_policy.h \
+	src/libohbox/policy/run_plan.c src/libohbox/policy/host_probe.c
+
 # The action protocol's client (action.h): `ohbox action` and ohbox_action().
 libohbox_internal_la_SOURCES += src/libohbox/api/action.c src/libohbox/api/action.h
 
@@ -86,7 +90,7 @@ lib_LTLIBRARIES = libohbox.la
 libohbox_la_SOURCES = src/libohbox/api/api.c src/libohbox/api/api_exec.c src/libohbox/api/api_internal.h src/libohbox/api/ohbox.h
 libohbox_la_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS)
 libohbox_la_LIBADD = libohbox-internal.la
-libohbox_la_LDFLAGS = -version-info 0:0:0 -no-undefined -Wl,--version-script=$(top_srcdir)/src/libohbox/api/libohbox.sym
+libohbox_la_LDFLAGS = -version-info 1:0:1 -no-undefined -Wl,--version-script=$(top_srcdir)/src/libohbox/api/libohbox.sym
 EXTRA_libohbox_la_DEPENDENCIES = $(top_srcdir)/src/libohbox/api/libohbox.sym
 include_HEADERS = src/libohbox/api/ohbox.h
 pkgconfigdir = $(libdir)/pkgconfig

@@ -45,7 +45,7 @@ for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
   # only.
   if ! "${CC:-gcc}" -static -O1 -Wall -Wextra -I"$OHBOX_BUILDDIR" -I"$src" -I"$src/src/libohbox" -I"$src/tests/unit" \
     -o "$payload/$t" "$src/tests/unit/$t.c" "$src/src/libohbox/common/error.c" "$src/src/libohbox/common/utils.c" \
-    "$src"/src/libohbox/cgroup*.c >>"$build_log" 2>&1; then
+    "$src"/src/libohbox/cgroup/*.c >>"$build_log" 2>&1; then
     built=0
   fi
 done

@@ -17,6 +17,13 @@
 #   proc_sys_write and sysrq_trigger, masked_paths, ptrace_host (the static
 #   prober of seccomp.sh), zip_slip (the executor's /upload_file inside a
 #   runtime image).
+# The network of runtime sandboxes (issue 14 item 1): runtime_not_on_host_net
+#   (no options: the host's loopback services out of reach, the executor
+#   published on the host's 127.0.0.1 only), runtime_host_net_loopback_only
+#   (--network host: the executor binds the host's 127.0.0.1 only); the
+#   rootless refusal of --network host is policy.sh's
+#   rootless_runtime_host_network_refused. An image that only claims to be a
+#   runtime image: build-push.sh's label_is_not_a_runtime_image.
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"
@@ -323,6 +330,82 @@ sys.stdout.buffer.write(buf.getvalue())' >"$T_WORK/link.zip"
   assert_ok ohbox stop "$sid"
 }
 
+# The runtime image of busybox in this test's store: $RT.
+runtime_image ()
+{
+  [ -x "$OHBOX_EXECUTOR" ] || skip "ohbox-executor is not built"
+  [ -x /bin/bash-static ] || skip "bash-static is not installed (apt-get install bash-static)"
+  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  assert_ok ohbox build --no-pull -q localhost/busybox:latest
+  RT=$out
+}
+
+# run_action URL KEY COMMAND: the `run` observation's content.
+run_action ()
+{
+  curl -sf -m 30 -X POST -H "X-Session-API-Key: $2" -H 'Content-Type: application/json' "$1/execute_action" \
+    -d "$(jq -cn --arg c "$3" '{action: {action: "run", args: {command: $c}, timeout: 20}}')" | jq -r .content
+}
+
+# A runtime sandbox started the usual way (no options) is not on the host's
+# network: agent code in it cannot read a service bound to the host's
+# 127.0.0.1 nor see the host's interfaces, and its executor is reachable
+# from the host on 127.0.0.1 only (not on the host's other addresses).
+# Before the fix it ran on the host's network with the executor on *:PORT.
+test_runtime_not_on_host_net ()
+{
+  runtime_image
+  local web=$T_WORK/web port secret=secret$RANDOM$RANDOM
+  mkdir -p "$web"
+  echo "$secret" >"$web/secret"
+  port=$(t_free_port)
+  t_start "$T_WORK/web.log" "$T_PY" -m http.server --bind 127.0.0.1 --directory "$web" "$port"
+  t_wait_port "$port"
+  assert_ok curl -sf "http://127.0.0.1:$port/secret"
+  assert_ok ohbox run -d --rm -e SESSION_API_KEY=k "$RT"
+  local sid=$out url hp
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $sid >/dev/null 2>&1 || true" EXIT
+  url=$(sed -n 's/^ohbox run: executor at \([^,]*\), .*/\1/p' <<<"$err")
+  assert_match "$url" '^http://127\.0\.0\.1:[0-9]+$'
+  hp=${url##*:}
+  t_wait_until 10 curl -sf -m 1 -o /dev/null "$url/alive"
+  local o
+  # (busybox nc: its static wget dies on connecting.)
+  o=$(run_action "$url" k "printf 'GET /secret HTTP/1.0\\r\\n\\r\\n' | nc -w 3 127.0.0.1 $port 2>&1")
+  assert_not_contains "$o" "$secret" "the host's loopback service read from the sandbox"
+  assert_contains "$o" "can't connect" "nc from the sandbox to the host's loopback service"
+  assert_eq "$(run_action "$url" k "ls /sys/class/net | tr '\n' ,")" "eth0,lo," "the sandbox's interfaces"
+  # The executor's host port answers on 127.0.0.1 only: not on another
+  # loopback address, nor on the host's address on the bridge; nothing
+  # listens on the host for it at all (the port is reserved, DNAT'ed).
+  assert_fails curl -sf -m 2 -o /dev/null "http://127.0.0.2:$hp/alive"
+  local gw
+  gw=$(jq -r .gateway "$OHBOX_RUNROOT/$sid/network.json")
+  assert_fails curl -sf -m 2 -o /dev/null "http://$gw:$hp/alive"
+  assert_eq "$(ss -Hltn "sport = :$hp" | wc -l)" 0 "listeners on the host's port $hp"
+  assert_ok ohbox stop "$sid"
+}
+
+# --network host for a runtime image (asked for, warned about): the
+# executor binds the host's 127.0.0.1 and nothing else. Before the fix it
+# listened on every address of the host.
+test_runtime_host_net_loopback_only ()
+{
+  runtime_image
+  local port
+  port=$(t_free_port)
+  assert_ok ohbox run -d --rm --network host --executor-port "$port" -e SESSION_API_KEY=k "$RT"
+  local sid=$out
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $sid >/dev/null 2>&1 || true" EXIT
+  assert_contains "$err" "warning: --network host: the runtime sandbox shares the host's network"
+  assert_contains "$err" "executor at http://127.0.0.1:$port, session API key k"
+  t_wait_until 10 curl -sf -m 1 -o /dev/null "http://127.0.0.1:$port/alive"
+  assert_eq "$(ss -Hltn "sport = :$port" | awk '{print $4}' | tr '\n' ' ')" "127.0.0.1:$port " \
+    "the executor's listening sockets"
+  assert_fails curl -sf -m 2 -o /dev/null "http://127.0.0.2:$port/alive"
+  assert_ok ohbox stop "$sid"
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -334,3 +417,5 @@ run_test proc_sys_write test_proc_sys_write
 run_test masked_paths test_masked_paths
 run_test ptrace_host test_ptrace_host
 run_test zip_slip test_zip_slip
+run_test runtime_not_on_host_net test_runtime_not_on_host_net
+run_test runtime_host_net_loopback_only test_runtime_host_net_loopback_only

@@ -16,8 +16,9 @@
 #   --sample S        seconds between memory samples (default 2)
 #   --duration S      start no new cycle after S seconds (0: no limit)
 #   --report FILE     also write the table and the summary line to FILE
-# Cycles rotate the network (bridge with the executor port published, none
-# with the action sent from inside the sandbox's network namespace, host)
+# Cycles rotate the network (the default: the bridge with the executor's
+# port published on 127.0.0.1 by ohbox; none with the action sent from
+# inside the sandbox's network namespace; --network host)
 # and the way they end (stop + rm, --rm + stop, rm -f, kill + rm).
 # Exit status 0 when every cycle worked, nothing was left and memory was
 # steady (not judged in a sanitizer build); 1 otherwise. The last line is the summary (for the README).
@@ -233,21 +234,20 @@ t_track "$SAMPLER"
 # cycle I: one start/action/stop. Prints nothing when it worked, the reason otherwise.
 cycle ()
 {
-  local i=$1 mode=$(($1 % 3)) end=$(($1 / 3 % 4)) key=k$1x$RANDOM id url hp pre=() rmopt=() netopts=()
+  local i=$1 mode=$(($1 % 3)) end=$(($1 / 3 % 4)) key=k$1x$RANDOM id url pre=() rmopt=() netopts=()
   [ "$end" = 1 ] && rmopt=(--rm)
   case $mode in
-    0) netopts=(--network bridge --executor-port "$EXEC_PORT" -p "$EXEC_PORT") ;;
+    0) netopts=() ;;
     1) netopts=(--network none --executor-port "$EXEC_PORT") ;;
-    2) netopts=() ;;
+    2) netopts=(--network host) ;;
   esac
   id=$(ohbox run -d "${rmopt[@]}" "${netopts[@]}" -e "SESSION_API_KEY=$key" "$IMAGE" 2>"$S/workers/err.$i") ||
     { echo "run: $(tail -n 1 "$S/workers/err.$i")"; return 1; }
   echo "$id" >>"$S/ids/w$W"
   case $mode in
     0)
-      hp=$(jq -r '.ports[0].host_port' "$OHBOX_RUNROOT/$id/network.json" 2>/dev/null)
       jq -r .ip "$OHBOX_RUNROOT/$id/network.json" >>"$S/ips/w$W" 2>/dev/null
-      url=http://127.0.0.1:$hp
+      url=$(sed -n 's/^ohbox run: executor at \([^,]*\), .*/\1/p' "$S/workers/err.$i")
       ;;
     1)
       url=http://127.0.0.1:$EXEC_PORT

@@ -387,6 +387,23 @@ dl_set (struct download *d, size_t written, int state)
   pthread_mutex_unlock (&d->lock);
 }
 
+/* After the first piece, until the unpack has come to the end of what is
+ * written and asked for more (10 s at most): a loaded machine could
+ * otherwise schedule the unpack only once the whole blob is there, and the
+ * test would not test streaming. */
+static void
+dl_wait_reader (struct download *d)
+{
+  struct timespec until;
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  pthread_mutex_lock (&d->lock);
+  while (!d->read_partial)
+    if (pthread_cond_timedwait (&d->cond, &d->lock, &until) != 0)
+      break;
+  pthread_mutex_unlock (&d->lock);
+}
+
 static int
 dl_write (struct download *d, struct ohbox_blob_writer *w, const char *data, size_t len)
 {
@@ -401,6 +418,8 @@ dl_write (struct download *d, struct ohbox_blob_writer *w, const char *data, siz
         }
       done += n;
       dl_set (d, (size_t) ohbox_blob_writer_offset (w), 0);
+      if (done == n && d->first == NULL)
+        dl_wait_reader (d);
       usleep (200);
     }
   return 0;
@@ -460,7 +479,10 @@ dl_wait_more (void *userdata, uint64_t offset, ohbox_error_t *err)
       pthread_cond_broadcast (&d->cond);
     }
   else if (d->state == 0)
-    d->read_partial = true;
+    {
+      d->read_partial = true;
+      pthread_cond_broadcast (&d->cond);
+    }
   for (;;)
     {
       if (d->state != 0)

@@ -17,7 +17,7 @@
 int
 ohbox_executor_record (int dirfd, const char *url, const char *api_key, ohbox_error_t *err)
 {
-  json_t *j = json_pack ("{s:s, s:s}", "url", url, "api_key", api_key ? api_key : "");
+  json_t *j = json_pack ("{s:s?, s:s}", "url", url, "api_key", api_key ? api_key : "");
   if (j == NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the executor's URL and key must be UTF-8");
   /* ohbox_state_write_json creates it 0600: the key stays the owner's. */
@@ -81,6 +81,14 @@ ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox
     }
   const char *url = json_string_value (json_object_get (j, "url"));
   const char *key = json_string_value (json_object_get (j, "api_key"));
+  if (json_is_null (json_object_get (j, "url")) && key)
+    {
+      json_decref (j);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                          "the executor of sandbox `%s` is not reachable from the host (it was started with "
+                          "--network none or container:): reach it inside the sandbox's network namespace",
+                          what);
+    }
   if (url == NULL || key == NULL || strncmp (url, "http://", 7) != 0)
     {
       json_decref (j);

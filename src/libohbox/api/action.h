@@ -20,7 +20,8 @@ struct ohbox_executor_info
   char *api_key; /* the session API key */
 };
 
-/* Writes executor.json into the state directory DIRFD. */
+/* Writes executor.json into the state directory DIRFD (URL NULL: the
+ * executor is not reachable from the host; its key is still kept). */
 int ohbox_executor_record (int dirfd, const char *url, const char *api_key, ohbox_error_t *err);
 /* The executor of the running sandbox WHAT (name, id or id prefix).
  * OHBOX_ERR_USAGE when it is not running or has no executor (not started

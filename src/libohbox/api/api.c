@@ -1,7 +1,8 @@
 /* api.c: the public API (ohbox.h) over the internal modules: errors,
  * contexts, images, and the sandbox lifecycle. Exec and actions are in
- * api_exec.c. Nothing here decides anything the CLI does not decide the
- * same way: each call maps its options onto the internal ones. */
+ * api_exec.c. Nothing here decides how a sandbox runs: ohbox_run maps its
+ * options onto a run request and runs the plan of the run policy
+ * (policy/run_policy.h), as `ohbox run` does. */
 #include "config.h"
 #include "api/ohbox.h"
 #include "api/api_internal.h"
@@ -14,10 +15,10 @@
 #include <unistd.h>
 
 #include "build/build.h"
-#include "network/network.h"
 #include "image/pull.h"
+#include "network/network.h"
+#include "policy/run_policy.h"
 #include "sandbox/linux.h"
-#include "build/runtime_image.h"
 
 _Static_assert ((int) OHBOX_E_GENERIC == (int) OHBOX_ERR_GENERIC && (int) OHBOX_E_USAGE == (int) OHBOX_ERR_USAGE
                     && (int) OHBOX_E_NOT_FOUND == (int) OHBOX_ERR_NOT_FOUND && (int) OHBOX_E_AUTH == (int) OHBOX_ERR_AUTH
@@ -218,6 +219,8 @@ ohbox_pull_image (ohbox_ctx *ctx, const char *ref, const ohbox_pull_opts *opts, 
     return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_pull_image: no image given"), api_fail (err, &e);
   struct ohbox_pull_options po;
   pull_options (ctx, o.platform, &po);
+  po.max_image_size = o.max_image_size;
+  po.timeout_s = o.timeout;
   struct ohbox_store *store;
   if (api_open (ctx, &store, NULL, &e) < 0)
     return api_fail (err, &e);
@@ -307,6 +310,96 @@ count_strv (const char *const *v)
   return n;
 }
 
+/* The run request for O (the policy's input, as `ohbox run` fills it). */
+static int
+run_request (const ohbox_run_opts *o, struct ohbox_run_request *q, ohbox_error_t *err)
+{
+  memset (q, 0, sizeof *q);
+  if (o->image == NULL)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: no image given");
+  size_t n_argv = count_strv (o->argv), n_env = count_strv (o->env);
+  if (n_argv > OHBOX_SANDBOX_MAX_ARGS || n_env > OHBOX_SANDBOX_MAX_ENV)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: more than %d arguments or environment entries",
+                        OHBOX_SANDBOX_MAX_ARGS);
+  static const char *const networks[] = {
+    [OHBOX_NETMODE_DEFAULT] = NULL,
+    [OHBOX_NETMODE_NONE] = "none",
+    [OHBOX_NETMODE_HOST] = "host",
+    [OHBOX_NETMODE_BRIDGE] = "bridge",
+  };
+  if ((unsigned) o->network >= sizeof networks / sizeof networks[0])
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: unknown network %d", (int) o->network);
+  q->network = networks[o->network];
+  if (o->network_name && *o->network_name)
+    {
+      if (o->network != OHBOX_NETMODE_DEFAULT && o->network != OHBOX_NETMODE_BRIDGE)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: network_name needs network DEFAULT or BRIDGE");
+      if (ohbox_network_name_check (o->network_name, err) < 0)
+        return ohbox_error_prefix (err, "ohbox_run");
+      q->network = o->network_name;
+    }
+  q->egress = o->egress;
+  q->image = o->image;
+  q->name = o->name;
+  q->workdir = o->workdir;
+  q->user = o->user;
+  q->detach = o->detach;
+  q->rm = o->remove;
+  /* The request's vectors are not const but are only read. */
+  q->command = n_argv ? (char **) o->argv : NULL;
+  q->env = (char **) o->env;
+  q->executor_port = o->executor_port;
+  q->api_key = o->api_key;
+  return run_limits (o, &q->limits, err);
+}
+
+/* The plan for OPTS in CTX's store (RT: the runtime the run will use, or
+ * NULL for a dry run). */
+static int
+api_plan (struct ohbox_store *store, struct ohbox_runtime *rt, const struct ohbox_run_request *q,
+          struct ohbox_host_abilities *host, struct ohbox_run_plan *plan, ohbox_error_t *err)
+{
+  if (ohbox_host_probe (rt, host, err) < 0)
+    return -1;
+  if (ohbox_run_plan_make (store, q, host, plan, err) < 0)
+    {
+      ohbox_host_abilities_clear (host);
+      return -1;
+    }
+  return 0;
+}
+
+int
+ohbox_run_plan (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_json, ohbox_err **err)
+{
+  cleanup_error ohbox_error_t e = NULL;
+  ohbox_run_opts o;
+  struct ohbox_run_request q;
+  if (api_copy_opts (&o, sizeof o, opts, "ohbox_run_opts", &e) < 0 || run_request (&o, &q, &e) < 0)
+    return api_fail (err, &e);
+  struct ohbox_store *store;
+  if (api_open (ctx, &store, NULL, &e) < 0)
+    return api_fail (err, &e);
+  struct ohbox_host_abilities host;
+  struct ohbox_run_plan plan;
+  int r = api_plan (store, NULL, &q, &host, &plan, &e);
+  api_close (store, NULL);
+  if (r < 0)
+    return api_fail (err, &e);
+  json_t *j = ohbox_run_plan_json (&plan);
+  char *text = json_dumps (j, JSON_COMPACT);
+  json_decref (j);
+  ohbox_run_plan_clear (&plan);
+  ohbox_host_abilities_clear (&host);
+  if (text == NULL)
+    abort ();
+  if (ret_json)
+    *ret_json = text;
+  else
+    free (text);
+  return 0;
+}
+
 int
 ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_exit_code, ohbox_err **err)
 {
@@ -316,93 +409,36 @@ ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_e
     ret_exit_code = &dummy_code;
   *ret_exit_code = OHBOX_EXIT_RUNTIME;
   ohbox_run_opts o;
-  if (api_copy_opts (&o, sizeof o, opts, "ohbox_run_opts", &e) < 0)
+  struct ohbox_run_request q;
+  if (api_copy_opts (&o, sizeof o, opts, "ohbox_run_opts", &e) < 0 || run_request (&o, &q, &e) < 0)
     return api_fail (err, &e);
-  if (o.image == NULL)
-    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_run: no image given"), api_fail (err, &e);
-  size_t n_argv = count_strv (o.argv), n_env = count_strv (o.env);
-  if (n_argv > OHBOX_SANDBOX_MAX_ARGS || n_env > OHBOX_SANDBOX_MAX_ENV)
-    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_run: more than %d arguments or environment entries",
-                        OHBOX_SANDBOX_MAX_ARGS),
-           api_fail (err, &e);
-
-  struct ohbox_run_options ro;
-  memset (&ro, 0, sizeof ro);
-  ro.image = o.image;
-  ro.name = o.name;
-  ro.workdir = o.workdir;
-  ro.user = o.user;
-  ro.detach = o.detach;
-  ro.rm = o.remove;
-  if (run_limits (&o, &ro.limits, &e) < 0)
-    return api_fail (err, &e);
-  switch (o.network)
-    {
-    case OHBOX_NETMODE_DEFAULT:
-      /* What `ohbox run` does without --network. */
-      ro.network = geteuid () == 0 || ohbox_slirp_available () ? OHBOX_NETWORK_BRIDGE : OHBOX_NETWORK_NONE;
-      break;
-    case OHBOX_NETMODE_NONE:
-      ro.network = OHBOX_NETWORK_NONE;
-      break;
-    case OHBOX_NETMODE_HOST:
-      ro.network = OHBOX_NETWORK_HOST;
-      break;
-    case OHBOX_NETMODE_BRIDGE:
-      ro.network = OHBOX_NETWORK_BRIDGE;
-      break;
-    default:
-      return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_run: unknown network %d", (int) o.network),
-             api_fail (err, &e);
-    }
-  /* env + a SESSION_API_KEY entry at most. */
-  cleanup_free char **env = xcalloc (n_env + 3, sizeof (char *));
-  size_t ne = 0;
-  for (size_t i = 0; i < n_env; i++)
-    env[ne++] = (char *) o.env[i];
-  /* The key is for a runtime image's executor only: shown to
-   * prepare_run, kept in the environment only for a runtime image. */
-  cleanup_free char *key_entry = o.api_key ? xasprintf ("SESSION_API_KEY=%s", o.api_key) : NULL;
-  ro.env = env;
-  /* The internal options are not const but are only read. */
-  ro.command = n_argv ? (char **) o.argv : NULL;
-
   struct ohbox_store *store;
   struct ohbox_runtime *rt;
   if (api_open (ctx, &store, &rt, &e) < 0)
     return api_fail (err, &e);
-  struct ohbox_runtime_exec rx;
-  bool runtime_image = false;
-  int r = -1;
-  env[ne] = key_entry;
-  r = n_argv ? 0 : ohbox_runtime_image_prepare_run (store, o.image, env, o.executor_port, &runtime_image, &rx, &e);
-  env[ne] = NULL;
-  if (r < 0)
-    goto out;
-  if (runtime_image)
+  struct ohbox_host_abilities host;
+  struct ohbox_run_plan plan;
+  if (api_plan (store, rt, &q, &host, &plan, &e) < 0)
     {
-      if (key_entry)
-        env[ne++] = key_entry;
-      bool has_key = false;
-      for (size_t i = 0; i < ne; i++)
-        has_key |= strncmp (env[i], "SESSION_API_KEY=", 16) == 0;
-      if (!has_key)
-        env[ne++] = rx.env_key;
-      ro.command = rx.argv;
-      ro.executor_url = rx.url;
-      ro.executor_key = rx.api_key;
-      if (o.network == OHBOX_NETMODE_DEFAULT)
-        ro.network = OHBOX_NETWORK_HOST; /* reachable from the host, as `ohbox run` does */
+      api_close (store, rt);
+      return api_fail (err, &e);
     }
-  /* A foreground run blocks the forwarded signals in this thread: give
-   * the caller its mask back. */
-  sigset_t mask;
-  pthread_sigmask (SIG_SETMASK, NULL, &mask);
-  r = ohbox_sandbox_run (rt, &ro, ret_id, ret_exit_code, &e);
-  pthread_sigmask (SIG_SETMASK, &mask, NULL);
-out:
-  if (runtime_image)
-    ohbox_runtime_exec_clear (&rx);
+  for (size_t i = 0; o.warn && i < plan.n_warnings; i++)
+    o.warn (plan.warnings[i], o.warn_data);
+  int r = ohbox_run_plan_realize (&plan, &e);
+  if (r == 0)
+    {
+      plan.opts.warn = o.warn;
+      plan.opts.warn_data = o.warn_data;
+      /* A foreground run blocks the forwarded signals in this thread: give
+       * the caller its mask back. */
+      sigset_t mask;
+      pthread_sigmask (SIG_SETMASK, NULL, &mask);
+      r = ohbox_sandbox_run (rt, &plan.opts, ret_id, ret_exit_code, &e);
+      pthread_sigmask (SIG_SETMASK, &mask, NULL);
+    }
+  ohbox_run_plan_clear (&plan);
+  ohbox_host_abilities_clear (&host);
   api_close (store, rt);
   return r < 0 ? api_fail (err, &e) : 0;
 }

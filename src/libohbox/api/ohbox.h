@@ -27,8 +27,9 @@
  *     through a forked helper (clone(2) right in a threaded process could
  *     leave the child waiting on another thread's lock), so the process's
  *     working directory and namespaces never change under other threads.
- *   - Sandboxes are what `ohbox run` makes: as root fully isolated, as
- *     another user rootless (in a user namespace). */
+ *   - Sandboxes are what `ohbox run` makes, decided by the same run policy:
+ *     as root fully isolated, as another user rootless (in a user
+ *     namespace). */
 #ifndef OHBOX_H
 #define OHBOX_H
 
@@ -102,6 +103,12 @@ typedef struct ohbox_pull_opts
 {
   size_t size;
   const char *platform; /* "os/arch[/variant]"; NULL: the host's */
+  /* The layers' uncompressed size together; 0: 64 GiB (ohbox-pull(1),
+   * --max-image-size). Over it: OHBOX_E_INTEGRITY. */
+  uint64_t max_image_size;
+  /* Seconds the registry part of the pull may take; 0: 30 minutes, < 0:
+   * no limit (--timeout). Past it: OHBOX_E_REGISTRY. */
+  double timeout;
 } ohbox_pull_opts;
 
 /* Pulls REF (a reference: short names are resolved as registries.conf
@@ -126,11 +133,11 @@ int ohbox_build_image (ohbox_ctx *ctx, const char *base, const ohbox_build_opts 
 
 enum ohbox_net_mode
 {
-  OHBOX_NETMODE_DEFAULT = 0, /* as `ohbox run`: bridge (root, or rootless with slirp4netns), else none;
-                            host for a runtime image's executor */
+  OHBOX_NETMODE_DEFAULT = 0, /* as `ohbox run` without --network: bridge (rootless: slirp4netns, else pasta,
+                                else none); never chosen by the image, a runtime image's included */
   OHBOX_NETMODE_NONE,        /* loopback only */
-  OHBOX_NETMODE_HOST,        /* the host's network */
-  OHBOX_NETMODE_BRIDGE,      /* a veth on the ohbox0 bridge (rootless: slirp4netns) */
+  OHBOX_NETMODE_HOST,        /* the host's network (a runtime image's: root only, with a warning) */
+  OHBOX_NETMODE_BRIDGE,      /* a veth on the ohbox0 bridge (rootless: slirp4netns, else pasta) */
 };
 
 typedef struct ohbox_run_opts
@@ -151,8 +158,27 @@ typedef struct ohbox_run_opts
   double cpus;             /* 0: no limit; 1.5: one and a half CPUs */
   int64_t pids_limit;      /* 0: no limit */
   enum ohbox_net_mode network;
-  int executor_port;       /* a runtime image's executor: its port on 127.0.0.1; 0: a free one */
-  const char *api_key;     /* its session API key; NULL: a new random one */
+  /* A runtime image's executor (a runtime image is one ohbox_build_image or
+   * `ohbox build` made in this store, never one that only says so): its
+   * port, in the sandbox and on the host's 127.0.0.1 where it is published
+   * (0: 8000 inside, a free port outside); its session API key (NULL: the
+   * SESSION_API_KEY of ENV, else a new random one). */
+  int executor_port;
+  const char *api_key;
+  /* Called with each warning about the run (a weaker setting, an ignored
+   * option), before it starts; may be NULL. The library never prints. */
+  void (*warn) (const char *message, void *data);
+  void *warn_data;
+  /* Appended fields (a caller built against an older header leaves them
+   * zero: the defaults). */
+  /* A network made with `ohbox network create` (root; NETWORK must be
+   * DEFAULT or BRIDGE); NULL: ohbox0. */
+  const char *network_name;
+  /* Where a root bridge sandbox may connect, as `ohbox run --egress`:
+   * "public" (NULL: the default: no private, shared, link-local or cloud
+   * metadata addresses), "all", "none" (published ports only) or IPv4
+   * ranges "A.B.C.D/N,..." besides the public ones. Weaker settings warn. */
+  const char *egress;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.
@@ -161,6 +187,13 @@ typedef struct ohbox_run_opts
  * 125 (ohbox failed), 126 (not executable) or 127 (not found). */
 int ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_exit_code,
                ohbox_err **err);
+/* What ohbox_run would do with OPTS, decided as `ohbox run` decides it,
+ * without starting anything: *RET_JSON (may be NULL; free with ohbox_free)
+ * gets the plan as the JSON object `ohbox run --dry-run` prints (network
+ * mode and backend, the executor of a runtime image, process, limits,
+ * security options, warnings; no secret). Fails as ohbox_run would before
+ * the start (no image, a refused combination). */
+int ohbox_run_plan (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_json, ohbox_err **err);
 
 typedef struct ohbox_exec_opts
 {

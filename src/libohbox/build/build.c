@@ -9,6 +9,7 @@
 #include <sys/stat.h>
 #include <sys/sysmacros.h>
 
+#include "build/runtime_image.h"
 #include "image/image.h"
 #include "registry/reference.h"
 #include "common/utils.h"
@@ -383,6 +384,24 @@ load_base (struct ohbox_store *s, const char *base, const struct ohbox_build_opt
   return 0;
 }
 
+/* NAME resolves to an image this store recorded as built (*ID set). */
+static bool
+reusable (struct ohbox_store *s, const char *name, char **id)
+{
+  cleanup_error ohbox_error_t ignored = NULL;
+  json_t *rec = NULL;
+  if (ohbox_store_resolve (s, name, id, &ignored) < 0)
+    return false;
+  bool yes = ohbox_store_get_image (s, *id, &rec, &ignored) == 0 && ohbox_runtime_image_recorded (rec);
+  json_decref (rec);
+  if (!yes)
+    {
+      free (*id);
+      *id = NULL;
+    }
+  return yes;
+}
+
 static int
 set_name (struct ohbox_store *s, const char *name, const char *id, struct ohbox_build_result *res, ohbox_error_t *err)
 {
@@ -427,14 +446,14 @@ ohbox_build (struct ohbox_store *s, const char *base, const struct ohbox_build_o
     goto out;
   res->image = xstrdup (sname);
 
-  /* 1. reuse */
-  if (!opts->force_rebuild && ohbox_store_resolve (s, sname, &res->id, err) == 0)
+  /* 1. reuse: only an image a build recorded (runtime_image.h); one that
+   * came in otherwise under the source tag is built again. */
+  if (!opts->force_rebuild && reusable (s, sname, &res->id))
     {
       res->path = OHBOX_BUILD_REUSE;
       ret = 0;
       goto out;
     }
-  ohbox_error_release (err);
 
   /* Only a runtime repository with a registry host in it is pulled from:
    * the default one is local. */
@@ -503,6 +522,10 @@ ohbox_build (struct ohbox_store *s, const char *base, const struct ohbox_build_o
     goto out;
   ret = 0;
 out:
+  /* What a sandbox of it may do is decided from this record, never from
+   * the image's labels (runtime_image.h). */
+  if (ret == 0 && res->path != OHBOX_BUILD_REUSE && ohbox_runtime_image_mark (s, res->id, err) < 0)
+    ret = -1;
   if (ret < 0)
     ohbox_error_prefix (err, "build a runtime image from `%s`", base);
   res->seconds = ohbox_monotonic () - t0;

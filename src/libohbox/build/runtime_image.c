@@ -10,104 +10,118 @@
 #include <sys/socket.h>
 
 #include "build/build.h"
-#include "image/image.h"
 #include "common/utils.h"
+#include "oci/image_spec.h"
 
 int
-ohbox_runtime_image_is (struct ohbox_store *s, const char *image, bool *yes, ohbox_error_t *err)
+ohbox_runtime_image_mark (struct ohbox_store *s, const char *id, ohbox_error_t *err)
 {
-  struct ohbox_image *img = NULL;
-  *yes = false;
-  if (ohbox_image_load (s, image, &img, err) < 0)
-    return -1;
-  json_t *labels = json_object_get (img->config->runtime_config, "Labels");
-  const char *v = json_string_value (json_object_get (labels, OHBOX_RUNTIME_LABEL));
-  *yes = v && strcmp (v, "1") == 0;
-  ohbox_image_free (img);
-  return 0;
-}
-
-/* A port nobody listens on now (the kernel's choice for an ephemeral bind). */
-static int
-free_port (int *port, ohbox_error_t *err)
-{
-  cleanup_close int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return ohbox_error_errno (err, "socket");
-  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
-  a.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-  socklen_t l = sizeof a;
-  if (bind (fd, (struct sockaddr *) &a, sizeof a) < 0 || getsockname (fd, (struct sockaddr *) &a, &l) < 0)
-    return ohbox_error_errno (err, "find a free port for the executor");
-  *port = ntohs (a.sin_port);
-  return 0;
-}
-
-int
-ohbox_runtime_exec_prepare (int port, const char *api_key, struct ohbox_runtime_exec *out, ohbox_error_t *err)
-{
-  memset (out, 0, sizeof *out);
-  if (port < 0 || port > 65535)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "executor port %d is not a port number", port);
-  if (port == 0 && free_port (&port, err) < 0)
-    return -1;
-  if (api_key)
-    out->api_key = xstrdup (api_key);
-  else
+  json_t *rec = NULL;
+  if (ohbox_store_get_image (s, id, &rec, err) < 0)
+    return ohbox_error_prefix (err, "record runtime image %s", id);
+  int r = 0;
+  if (!ohbox_runtime_image_recorded (rec))
     {
-      unsigned char r[16];
-      if (getrandom (r, sizeof r, 0) != (ssize_t) sizeof r)
-        return ohbox_error_errno (err, "getrandom for the session API key");
-      out->api_key = xmalloc (33);
-      for (size_t i = 0; i < sizeof r; i++)
-        snprintf (out->api_key + 2 * i, 3, "%02x", r[i]);
+      json_object_set_new (rec, OHBOX_RECORD_RUNTIME_IMAGE,
+                           json_pack ("{s:s, s:s}", "built_by", "ohbox build", "ohbox_version", PACKAGE_VERSION));
+      r = ohbox_store_put_image (s, rec, err);
     }
-  out->port = port;
-  static const char *const rest[] = { "--working-dir", "/workspace", "--username", "root", "--user-id", "0" };
-  size_t n = sizeof rest / sizeof rest[0];
-  out->argv = xcalloc (n + 2, sizeof (char *));
-  out->argv[0] = xasprintf ("%d", port);
-  for (size_t i = 0; i < n; i++)
-    out->argv[i + 1] = xstrdup (rest[i]);
-  out->env_key = xasprintf ("SESSION_API_KEY=%s", out->api_key);
-  out->url = xasprintf ("http://127.0.0.1:%d", port);
+  json_decref (rec);
+  return r;
+}
+
+bool
+ohbox_runtime_image_recorded (json_t *record)
+{
+  return json_is_object (json_object_get (record, OHBOX_RECORD_RUNTIME_IMAGE));
+}
+
+/* The config of the image of record REC says org.ohbox.runtime=1. Reading
+ * it cannot fail the run: an unreadable config is the run's to report. */
+static bool
+config_labelled (struct ohbox_store *s, json_t *rec)
+{
+  const char *digest = json_string_value (json_object_get (rec, "config_digest"));
+  cleanup_free char *raw = NULL;
+  size_t len = 0;
+  cleanup_error ohbox_error_t ignored = NULL;
+  if (digest == NULL || ohbox_store_read_blob_unverified (s, digest, OCI_MAX_CONFIG_SIZE, &raw, &len, &ignored) < 0)
+    return false;
+  json_t *cfg = json_loadb (raw, len, 0, NULL);
+  json_t *labels = json_object_get (json_object_get (cfg, "config"), "Labels");
+  const char *v = json_string_value (json_object_get (labels, OHBOX_RUNTIME_LABEL));
+  bool yes = v && strcmp (v, "1") == 0;
+  json_decref (cfg);
+  return yes;
+}
+
+int
+ohbox_runtime_image_facts (struct ohbox_store *s, const char *image, bool check_label,
+                           struct ohbox_runtime_image_facts *ret, ohbox_error_t *err)
+{
+  memset (ret, 0, sizeof *ret);
+  json_t *rec = NULL;
+  if (ohbox_store_resolve (s, image, &ret->id, err) < 0)
+    return -1;
+  if (ohbox_store_get_image (s, ret->id, &rec, err) < 0)
+    {
+      ohbox_runtime_image_facts_clear (ret);
+      return ohbox_error_prefix (err, "image `%s`", image);
+    }
+  ret->runtime = ohbox_runtime_image_recorded (rec);
+  ret->labelled = !ret->runtime && check_label && config_labelled (s, rec);
+  json_decref (rec);
   return 0;
 }
 
 void
-ohbox_runtime_exec_clear (struct ohbox_runtime_exec *x)
+ohbox_runtime_image_facts_clear (struct ohbox_runtime_image_facts *f)
 {
-  if (x->argv)
-    for (char **p = x->argv; *p; p++)
-      free (*p);
-  free (x->argv);
-  free (x->api_key);
-  free (x->env_key);
-  free (x->url);
-  memset (x, 0, sizeof *x);
+  free (f->id);
+  memset (f, 0, sizeof *f);
 }
 
 int
-ohbox_runtime_image_prepare_run (struct ohbox_store *s, const char *image, char **env, int port, bool *yes,
-                                 struct ohbox_runtime_exec *out, ohbox_error_t *err)
+ohbox_runtime_session_key (char **ret, ohbox_error_t *err)
 {
-  ohbox_error_t ignored = NULL;
-  memset (out, 0, sizeof *out);
-  *yes = false;
-  bool is = false;
-  if (ohbox_runtime_image_is (s, image, &is, &ignored) < 0)
-    {
-      ohbox_error_release (&ignored);
-      return 0;
-    }
-  if (!is)
-    return 0;
-  const char *key = NULL;
-  for (size_t i = 0; env && env[i]; i++)
-    if (strncmp (env[i], "SESSION_API_KEY=", 16) == 0)
-      key = env[i] + 16;
-  if (ohbox_runtime_exec_prepare (port, key, out, err) < 0)
-    return -1;
-  *yes = true;
+  unsigned char r[16];
+  if (getrandom (r, sizeof r, 0) != (ssize_t) sizeof r)
+    return ohbox_error_errno (err, "getrandom for the session API key");
+  char *key = xmalloc (2 * sizeof r + 1);
+  for (size_t i = 0; i < sizeof r; i++)
+    snprintf (key + 2 * i, 3, "%02x", r[i]);
+  *ret = key;
+  return 0;
+}
+
+char **
+ohbox_runtime_executor_argv (int port, const char *listen_address)
+{
+  /* root: a base may have no /etc/passwd for the executor to add a user to. */
+  static const char *const rest[] = { "--working-dir", "/workspace", "--username", "root", "--user-id", "0" };
+  size_t n = sizeof rest / sizeof rest[0];
+  char **argv = xcalloc (n + 4, sizeof (char *));
+  size_t k = 0;
+  argv[k++] = xasprintf ("%d", port);
+  argv[k++] = xstrdup ("--listen-address");
+  argv[k++] = xstrdup (listen_address);
+  for (size_t i = 0; i < n; i++)
+    argv[k++] = xstrdup (rest[i]);
+  return argv;
+}
+
+int
+ohbox_runtime_free_port (const char *address, int *port, ohbox_error_t *err)
+{
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = 0 };
+  if (inet_pton (AF_INET, address, &a.sin_addr) != 1)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` is not an IPv4 address", address);
+  cleanup_close int fd = socket (AF_INET, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return ohbox_error_errno (err, "socket");
+  socklen_t l = sizeof a;
+  if (bind (fd, (struct sockaddr *) &a, sizeof a) < 0 || getsockname (fd, (struct sockaddr *) &a, &l) < 0)
+    return ohbox_error_errno (err, "find a free port for the executor on %s", address);
+  *port = ntohs (a.sin_port);
   return 0;
 }

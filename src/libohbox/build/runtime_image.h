@@ -1,43 +1,74 @@
-/* runtime_image.h: what `ohbox run` does differently for a runtime image
- * (one made by `ohbox build`, see build.h): without a command it starts
- * the executor on a port of the host, with a fresh session API key. */
+/* runtime_image.h: which images are runtime images, and the pieces of a
+ * runtime sandbox's executor (its command, session key, port). What a run
+ * does with them is decided by the run policy (policy/run_policy.h).
+ *
+ * A runtime image is an image `ohbox build` committed (or reused) in THIS
+ * store: the build writes "runtime_image" into the image's record
+ * (STORE/images/<id>.json, store.h). Nothing in the image decides it: the
+ * config label org.ohbox.runtime=1 that the build also sets is image
+ * content, and anyone who can get an image into the store (a pull, a load)
+ * chooses its labels. An image is what it is recorded to be:
+ *
+ *   - A pulled or loaded image is never a runtime image by itself, label or
+ *     not: it runs as an ordinary image (its own entrypoint and command, no
+ *     executor started by ohbox, no session key, the default network).
+ *   - Path 2 of the build (build.h: a lock snapshot pulled from the runtime
+ *     repository's registry) uses the pulled snapshot only as the base of a
+ *     new image: its base and dependency layers plus an executor layer this
+ *     ohbox makes, and this build's config. That new image is committed and
+ *     recorded here; the pulled snapshot under its own name stays ordinary.
+ *     So a team can share snapshots through a registry without any pulled
+ *     image choosing how a sandbox runs.
+ *   - The record is keyed by the manifest digest, which covers the config
+ *     and every layer: an image written again under the same id is the same
+ *     bytes, so image.c keeps the record's "runtime_image" when a pull or a
+ *     load writes the record of exactly the image the build made. Nothing
+ *     else can carry it in.
+ *   - Why not "whose executor layer is the one this ohbox makes": the
+ *     layer's digest says nothing about the config (entrypoint, user, env,
+ *     volumes of the image), which is what would run with the key.
+ *   - Stores written by an ohbox before this rule have no record: `ohbox
+ *     build BASE` again records its image (the reuse path rebuilds an image
+ *     it finds unrecorded; same inputs, same digests).
+ *
+ * The network never follows from the image: a runtime sandbox gets the
+ * network any sandbox gets (run_policy.h). */
 #ifndef OHBOX_RUNTIME_IMAGE_H
 #define OHBOX_RUNTIME_IMAGE_H
 
+#include <jansson.h>
 #include <stdbool.h>
 
 #include "common/error.h"
 #include "store/store.h"
 
-struct ohbox_runtime_exec
+/* Records the image ID (in the store) as made by `ohbox build`. */
+int ohbox_runtime_image_mark (struct ohbox_store *s, const char *id, ohbox_error_t *err);
+/* Whether the image record RECORD carries the mark. */
+bool ohbox_runtime_image_recorded (json_t *record);
+
+/* What the store says about IMAGE (a name, id or id prefix). */
+struct ohbox_runtime_image_facts
 {
-  int port;
-  char *api_key; /* 32 random hex characters */
-  /* The command (the image's entrypoint runs it):
-   * PORT --working-dir /workspace --username root --user-id 0 */
-  char **argv;
-  char *env_key; /* "SESSION_API_KEY=..." */
-  char *url;     /* "http://127.0.0.1:PORT" */
+  char *id;      /* the image id IMAGE resolved to */
+  bool runtime;  /* recorded by `ohbox build` in this store */
+  bool labelled; /* not recorded, but its config carries org.ohbox.runtime=1 (only looked at with CHECK_LABEL) */
 };
+/* Resolves IMAGE (OHBOX_ERR_NOT_FOUND when the store has none) and reads its
+ * record; CHECK_LABEL: for an unrecorded image, reads its config's labels
+ * too (to warn that the label is ignored). */
+int ohbox_runtime_image_facts (struct ohbox_store *s, const char *image, bool check_label,
+                               struct ohbox_runtime_image_facts *ret, ohbox_error_t *err);
+void ohbox_runtime_image_facts_clear (struct ohbox_runtime_image_facts *f);
 
-/* Is IMAGE (as `ohbox run` resolves it) a runtime image? 0 with *YES set;
- * -1 only when the image cannot be loaded. */
-int ohbox_runtime_image_is (struct ohbox_store *s, const char *image, bool *yes, ohbox_error_t *err);
-
-/* Prepares the executor's command: PORT (0: a free port of 127.0.0.1) and a
- * new session API key (API_KEY non-NULL: that one). */
-int ohbox_runtime_exec_prepare (int port, const char *api_key, struct ohbox_runtime_exec *out, ohbox_error_t *err);
-void ohbox_runtime_exec_clear (struct ohbox_runtime_exec *x);
-
-/* What `ohbox run IMAGE` does without a command (and without an
- * entrypoint): when IMAGE is a runtime image, sets *YES and prepares its
- * executor into *OUT: PORT (0: a free one), the key of a SESSION_API_KEY=
- * entry of ENV (NULL-terminated or NULL) or a new one. The caller runs
- * OUT->argv, adds OUT->env_key to the environment when ENV had no key, and
- * passes OUT->url and OUT->api_key as the run's executor_url/executor_key.
- * An image that cannot be loaded is not an error here (*YES false): the
- * run reports it. */
-int ohbox_runtime_image_prepare_run (struct ohbox_store *s, const char *image, char **env, int port, bool *yes,
-                                     struct ohbox_runtime_exec *out, ohbox_error_t *err);
+/* A new session API key: 32 random hex characters. */
+int ohbox_runtime_session_key (char **ret, ohbox_error_t *err);
+/* The executor's command, which the image's entrypoint runs:
+ * PORT --listen-address ADDRESS --working-dir /workspace --username root --user-id 0
+ * (NULL-terminated, freed with each string). */
+char **ohbox_runtime_executor_argv (int port, const char *listen_address);
+/* A TCP port nobody listens on now on ADDRESS (an IPv4 literal): the
+ * kernel's choice for an ephemeral bind. */
+int ohbox_runtime_free_port (const char *address, int *port, ohbox_error_t *err);
 
 #endif

@@ -41,6 +41,15 @@ ohbox_image_commit (struct ohbox_store *s, const char *name, const char *manifes
   if (ohbox_store_put_blob (s, manifest_digest, manifest, manifest_len, NULL, err) < 0)
     return -1;
   json_t *rec = ohbox_image_record_new (manifest_digest, man, cfg, index_digest);
+  /* The same id is the same bytes (the manifest digest covers the config
+   * and the layers): a pull or load of exactly the image `ohbox build`
+   * made keeps its mark (runtime_image.h). */
+  json_t *old = NULL;
+  cleanup_error ohbox_error_t ignored = NULL;
+  if (ohbox_store_get_image (s, manifest_digest, &old, &ignored) == 0
+      && json_is_object (json_object_get (old, OHBOX_RECORD_RUNTIME_IMAGE)))
+    json_object_set (rec, OHBOX_RECORD_RUNTIME_IMAGE, json_object_get (old, OHBOX_RECORD_RUNTIME_IMAGE));
+  json_decref (old);
   int r = ohbox_store_put_image (s, rec, err);
   json_decref (rec);
   if (r < 0)
@@ -61,15 +70,21 @@ ohbox_image_free (struct ohbox_image *img)
   free (img);
 }
 
+/* WHAT is resolved as ohbox_store_resolve does, or taken as the image id
+ * when RESOLVED. */
 static int
-image_load (struct ohbox_store *s, const char *what, bool verify, struct ohbox_image **out, ohbox_error_t *err)
+image_load (struct ohbox_store *s, const char *what, bool resolved, bool verify, struct ohbox_image **out,
+            ohbox_error_t *err)
 {
   int (*read_blob) (struct ohbox_store *, const char *, size_t, char **, size_t *, ohbox_error_t *)
       = verify ? ohbox_store_read_blob : ohbox_store_read_blob_unverified;
   struct ohbox_image *img = xcalloc (1, sizeof *img);
   cleanup_free char *cfg_raw = NULL;
   size_t cfg_len = 0;
-  if (ohbox_store_resolve (s, what, &img->id, err) < 0 || ohbox_store_get_image (s, img->id, &img->record, err) < 0
+  if (resolved)
+    img->id = xstrdup (what);
+  if ((!resolved && ohbox_store_resolve (s, what, &img->id, err) < 0)
+      || ohbox_store_get_image (s, img->id, &img->record, err) < 0
       || read_blob (s, img->id, OCI_MAX_MANIFEST_SIZE, &img->manifest_raw, &img->manifest_len, err) < 0
       || oci_manifest_parse (img->manifest_raw, img->manifest_len, &img->manifest, err) < 0
       || read_blob (s, img->manifest->config.digest, OCI_MAX_CONFIG_SIZE, &cfg_raw, &cfg_len, err) < 0
@@ -91,13 +106,19 @@ image_load (struct ohbox_store *s, const char *what, bool verify, struct ohbox_i
 int
 ohbox_image_load (struct ohbox_store *s, const char *what, struct ohbox_image **out, ohbox_error_t *err)
 {
-  return image_load (s, what, true, out, err);
+  return image_load (s, what, false, true, out, err);
 }
 
 int
 ohbox_image_load_for_run (struct ohbox_store *s, const char *what, struct ohbox_image **out, ohbox_error_t *err)
 {
-  return image_load (s, what, false, out, err);
+  return image_load (s, what, false, false, out, err);
+}
+
+int
+ohbox_image_load_id_for_run (struct ohbox_store *s, const char *id, struct ohbox_image **out, ohbox_error_t *err)
+{
+  return image_load (s, id, true, false, out, err);
 }
 
 json_t *

@@ -221,9 +221,7 @@ parse_publish (const struct ohbox_run_options *o, struct ohbox_publish **ret, si
 }
 
 /* Rootless: host ports leased (and held) until slirp4netns or pasta binds
- * them. slirp4netns by default when it is installed (see below), pasta
- * otherwise (its published ports are plain spliced sockets: faster than
- * slirp4netns's user-mode TCP). */
+ * them; which of the two the run policy chose (run_policy.h). */
 static int
 prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, ohbox_error_t *err)
 {
@@ -255,17 +253,8 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
       n->slirp = true;
       break;
     default:
-      /* slirp4netns first: it is ready ~2 ms after it starts and holds ~3
-       * MiB, pasta ~20 ms and ~21 MiB (Debian 12, measured: README), and
-       * agents start many sandboxes that mostly carry small HTTP requests;
-       * pasta's faster data path is for `--network pasta`. */
-      n->slirp = ohbox_slirp_available ();
-      n->pasta = !n->slirp && ohbox_pasta_available ();
-      if (!n->pasta && !n->slirp)
-        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
-                            "rootless networking needs pasta or slirp4netns: install one (Debian packages passt, "
-                            "slirp4netns), or use --network none");
-      break;
+      /* The run policy names the backend of every rootless bridge. */
+      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "no user-mode network was chosen for the rootless bridge");
     }
   n->dirfd = fcntl (dirfd, F_DUPFD_CLOEXEC, 3);
   inet_pton (AF_INET, "10.0.2.100", &n->ip);
@@ -312,9 +301,6 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
   size_t n_req;
   if (parse_publish (o, &reqs, &n_req, err) < 0 || ohbox_egress_parse (o->egress, &n->port.egress, err) < 0)
     return -1;
-  cleanup_free char *weaker = ohbox_egress_warning (&n->port.egress);
-  if (weaker && o->warn)
-    o->warn (weaker, o->warn_data);
   snprintf (n->port.veth, sizeof n->port.veth, OHBOX_NFT_PORT_PREFIX "%.12s", id);
   cleanup_close int lock = -1;
   cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
@@ -449,6 +435,20 @@ ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, cons
     }
   *ret = n;
   return 0;
+}
+
+char *
+ohbox_network_published_url (struct ohbox_network *n, uint16_t ctr_port)
+{
+  for (size_t i = 0; n && i < n->n_maps; i++)
+    if (n->maps[i].proto == IPPROTO_TCP && n->maps[i].ctr_port == ctr_port)
+      {
+        char ip[INET_ADDRSTRLEN] = "127.0.0.1";
+        if (n->maps[i].host_ip.s_addr != htonl (INADDR_ANY))
+          inet_ntop (AF_INET, &n->maps[i].host_ip, ip, sizeof ip);
+        return xasprintf ("http://%s:%u", ip, (unsigned) n->maps[i].host_port);
+      }
+  return NULL;
 }
 
 int

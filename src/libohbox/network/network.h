@@ -115,6 +115,10 @@ int ohbox_network_attach_early (struct ohbox_network *n, int userns_fd, int netn
  * (and adds its port forwards) or pasta (spawning it if attach_early did
  * not). */
 int ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int netns_fd, ohbox_error_t *err);
+/* "http://ADDR:PORT" where the host reaches the sandbox's TCP port CTR_PORT
+ * as published (ADDR 127.0.0.1 for a port published on every address), or
+ * NULL when it is not published. */
+char *ohbox_network_published_url (struct ohbox_network *n, uint16_t ctr_port);
 /* Frees N (closes the reserved ports: call once the leases are released). */
 void ohbox_network_free (struct ohbox_network *n);
 
@@ -144,6 +148,9 @@ int ohbox_network_missing_bridges (json_t **ret, ohbox_error_t *err);
 int ohbox_network_repair_bridge (const char *name, ohbox_error_t *err);
 
 /* network_named.c: named networks (above). */
+/* Whether NAME can name a network: 1 to OHBOX_NETWORK_NAME_MAX letters,
+ * digits, `_`, `.`, `-`, not a --network mode (bridge, none, host, ...). */
+int ohbox_network_name_check (const char *name, ohbox_error_t *err);
 /* Makes network NAME with SUBNET ("A.B.C.D/N", 16 <= N <= 28; NULL: a free
  * /24); *RET (may be NULL) gets its definition. */
 int ohbox_network_create (const char *name, const char *subnet, json_t **ret, ohbox_error_t *err);

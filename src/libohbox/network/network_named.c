@@ -36,8 +36,17 @@ ohbox_network_defs_dir (void)
   return "/var/lib/ohbox/networks";
 }
 
-static int
-check_name (const char *name, ohbox_error_t *err)
+static bool
+is_reserved (const char *name)
+{
+  for (size_t i = 0; reserved[i]; i++)
+    if (strcmp (reserved[i], name) == 0)
+      return true;
+  return false;
+}
+
+int
+ohbox_network_name_check (const char *name, ohbox_error_t *err)
 {
   size_t len = strlen (name);
   bool ok = len > 0 && len <= OHBOX_NETWORK_NAME_MAX && isalnum ((unsigned char) name[0]);
@@ -48,16 +57,9 @@ check_name (const char *name, ohbox_error_t *err)
                         "invalid network name `%.80s`: 1 to %d letters, digits, `_`, `.` or `-`, starting with a "
                         "letter or digit",
                         name, OHBOX_NETWORK_NAME_MAX);
+  if (is_reserved (name))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` is a --network mode, not the name of a network", name);
   return 0;
-}
-
-static bool
-is_reserved (const char *name)
-{
-  for (size_t i = 0; reserved[i]; i++)
-    if (strcmp (reserved[i], name) == 0)
-      return true;
-  return false;
 }
 
 /* The definitions' directory, made when CREATE; without, a missing one is
@@ -118,10 +120,8 @@ load_json (int dfd, const char *name, json_t **ret, ohbox_error_t *err)
 int
 ohbox_netdef_load (const char *name, struct ohbox_netdef *d, ohbox_error_t *err)
 {
-  if (check_name (name, err) < 0)
+  if (ohbox_network_name_check (name, err) < 0)
     return -1;
-  if (is_reserved (name))
-    return ohbox_netdef_default (d, err);
   cleanup_close int dfd = -1;
   json_t *j = NULL;
   if (open_defs_dir (false, &dfd, err) < 0 || load_json (dfd, name, &j, err) < 0)
@@ -300,10 +300,8 @@ ohbox_network_create (const char *name, const char *subnet, json_t **ret, ohbox_
   if (geteuid () != 0)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "named networks need root (rootless sandboxes use pasta or "
                                                        "slirp4netns, one network each)");
-  if (check_name (name, err) < 0)
+  if (ohbox_network_name_check (name, err) < 0)
     return -1;
-  if (is_reserved (name))
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` is a --network mode, not a name for a network", name);
   cleanup_close int lock = -1, dfd = -1;
   cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
   if (netfd < 0 || open_defs_dir (true, &dfd, err) < 0)
@@ -351,10 +349,10 @@ ohbox_network_create (const char *name, const char *subnet, json_t **ret, ohbox_
 int
 ohbox_network_remove (const char *name, ohbox_error_t *err)
 {
-  if (check_name (name, err) < 0)
-    return -1;
   if (is_reserved (name))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` is not a named network: it cannot be removed", name);
+  if (ohbox_network_name_check (name, err) < 0)
+    return -1;
   cleanup_close int lock = -1;
   cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
   if (netfd < 0)
@@ -433,7 +431,9 @@ ohbox_network_inspect (const char *name, json_t **ret, ohbox_error_t *err)
   struct ohbox_netdef d;
   cleanup_close int lock = -1;
   cleanup_close int netfd = geteuid () == 0 ? ohbox_netroot_open_locked (&lock, err) : -1;
-  if ((geteuid () == 0 && netfd < 0) || ohbox_netdef_load (name, &d, err) < 0)
+  /* "bridge": the default network, as `ls` names it. */
+  int r = strcmp (name, "bridge") == 0 ? ohbox_netdef_default (&d, err) : ohbox_netdef_load (name, &d, err);
+  if ((geteuid () == 0 && netfd < 0) || r < 0)
     return -1;
   cleanup_close int dfd = -1;
   open_defs_dir (false, &dfd, NULL);

@@ -14,7 +14,6 @@
 #include "common/utils.h"
 
 #include <errno.h>
-#include <linux/capability.h>
 #include <fcntl.h>
 #include <malloc.h>
 #include <signal.h>
@@ -397,9 +396,28 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
                            "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
-  if (r == 0 && o->executor_url)
-    r = ohbox_executor_record (dfd, o->executor_url, o->executor_key, err);
   return r;
+}
+
+/* executor.json, once the network is prepared: a published executor port
+ * has its host port then. */
+static int
+record_executor (int dfd, const struct ohbox_run_options *o, struct ohbox_network *net, bool foreground,
+                 ohbox_error_t *err)
+{
+  if (o->executor_key == NULL)
+    return 0;
+  cleanup_free char *published = o->executor_port > 0
+                                     ? ohbox_network_published_url (net, (uint16_t) o->executor_port)
+                                     : NULL;
+  const char *url = published ? published : o->executor_url;
+  if (url == NULL && o->executor_port > 0)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the executor's port %d is not published", o->executor_port);
+  if (ohbox_executor_record (dfd, url, o->executor_key, err) < 0)
+    return -1;
+  if (foreground && o->on_executor)
+    o->on_executor (url, o->executor_key, o->event_data);
+  return 0;
 }
 
 static int
@@ -441,7 +459,9 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     return -1;
   created = true;
   ohbox_trace ("state directory");
-  if (ohbox_image_load_for_run (rt->store, o->image, &c.img, err) < 0)
+  if ((o->image_id ? ohbox_image_load_id_for_run (rt->store, o->image_id, &c.img, err)
+                   : ohbox_image_load_for_run (rt->store, o->image, &c.img, err))
+      < 0)
     goto fail;
   ohbox_trace ("image");
   json_t *rc = c.img->config->runtime_config;
@@ -456,7 +476,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     goto fail;
   if (parse_mounts (o, &c.mounts, &c.n_mounts, err) < 0)
     goto fail;
-  if (ohbox_network_prepare (rt, id, dfd, o, host, &c.net, err) < 0)
+  if (ohbox_network_prepare (rt, id, dfd, o, host, &c.net, err) < 0
+      || record_executor (dfd, o, c.net, report_fd < 0, err) < 0)
     goto fail;
   ohbox_network_mounts (c.net, &c.mounts, &c.n_mounts);
   ohbox_trace ("config, network plan");
@@ -493,11 +514,6 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   const struct ohbox_cgroup_host *cgh;
   if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
     goto fail;
-  if (cgh->warning)
-    {
-      if (ohbox_cgroup_limits_any (&o->limits))
-        warn (o, "%s", cgh->warning);
-    }
   if (ohbox_cgroup_create (cgh, id, &o->limits, &c.cgroup, err) < 0)
     goto fail;
   ohbox_trace ("cgroups");
@@ -507,8 +523,6 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
                         (const char *const *) o->cap_drop, n_drop, &caps, &added, err)
       < 0)
     goto fail;
-  if (caps & OHBOX_CAP_BIT (CAP_NET_RAW) & ~ohbox_caps_default ())
-    warn (o, "CAP_NET_RAW: the sandbox can send raw packets (ohbox's bridge still drops forged addresses)");
   if (o->seccomp_profile == NULL || strcmp (o->seccomp_profile, "unconfined") != 0)
     {
       cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);

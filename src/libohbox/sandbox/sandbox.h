@@ -67,9 +67,12 @@ struct ohbox_run_exit
 #define OHBOX_RUN_TIMEOUT_GRACE 5.0 /* seconds between SIGTERM and SIGKILL */
 #define OHBOX_RUN_LINE_MAX 16384    /* on_output: longer lines come in pieces */
 
+/* What a sandbox is made of, resolved: front doors get it from the run
+ * policy (policy/run_policy.h), which decides everything below. */
 struct ohbox_run_options
 {
   const char *image;   /* reference, id or id prefix in the store */
+  const char *image_id; /* the id the plan resolved IMAGE to: the run loads exactly it (NULL: IMAGE) */
   char **command;      /* NULL-terminated; NULL or empty: the image's Cmd */
   char **entrypoint;   /* NULL: the image's Entrypoint */
   char **env;          /* K=V entries, applied over the image's Env (NULL-terminated or NULL) */
@@ -103,11 +106,19 @@ struct ohbox_run_options
   /* Called with warnings meant for the user (may be NULL). */
   void (*warn) (const char *msg, void *data);
   void *warn_data;
-  /* A runtime image's executor (runtime_image.h): where it listens and its
-   * session API key, kept in STATE/<id>/executor.json for `ohbox action`
-   * (action.h). NULL: none. */
-  const char *executor_url;
+  /* A runtime sandbox's executor (run_policy.h): its session API key and
+   * where the host reaches it, kept in STATE/<id>/executor.json for `ohbox
+   * action` (action.h). EXECUTOR_PORT > 0: the URL is that of this TCP port
+   * as published (host ports are chosen when the network is prepared),
+   * else EXECUTOR_URL (NULL: not reachable from the host). EXECUTOR_KEY
+   * NULL: no executor. */
   const char *executor_key;
+  const char *executor_url;
+  int executor_port;
+  /* Foreground only (like on_started): called with the executor's URL (may
+   * be NULL) and key once executor.json is written, before the command
+   * starts. */
+  void (*on_executor) (const char *url, const char *key, void *data);
   /* Kill the sandbox when it runs longer than this many seconds (0: never):
    * SIGTERM to its command, SIGKILL to all of it OHBOX_RUN_TIMEOUT_GRACE
    * seconds later; its exit status is then OHBOX_EXIT_TIMEOUT. */

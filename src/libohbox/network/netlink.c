@@ -192,19 +192,69 @@ ohbox_nl_veth_create (struct ohbox_nl *nl, const char *host_name, int master_ind
 }
 
 int
-ohbox_nl_brport_isolate (struct ohbox_nl *nl, int index, ohbox_error_t *err)
+ohbox_nl_brport_hairpin (struct ohbox_nl *nl, int index, ohbox_error_t *err)
 {
-  /* IFLA_BRPORT_ISOLATED: the bridge forwards nothing between two isolated
-   * ports; each still reaches the host (the bridge itself). */
+  /* IFLA_BRPORT_MODE hairpin: the bridge may send a frame back out of the
+   * port it came in on. With br_netfilter a sandbox's connection to its
+   * own published port on the host's address is DNAT'ed and bridged back
+   * to it that way (README: Network isolation). */
   char buf[NL_REQ_SIZE];
   struct ifinfomsg ifi = { .ifi_family = AF_BRIDGE, .ifi_index = index };
   struct nlmsghdr *nlh = msg_start (buf, RTM_SETLINK, 0, &ifi, sizeof ifi);
   struct nlattr *pi = mnl_attr_nest_start (nlh, IFLA_PROTINFO | NLA_F_NESTED);
-  mnl_attr_put_u8 (nlh, IFLA_BRPORT_ISOLATED, 1);
+  mnl_attr_put_u8 (nlh, IFLA_BRPORT_MODE, 1);
   mnl_attr_nest_end (nlh, pi);
   int r = nl_talk (nl, nlh, NULL, NULL);
   if (r < 0)
-    return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: isolate bridge port %d", index);
+    return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: set hairpin mode on bridge port %d", index);
+  return 0;
+}
+
+struct link_mac
+{
+  uint8_t *mac;
+  bool found;
+};
+
+static int
+link_mac_cb (const struct nlmsghdr *nlh, void *data)
+{
+  struct link_mac *l = data;
+  const struct nlattr *a;
+  mnl_attr_for_each (a, nlh, sizeof (struct ifinfomsg))
+  {
+    if (mnl_attr_get_type (a) == IFLA_ADDRESS && mnl_attr_get_payload_len (a) == 6)
+      {
+        memcpy (l->mac, mnl_attr_get_payload (a), 6);
+        l->found = true;
+      }
+  }
+  return MNL_CB_OK;
+}
+
+int
+ohbox_nl_link_mac (struct ohbox_nl *nl, int index, uint8_t mac[6], ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = index };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_GETLINK, 0, &ifi, sizeof ifi);
+  struct link_mac l = { .mac = mac };
+  int r = nl_talk (nl, nlh, link_mac_cb, &l);
+  if (r < 0 || !l.found)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, r < 0 ? -r : 0, "netlink: read the MAC of link %d", index);
+  return 0;
+}
+
+int
+ohbox_nl_link_set_mac (struct ohbox_nl *nl, int index, const uint8_t mac[6], ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = index };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_NEWLINK, 0, &ifi, sizeof ifi);
+  mnl_attr_put (nlh, IFLA_ADDRESS, 6, mac);
+  int r = nl_talk (nl, nlh, NULL, NULL);
+  if (r < 0)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: set the MAC of link %d", index);
   return 0;
 }
 

@@ -1,5 +1,5 @@
 /* netlink.h: the few rtnetlink operations ohbox's networking needs, over
- * libmnl: links (bridge, veth pair, up, delete, bridge port isolation),
+ * libmnl: links (bridge, veth pair, up, delete, MAC, bridge port mode),
  * IPv4 addresses, neighbours and routes. A socket can be opened inside
  * another network namespace (the sandbox's): every request on it then
  * applies there. */
@@ -29,8 +29,11 @@ int ohbox_nl_bridge_ensure (struct ohbox_nl *nl, const char *name, bool *ret_cre
  * namespace PEER_NETNS_FD. */
 int ohbox_nl_veth_create (struct ohbox_nl *nl, const char *host_name, int master_index, const char *peer_name,
                           const uint8_t peer_mac[6], int peer_netns_fd, ohbox_error_t *err);
-/* Isolates bridge port INDEX from the bridge's other isolated ports. */
-int ohbox_nl_brport_isolate (struct ohbox_nl *nl, int index, ohbox_error_t *err);
+/* Sets hairpin mode on bridge port INDEX. */
+int ohbox_nl_brport_hairpin (struct ohbox_nl *nl, int index, ohbox_error_t *err);
+/* The MAC of link INDEX; sets it. */
+int ohbox_nl_link_mac (struct ohbox_nl *nl, int index, uint8_t mac[6], ohbox_error_t *err);
+int ohbox_nl_link_set_mac (struct ohbox_nl *nl, int index, const uint8_t mac[6], ohbox_error_t *err);
 /* A permanent neighbour entry ADDR -> MAC on link INDEX (replacing any). */
 int ohbox_nl_neigh_set (struct ohbox_nl *nl, int index, struct in_addr addr, const uint8_t mac[6],
                         ohbox_error_t *err);

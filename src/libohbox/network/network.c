@@ -315,6 +315,8 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
     return -1;
   n->port.ip = n->ip;
   ohbox_port_mac (n->ip, n->port.mac);
+  n->port.open = !n->def.isolated;
+  ohbox_bridge_mac (n->def.gw, n->port.gw_mac);
   if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
     return -1;
   n->n_ports = n->n_maps;
@@ -469,29 +471,44 @@ ohbox_network_attach_early (struct ohbox_network *n, int userns_fd, int netns_fd
   return 0;
 }
 
+/* No IPv6 on the host end of a sandbox's veth: a bridge port that would
+ * otherwise send router solicitations and MLD reports into the sandbox. */
+static void
+veth_no_ipv6 (const char *veth)
+{
+  char path[96];
+  snprintf (path, sizeof path, "/proc/sys/net/ipv6/conf/%s/disable_ipv6", veth);
+  cleanup_close int fd = open (path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0 && write (fd, "1", 1) < 0)
+    return; /* (IPv6 off on the host: nothing to turn off) */
+}
+
 /* The sandbox's veth on its bridge, in this order: the host end created
- * down; isolated from the other ports (ohbox0); its anti-spoofing, DNS and
- * egress elements and the host's neighbour entry; up. Nothing it sends is
- * forwarded before its filters are in place. Then its own end: address,
- * loopback, default route; and the published ports. */
+ * down; hairpin mode; its anti-spoofing, DNS and egress elements and the
+ * host's neighbour entry; up. Nothing it sends is forwarded before its
+ * filters are in place. Then its own end: address, loopback, default route
+ * and a permanent neighbour entry for the gateway (the bridge forwards a
+ * sandbox's ARP requests to the host only); and the published ports. */
 static int
 attach_bridge (struct ohbox_network *n, int netns_fd, ohbox_error_t *err)
 {
   struct ohbox_nl *host = NULL, *in = NULL;
   int r = -1, br = 0, port = 0, eth = 0;
+  uint8_t gw_mac[6];
+  ohbox_bridge_mac (n->gw, gw_mac);
   if (ohbox_nl_open (-1, &host, err) < 0)
     return -1;
   if (ohbox_nl_link_index (host, n->def.bridge, &br, err) < 0
       || ohbox_nl_veth_create (host, n->port.veth, br, "eth0", n->port.mac, netns_fd, err) < 0
-      || ohbox_nl_link_index (host, n->port.veth, &port, err) < 0)
+      || ohbox_nl_link_index (host, n->port.veth, &port, err) < 0 || ohbox_nl_brport_hairpin (host, port, err) < 0)
     goto out;
-  if (n->def.isolated && ohbox_nl_brport_isolate (host, port, err) < 0)
-    goto out;
+  veth_no_ipv6 (n->port.veth);
   if (ohbox_port_attach (&n->port, n->def.bridge, err) < 0 || ohbox_nl_link_up (host, port, err) < 0)
     goto out;
   if (ohbox_nl_open (netns_fd, &in, err) < 0 || ohbox_nl_link_up (in, 1, err) < 0
       || ohbox_nl_link_index (in, "eth0", &eth, err) < 0 || ohbox_nl_addr_add (in, eth, n->ip, n->prefix, err) < 0
-      || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0)
+      || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0
+      || ohbox_nl_neigh_set (in, eth, n->gw, gw_mac, err) < 0)
     goto out;
   if (publish_bridge (n, err) < 0)
     goto out;

@@ -65,16 +65,29 @@ bridge_sysctls (const char *bridge, ohbox_error_t *err)
   return 0;
 }
 
+void
+ohbox_bridge_mac (struct in_addr gw, uint8_t mac[6])
+{
+  /* 02: locally administered, unicast; 6e: never a sandbox's (6f); then
+   * the gateway address: each bridge its own. */
+  mac[0] = 0x02;
+  mac[1] = 0x6e;
+  memcpy (mac + 2, &gw.s_addr, 4);
+}
+
 /* D's elements in the networks' sets (nft.h). */
 static size_t
 netdef_elements (const struct ohbox_netdef *d, struct ohbox_nfnl_elem out[3])
 {
   size_t n = 0;
+  struct ohbox_cidr4 sub = { .net = d->net, .prefix = d->prefix };
   out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "bridges" };
   ohbox_nfnl_key_ifname (&out[n++].key, d->bridge);
-  out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "gateways" };
+  out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "subnets" };
+  ohbox_nfnl_key_ipv4 (&out[n].key, d->net);
   ohbox_nfnl_key_ifname (&out[n].key, d->bridge);
-  ohbox_nfnl_key_ipv4 (&out[n++].key, d->gw);
+  ohbox_nfnl_key_ipv4 (&out[n].end, ohbox_cidr4_last (&sub));
+  ohbox_nfnl_key_ifname (&out[n++].end, d->bridge);
   if (!d->isolated)
     {
       out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "peers" };
@@ -94,11 +107,27 @@ tables_ensure (ohbox_error_t *err)
     return -1;
   struct ohbox_nft_bridge *nets = xcalloc (n + 1, sizeof *nets);
   for (size_t i = 0; i < n; i++)
-    nets[i] = (struct ohbox_nft_bridge) { .name = defs[i].bridge, .gateway = defs[i].gw, .peers = !defs[i].isolated };
+    nets[i] = (struct ohbox_nft_bridge) { .name = defs[i].bridge, .subnet = defs[i].net, .prefix = defs[i].prefix,
+                                          .peers = !defs[i].isolated };
   int r = ohbox_nft_ensure (nets, n, err);
   free (nets);
   free (defs);
   return r;
+}
+
+/* The bridge's own MAC, fixed: a bridge left to itself takes its ports'
+ * lowest, which changes as sandboxes come and go (their cached gateway
+ * MAC would go stale), and the filters name it (gwmac). */
+static int
+bridge_mac_ensure (struct ohbox_nl *nl, int idx, const struct ohbox_netdef *d, ohbox_error_t *err)
+{
+  uint8_t want[6], have[6];
+  ohbox_bridge_mac (d->gw, want);
+  if (ohbox_nl_link_mac (nl, idx, have, err) < 0)
+    return -1;
+  if (memcmp (want, have, 6) == 0)
+    return 0;
+  return ohbox_nl_link_set_mac (nl, idx, want, err);
 }
 
 int
@@ -118,7 +147,8 @@ ohbox_bridge_ensure (const struct ohbox_netdef *d, ohbox_error_t *err)
     }
   /* Its sysctls exist once it does; set before its address: IPv6 never
    * comes up on a new bridge. */
-  if (bridge_sysctls (d->bridge, err) < 0 || ohbox_nl_addr_has (nl, idx, d->gw, d->prefix, &has, err) < 0)
+  if (bridge_sysctls (d->bridge, err) < 0 || bridge_mac_ensure (nl, idx, d, err) < 0
+      || ohbox_nl_addr_has (nl, idx, d->gw, d->prefix, &has, err) < 0)
     goto out;
   if (!has && ohbox_nl_addr_add (nl, idx, d->gw, d->prefix, err) < 0)
     goto out;
@@ -185,6 +215,13 @@ ohbox_port_elements (const struct ohbox_port *p, struct ohbox_nfnl_elem *out)
   ohbox_nfnl_key_ifname (&out[n].key, p->veth);
   ohbox_nfnl_key_mac (&out[n].key, p->mac);
   ohbox_nfnl_key_ipv4 (&out[n++].key, p->ip);
+  /* Where its frames may go: its named network's members, or the host. */
+  out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_BRIDGE, .set = p->open ? "open" : "uplink" };
+  ohbox_nfnl_key_ifname (&out[n].key, p->veth);
+  ohbox_nfnl_key_ipv4 (&out[n].key, p->ip);
+  if (!p->open)
+    ohbox_nfnl_key_mac (&out[n].key, p->gw_mac);
+  n++;
   for (size_t i = 0; i < p->n_dns; i++)
     {
       out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "dns" };
@@ -231,8 +268,24 @@ ohbox_port_to_json (const struct ohbox_port *p, json_t *j)
   json_object_set_new (j, "ip", json_string (ip));
   json_object_set_new (j, "veth", json_string (p->veth));
   json_object_set_new (j, "mac", json_string (mac));
+  json_object_set_new (j, "open", json_boolean (p->open));
+  snprintf (mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", p->gw_mac[0], p->gw_mac[1], p->gw_mac[2],
+            p->gw_mac[3], p->gw_mac[4], p->gw_mac[5]);
+  json_object_set_new (j, "gateway_mac", json_string (mac));
   json_object_set_new (j, "dns_allowed", dns);
   json_object_set_new (j, "egress", json_string (egress));
+}
+
+static bool
+mac_from_json (json_t *s, uint8_t mac[6])
+{
+  unsigned m[6];
+  const char *text = json_string_value (s);
+  if (text == NULL || sscanf (text, "%2x:%2x:%2x:%2x:%2x:%2x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6)
+    return false;
+  for (int i = 0; i < 6; i++)
+    mac[i] = (uint8_t) m[i];
+  return true;
 }
 
 bool
@@ -241,15 +294,12 @@ ohbox_port_from_json (json_t *j, struct ohbox_port *p)
   memset (p, 0, sizeof *p);
   const char *ip = json_string_value (json_object_get (j, "ip"));
   const char *veth = json_string_value (json_object_get (j, "veth"));
-  const char *mac = json_string_value (json_object_get (j, "mac"));
-  unsigned m[6];
-  if (ip == NULL || veth == NULL || mac == NULL || strlen (veth) >= sizeof p->veth
-      || inet_pton (AF_INET, ip, &p->ip) != 1
-      || sscanf (mac, "%2x:%2x:%2x:%2x:%2x:%2x", &m[0], &m[1], &m[2], &m[3], &m[4], &m[5]) != 6)
+  if (ip == NULL || veth == NULL || strlen (veth) >= sizeof p->veth || inet_pton (AF_INET, ip, &p->ip) != 1
+      || !mac_from_json (json_object_get (j, "mac"), p->mac)
+      || !mac_from_json (json_object_get (j, "gateway_mac"), p->gw_mac))
     return false;
-  for (int i = 0; i < 6; i++)
-    p->mac[i] = (uint8_t) m[i];
   strcpy (p->veth, veth);
+  p->open = json_is_true (json_object_get (j, "open"));
   size_t i;
   json_t *s;
   json_array_foreach (json_object_get (j, "dns_allowed"), i, s)

@@ -23,7 +23,7 @@ struct ohbox_netdef
   char bridge[IFNAMSIZ];
   struct in_addr net, gw;
   int prefix;
-  bool isolated; /* ports isolated from each other: the default network */
+  bool isolated; /* sandboxes do not reach each other: the default network */
 };
 
 /* What a sandbox holds on its bridge, recorded in network.json before any
@@ -33,13 +33,16 @@ struct ohbox_port
   char veth[IFNAMSIZ];
   uint8_t mac[6];
   struct in_addr ip;
+  bool open;         /* on a named network: its frames may go to the members */
+  uint8_t gw_mac[6]; /* its bridge's (ohbox_bridge_mac): where they go else */
   struct in_addr dns[OHBOX_NET_MAX_DNS]; /* IPv4 resolvers of its resolv.conf */
   size_t n_dns;
   struct ohbox_egress egress;
 };
 
-/* The most elements a sandbox has: ports, dns, egress or noegress. */
-#define OHBOX_PORT_MAX_ELEMS (2 + OHBOX_NET_MAX_DNS + OHBOX_EGRESS_MAX_CIDRS)
+/* The most elements a sandbox has: ports, uplink or open, dns, egress or
+ * noegress. */
+#define OHBOX_PORT_MAX_ELEMS (3 + OHBOX_NET_MAX_DNS + OHBOX_EGRESS_MAX_CIDRS)
 
 struct ohbox_network
 {
@@ -87,6 +90,9 @@ int ohbox_netdef_default (struct ohbox_netdef *d, ohbox_error_t *err);
  * own elements when the bridge or its address was missing. Under the
  * network lock. */
 int ohbox_bridge_ensure (const struct ohbox_netdef *d, ohbox_error_t *err);
+/* The MAC of the bridge with gateway address GW (set on it, and in the
+ * filters): locally administered, never a sandbox's. */
+void ohbox_bridge_mac (struct in_addr gw, uint8_t mac[6]);
 /* Deletes D's bridge and its elements (a named network's removal). */
 int ohbox_bridge_remove (const struct ohbox_netdef *d, ohbox_error_t *err);
 /* Whether D's bridge exists. */

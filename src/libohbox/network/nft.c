@@ -66,7 +66,7 @@ ohbox_nft_run (const char *cmds, ohbox_error_t *err)
 static const char *const inet_chains[] = { "published", "prerouting", "output", "postrouting", "guard", "input",
                                            "sandbox_in", "forward", "from_sandbox", "to_sandbox",
                                            OHBOX_NFT_MARKER, NULL };
-static const char *const bridge_chains[] = { "prerouting", "port_in", OHBOX_NFT_MARKER, NULL };
+static const char *const bridge_chains[] = { "prerouting", "port_in", "port_ip", "port_arp", OHBOX_NFT_MARKER, NULL };
 
 int
 ohbox_nft_complete (bool *ret, ohbox_error_t *err)
@@ -90,8 +90,8 @@ append_objects (struct ohbox_buf *b)
       "add map inet " OHBOX_NFT_TABLE " pub4 { type ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service; }\n"
       "add map inet " OHBOX_NFT_TABLE " puball { type inet_proto . inet_service : ipv4_addr . inet_service; }\n"
       "add set inet " OHBOX_NFT_TABLE " bridges { type ifname; }\n"
-      "add set inet " OHBOX_NFT_TABLE " gateways { type ifname . ipv4_addr; }\n"
       "add set inet " OHBOX_NFT_TABLE " peers { type ifname . ifname; }\n"
+      "add set inet " OHBOX_NFT_TABLE " subnets { type ipv4_addr . ifname; flags interval; }\n"
       "add set inet " OHBOX_NFT_TABLE " dns { type ipv4_addr . ipv4_addr; }\n"
       "add set inet " OHBOX_NFT_TABLE " egress { type ipv4_addr . ipv4_addr; flags interval; }\n"
       "add set inet " OHBOX_NFT_TABLE " noegress { type ipv4_addr; }\n"
@@ -108,10 +108,14 @@ append_objects (struct ohbox_buf *b)
       "add chain inet " OHBOX_NFT_TABLE " to_sandbox\n"
       "add table bridge " OHBOX_NFT_TABLE "\n"
       "add set bridge " OHBOX_NFT_TABLE " ports { type ifname . ether_addr . ipv4_addr; }\n"
+      "add set bridge " OHBOX_NFT_TABLE " uplink { type ifname . ipv4_addr . ether_addr; }\n"
+      "add set bridge " OHBOX_NFT_TABLE " open { type ifname . ipv4_addr; }\n"
       /* Before br_netfilter's hook (0) and the bridge's learning: a forged
        * frame neither reaches the IP hooks nor teaches the bridge a MAC. */
       "add chain bridge " OHBOX_NFT_TABLE " prerouting { type filter hook prerouting priority filter; policy accept; }\n"
-      "add chain bridge " OHBOX_NFT_TABLE " port_in\n";
+      "add chain bridge " OHBOX_NFT_TABLE " port_in\n"
+      "add chain bridge " OHBOX_NFT_TABLE " port_ip\n"
+      "add chain bridge " OHBOX_NFT_TABLE " port_arp\n";
   ohbox_buf_append (b, text, sizeof text - 1);
   /* (all but the marker, added with the rules) */
   for (size_t i = 0; inet_chains[i + 1]; i++)
@@ -126,8 +130,8 @@ append_objects (struct ohbox_buf *b)
     }
   /* Made from the networks' definitions below. */
   static const char flush[] = "flush set inet " OHBOX_NFT_TABLE " bridges\n"
-                              "flush set inet " OHBOX_NFT_TABLE " gateways\n"
                               "flush set inet " OHBOX_NFT_TABLE " peers\n"
+                              "flush set inet " OHBOX_NFT_TABLE " subnets\n"
                               "flush set inet " OHBOX_NFT_TABLE " blocked4\n";
   ohbox_buf_append (b, flush, sizeof flush - 1);
 }
@@ -151,24 +155,29 @@ append_rules (struct ohbox_buf *b)
        * hairpins through the host, and egress. */
       R ("postrouting", "oifname @bridges ip saddr 127.0.0.0/8 masquerade")
       R ("postrouting", "iifname @bridges oifname @bridges ct status dnat masquerade")
+      /* (the same when br_netfilter bridged it back: no input interface
+       * then; the neighbour answers the host, not the sandbox directly) */
+      R ("postrouting", "ip saddr . oifname @subnets ct status dnat masquerade")
       R ("postrouting", "iifname @bridges oifname != @bridges masquerade")
       /* route_localnet lets 127.0.0.0/8 be routed on the bridges: never
        * from a sandbox to the host's loopback services (CVE-2020-8558). */
       R ("guard", "iifname @bridges ip daddr 127.0.0.0/8 drop")
       /* What a sandbox may send to the host itself: answers, DNS to the
-       * resolvers of its resolv.conf, ping to its gateway. Not a service
-       * listening on 0.0.0.0 or on any host address (issue 14, item 8). */
+       * resolvers of its resolv.conf, and what its --egress allows (all:
+       * the host too). Not a service listening on 0.0.0.0 or on any host
+       * address (issue 14, item 8). */
       R ("input", "iifname @bridges jump sandbox_in")
       R ("sandbox_in", "ct state established,related accept")
       R ("sandbox_in", "meta l4proto { tcp, udp } th dport 53 ip saddr . ip daddr @dns accept")
-      R ("sandbox_in", "iifname . ip daddr @gateways icmp type echo-request accept")
+      R ("sandbox_in", "ip saddr . ip daddr @egress accept")
       R ("sandbox_in", "drop")
       R ("forward", "iifname @bridges jump from_sandbox")
       R ("forward", "oifname @bridges jump to_sandbox")
       /* From a sandbox: published ports (DNAT'ed, also another sandbox's
-       * through the host), its own named network's members; never another
-       * bridge, nor a neighbour of an isolated bridge through the host; no
-       * IPv6; then its --egress (egress.h). */
+       * through the host), its own named network's members (seen here
+       * when br_netfilter passes bridged frames through these hooks);
+       * never another bridge, nor a neighbour through the host; no IPv6;
+       * then its --egress (egress.h). */
       R ("from_sandbox", "ct state established,related accept")
       R ("from_sandbox", "ct status dnat accept")
       R ("from_sandbox", "iifname . oifname @peers accept")
@@ -183,16 +192,29 @@ append_rules (struct ohbox_buf *b)
       R ("to_sandbox", "ct state established,related accept")
       R ("to_sandbox", "ct status dnat accept")
       R ("to_sandbox", "drop")
-      /* Anti-spoofing per bridge port: a sandbox's frames carry its own
-       * MAC, and its own address in IPv4 and ARP; nothing else (no IPv6,
-       * no VLAN tags, no other protocol). Router advertisements first, by
-       * name (CVE-2020-13401's shape). */
+      /* Every frame a sandbox port sends. Its source: the sandbox's own
+       * MAC, and its own address in IPv4 and ARP; nothing else (no IPv6 and
+       * so no router advertisement, no VLAN tag, no other protocol). */
       B ("prerouting", "iifname \"" OHBOX_NFT_PORT_PREFIX "*\" jump port_in")
       B ("port_in", "icmpv6 type nd-router-advert drop")
-      B ("port_in", "iifname . ether saddr . ip saddr @ports accept")
+      B ("port_in", "iifname . ether saddr . ip saddr @ports jump port_ip")
       B ("port_in", "arp htype 1 arp ptype ip arp hlen 6 arp plen 4 iifname . ether saddr . arp saddr ip @ports "
-                    "iifname . arp saddr ether . arp saddr ip @ports accept")
-      B ("port_in", "drop");
+                    "iifname . arp saddr ether . arp saddr ip @ports jump port_arp")
+      B ("port_in", "drop")
+      /* Its destination: on a named network anyone (open); on ohbox0 the
+       * host only (uplink: the bridge's own MAC; the sandbox has a
+       * permanent neighbour entry for it and never asks by broadcast): no
+       * frame goes from one sandbox to another. The kernel's port
+       * isolation is not used for that: with br_netfilter a connection to
+       * a neighbour's published port on the host's address is DNAT'ed and
+       * then bridged from port to port, which isolated ports refuse
+       * (README: Network isolation). */
+      B ("port_ip", "iifname . ip saddr @open accept")
+      B ("port_ip", "iifname . ip saddr . ether daddr @uplink accept")
+      B ("port_ip", "drop")
+      B ("port_arp", "iifname . arp saddr ip @open accept")
+      B ("port_arp", "iifname . arp saddr ip . ether daddr @uplink accept")
+      B ("port_arp", "drop");
 #undef R
 #undef B
   ohbox_buf_append (b, text, sizeof text - 1);
@@ -203,11 +225,11 @@ append_network_elements (struct ohbox_buf *b, const struct ohbox_nft_bridge *net
 {
   for (size_t i = 0; i < n; i++)
     {
-      char gw[INET_ADDRSTRLEN];
-      inet_ntop (AF_INET, &nets[i].gateway, gw, sizeof gw);
+      char net[INET_ADDRSTRLEN];
+      inet_ntop (AF_INET, &nets[i].subnet, net, sizeof net);
       cleanup_free char *l = xasprintf ("add element inet " OHBOX_NFT_TABLE " bridges { \"%s\" }\n"
-                                        "add element inet " OHBOX_NFT_TABLE " gateways { \"%s\" . %s }\n",
-                                        nets[i].name, nets[i].name, gw);
+                                        "add element inet " OHBOX_NFT_TABLE " subnets { %s/%d . \"%s\" }\n",
+                                        nets[i].name, net, nets[i].prefix, nets[i].name);
       ohbox_buf_append (b, l, strlen (l));
       if (!nets[i].peers)
         continue;
@@ -312,10 +334,26 @@ key_text (json_t *key, bool quoted)
   return b.data;
 }
 
+/* The first field of concatenation PARTS (or single value K) that is an
+ * IPv4 address: the sandbox's in every set of ours (nft.h). */
+static const char *
+first_ipv4 (json_t *k)
+{
+  json_t *parts = json_object_get (k, "concat");
+  size_t n = parts ? json_array_size (parts) : 1;
+  for (size_t i = 0; i < n; i++)
+    {
+      const char *s = json_string_value (parts ? json_array_get (parts, i) : k);
+      struct in_addr a;
+      if (s && inet_pton (AF_INET, s, &a) == 1)
+        return s;
+    }
+  return NULL;
+}
+
 /* An element of map or set NAME of FAMILY as {"family", KIND ("map" or
  * "set"): NAME, "key", "addr": the sandbox address it belongs to}: a map's
- * value's address; a set's first IPv4 field (the bridge's ports: its
- * third). NULL for anything else. */
+ * value's address; a set's first IPv4 field. NULL for anything else. */
 static json_t *
 element_json (const char *family, const char *kind, const char *name, json_t *elem)
 {
@@ -327,14 +365,11 @@ element_json (const char *family, const char *kind, const char *name, json_t *el
       addr = json_string_value (json_array_get (json_object_get (json_array_get (elem, 1), "concat"), 0));
     }
   else
-    {
-      json_t *k = json_object_get (elem, "elem") ? json_object_get (json_object_get (elem, "elem"), "val") : elem;
-      json_t *parts = json_object_get (k, "concat");
-      addr = json_string_value (parts ? json_array_get (parts, strcmp (name, "ports") == 0 ? 2 : 0) : k);
-    }
-  struct in_addr a;
-  cleanup_free char *text = key_text (key, strcmp (name, "ports") == 0);
-  if (text == NULL || addr == NULL || inet_pton (AF_INET, addr, &a) != 1)
+    addr = first_ipv4 (json_object_get (elem, "elem") ? json_object_get (json_object_get (elem, "elem"), "val")
+                                                      : elem);
+  /* (the bridge table's keys start with the port's name) */
+  cleanup_free char *text = key_text (key, strcmp (family, "bridge") == 0);
+  if (text == NULL || addr == NULL)
     return NULL;
   return json_pack ("{s:s, s:s, s:s, s:s}", "family", family, kind, name, "key", text, "addr", addr);
 }
@@ -395,7 +430,7 @@ int
 ohbox_nft_sandbox_elements (json_t **ret, ohbox_error_t *err)
 {
   static const char *const inet_sets[] = { "dns", "egress", "noegress", NULL };
-  static const char *const bridge_sets[] = { "ports", NULL };
+  static const char *const bridge_sets[] = { "ports", "uplink", "open", NULL };
   *ret = json_array ();
   if (list_elements ("bridge", "set", bridge_sets, *ret, err) < 0
       || list_elements ("inet", "set", inet_sets, *ret, err) < 0)

@@ -11,11 +11,11 @@
  *             (-p IP:HOSTPORT:CTRPORT: that host address only)
  *   puball    inet_proto . inet_service : ipv4_addr . inet_service
  *             (-p HOSTPORT:CTRPORT: every local address)
- * sets of the networks (one element each per bridge):
+ * sets of the networks (elements per bridge):
  *   bridges   ifname                   ohbox0 and the named networks' bridges
- *   gateways  ifname . ipv4_addr       each bridge's own address
  *   peers     ifname . ifname          a named network's bridge twice: its
  *                                      members reach each other
+ *   subnets   ipv4_addr . ifname (intervals)  each bridge's subnet . the bridge
  *   blocked4  ipv4_addr (intervals)    what `--egress public` leaves out (egress.h)
  * sets of the sandboxes (elements added at start, deleted at release):
  *   dns       ipv4_addr . ipv4_addr    sandbox . a resolver of its resolv.conf
@@ -24,16 +24,20 @@
  * chains: prerouting and output DNAT local addresses through the maps;
  * postrouting masquerades; guard drops packets from the bridges to
  * 127.0.0.0/8 (route_localnet); input lets a sandbox reach the host only
- * for answers, DNS and ping to its gateway; forward lets it reach published
+ * for answers, DNS and its --egress; forward lets it reach published
  * ports, its named network's members and its --egress, and lets nothing
  * reach a sandbox but through a published port.
  *
- * bridge ohbox: anti-spoofing on every sandbox port (veths named
- * OHBOX_NFT_PORT_PREFIX*):
+ * bridge ohbox, on every sandbox port (veths named OHBOX_NFT_PORT_PREFIX*),
+ * before br_netfilter and the bridge's MAC learning:
  *   ports     ifname . ether_addr . ipv4_addr  the veth, its sandbox's MAC and address
+ *   gwmac     ifname . ether_addr   each bridge's own MAC (fixed: ohbox_bridge_mac)
+ *   gwip      ifname . ipv4_addr    each bridge's gateway address
+ *   open      ifname                named networks' bridges
  * A frame from a sandbox port passes only as IPv4 or ARP with that MAC and
- * address; router advertisements, IPv6, VLAN tags and other protocols are
- * dropped, before br_netfilter and the bridge's MAC learning. */
+ * address (router advertisements, IPv6, VLAN tags, other protocols are
+ * dropped), and only to the host (the gateway's MAC, or an ARP request for
+ * the gateway's address) unless its bridge is open. */
 #ifndef OHBOX_NFT_H
 #define OHBOX_NFT_H
 
@@ -41,6 +45,7 @@
 #include <netinet/in.h>
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -50,13 +55,13 @@
 /* The sandboxes' host veths: "ohb" + 12 hex digits of the sandbox id. */
 #define OHBOX_NFT_PORT_PREFIX "ohb"
 
-/* A bridge the rules apply to: its name and gateway address; PEERS: its
- * sandboxes reach each other (a named network; ohbox0's ports are
- * isolated). */
+/* A bridge the rules apply to: its name and subnet; PEERS: its sandboxes
+ * reach each other (a named network; ohbox0's do not). */
 struct ohbox_nft_bridge
 {
   const char *name;
-  struct in_addr gateway;
+  struct in_addr subnet;
+  int prefix;
   bool peers;
 };
 

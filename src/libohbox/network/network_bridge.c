@@ -12,6 +12,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/netfilter.h>
+#include <net/if.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -178,9 +179,8 @@ out:
 bool
 ohbox_bridge_exists (const struct ohbox_netdef *d)
 {
-  char path[64];
-  snprintf (path, sizeof path, "/sys/class/net/%s", d->bridge);
-  return access (path, F_OK) == 0;
+  /* (this network namespace's links: /sys may show another's) */
+  return if_nametoindex (d->bridge) != 0;
 }
 
 int

@@ -310,7 +310,7 @@ ohbox_network_create (const char *name, const char *subnet, json_t **ret, ohbox_
   snprintf (file, sizeof file, "%s.json", name);
   struct stat st;
   if (fstatat (dfd, file, &st, AT_SYMLINK_NOFOLLOW) == 0)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "network `%s` exists", name);
+    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "network `%s` exists", name);
   struct ohbox_netdef *defs = NULL, d = { .isolated = false };
   size_t n = 0;
   struct ohbox_cidr4 c;
@@ -371,7 +371,7 @@ ohbox_network_remove (const char *name, ohbox_error_t *err)
         cleanup_free char *one = xasprintf ("%s%.12s", i ? ", " : "", json_string_value (json_object_get (u, "id")));
         ohbox_buf_append (&b, one, strlen (one));
       }
-      ohbox_error (err, OHBOX_ERR_USAGE, 0, "network `%s` is in use by sandbox%s %s: remove %s first", name,
+      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "network `%s` is in use by sandbox%s %s: remove %s first", name,
                    json_array_size (users) > 1 ? "es" : "", b.data, json_array_size (users) > 1 ? "them" : "it");
       ohbox_buf_free (&b);
       json_decref (users);

@@ -11,6 +11,7 @@
 #include "store/check.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdio.h>
@@ -48,10 +49,10 @@ count_sandbox (struct ohbox_check_ctx *c)
 static bool
 veth_exists (const char *id)
 {
-  char path[64];
-  snprintf (path, sizeof path, "/sys/class/net/ohb%.12s", id);
-  struct stat st;
-  return lstat (path, &st) == 0;
+  /* (this network namespace's links: /sys may show another's) */
+  char name[IF_NAMESIZE];
+  snprintf (name, sizeof name, "ohb%.12s", id);
+  return if_nametoindex (name) != 0;
 }
 
 static int

@@ -830,8 +830,8 @@ ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
   return 0;
 }
 
-/* Whether the ports element E belongs to the sandbox that leases its
- * address (state directory OWNER): the veth its network.json records. */
+/* Whether the bridge table's element E belongs to the sandbox that leases
+ * its address (state directory OWNER): the veth its network.json records. */
 static bool
 port_element_current (json_t *e, const char *owner)
 {
@@ -859,12 +859,13 @@ ohbox_network_orphan_sandbox_elements (json_t **ret, ohbox_error_t *err)
   json_array_foreach (elems, i, e)
   {
     char owner[PATH_MAX];
-    bool ports = strcmp (json_string_value (json_object_get (e, "set")) ?: "", "ports") == 0;
-    /* No lease for its address; or, for the bridge's, another sandbox's
-     * (a stale lease's owner's state is gone: its elements are the GC's,
-     * which `check` runs for the stale lease). */
+    bool port = strcmp (json_string_value (json_object_get (e, "family")) ?: "", "bridge") == 0;
+    /* No lease for its address; or, for the bridge's (keyed by the veth),
+     * another veth than the lease's sandbox has (a stale lease's owner's
+     * state is gone: its elements are the GC's, which `check` runs for the
+     * stale lease). */
     if (!addr_leased (netfd, json_string_value (json_object_get (e, "addr")), owner, sizeof owner)
-        || (ports && access (owner, F_OK) == 0 && !port_element_current (e, owner)))
+        || (port && access (owner, F_OK) == 0 && !port_element_current (e, owner)))
       json_array_append (orphans, e);
   }
   json_decref (elems);

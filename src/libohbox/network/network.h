@@ -146,6 +146,11 @@ int ohbox_network_drop_orphan_neighbour (json_t *e, ohbox_error_t *err);
  * repair: the bridge made again with its elements. */
 int ohbox_network_missing_bridges (json_t **ret, ohbox_error_t *err);
 int ohbox_network_repair_bridge (const char *name, ohbox_error_t *err);
+/* Whether the nft tables hold this version's whole rules (*RET true too
+ * when no bridge of ohbox exists: nothing needs them); and the repair:
+ * made or brought up to date, keeping every element. */
+int ohbox_network_tables_complete (bool *ret, ohbox_error_t *err);
+int ohbox_network_repair_tables (ohbox_error_t *err);
 
 /* network_named.c: named networks (above). */
 /* Whether NAME can name a network: 1 to OHBOX_NETWORK_NAME_MAX letters,

@@ -13,6 +13,7 @@
 #include <fcntl.h>
 #include <linux/netfilter.h>
 #include <net/if.h>
+#include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -174,6 +175,31 @@ out:
   if (r < 0)
     ohbox_error_prefix (err, "set up bridge `%s`", d->bridge);
   return r;
+}
+
+int
+ohbox_network_tables_complete (bool *ret, ohbox_error_t *err)
+{
+  struct ohbox_netdef *defs = NULL;
+  size_t n = 0;
+  *ret = true;
+  if (ohbox_netdefs_all (&defs, &n, err) < 0)
+    return -1;
+  bool any = false;
+  for (size_t i = 0; i < n; i++)
+    any |= ohbox_bridge_exists (&defs[i]);
+  free (defs);
+  return any ? ohbox_nft_complete (ret, err) : 0;
+}
+
+int
+ohbox_network_repair_tables (ohbox_error_t *err)
+{
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
+  if (netfd < 0)
+    return -1;
+  return tables_ensure (err);
 }
 
 bool

@@ -156,6 +156,35 @@ key_matches (const char *expected, const char *given)
   return diff == 0;
 }
 
+struct key_check
+{
+  const char *expected;
+  unsigned given, matching;
+};
+
+static enum MHD_Result
+key_header_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *name, const char *value)
+{
+  struct key_check *k = cls;
+  if (strcasecmp (name, "X-Session-API-Key") == 0)
+    {
+      k->given++;
+      k->matching += key_matches (k->expected, value);
+    }
+  return MHD_YES;
+}
+
+/* The request carries the key, and only the key: a request that gives the
+ * header twice with different values is refused whichever copy comes first,
+ * so no proxy in front can read one copy while we read the other. */
+static bool
+request_has_key (struct MHD_Connection *c, const char *expected)
+{
+  struct key_check k = { .expected = expected };
+  MHD_get_connection_values (c, MHD_HEADER_KIND, key_header_iter, &k);
+  return k.given > 0 && k.matching == k.given;
+}
+
 static bool
 query_bool (const char *v)
 {
@@ -424,7 +453,7 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
           return MHD_YES;
         }
       if (ex->api_key && rq->route != R_ALIVE && rq->route != R_SERVER_INFO
-          && !key_matches (ex->api_key, MHD_lookup_connection_value (c, MHD_HEADER_KIND, "X-Session-API-Key")))
+          && !request_has_key (c, ex->api_key))
         {
           rq->deferred_status = 403;
           rq->deferred_detail = xstrdup ("Invalid API Key");

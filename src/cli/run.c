@@ -61,6 +61,7 @@ static const char run_help[] =
   "      --cpus N                 CPU limit (e.g. 1.5)\n"
   "      --cpu-shares N           relative CPU weight (v1 units)\n"
   "      --pids-limit N           maximum number of processes\n"
+  "      --storage-size SIZE      bound the writable layer (e.g. 2g; root; ENOSPC when full)\n"
   "      --cap-add CAP            add a capability (repeatable, ALL)\n"
   "      --cap-drop CAP           drop a capability (repeatable, ALL)\n"
   "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false]\n"
@@ -232,6 +233,7 @@ enum
   OPT_CPUS,
   OPT_CPU_SHARES,
   OPT_PIDS,
+  OPT_STORAGE_SIZE,
   OPT_CAP_ADD,
   OPT_CAP_DROP,
   OPT_SECURITY,
@@ -394,6 +396,7 @@ cli_run (int argc, char **argv)
     { "cpus", required_argument, NULL, OPT_CPUS },
     { "cpu-shares", required_argument, NULL, OPT_CPU_SHARES },
     { "pids-limit", required_argument, NULL, OPT_PIDS },
+    { "storage-size", required_argument, NULL, OPT_STORAGE_SIZE },
     { "cap-add", required_argument, NULL, OPT_CAP_ADD },
     { "cap-drop", required_argument, NULL, OPT_CAP_DROP },
     { "security-opt", required_argument, NULL, OPT_SECURITY },
@@ -541,6 +544,17 @@ cli_run (int argc, char **argv)
         case OPT_PIDS:
           limit = "pids-limit";
           break;
+        case OPT_STORAGE_SIZE:
+          {
+            int64_t v;
+            if (ohbox_cgroup_parse_size (optarg, &v, &err) < 0 || v <= 0)
+              {
+                fprintf (stderr, "ohbox run: invalid --storage-size `%s`: use e.g. 512m, 10g\n", optarg);
+                goto out;
+              }
+            q.storage_size = (uint64_t) v;
+            break;
+          }
         case OPT_CAP_ADD:
           strv_add (&add, optarg);
           break;

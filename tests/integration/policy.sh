@@ -186,6 +186,10 @@ test_root_plans ()
   assert_jq "$plan" '.executor == null and .network.explicit == true and .network.publish == []'
   same_plan root no/such:image
   assert_contains "$refusal" "no/such:image"
+  same_plan root --storage-size 32m "$BB" true
+  assert_jq "$plan" '.limits.storage_size == 33554432 and .warnings == []'
+  same_plan root --storage-size 1m "$BB" true
+  assert_contains "$refusal" "at least 16 MiB"
   # Nothing was started by any of it.
   assert_ok ohbox ps -a -q
   assert_eq "$out" "" "sandboxes after dry runs"
@@ -218,6 +222,9 @@ test_rootless_plans ()
   # ... not for an ordinary command.
   same_plan pasta --network host "$BB" true
   assert_jq "$plan" '.network.mode == "host" and .warnings == []'
+  # A bounded writable layer needs a loop device: root's.
+  same_plan pasta --storage-size 32m "$BB" true
+  assert_contains "$refusal" "--storage-size needs root"
 }
 
 # ---------------------------------------------------------------- sandboxes

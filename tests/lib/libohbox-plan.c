@@ -2,6 +2,7 @@
  * tests/integration/policy.sh to compare with `ohbox run`:
  *
  *   libohbox-plan STORE [--network MODE] [--executor-port N] [--api-key K]
+ *                 [--storage-size SIZE]
  *                 [-e K=V]... [--run [--rm]] IMAGE [ARG...]
  *
  * Without --run: prints ohbox_run_plan()'s JSON (what `ohbox run --dry-run
@@ -67,6 +68,16 @@ main (int argc, char **argv)
         ro.executor_port = atoi (argv[++i]);
       else if (strcmp (argv[i], "--api-key") == 0 && next)
         ro.api_key = argv[++i];
+      else if (strcmp (argv[i], "--storage-size") == 0 && next)
+        {
+          /* As ohbox run reads it: bytes, or k, m, g (powers of 1024). */
+          char *end;
+          unsigned long long v = strtoull (argv[++i], &end, 10);
+          int shift = *end == 'k' ? 10 : *end == 'm' ? 20 : *end == 'g' ? 30 : 0;
+          if (end == argv[i] || (shift && end[1]) || (!shift && *end))
+            return fprintf (stderr, "bad size %s\n", argv[i]), 2;
+          ro.storage_size = (int64_t) (v << shift);
+        }
       else if (strcmp (argv[i], "-e") == 0 && next && n_env + 1 < sizeof env / sizeof env[0])
         env[n_env++] = argv[++i];
       else

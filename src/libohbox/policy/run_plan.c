@@ -113,12 +113,13 @@ process_json (const struct ohbox_run_plan *p)
 }
 
 static json_t *
-limits_json (const struct ohbox_cgroup_limits *l)
+limits_json (const struct ohbox_cgroup_limits *l, uint64_t storage_size)
 {
-  return json_pack ("{s:o, s:I, s:o, s:o, s:o, s:o, s:o}", "memory", int_or_null (l->memory), "memory_swap",
+  return json_pack ("{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "memory", int_or_null (l->memory), "memory_swap",
                     (json_int_t) l->memory_swap, "cpu_quota", int_or_null (l->cpu_quota), "cpu_period",
                     int_or_null ((long long) l->cpu_period), "cpu_shares", int_or_null ((long long) l->cpu_shares),
-                    "cpu_weight", int_or_null ((long long) l->cpu_weight), "pids", int_or_null (l->pids));
+                    "cpu_weight", int_or_null ((long long) l->cpu_weight), "pids", int_or_null (l->pids),
+                    "storage_size", int_or_null ((long long) storage_size));
 }
 
 static json_t *
@@ -143,7 +144,7 @@ ohbox_run_plan_json (const struct ohbox_run_plan *p)
                     "image_id", str_or_null (p->image_id), "runtime_image", p->runtime_image, "caller", "euid",
                     (int) p->euid, "rootless", p->rootless, "host", host, "network", network_json (p), "executor",
                     executor_json (&p->executor), "process", process_json (p), "limits",
-                    limits_json (&p->req->limits), "security", security_json (p), "mounts", mounts, "warnings",
+                    limits_json (&p->req->limits, p->opts.storage_size), "security", security_json (p), "mounts", mounts, "warnings",
                     strv_json (p->warnings, false));
 }
 

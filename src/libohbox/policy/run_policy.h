@@ -53,7 +53,9 @@
  *             host's loopback connections to the namespace's loopback.
  *   else      as given; the limits are checked together; a limit on a host
  *             whose cgroups cannot carry it (rootless without a delegated
- *             subtree) is a warning; --userns host needs root.
+ *             subtree) is a warning; --userns host needs root;
+ *             --storage-size needs root and 16 MiB at least, and is
+ *             ignored with a warning for a read-only rootfs.
  *
  *   named     `--network NAME` (any other word: a network made with `ohbox
  *   network   network create`, network.h): root only (a rootless sandbox's
@@ -122,6 +124,9 @@ struct ohbox_run_request
   char **publish; /* -p specs */
   char **dns, **add_hosts;
   struct ohbox_cgroup_limits limits;
+  /* The writable layer's size in bytes (0: unbounded; root only, at least
+   * OHBOX_SNAPSHOT_MIN_SIZE; ignored with READ_ONLY, which has none). */
+  uint64_t storage_size;
   char **cap_add, **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
   bool allow_new_privs;

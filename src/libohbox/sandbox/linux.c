@@ -289,6 +289,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
 {
   cleanup_error ohbox_error_t err = NULL;
   prctl (PR_SET_PDEATHSIG, SIGKILL);
+  bool hidden = ohbox_hide_host_args ("ohbox-init");
   struct sync_msg m;
   int mfd = -1;
   if (spec->after_clone)
@@ -400,7 +401,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   if (spec->netns && !spec->join_netns && loopback_up (&err) < 0)
     child_fail (sync, &err);
   close (mfd);
-  ohbox_init_run (exec_command, &ctx, sync);
+  ohbox_init_run (exec_command, &ctx, sync, !hidden);
 }
 
 static pid_t

@@ -298,8 +298,11 @@ run_ctx_release (struct run_ctx *c)
   c->line_read[0] = c->line_read[1] = -1;
 }
 
+/* The command's stdio (C->stdio; its -t terminal in *TTY_MASTER), and
+ * where the caller's own is a terminal without -t, the RELAY (relay.h). */
 static int
-setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, ohbox_error_t *err)
+setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, struct ohbox_relay *relay,
+             ohbox_error_t *err)
 {
   *tty_master = -1;
   if (o->tty)
@@ -341,14 +344,18 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->stdio[2] = pe[1];
       c->line_read[0] = po[0];
       c->line_read[1] = pe[0];
-      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+      if (c->stdio[0] < 0)
+        return ohbox_error_errno (err, "open /dev/null");
+      return ohbox_relay_setup (relay, c->stdio, err);
     }
   if (!o->detach)
     {
       c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
       c->stdio[1] = 1;
       c->stdio[2] = 2;
-      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+      if (c->stdio[0] < 0)
+        return ohbox_error_errno (err, "open /dev/null");
+      return ohbox_relay_setup (relay, c->stdio, err);
     }
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
@@ -394,6 +401,8 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
                            "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
                            "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
+  if (o->storage_size)
+    json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
   int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
   json_decref (cfg);
   return r;
@@ -448,6 +457,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   c.line_read[0] = c.line_read[1] = -1;
   c.stdio[0] = c.stdio[1] = c.stdio[2] = -1;
   int tty_master = -1;
+  struct ohbox_relay relay;
+  ohbox_relay_init (&relay);
   struct ohbox_linux_proc proc = { 0 };
   bool created = false;
   /* Declared here: a goto fail must not enter the scope of a cleanup variable. */
@@ -500,13 +511,22 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
         goto fail;
       if (c.userns.warning)
         warn (o, "%s", c.userns.warning);
+      /* Root: ids of its own (linux.h), given back by ohbox_state_remove. */
+      cleanup_free char *owner = xasprintf ("%s/%s", rt->root, id);
+      if (!rootless && ohbox_userns_lease (&c.userns, owner, err) < 0)
+        goto fail;
       root_uid = ohbox_idmap_to_host (&c.userns.uids, 0);
       root_gid = ohbox_idmap_to_host (&c.userns.gids, 0);
     }
   const struct oci_image_config *ic = c.img->config;
-  if (ohbox_snapshot_prepare (rt->store, id, ic->diff_ids, ic->n_diff_ids, rootless ? geteuid () : root_uid,
-                              rootless ? getegid () : root_gid, &c.snap, err)
-      < 0)
+  int prepared;
+  {
+    cleanup_free char *state_dir = xasprintf ("%s/%s", rt->root, id);
+    prepared = ohbox_snapshot_prepare (rt->store, id, state_dir, ic->diff_ids, ic->n_diff_ids,
+                                       rootless ? geteuid () : root_uid, rootless ? getegid () : root_gid,
+                                       o->read_only ? 0 : o->storage_size, &c.snap, err);
+  }
+  if (prepared < 0)
     goto fail;
   if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)
     goto fail;
@@ -531,7 +551,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
         goto fail;
     }
   ohbox_trace ("seccomp filter");
-  if (setup_stdio (o, &c, &tty_master, err) < 0)
+  if (setup_stdio (o, &c, &tty_master, &relay, err) < 0)
     goto fail;
   c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (c.rootdir_fd < 0)
@@ -617,6 +637,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .started = started,
     .timeout = o->timeout,
     .line_fd = { c.line_read[0], c.line_read[1] },
+    .relay = ohbox_relay_active (&relay) ? &relay : NULL,
     .detached = report_fd >= 0,
     .attach_fd = -1,
     .on_output = report_fd < 0 ? o->on_output : NULL,
@@ -680,6 +701,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     }
   if (raw)
     tcsetattr (0, TCSANOW, &saved);
+  ohbox_relay_close (&relay);
   if (tty_master >= 0)
     close (tty_master);
   close (m.pidfd);
@@ -701,6 +723,7 @@ fail:
     }
   if (c.out_read >= 0)
     close (c.out_read);
+  ohbox_relay_close (&relay);
   run_ctx_release (&c);
   if (created)
     {

@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "cgroup/cgroup.h"
+#include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
 
 #define OHBOX_ID_LEN 64
@@ -73,6 +74,7 @@ struct ohbox_monitor
   double started;    /* ohbox_monotonic () when the command started */
   double timeout;    /* seconds, 0: none (ohbox_run_options.timeout) */
   int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
+  struct ohbox_relay *relay; /* foreground: the caller's terminals relayed (relay.h), or NULL */
   bool detached;     /* -d: output goes to the log, stdio is /dev/null */
   int attach_fd;     /* -d -t: the listening attach.sock (ohbox attach), or -1 */
   /* The caller's events (ohbox_run_options), foreground only. */

@@ -295,6 +295,74 @@ no-meta"
   assert_contains "$err" "--egress"
 }
 
+# Named networks: made, listed, inspected and removed by name; their
+# sandboxes reach each other (and the internet), with the same source
+# checks; nothing else reaches them but through published ports, and they
+# reach neither ohbox0's sandboxes nor another network's.
+NET_A=niso-a-$$ NET_B=niso-b-$$
+test_named_networks ()
+{
+  load_bb
+  trap 'ohbox network rm "$NET_A" "$NET_B" >/dev/null 2>&1 || true; trap - RETURN' RETURN
+  assert_ok ohbox network create "$NET_A"
+  assert_eq "$out" "$NET_A"
+  assert_ok ohbox network create --subnet 10.215.7.0/24 --format json "$NET_B"
+  assert_jq "$out" '.name == "'"$NET_B"'" and .subnet == "10.215.7.0/24" and .gateway == "10.215.7.1"'
+  local br_a br_b
+  assert_ok ohbox network inspect "$NET_A"
+  assert_jq "$out" '.[0].subnet | test("^10\\.214\\.[0-9]+\\.0/24$")'
+  br_a=$(jq -r '.[0].bridge' <<<"$out")
+  br_b=$(ohbox network inspect "$NET_B" | jq -r '.[0].bridge')
+  assert_ok ohbox network ls
+  assert_contains "$out" "$NET_A"
+  assert_ok ohbox network ls --format json
+  assert_jq "$out" 'map(.name) | index("'"$NET_B"'") != null'
+  # refusals: the same name, a taken subnet, nonsense
+  assert_exit 1 ohbox network create "$NET_A"
+  assert_contains "$err" "exists"
+  assert_fails ohbox network create --subnet 10.215.7.0/24 niso-c-$$
+  assert_fails ohbox network create --subnet 10.213.0.0/24 niso-c-$$
+  assert_exit 2 ohbox network create "bad/name"
+  assert_exit 2 ohbox network create --subnet 10.215.8.1/33 niso-c-$$
+  assert_exit 125 ohbox run --rm --network niso-none-$$ "$BB" true
+  assert_contains "$err" "niso-none-$$"
+  # members reach each other; the others do not
+  assert_ok ohbox run -d --network "$NET_A" "$BB" httpd -f -p 80 -h /etc
+  local a1=$out ip_a1
+  ip_a1=$(sb_ip "$a1")
+  assert_match "$ip_a1" '^10\.214\.'
+  assert_ok ohbox run --rm --network "$NET_A" "$BB" timeout 3 wget -qO- "http://$ip_a1/hostname"
+  assert_eq "$out" "${a1:0:12}" "a member of the same network"
+  assert_fails ohbox run --rm "$BB" timeout 3 wget -qO- "http://$ip_a1/hostname"
+  assert_fails ohbox run --rm --network "$NET_B" "$BB" timeout 3 wget -qO- "http://$ip_a1/hostname"
+  assert_ok ohbox run --rm --network "$NET_A" "$BB" timeout 3 wget -qO- "http://$PUB:8080/"
+  assert_eq "$out" "reached $PUB" "a member's egress"
+  assert_fails ohbox run --rm --network "$NET_A" "$BB" timeout 2 wget -qO- "http://$PRIV:8080/"
+  # --network container: of a member shares its network
+  assert_ok ohbox run --rm --network "container:$a1" "$BB" timeout 3 wget -qO- "http://127.0.0.1/hostname"
+  assert_eq "$out" "${a1:0:12}"
+  # the same source checks inside a named network
+  local gw
+  gw=$(ip -j link show "$br_a" | jq -r '.[0].address')
+  assert_ok ohbox run --rm --network "$NET_A" --cap-add NET_RAW -v "$SPOOF:/spoof:ro" "$BB" sh -c \
+    "/spoof udp eth0 own \$(ip -4 -o addr show eth0 | sed 's/.*inet \\([0-9.]*\\).*/\\1/') $gw $PUB 9999 named-genuine; /spoof udp eth0 own $ip_a1 $gw $PUB 9999 named-spoofed"
+  udp_got named-genuine || _t_assert_fail "a member's own datagram did not arrive"
+  ! udp_got named-spoofed || _t_assert_fail "a datagram with another member's address left the host"
+  # in use: not removed
+  assert_exit 1 ohbox network rm "$NET_A"
+  assert_contains "$err" "${a1:0:12}"
+  assert_ok ip link show "$br_a"
+  assert_ok ohbox rm -f "$a1"
+  assert_ok ohbox network rm "$NET_A" "$NET_B"
+  # nothing left: bridges, the tables' elements, definitions
+  assert_fails ip link show "$br_a"
+  assert_fails ip link show "$br_b"
+  assert_no_match "$(nft list table inet ohbox; nft list table bridge ohbox)" "$br_a|$br_b|10\.215\.7\." "the tables"
+  assert_ok ohbox network ls -q
+  assert_not_contains "$out" "niso-"
+  assert_exit 3 ohbox network inspect "$NET_A"
+}
+
 run_test no_net_raw_ping test_no_net_raw_ping
 run_test arp_spoof test_arp_spoof
 run_test forged_sources test_forged_sources
@@ -302,3 +370,4 @@ run_test router_advert test_router_advert
 run_test sandbox_to_sandbox test_sandbox_to_sandbox
 run_test host_services test_host_services
 run_test egress test_egress
+run_test named_networks test_named_networks

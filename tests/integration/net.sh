@@ -543,6 +543,52 @@ test_nft_table_made_again ()
   assert_no_leftovers
 }
 
+# The sandboxes' filter elements (table bridge ohbox's ports and uplink;
+# table inet ohbox's dns, egress, noegress) and permanent neighbour entries
+# that no lease accounts for, a named network whose bridge is gone, tables
+# an older ohbox made: `ohbox check` finds each, --repair mends it, and a
+# running sandbox's own are left alone.
+test_orphan_filter_elements ()
+{
+  load_bb
+  local net=ochk-$$ a=10.213.250.5 mac=02:6f:0a:d5:fa:05 br
+  assert_ok ohbox run -d "$BB" sleep 600
+  local id=$out
+  assert_ok ohbox network create "$net"
+  br=$(ohbox network inspect "$net" | jq -r '.[0].bridge')
+  trap "ohbox network rm $net >/dev/null 2>&1 || true; ip neigh del $a dev ohbox0 2>/dev/null || true" EXIT
+  nft add element bridge ohbox ports "{ \"ohb00000000f00d\" . $mac . $a }"
+  nft add element bridge ohbox uplink "{ \"ohb00000000f00d\" . $a . 02:6e:0a:d5:00:01 }"
+  nft add element inet ohbox dns "{ $a . 192.0.2.53 }"
+  nft add element inet ohbox egress "{ $a . 10.0.0.0/8 }"
+  nft add element inet ohbox noegress "{ $a }"
+  ip neigh replace "$a" lladdr "$mac" dev ohbox0 nud permanent
+  ip link del "$br"
+  nft delete chain inet ohbox v2
+  assert_exit 6 ohbox check --format json
+  local f=$out
+  assert_jq "$f" '[.findings[] | select(.kind == "orphan-sandbox-element")] | length == 5' "the orphan elements"
+  assert_jq "$f" 'all(.findings[] | select(.kind == "orphan-sandbox-element"); .what | contains("'"$a"'"))'
+  assert_jq "$f" 'any(.findings[]; .kind == "orphan-neighbour" and (.where | contains("'"$a"' dev ohbox0")))'
+  assert_jq "$f" 'any(.findings[]; .kind == "missing-network-bridge" and .where == "'"$br"'")'
+  assert_jq "$f" 'any(.findings[]; .kind == "incomplete-nft-tables")'
+  assert_jq "$f" '.found == 8' "findings"
+  assert_ok ohbox check --repair
+  assert_ok ohbox check
+  assert_no_match "$(nft list table inet ohbox; nft list table bridge ohbox)" "10\.213\.250\.5" "the tables after --repair"
+  assert_eq "$(ip neigh show "$a" dev ohbox0)" "" "the neighbour entry after --repair"
+  assert_ok ip link show "$br"
+  assert_ok nft list chain inet ohbox v2
+  # the running sandbox kept its own: it still reaches the internet
+  local ip
+  ip=$(sb_ip "$id")
+  assert_contains "$(nft list set bridge ohbox ports)" "$ip"
+  assert_contains "$(ip neigh show "$ip" dev ohbox0)" "PERMANENT"
+  assert_ok ohbox rm -f "$id"
+  assert_ok ohbox network rm "$net"
+  assert_no_leftovers
+}
+
 run_test two_sandboxes test_two_sandboxes
 run_test nft_table_made_again test_nft_table_made_again
 run_test published_ports test_published_ports
@@ -556,3 +602,4 @@ run_test concurrent_cycles test_concurrent_cycles
 run_test sigkill_mid_start test_sigkill_mid_start
 run_test release_killed_mid_way test_release_killed_mid_way
 run_test orphan_port_elements test_orphan_port_elements
+run_test orphan_filter_elements test_orphan_filter_elements

@@ -382,7 +382,7 @@ TABLE=$S/table.txt
   row "mounts (host /proc/self/mountinfo)" mounts
   row "cgroup dirs (v1 controllers + unified)" cgroups
   row "veths (ohb<id>)" veths
-  row "nft elements, neighbour entries" nft
+  row "nft elements and neighbour entries" nft
   row "address and port leases ($NETROOT)" leases
   # Processes (found by this soak's paths and cgroups), the state root and
   # the store: every line counts.
@@ -408,7 +408,7 @@ TABLE=$S/table.txt
   hw "mountinfo lines" "wc -l" mounts
   hw "cgroup dirs under ohbox/" "wc -l" cgroups
   hw "nft rules in table inet ohbox" cat nft-rules
-  hw "nft elements, neighbour entries" "wc -l" nft
+  hw "nft elements and neighbour entries" "wc -l" nft
 } >"$TABLE"
 
 for kind in mounts cgroups veths nft leases; do

@@ -31,13 +31,13 @@
  * bridge ohbox, on every sandbox port (veths named OHBOX_NFT_PORT_PREFIX*),
  * before br_netfilter and the bridge's MAC learning:
  *   ports     ifname . ether_addr . ipv4_addr  the veth, its sandbox's MAC and address
- *   gwmac     ifname . ether_addr   each bridge's own MAC (fixed: ohbox_bridge_mac)
- *   gwip      ifname . ipv4_addr    each bridge's gateway address
- *   open      ifname                named networks' bridges
+ *   uplink    ifname . ipv4_addr . ether_addr  the veth, its address, its bridge's
+ *                                    own MAC (fixed: ohbox_bridge_mac): ohbox0's ports
+ *   open      ifname . ipv4_addr    the veth and its address: a named network's ports
  * A frame from a sandbox port passes only as IPv4 or ARP with that MAC and
  * address (router advertisements, IPv6, VLAN tags, other protocols are
- * dropped), and only to the host (the gateway's MAC, or an ARP request for
- * the gateway's address) unless its bridge is open. */
+ * dropped), and only to the host (the bridge's own MAC) unless the port is
+ * open (a named network's members reach each other). */
 #ifndef OHBOX_NFT_H
 #define OHBOX_NFT_H
 

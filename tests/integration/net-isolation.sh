@@ -313,6 +313,8 @@ test_named_networks ()
   assert_jq "$out" '.[0].subnet | test("^10\\.214\\.[0-9]+\\.0/24$")'
   br_a=$(jq -r '.[0].bridge' <<<"$out")
   br_b=$(ohbox network inspect "$NET_B" | jq -r '.[0].bridge')
+  assert_eq "$(cat "/proc/sys/net/ipv6/conf/$br_a/accept_ra") $(cat "/proc/sys/net/ipv6/conf/$br_a/disable_ipv6")" \
+    "0 1" "accept_ra and disable_ipv6 on $br_a"
   assert_ok ohbox network ls
   assert_contains "$out" "$NET_A"
   assert_ok ohbox network ls --format json

@@ -94,3 +94,8 @@ tests_lib_libohbox_plan_SOURCES = tests/lib/libohbox-plan.c
 tests_lib_libohbox_plan_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src/libohbox/api
 tests_lib_libohbox_plan_LDADD = libohbox.la
 tests_lib_libohbox_plan_LDFLAGS = -no-install
+
+check_PROGRAMS += tests/unit/test-cdi
+tests_unit_test_cdi_SOURCES = tests/unit/test-cdi.c tests/unit/unit.h
+tests_unit_test_cdi_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cdi_LDADD = $(UNIT_LDADD)

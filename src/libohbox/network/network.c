@@ -77,6 +77,55 @@ ohbox_netroot_open_locked (int *ret_lock, ohbox_error_t *err)
   return fd;
 }
 
+/* Whether a fixed host port of REQS is leased to a sandbox whose teardown
+ * is at work (sandbox_internal.h: it exited, its network is being
+ * released, and nobody waits for that): the lease goes in milliseconds. */
+static bool
+fixed_port_being_released (int netfd, const struct ohbox_publish *reqs, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    for (unsigned h = reqs[i].host_lo; reqs[i].host_lo && h <= reqs[i].host_hi; h++)
+      {
+        char name[32], owner[PATH_MAX];
+        memcpy (name, "port/", 5);
+        ohbox_port_lease_name (reqs[i].proto, (uint16_t) h, name + 5);
+        ssize_t len = readlinkat (netfd, name, owner, sizeof owner - 1);
+        if (len <= 0)
+          continue;
+        owner[len] = '\0';
+        cleanup_close int dfd = open (owner, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0 && ohbox_state_teardown_busy (dfd))
+          return true;
+      }
+  return false;
+}
+
+/* ohbox_ports_allocate, waiting (up to 10 s) for fixed ports that a
+ * stopped sandbox's teardown still holds: `run --rm -p 8080:80` twice in a
+ * row must not fail because the first returned before its teardown. The
+ * network lock is let go while waiting (the teardown needs it). */
+static int
+allocate_ports (struct ohbox_network *n, int *netfd, int *lock, const struct ohbox_publish *reqs, size_t n_req,
+                ohbox_error_t *err)
+{
+  for (int tries = 0;; tries++)
+    {
+      if (ohbox_ports_allocate (*netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) == 0)
+        return 0;
+      if ((*err)->errno_value != EADDRINUSE || tries >= 500 || !fixed_port_being_released (*netfd, reqs, n_req))
+        return -1;
+      ohbox_error_release (err);
+      close (*lock);
+      close (*netfd);
+      *lock = *netfd = -1;
+      struct timespec ts = { 0, 20 * 1000 * 1000 };
+      nanosleep (&ts, NULL);
+      *netfd = ohbox_netroot_open_locked (lock, err);
+      if (*netfd < 0)
+        return -1;
+    }
+}
+
 int
 ohbox_netdef_default (struct ohbox_netdef *d, ohbox_error_t *err)
 {
@@ -266,7 +315,7 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
       cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
       if (netfd < 0)
         return -1;
-      if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
+      if (allocate_ports (n, &netfd, &lock, reqs, n_req, err) < 0)
         return -1;
       /* slirp4netns or pasta binds them itself (the lease keeps other
        * sandboxes of this user away); closed before the clone, which would
@@ -315,7 +364,7 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
   ohbox_port_mac (n->ip, n->port.mac);
   n->port.open = !n->def.isolated;
   ohbox_bridge_mac (n->def.gw, n->port.gw_mac);
-  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
+  if (allocate_ports (n, &netfd, &lock, reqs, n_req, err) < 0)
     return -1;
   n->n_ports = n->n_maps;
   char gw[INET_ADDRSTRLEN];
@@ -562,6 +611,16 @@ ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int net
     }
   (void) pid;
   return attach_bridge (n, netns_fd, err);
+}
+
+void
+ohbox_network_unreserve (struct ohbox_network *n)
+{
+  if (n == NULL)
+    return;
+  for (size_t i = 0; i < n->n_ports; i++)
+    close (n->port_fds[i]);
+  n->n_ports = 0;
 }
 
 void

@@ -382,12 +382,63 @@ remove_state_dir (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
     }
 }
 
+bool
+ohbox_state_teardown_busy (int dirfd)
+{
+  cleanup_close int fd = openat (dirfd, OHBOX_STATE_TEARDOWN_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+    return false;
+  return errno == EWOULDBLOCK;
+}
+
+void
+ohbox_state_release_name (struct ohbox_runtime *rt, const char *id, const char *name)
+{
+  cleanup_free char *link = xasprintf ("names/%s", name);
+  char target[OHBOX_ID_LEN + 2];
+  ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
+  if (n == OHBOX_ID_LEN && memcmp (target, id, OHBOX_ID_LEN) == 0)
+    unlinkat (rt->dirfd, link, 0);
+}
+
+static int state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err);
+
+int
+ohbox_state_teardown_locked (struct ohbox_runtime *rt, const char *id, int dirfd, bool remove, ohbox_error_t *err)
+{
+  if (remove)
+    return state_remove_locked (rt, id, err);
+  cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
+  return ohbox_network_release (dir, dirfd, err);
+}
+
 int
 ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
 {
   cleanup_close int dfd = -1;
   if (ohbox_state_open (rt, id, &dfd, err) < 0)
     return -1;
+  /* A teardown in progress finishes first (it removes the same things). */
+  cleanup_close int tlock = ohbox_lock_file (dfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, err);
+  if (tlock < 0)
+    return -1;
+  return state_remove_locked (rt, id, err);
+}
+
+static int
+state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
+{
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    {
+      /* Removed by the teardown we waited for. */
+      if ((*err)->kind != OHBOX_ERR_NOT_FOUND)
+        return -1;
+      ohbox_error_release (err);
+      return 0;
+    }
   json_t *cfg = NULL;
   ohbox_error_t e = NULL;
   if (ohbox_state_read_json (dfd, "config.json", &cfg, &e) < 0)
@@ -426,13 +477,7 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
     }
   const char *name = cfg ? json_string_value (json_object_get (cfg, "name")) : NULL;
   if (name)
-    {
-      cleanup_free char *link = xasprintf ("names/%s", name);
-      char target[OHBOX_ID_LEN + 2];
-      ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
-      if (n == OHBOX_ID_LEN && memcmp (target, id, OHBOX_ID_LEN) == 0)
-        unlinkat (rt->dirfd, link, 0);
-    }
+    ohbox_state_release_name (rt, id, name);
   json_decref (cfg);
   if (remove_state_dir (rt, id, err) < 0)
     return ohbox_error_prefix (err, "remove the state of sandbox `%.12s`", id);
@@ -487,8 +532,26 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
   bool rm = cfg == NULL || json_is_true (json_object_get (cfg, "rm"));
   json_decref (st);
   json_decref (cfg);
-  if (exited && !rm)
-    return 0;
+  if (exited)
+    {
+      /* Its teardown (OHBOX_STATE_TEARDOWN_LOCK) runs, or ran, or died. */
+      json_t *net = ohbox_network_read (dirfd);
+      bool net_active = net && json_is_true (json_object_get (net, "active"));
+      json_decref (net);
+      if (!rm && !net_active)
+        return 0;
+      cleanup_close int tlock = ohbox_lock_file (dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, true, err);
+      if (tlock == -2)
+        {
+          /* In progress: a --rm sandbox is as good as gone. */
+          *ret_removed = rm;
+          return 0;
+        }
+      if (tlock < 0)
+        return -1;
+      *ret_removed = rm;
+      return ohbox_state_teardown_locked (rt, id, dirfd, rm, err);
+    }
   /* The monitor is gone without finishing its job: finish it. A sandbox
    * without config never started (killed mid-start): removed, as --rm ones. */
   if (rm)

@@ -73,6 +73,9 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/network/network_ports.c \
 	src/libohbox/network/netlink.c src/libohbox/network/netlink.h \
 	src/libohbox/network/nft.c src/libohbox/network/nft.h \
+	src/libohbox/network/nfnl.c src/libohbox/network/nfnl.h \
+	src/libohbox/network/egress.c src/libohbox/network/egress.h \
+	src/libohbox/network/network_bridge.c src/libohbox/network/network_named.c \
 	src/libohbox/network/rootless_net.c \
 	src/libohbox/network/rootless_pasta.c
 

@@ -148,6 +148,7 @@ int cli_wait (int argc, char **argv);
 int cli_logs (int argc, char **argv);
 int cli_stats (int argc, char **argv);
 int cli_port (int argc, char **argv);
+int cli_network (int argc, char **argv);
 /* exec.c */
 int cli_exec (int argc, char **argv);
 /* action.c */

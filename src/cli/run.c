@@ -35,10 +35,16 @@ static const char run_help[] =
   "      --network MODE           bridge (default; as root a veth on ohbox0 with NAT,\n"
   "                               rootless slirp4netns, or pasta without it, else\n"
   "                               none), none (loopback only), host, container:NAME\n"
-  "                               (share that sandbox's network); rootless also pasta\n"
-  "                               or slirp4netns to choose the user-mode network.\n"
-  "                               The image never chooses it; a runtime image's\n"
-  "                               executor is published on 127.0.0.1 only\n"
+  "                               (share that sandbox's network), NAME (a network\n"
+  "                               made with `ohbox network create`, root); rootless\n"
+  "                               also pasta or slirp4netns to choose the user-mode\n"
+  "                               network. The image never chooses it; a runtime\n"
+  "                               image's executor is published on 127.0.0.1 only\n"
+  "      --egress public|all|none|CIDR[,CIDR...]\n"
+  "                               where a root bridge sandbox may connect: public\n"
+  "                               (default: not private, shared, link-local or\n"
+  "                               metadata addresses), public and these ranges, all\n"
+  "                               (warned), none (published ports only)\n"
   "  -p, --publish [IP:][HOST:]CTR[/tcp|/udp]\n"
   "                               publish a port (ranges A-B; HOST a range with one\n"
   "                               CTR: pick a free host port of it; no HOST: any)\n"
@@ -238,6 +244,7 @@ enum
   OPT_FORMAT,
   OPT_ADD_HOST,
   OPT_DRY_RUN,
+  OPT_EGRESS,
   OPT_DEVICE,
   OPT_GPUS,
   OPT_CDI_SPEC_DIR,
@@ -401,6 +408,7 @@ cli_run (int argc, char **argv)
     { "executor-port", required_argument, NULL, OPT_EXECUTOR_PORT },
     { "timeout", required_argument, NULL, OPT_TIMEOUT },
     { "add-host", required_argument, NULL, OPT_ADD_HOST },
+    { "egress", required_argument, NULL, OPT_EGRESS },
     { "format", required_argument, NULL, OPT_FORMAT },
     { "dry-run", no_argument, NULL, OPT_DRY_RUN },
     { "device", required_argument, NULL, OPT_DEVICE },
@@ -477,6 +485,9 @@ cli_run (int argc, char **argv)
           break;
         case OPT_NETWORK:
           q.network = optarg;
+          break;
+        case OPT_EGRESS:
+          q.egress = optarg;
           break;
         case 'p':
           strv_add (&pub, optarg);

@@ -16,6 +16,7 @@
 
 #include "build/build.h"
 #include "image/pull.h"
+#include "network/network.h"
 #include "policy/run_policy.h"
 #include "sandbox/linux.h"
 
@@ -332,6 +333,15 @@ run_request (const ohbox_run_opts *o, struct ohbox_run_request *q, ohbox_error_t
   if ((unsigned) o->network >= sizeof networks / sizeof networks[0])
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: unknown network %d", (int) o->network);
   q->network = networks[o->network];
+  if (o->network_name && *o->network_name)
+    {
+      if (o->network != OHBOX_NETMODE_DEFAULT && o->network != OHBOX_NETMODE_BRIDGE)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: network_name needs network DEFAULT or BRIDGE");
+      if (ohbox_network_name_check (o->network_name, err) < 0)
+        return ohbox_error_prefix (err, "ohbox_run");
+      q->network = o->network_name;
+    }
+  q->egress = o->egress;
   q->image = o->image;
   q->name = o->name;
   q->workdir = o->workdir;

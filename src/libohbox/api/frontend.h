@@ -26,6 +26,7 @@
 #include "policy/run_policy.h"        /* the run request and its plan: run, ci gitlab, serve */
 #include "sandbox/sandbox.h"          /* sandboxes: start, list, stop, kill, rm, pause, logs, stats */
 #include "sandbox/exec.h"             /* exec, attach */
+#include "network/network.h"          /* named networks: ohbox network */
 #include "cgroup/cgroup.h"            /* limits given as options, statistics */
 #include "devices/devices.h"          /* --device, --gpus, --cdi-spec-dir */
 #include "api/action.h"               /* actions to a runtime sandbox's executor */

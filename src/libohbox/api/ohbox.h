@@ -185,6 +185,14 @@ typedef struct ohbox_run_opts
   const char *const *devices;
   const char *const *cdi_spec_dirs;
   const char *gpus;
+  /* A network made with `ohbox network create` (root; NETWORK must be
+   * DEFAULT or BRIDGE); NULL: ohbox0. */
+  const char *network_name;
+  /* Where a root bridge sandbox may connect, as `ohbox run --egress`:
+   * "public" (NULL: the default: no private, shared, link-local or cloud
+   * metadata addresses), "all", "none" (published ports only) or IPv4
+   * ranges "A.B.C.D/N,..." besides the public ones. Weaker settings warn. */
+  const char *egress;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.

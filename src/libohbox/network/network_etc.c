@@ -124,17 +124,41 @@ add_hosts (char **hosts, char **add, ohbox_error_t *err)
   return 0;
 }
 
+/* The IPv4 servers of resolv.conf TEXT into N->port.dns: the sandbox
+ * reaches them on port 53 whatever its --egress (egress.h). */
+static void
+resolvers_of (struct ohbox_network *n, const char *text)
+{
+  cleanup_free char *copy = xstrdup (text);
+  char *save = NULL;
+  n->port.n_dns = 0;
+  for (char *line = strtok_r (copy, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char addr[INET6_ADDRSTRLEN + 1];
+      if (n->port.n_dns < OHBOX_NET_MAX_DNS && sscanf (line, "nameserver %46s", addr) == 1
+          && inet_pton (AF_INET, addr, &n->port.dns[n->port.n_dns]) == 1)
+        n->port.n_dns++;
+    }
+}
+
+int
+ohbox_network_plan_resolv (struct ohbox_network *n, const struct ohbox_run_options *o, ohbox_error_t *err)
+{
+  bool dns = o->dns && o->dns[0];
+  if (n->mode == OHBOX_NETWORK_BRIDGE && geteuid () != 0 && !dns)
+    n->resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns or pasta forwards it to the host's resolver */
+  else
+    n->resolv = make_resolv (o, n->mode == OHBOX_NETWORK_HOST, err);
+  if (n->resolv == NULL)
+    return -1;
+  resolvers_of (n, n->resolv);
+  return 0;
+}
+
 int
 ohbox_network_write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, const char *hostname,
                          ohbox_error_t *err)
 {
-  cleanup_free char *resolv = NULL;
-  if ((n->slirp || n->pasta) && !(o->dns && o->dns[0]))
-    resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns or pasta forwards it to the host's resolver */
-  else
-    resolv = make_resolv (o, n->mode == OHBOX_NETWORK_HOST, err);
-  if (resolv == NULL)
-    return -1;
   cleanup_free char *hosts = NULL;
   if (n->mode == OHBOX_NETWORK_HOST)
     {
@@ -160,7 +184,7 @@ ohbox_network_write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_
     return -1;
   cleanup_free char *hn = xasprintf ("%s\n", hostname);
   if (write_etc_file (dirfd, "hosts", hosts, err) < 0 || write_etc_file (dirfd, "hostname", hn, err) < 0
-      || write_etc_file (dirfd, "resolv.conf", resolv, err) < 0)
+      || write_etc_file (dirfd, "resolv.conf", n->resolv, err) < 0)
     return ohbox_error_prefix (err, "write the sandbox's /etc files");
   return 0;
 }

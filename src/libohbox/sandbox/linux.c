@@ -310,6 +310,42 @@ loopback_up (ohbox_error_t *err)
   return 0;
 }
 
+/* ICMP datagram ("ping") sockets for every group of the sandbox: CAP_NET_RAW
+ * is not in the default set (capabilities.c), and ping falls back to these.
+ * net.* sysctls belong to the opener's network namespace, so this changes
+ * only the sandbox's new one (ours alone, owned by our user namespace).
+ * Written through the host's /proc, before the pivot: the sandbox's own
+ * /proc/sys is read-only. The kernel takes ids of the writer's user
+ * namespace and refuses unmapped ones: the range ends at the last gid we
+ * map; 2147483647 is the sysctl's maximum. */
+static int
+ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
+{
+  uint32_t lo = 0, hi = 2147483647;
+  if (spec->userns)
+    {
+      const struct ohbox_idmap *g = &spec->userns_plan->gids;
+      lo = UINT32_MAX;
+      hi = 0;
+      for (size_t i = 0; i < g->n; i++)
+        {
+          if (g->r[i].count == 0)
+            continue;
+          uint64_t last = (uint64_t) g->r[i].inside + g->r[i].count - 1;
+          lo = g->r[i].inside < lo ? g->r[i].inside : lo;
+          hi = last > hi ? (last > 2147483647 ? 2147483647 : (uint32_t) last) : hi;
+        }
+      if (lo > hi)
+        return 0; /* no gid mapped: nobody to open one for */
+    }
+  char text[32];
+  int len = snprintf (text, sizeof text, "%u %u", lo, hi);
+  cleanup_close int fd = open ("/proc/sys/net/ipv4/ping_group_range", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write (fd, text, (size_t) len) != len)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "set net.ipv4.ping_group_range to `%s` in the sandbox's network namespace", text);
+  return 0;
+}
+
 __attribute__ ((noreturn)) static void
 child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_join *join, bool into_cgroup)
 {
@@ -374,6 +410,8 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
    * not have. The specs are this child's copy of the parent's memory. */
   if (spec->rootless
       && ohbox_mounts_prepare_binds ((struct ohbox_mount_spec *) spec->mounts, spec->n_mounts, &err) < 0)
+    child_fail (sync, &err);
+  if (spec->netns && !spec->join_netns && ping_groups_open (spec, &err) < 0)
     child_fail (sync, &err);
   if (mfd < 0
       && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)

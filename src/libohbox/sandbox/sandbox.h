@@ -93,6 +93,8 @@ struct ohbox_run_options
   const char *hostname;
   enum ohbox_network_mode network;
   const char *network_container; /* OHBOX_NETWORK_CONTAINER: name or id */
+  const char *network_name;      /* OHBOX_NETWORK_BRIDGE as root: a named network (network.h); NULL: ohbox0 */
+  const char *egress;            /* bridge as root: --egress (egress.h); NULL: public */
   /* Rootless OHBOX_NETWORK_BRIDGE: which user-mode network (network.h). */
   enum ohbox_rootless_net rootless_net;
   char **publish;                /* -p specs (NULL-terminated or NULL; network.h) */

@@ -50,6 +50,8 @@ static const char serve_help[] =
   "      --gpus GPUS            GPUs every sandbox gets, as ohbox run --gpus\n"
   "      --cdi-spec-dir DIR     CDI specs from DIR (repeatable; default /etc/cdi and\n"
   "                             /var/run/cdi)\n"
+  "      --egress POLICY        where sandboxes may connect, as ohbox run --egress\n"
+  "                             (default public)\n"
   "      --tls-verify=false     registries over plain HTTP or unverified TLS\n"
   "      --cert-dir DIR         CA certificates for registries (certs.d layout)\n"
   "      --authfile FILE        registry credentials (auth.json)\n"
@@ -216,6 +218,7 @@ enum
   OPT_DEVICE,
   OPT_GPUS,
   OPT_CDI_SPEC_DIR,
+  OPT_EGRESS,
 };
 
 static void
@@ -279,6 +282,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
     { "device", required_argument, NULL, OPT_DEVICE },
     { "gpus", required_argument, NULL, OPT_GPUS },
     { "cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR },
+    { "egress", required_argument, NULL, OPT_EGRESS },
     CLI_REGISTRY_OPTIONS,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -392,6 +396,9 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
         case OPT_CDI_SPEC_DIR:
           ohbox_strv_push (&cp->cdi_spec_dirs, &n_cdi_dirs, xstrdup (optarg));
           break;
+        case OPT_EGRESS:
+          cp->egress = optarg;
+          break;
         case 'h':
           fputs (serve_help, stdout);
           return 0;
@@ -427,6 +434,12 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
         < 0)
       return cli_fail (&err);
     ohbox_device_edits_free (&check);
+    struct ohbox_egress egress;
+    if (ohbox_egress_parse (cp->egress, &egress, &err) < 0)
+      return cli_fail (&err);
+    cleanup_free char *weaker = ohbox_egress_warning (&egress);
+    if (weaker)
+      cli_warn ("--egress %s: %s", cp->egress, weaker);
   }
   if (log_file)
     {

@@ -165,6 +165,7 @@ start_job (struct serve *srv, const struct ohbox_host_abilities *host, json_t *r
     .devices = srv->cfg->devices,
     .cdi_spec_dirs = srv->cfg->cdi_spec_dirs,
     .gpus = srv->cfg->gpus,
+    .egress = srv->cfg->egress,
   };
   struct ohbox_run_plan plan;
   json_t *warnings = json_array ();

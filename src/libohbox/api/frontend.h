@@ -27,6 +27,7 @@
 #include "sandbox/sandbox.h"          /* sandboxes: start, list, stop, kill, rm, pause, logs, stats */
 #include "sandbox/exec.h"             /* exec, attach */
 #include "network/network.h"          /* named networks: ohbox network */
+#include "network/egress.h"           /* --egress */
 #include "cgroup/cgroup.h"            /* limits given as options, statistics */
 #include "devices/devices.h"          /* --device, --gpus, --cdi-spec-dir */
 #include "api/action.h"               /* actions to a runtime sandbox's executor */

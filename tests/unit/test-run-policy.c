@@ -113,8 +113,9 @@ test_explicit_network (void)
   ohbox_run_plan_clear (&p);
   req.network = "container:";
   CHECK (plan (&req, false, &root, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+  /* Any other name is a named network's (ohbox network create): none here. */
   req.network = "bridgee";
-  CHECK (plan (&req, false, &root, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+  CHECK (plan (&req, false, &root, &p, &kind) < 0 && kind == OHBOX_ERR_NOT_FOUND);
   /* -p only where ports are published */
   char *pub[] = { (char *) "8080:80", NULL };
   req.network = "none";

@@ -114,7 +114,10 @@ main (int argc, char **argv)
         int sub_argc = argc - optind;
         char **sub_argv = argv + optind;
         optind = 0;
-        return cmd->fn (sub_argc, sub_argv);
+        cli_global.command = cmd->name;
+        int rc = cmd->fn (sub_argc, sub_argv);
+        cli_report_pending ();
+        return rc;
       }
   fprintf (stderr, "ohbox: unknown command `%s`; run 'ohbox --help' for the list\n", name);
   return 2;

@@ -8,8 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "network/network.h"
-#include "common/utils.h"
 
 static const char network_help[] =
   "Usage: ohbox network COMMAND [OPTIONS]\n\n"
@@ -50,23 +48,23 @@ parse (int argc, char **argv, const char **subnet, bool *quiet, enum cli_format 
       {
       case OPT_SUBNET:
         if (subnet == NULL)
-          return cli_usage_error ("network", "--subnet is an option of `create`");
+          return cli_usage_error ("--subnet is an option of `create`");
         *subnet = optarg;
         break;
       case OPT_FORMAT:
-        if (cli_parse_format (optarg, fmt) < 0)
-          return cli_usage_error ("network", "unknown --format `%s`: use table or json", optarg);
+        if (cli_format_option (optarg, fmt) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'q':
         if (quiet == NULL)
-          return cli_usage_error ("network", "-q is an option of `ls`");
+          return cli_usage_error ("-q is an option of `ls`");
         *quiet = true;
         break;
       case 'h':
         fputs (network_help, stdout);
         return -1;
       default:
-        return cli_usage_error ("network", "see 'ohbox network --help'");
+        return cli_usage_error ("see 'ohbox network --help'");
       }
   return 0;
 }
@@ -104,11 +102,11 @@ network_create (int argc, char **argv)
   if (r != 0)
     return r < 0 ? 0 : r;
   if (argc - optind != 1)
-    return cli_usage_error ("network create", "give one network name");
+    return cli_usage_error ("give one network name");
   cleanup_error ohbox_error_t err = NULL;
   json_t *def = NULL;
   if (ohbox_network_create (argv[optind], subnet, &def, &err) < 0)
-    return cli_fail ("network create", &err);
+    return cli_fail (&err);
   if (fmt == CLI_FORMAT_JSON)
     cli_print_json (def);
   else
@@ -126,11 +124,11 @@ network_ls (int argc, char **argv)
   if (r != 0)
     return r < 0 ? 0 : r;
   if (argc - optind != 0)
-    return cli_usage_error ("network ls", "takes no arguments");
+    return cli_usage_error ("takes no arguments");
   cleanup_error ohbox_error_t err = NULL;
   json_t *nets = NULL;
   if (ohbox_network_list (&nets, &err) < 0)
-    return cli_fail ("network ls", &err);
+    return cli_fail (&err);
   if (fmt == CLI_FORMAT_JSON)
     cli_print_json (nets);
   else
@@ -147,7 +145,7 @@ network_inspect (int argc, char **argv)
   if (r != 0)
     return r < 0 ? 0 : r;
   if (argc - optind < 1)
-    return cli_usage_error ("network inspect", "give a network name");
+    return cli_usage_error ("give a network name");
   json_t *all = json_array ();
   int rc = 0;
   for (int i = optind; i < argc; i++)
@@ -155,7 +153,7 @@ network_inspect (int argc, char **argv)
       cleanup_error ohbox_error_t err = NULL;
       json_t *one = NULL;
       if (ohbox_network_inspect (argv[i], &one, &err) < 0)
-        rc = cli_fail ("network inspect", &err);
+        rc = cli_fail (&err);
       else
         json_array_append_new (all, one);
     }
@@ -172,13 +170,13 @@ network_rm (int argc, char **argv)
   if (r != 0)
     return r < 0 ? 0 : r;
   if (argc - optind < 1)
-    return cli_usage_error ("network rm", "give a network name");
+    return cli_usage_error ("give a network name");
   int rc = 0;
   for (int i = optind; i < argc; i++)
     {
       cleanup_error ohbox_error_t err = NULL;
       if (ohbox_network_remove (argv[i], &err) < 0)
-        rc = cli_fail ("network rm", &err);
+        rc = cli_fail (&err);
       else
         printf ("%s\n", argv[i]);
     }
@@ -191,18 +189,30 @@ cli_network (int argc, char **argv)
   if (argc < 2 || strcmp (argv[1], "-h") == 0 || strcmp (argv[1], "--help") == 0)
     {
       if (argc < 2)
-        return cli_usage_error ("network", "give a command: create, ls, inspect or rm");
+        return cli_usage_error ("give a command: create, ls, inspect or rm");
       fputs (network_help, stdout);
       return 0;
     }
   const char *sub = argv[1];
   if (strcmp (sub, "create") == 0)
-    return network_create (argc - 1, argv + 1);
+    {
+      cli_global.command = "network create"; /* errors: "ohbox network create: ..." */
+      return network_create (argc - 1, argv + 1);
+    }
   if (strcmp (sub, "ls") == 0 || strcmp (sub, "list") == 0)
-    return network_ls (argc - 1, argv + 1);
+    {
+      cli_global.command = "network ls"; /* errors: "ohbox network ls: ..." */
+      return network_ls (argc - 1, argv + 1);
+    }
   if (strcmp (sub, "inspect") == 0)
-    return network_inspect (argc - 1, argv + 1);
+    {
+      cli_global.command = "network inspect"; /* errors: "ohbox network inspect: ..." */
+      return network_inspect (argc - 1, argv + 1);
+    }
   if (strcmp (sub, "rm") == 0 || strcmp (sub, "remove") == 0)
-    return network_rm (argc - 1, argv + 1);
-  return cli_usage_error ("network", "unknown command `%s`: use create, ls, inspect or rm", sub);
+    {
+      cli_global.command = "network rm"; /* errors: "ohbox network rm: ..." */
+      return network_rm (argc - 1, argv + 1);
+    }
+  return cli_usage_error ("unknown command `%s`: use create, ls, inspect or rm", sub);
 }

@@ -84,7 +84,7 @@ libohbox_internal_la_SOURCES += src/libohbox/policy/run_policy.c src/libohbox/po
 	src/libohbox/policy/run_plan.c src/libohbox/policy/host_probe.c
 
 # The action protocol's client (action.h): `ohbox action` and ohbox_action().
-libohbox_internal_la_SOURCES += src/libohbox/api/action.c src/libohbox/api/action.h
+libohbox_internal_la_SOURCES += src/libohbox/api/action.c src/libohbox/api/action.h src/libohbox/api/frontend.h
 
 # libohbox.so: the public API (ohbox.h, libohbox(3)) over libohbox-internal,
 # exporting only what libohbox.sym lists. -version-info CURRENT:REVISION:AGE

@@ -25,7 +25,10 @@ _Static_assert ((int) OHBOX_E_GENERIC == (int) OHBOX_ERR_GENERIC && (int) OHBOX_
                     && (int) OHBOX_E_REGISTRY == (int) OHBOX_ERR_REGISTRY
                     && (int) OHBOX_E_INTEGRITY == (int) OHBOX_ERR_INTEGRITY
                     && (int) OHBOX_E_STORE == (int) OHBOX_ERR_STORE
-                    && (int) OHBOX_E_UNSUPPORTED == (int) OHBOX_ERR_UNSUPPORTED,
+                    && (int) OHBOX_E_UNSUPPORTED == (int) OHBOX_ERR_UNSUPPORTED
+                    && (int) OHBOX_E_SANDBOX == (int) OHBOX_ERR_SANDBOX && (int) OHBOX_E_NETWORK == (int) OHBOX_ERR_NETWORK
+                    && (int) OHBOX_E_CGROUP == (int) OHBOX_ERR_CGROUP
+                    && (int) OHBOX_E_SECURITY == (int) OHBOX_ERR_SECURITY,
                 "the public error codes are the internal kinds");
 
 /* Option structs larger than this are a caller's bug, not a newer ABI. */

@@ -39,9 +39,9 @@ ohbox_nl_open (int netns_fd, struct ohbox_nl **ret, ohbox_error_t *err)
     {
       self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
       if (self < 0)
-        return ohbox_error_errno (err, "open this thread's network namespace");
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open this thread's network namespace");
       if (setns (netns_fd, CLONE_NEWNET) < 0)
-        return ohbox_error_errno (err, "enter the sandbox's network namespace");
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "enter the sandbox's network namespace");
     }
   /* A netlink socket stays in the namespace it was created in. */
   struct mnl_socket *s = mnl_socket_open2 (NETLINK_ROUTE, SOCK_CLOEXEC);
@@ -51,14 +51,14 @@ ohbox_nl_open (int netns_fd, struct ohbox_nl **ret, ohbox_error_t *err)
   if (s == NULL)
     {
       errno = saved;
-      return ohbox_error_errno (err, "open a netlink socket");
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open a netlink socket");
     }
   if (mnl_socket_bind (s, 0, MNL_SOCKET_AUTOPID) < 0)
     {
       saved = errno;
       mnl_socket_close (s);
       errno = saved;
-      return ohbox_error_errno (err, "bind a netlink socket");
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "bind a netlink socket");
     }
   struct ohbox_nl *nl = xcalloc (1, sizeof *nl);
   nl->sock = s;
@@ -493,13 +493,13 @@ ohbox_nl_nft_chain_exists (int family, const char *table, const char *chain, boo
    * loading libnftables and fetching its rule cache (~2.5 ms a start). */
   struct ohbox_nl nl = { .sock = mnl_socket_open2 (NETLINK_NETFILTER, SOCK_CLOEXEC), .seq = (unsigned int) time (NULL) };
   if (nl.sock == NULL)
-    return ohbox_error_errno (err, "open a netfilter netlink socket");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open a netfilter netlink socket");
   if (mnl_socket_bind (nl.sock, 0, MNL_SOCKET_AUTOPID) < 0)
     {
       int e = errno;
       mnl_socket_close (nl.sock);
       errno = e;
-      return ohbox_error_errno (err, "bind a netfilter netlink socket");
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "bind a netfilter netlink socket");
     }
   nl.portid = mnl_socket_get_portid (nl.sock);
   char buf[NL_REQ_SIZE];

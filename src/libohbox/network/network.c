@@ -55,7 +55,7 @@ open_netroot (ohbox_error_t *err)
     return ohbox_error_prefix (err, "network state");
   if ((mkdirat (fd, "ip", 0700) < 0 && errno != EEXIST) || (mkdirat (fd, "port", 0700) < 0 && errno != EEXIST))
     {
-      ohbox_error_errno (err, "create `%s/ip` and `%s/port`", root, root);
+      ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `%s/ip` and `%s/port`", root, root);
       close (fd);
       return -1;
     }
@@ -221,7 +221,7 @@ lease_ip (int netfd, const char *owner, const struct ohbox_netdef *d, struct in_
       if (ip_lease_held (netfd, name + 3))
         continue;
       if (symlinkat (owner, netfd, name) < 0)
-        return ohbox_error_errno (err, "lease address `%s`", name + 3);
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "lease address `%s`", name + 3);
       char next[16];
       int n = snprintf (next, sizeof next, "%u", off + 1 > last ? first : off + 1);
       ohbox_write_file_atomic (netfd, hint_name, next, (size_t) n, 0600, NULL);
@@ -308,7 +308,7 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
   inet_pton (AF_INET, "10.0.2.2", &n->gw);
   n->prefix = 24;
   if (n->dirfd < 0)
-    return ohbox_error_errno (err, "dup");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "dup");
   if (n_req > 0)
     {
       cleanup_close int lock = -1;

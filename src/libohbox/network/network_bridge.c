@@ -27,12 +27,12 @@ write_sysctl (const char *path, const char *value, bool missing_ok, ohbox_error_
   if (fd < 0 && errno == ENOENT && missing_ok)
     return 0;
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s`", path);
   ssize_t n = read (fd, cur, sizeof cur - 1);
   if (n > 0 && strncmp (cur, value, strlen (value)) == 0 && (cur[strlen (value)] == '\n' || cur[strlen (value)] == '\0'))
     return 0;
   if (pwrite (fd, value, strlen (value), 0) < 0)
-    return ohbox_error_errno (err, "write `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "write `%s`", path);
   return 0;
 }
 

@@ -25,7 +25,7 @@ write_etc_file (int dirfd, const char *name, const char *text, ohbox_error_t *er
   if (ohbox_write_file_nosync (dirfd, name, text, strlen (text), err) < 0)
     return -1;
   if (fchmodat (dirfd, name, 0644, 0) < 0)
-    return ohbox_error_errno (err, "chmod `%s`", name);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "chmod `%s`", name);
   return 0;
 }
 
@@ -222,12 +222,12 @@ ohbox_network_etc_into_upper (struct ohbox_network *n, const char *upper, ohbox_
    * put anything there; still, nothing is followed. */
   cleanup_close int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (ufd < 0)
-    return ohbox_error_errno (err, "open `%s`", upper);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s`", upper);
   if (mkdirat (ufd, "etc", 0755) < 0 && errno != EEXIST)
-    return ohbox_error_errno (err, "create `%s/etc`", upper);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `%s/etc`", upper);
   cleanup_close int efd = openat (ufd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (efd < 0)
-    return ohbox_error_errno (err, "open `%s/etc`", upper);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s/etc`", upper);
   for (size_t i = 0; i < 3; i++)
     {
       cleanup_free char *src = xasprintf ("%s/%s", n->etc_dir, files[i]);

@@ -72,7 +72,7 @@ open_defs_dir (bool create, int *ret_fd, ohbox_error_t *err)
     return ohbox_error_prefix (err, "named networks");
   *ret_fd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (*ret_fd < 0 && !(errno == ENOENT && !create))
-    return ohbox_error_errno (err, "open `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s`", dir);
   return 0;
 }
 
@@ -284,7 +284,7 @@ new_bridge_name (char name[IFNAMSIZ], char id[65], ohbox_error_t *err)
     {
       uint8_t raw[32];
       if (getrandom (raw, sizeof raw, 0) != (ssize_t) sizeof raw)
-        return ohbox_error_errno (err, "getrandom");
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "getrandom");
       for (size_t i = 0; i < sizeof raw; i++)
         snprintf (id + 2 * i, 3, "%02x", raw[i]);
       snprintf (name, IFNAMSIZ, "ohbn%.11s", id);
@@ -388,7 +388,7 @@ ohbox_network_remove (const char *name, ohbox_error_t *err)
   if (ohbox_bridge_remove (&d, err) < 0)
     return ohbox_error_prefix (err, "remove network `%s`", name);
   if (dfd < 0 || unlinkat (dfd, file, 0) < 0)
-    return ohbox_error_errno (err, "remove `%s/%s`", ohbox_network_defs_dir (), file);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "remove `%s/%s`", ohbox_network_defs_dir (), file);
   return 0;
 }
 

@@ -29,14 +29,14 @@ nfnl_open (struct nfnl *nl, ohbox_error_t *err)
 {
   nl->sock = mnl_socket_open2 (NETLINK_NETFILTER, SOCK_CLOEXEC);
   if (nl->sock == NULL)
-    return ohbox_error_errno (err, "open a netfilter netlink socket");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open a netfilter netlink socket");
   if (mnl_socket_bind (nl->sock, 0, MNL_SOCKET_AUTOPID) < 0)
     {
       int e = errno;
       mnl_socket_close (nl->sock);
       nl->sock = NULL;
       errno = e;
-      return ohbox_error_errno (err, "bind a netfilter netlink socket");
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "bind a netfilter netlink socket");
     }
   nl->portid = mnl_socket_get_portid (nl->sock);
   nl->seq = (unsigned int) time (NULL);

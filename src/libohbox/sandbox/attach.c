@@ -40,7 +40,7 @@ receive_master (int dfd, const char *what, int *ret_conn, ohbox_error_t *err)
   snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, OHBOX_ATTACH_SOCK);
   cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
-    return ohbox_error_errno (err, "create a socket");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create a socket");
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, errno, "connect to the monitor of sandbox `%s`", what);
   char answer = 0;
@@ -129,7 +129,7 @@ ohbox_sandbox_attach (struct ohbox_runtime *rt, const char *what, const char *de
   if (sigfd < 0)
     {
       sigprocmask (SIG_SETMASK, &old, NULL);
-      return ohbox_error_errno (err, "signalfd");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signalfd");
     }
   int detached = ohbox_terminal_proxy (master, pidfd, sigfd, true, detach, (size_t) n_detach);
   close (sigfd);

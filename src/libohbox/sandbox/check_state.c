@@ -238,7 +238,7 @@ check_names (struct ohbox_check_ctx *c)
         {
           ohbox_error_t e = NULL;
           ohbox_check_repaired (f, unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT
-                                   ? ohbox_error_errno (&e, "remove `%s`", where) : 0, &e);
+                                   ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "remove `%s`", where) : 0, &e);
         }
     }
   return 0;
@@ -404,7 +404,7 @@ check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
            * new can reach it. Paths come from our own mount table. */
           ohbox_error_t e = NULL;
           ohbox_check_repaired (f, umount2 (mp, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL
-                                   ? ohbox_error_errno (&e, "unmount `%s`", mp) : 0, &e);
+                                   ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "unmount `%s`", mp) : 0, &e);
         }
     }
   json_decref (found);
@@ -563,10 +563,10 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
     return -1;
   cleanup_close int fd = openat (c->rt->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", c->rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", c->rt->root);
   cleanup_dir DIR *d = fdopendir (fd);
   if (d == NULL)
-    return ohbox_error_errno (err, "open `%s`", c->rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", c->rt->root);
   fd = -1;
   struct dirent *de;
   while ((de = readdir (d)) != NULL)

@@ -157,7 +157,7 @@ ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
   snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", state_dirfd, OHBOX_ATTACH_SOCK);
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
-    return ohbox_error_errno (err, "create the attach socket");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create the attach socket");
   unlinkat (state_dirfd, OHBOX_ATTACH_SOCK, 0);
   mode_t old = umask (0077);
   int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
@@ -167,7 +167,7 @@ ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
     r = fchmodat (state_dirfd, OHBOX_ATTACH_SOCK, 0600, 0);
   if (r < 0 || listen (fd, 4) < 0)
     {
-      ohbox_error_errno (err, "listen on `%s`", OHBOX_ATTACH_SOCK);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "listen on `%s`", OHBOX_ATTACH_SOCK);
       close (fd);
       return -1;
     }

@@ -268,7 +268,7 @@ parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, 
       if (realpath (s, abs) == NULL)
         {
           free (m);
-          return ohbox_error_errno (err, "volume source `%s`", s);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "volume source `%s`", s);
         }
       m[n].source = xstrdup (abs);
       m[n].fd = -1;
@@ -435,12 +435,12 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       /* -d -t: the monitor keeps the master for `ohbox attach`. */
       int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (master < 0 || grantpt (master) < 0 || unlockpt (master) < 0)
-        return ohbox_error_errno (err, "allocate a pseudo-terminal");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "allocate a pseudo-terminal");
       int slave = open (ptsname (master), O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (slave < 0)
         {
           close (master);
-          return ohbox_error_errno (err, "open the pseudo-terminal");
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the pseudo-terminal");
         }
       struct winsize ws;
       if (ioctl (0, TIOCGWINSZ, &ws) == 0)
@@ -457,12 +457,12 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       /* Line events: two pipes the monitor splits into lines. */
       int po[2], pe[2];
       if (pipe2 (po, O_CLOEXEC) < 0)
-        return ohbox_error_errno (err, "pipe");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
       if (pipe2 (pe, O_CLOEXEC) < 0)
         {
           close (po[0]);
           close (po[1]);
-          return ohbox_error_errno (err, "pipe");
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
         }
       c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
       c->stdio[1] = po[1];
@@ -470,7 +470,7 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->line_read[0] = po[0];
       c->line_read[1] = pe[0];
       if (c->stdio[0] < 0)
-        return ohbox_error_errno (err, "open /dev/null");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/null");
       return ohbox_relay_setup (relay, c->stdio, err);
     }
   if (!o->detach)
@@ -479,12 +479,12 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->stdio[1] = 1;
       c->stdio[2] = 2;
       if (c->stdio[0] < 0)
-        return ohbox_error_errno (err, "open /dev/null");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/null");
       return ohbox_relay_setup (relay, c->stdio, err);
     }
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
-    return ohbox_error_errno (err, "pipe");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
   c->stdio[0] = open ("/dev/null", O_RDONLY | O_CLOEXEC);
   c->stdio[1] = p[1];
   c->stdio[2] = fcntl (p[1], F_DUPFD_CLOEXEC, 3);
@@ -722,7 +722,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (c.rootdir_fd < 0)
     {
-      ohbox_error_errno (err, "open the rootfs mount point");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs mount point");
       goto fail;
     }
   const char *wd = o->workdir ? o->workdir : json_string_value (json_object_get (rc, "WorkingDir"));
@@ -925,13 +925,13 @@ run_detached (struct ohbox_runtime *rt, const struct ohbox_run_options *o, char 
   int p[2];
   *ret_exit_code = OHBOX_EXIT_RUNTIME;
   if (pipe2 (p, O_CLOEXEC) < 0)
-    return ohbox_error_errno (err, "pipe");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
   pid_t pid = fork ();
   if (pid < 0)
     {
       close (p[0]);
       close (p[1]);
-      return ohbox_error_errno (err, "fork the monitor");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork the monitor");
     }
   if (pid == 0)
     {

@@ -170,10 +170,10 @@ ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_erro
 {
   cleanup_close int fd = openat (rt->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", rt->root);
   cleanup_dir DIR *d = fdopendir (fd);
   if (d == NULL)
-    return ohbox_error_errno (err, "opendir `%s`", rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "opendir `%s`", rt->root);
   fd = -1;
   json_t *arr = json_array ();
   struct dirent *de;
@@ -242,7 +242,7 @@ ohbox_sandbox_kill (struct ohbox_runtime *rt, const char *id, int sig, ohbox_err
     }
   /* The init forwards it to the command (SIGKILL and SIGSTOP it cannot). */
   if (syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
-    return ohbox_error_errno (err, "signal sandbox `%.12s`", id);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signal sandbox `%.12s`", id);
   return 0;
 }
 
@@ -296,19 +296,34 @@ ohbox_sandbox_stop (struct ohbox_runtime *rt, const char *id, int timeout, ohbox
       ohbox_cgroup_freeze (cg, false, &e);
       ohbox_error_release (&e);
     }
-  syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-  struct pollfd p = { .fd = pidfd, .events = POLLIN };
-  int r;
-  do
-    r = poll (&p, 1, timeout < 0 ? 0 : timeout * 1000);
-  while (r < 0 && errno == EINTR);
+  /* A stop signal the kernel refuses leaves nothing to wait for: go
+   * straight to killing everything. */
+  int r = 0;
+  if (syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0 || errno == ESRCH)
+    {
+      struct pollfd p = { .fd = pidfd, .events = POLLIN };
+      do
+        r = poll (&p, 1, timeout < 0 ? 0 : timeout * 1000);
+      while (r < 0 && errno == EINTR);
+    }
   if (r == 0)
     {
-      syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+      int refused = syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH ? errno : 0;
       if (cg)
         {
           ohbox_cgroup_kill_all (cg, 5000, &e);
           ohbox_error_release (&e);
+        }
+      /* Neither killed it: waiting for its exit would never end. */
+      struct pollfd p = { .fd = pidfd, .events = POLLIN };
+      if (refused && poll (&p, 1, 2000) == 1)
+        refused = 0;
+      if (refused)
+        {
+          if (cg)
+            ohbox_cgroup_free (cg);
+          errno = refused;
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "stop sandbox `%.12s`: SIGKILL", id);
         }
     }
   if (cg)
@@ -448,11 +463,11 @@ copy_fd (int in, int out, ohbox_error_t *err)
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
-        return ohbox_error_errno (err, "read the log");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "read the log");
       if (n == 0)
         return 0;
       if (ohbox_write_all (out, buf, (size_t) n) < 0)
-        return ohbox_error_errno (err, "write the log");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "write the log");
     }
 }
 

@@ -124,7 +124,7 @@ ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *re
 {
   unsigned char raw[OHBOX_ID_LEN / 2];
   if (getrandom (raw, sizeof raw, 0) != (ssize_t) sizeof raw)
-    return ohbox_error_errno (err, "getrandom");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "getrandom");
   for (size_t i = 0; i < sizeof raw; i++)
     snprintf (id + 2 * i, 3, "%02x", raw[i]);
   /* Built under a dot name and renamed once monitor.lock is held: whoever
@@ -139,15 +139,15 @@ ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *re
   char tmp[OHBOX_ID_LEN + 8];
   snprintf (tmp, sizeof tmp, ".new-%s", id);
   if (mkdirat (rt->dirfd, tmp, 0711) < 0)
-    return ohbox_error_errno (err, "create state directory `%s/%s`", rt->root, tmp);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create state directory `%s/%s`", rt->root, tmp);
   int dfd = openat (rt->dirfd, tmp, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open `%s/%s`", rt->root, tmp);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s/%s`", rt->root, tmp);
   int lfd = ohbox_lock_file (dfd, "monitor.lock", true, true, err);
   if (lfd < 0 || mkdirat (dfd, "rootfs", 0700) < 0 || renameat (rt->dirfd, tmp, rt->dirfd, id) < 0)
     {
       if (lfd >= 0)
-        ohbox_error_errno (err, "set up state directory `%s/%s`", rt->root, tmp);
+        ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "set up state directory `%s/%s`", rt->root, tmp);
       ohbox_error_t e2 = NULL;
       ohbox_rm_rf_at (rt->dirfd, tmp, &e2);
       ohbox_error_release (&e2);
@@ -186,7 +186,7 @@ ohbox_state_open (struct ohbox_runtime *rt, const char *id, int *ret_dirfd, ohbo
     {
       if (errno == ENOENT)
         return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no such sandbox `%.12s`", id);
-      return ohbox_error_errno (err, "open `%s/%s`", rt->root, id);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s/%s`", rt->root, id);
     }
   *ret_dirfd = fd;
   return 0;
@@ -208,7 +208,7 @@ ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *
       if (symlinkat (id, rt->dirfd, link) == 0)
         return 0;
       if (errno != EEXIST)
-        return ohbox_error_errno (err, "register name `%s`", name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "register name `%s`", name);
       /* A name whose sandbox is gone (removed by a crash) is free again. */
       char target[OHBOX_ID_LEN + 2];
       ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
@@ -292,7 +292,7 @@ ohbox_state_wait_monitor (int dirfd, int *ret_code, ohbox_error_t *err)
     return 0;
   while (flock (fd, LOCK_SH) < 0)
     if (errno != EINTR)
-      return ohbox_error_errno (err, "wait for the sandbox's monitor");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for the sandbox's monitor");
   char buf[16];
   ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
   if (ret_code && n > 0)
@@ -370,7 +370,7 @@ remove_state_dir (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
     {
       if (errno == ENOENT)
         return 0; /* removed meanwhile by another remover */
-      return ohbox_error_errno (err, "rename `%s` to `%s`", id, gone);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "rename `%s` to `%s`", id, gone);
     }
   for (int tries = 1;; tries++)
     {

@@ -238,7 +238,7 @@ fill_flag (cap_t c, cap_flag_t flag, uint64_t mask, ohbox_error_t *err)
     {
       cap_value_t v = cap;
       if ((mask & OHBOX_CAP_BIT (cap)) && cap_set_flag (c, flag, 1, &v, CAP_SET) < 0)
-        return ohbox_error_errno (err, "cap_set_flag `%d`", cap);
+        return ohbox_error_sys (err, OHBOX_ERR_SECURITY, "cap_set_flag `%d`", cap);
     }
   return 0;
 }

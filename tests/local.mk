@@ -89,3 +89,9 @@ tests_lib_libohbox_plan_SOURCES = tests/lib/libohbox-plan.c
 tests_lib_libohbox_plan_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src/libohbox/api
 tests_lib_libohbox_plan_LDADD = libohbox.la
 tests_lib_libohbox_plan_LDFLAGS = -no-install
+
+# The typed sandbox state (sandbox/state.h): parse, serialise, every status.
+check_PROGRAMS += tests/unit/test-state
+tests_unit_test_state_SOURCES = tests/unit/test-state.c tests/unit/unit.h
+tests_unit_test_state_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_state_LDADD = $(UNIT_LDADD)

@@ -412,12 +412,8 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
     if (ohbox_network_release (dir, m->dirfd, ret < 0 ? NULL : err) < 0)
       ret = -1;
   }
-  cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *f = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", code, "finished_at", now,
-                         "paused", 0, "timed_out", timed_out);
-  if (ohbox_state_update (m->dirfd, f, ret < 0 ? NULL : err) < 0)
+  if (ohbox_state_record_exit (m->dirfd, code, timed_out, ret < 0 ? NULL : err) < 0)
     ret = -1;
-  json_decref (f);
   /* For `ohbox wait`, which holds the lock file open: readable even after
    * --rm removed the directory. */
   {

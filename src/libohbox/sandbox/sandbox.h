@@ -37,6 +37,7 @@
 
 #include "cgroup/cgroup.h"
 #include "common/error.h"
+#include "sandbox/state.h"
 #include "store/store.h"
 
 /* The user-mode network of a rootless bridge sandbox: pasta when it is
@@ -172,6 +173,13 @@ int ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **re
 int ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_error_t *err);
 /* One sandbox, same fields. */
 int ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err);
+/* The same, typed (state.h): *RET (free with ohbox_sandbox_infos_free) of
+ * *RET_N; one sandbox into *RET (clear with ohbox_sandbox_info_clear). */
+int ohbox_sandbox_list_info (struct ohbox_runtime *rt, bool all, struct ohbox_sandbox_info **ret, size_t *ret_n,
+                             ohbox_error_t *err);
+void ohbox_sandbox_infos_free (struct ohbox_sandbox_info *v, size_t n);
+int ohbox_sandbox_inspect_info (struct ohbox_runtime *rt, const char *id, struct ohbox_sandbox_info *ret,
+                                ohbox_error_t *err);
 
 /* The sandbox's network.json (mode, ip, gateway, ports, active), or an
  * empty object when it has none. */

@@ -90,6 +90,11 @@ tests_lib_libohbox_plan_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src/libohbox/api
 tests_lib_libohbox_plan_LDADD = libohbox.la
 tests_lib_libohbox_plan_LDFLAGS = -no-install
 
+check_PROGRAMS += tests/unit/test-cdi
+tests_unit_test_cdi_SOURCES = tests/unit/test-cdi.c tests/unit/unit.h
+tests_unit_test_cdi_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cdi_LDADD = $(UNIT_LDADD)
+
 # The typed sandbox state (sandbox/state.h): parse, serialise, every status.
 check_PROGRAMS += tests/unit/test-state
 tests_unit_test_state_SOURCES = tests/unit/test-state.c tests/unit/unit.h

@@ -217,7 +217,8 @@ ps_json (enum ohbox_sandbox_status status, const char *record, const char *netwo
 
 #define PS_HEAD                                                                                                \
   "{\"id\":\"" ID "\",\"name\":\"web\",\"image\":\"busybox:latest\",\"image_id\":\"sha256:aa\","              \
-  "\"command\":[\"sleep\",\"100\"],\"created\":\"2026-11-25T08:00:00Z\","
+  "\"command\":[\"sleep\",\"100\"],\"created\":\"2026-11-25T08:00:00Z\",\"devices\":null,"
+#define PS_TAIL ",\"labels\":{},\"annotations\":{}}"
 
 static void
 test_ps_json (void)
@@ -226,20 +227,20 @@ test_ps_json (void)
                      "{\"mode\":\"bridge\",\"active\":true,\"ip\":\"10.88.0.2\",\"ports\":[]}");
   CHECK_STR (s, PS_HEAD "\"status\":\"running\",\"pid\":4242,\"started_at\":\"2026-11-25T08:00:01Z\","
                         "\"exit_code\":null,\"finished_at\":null,\"timed_out\":false,\"ip\":\"10.88.0.2\","
-                        "\"ports\":[],\"network\":\"bridge\"}");
+                        "\"ports\":[],\"network\":\"bridge\"" PS_TAIL);
   free (s);
   s = ps_json (OHBOX_STATUS_PAUSED, OLD_PAUSED, "{\"mode\":\"pasta\",\"active\":false}");
   CHECK_STR (s, PS_HEAD "\"status\":\"paused\",\"pid\":4242,\"started_at\":\"2026-11-25T08:00:01Z\","
-                        "\"exit_code\":null,\"finished_at\":null,\"timed_out\":false,\"network\":\"pasta\"}");
+                        "\"exit_code\":null,\"finished_at\":null,\"timed_out\":false,\"network\":\"pasta\"" PS_TAIL);
   free (s);
   s = ps_json (OHBOX_STATUS_EXITED, OLD_EXITED, NULL);
   CHECK_STR (s, PS_HEAD "\"status\":\"exited\",\"pid\":null,\"started_at\":\"2026-11-25T08:00:01Z\","
                         "\"exit_code\":137,\"finished_at\":\"2026-11-25T08:01:00Z\",\"timed_out\":true,"
-                        "\"network\":\"none\"}");
+                        "\"network\":\"none\"" PS_TAIL);
   free (s);
   s = ps_json (OHBOX_STATUS_CREATED, "{}", "{\"active\":true}");
   CHECK_STR (s, PS_HEAD "\"status\":\"created\",\"pid\":null,\"started_at\":null,\"exit_code\":null,"
-                        "\"finished_at\":null,\"timed_out\":false,\"ip\":null,\"ports\":null,\"network\":\"bridge\"}");
+                        "\"finished_at\":null,\"timed_out\":false,\"ip\":null,\"ports\":null,\"network\":\"bridge\"" PS_TAIL);
   free (s);
 }
 

@@ -174,6 +174,13 @@ typedef struct ohbox_run_opts
    * writes past it fail with ENOSPC inside; 0: no limit. Root only (a
    * filesystem of its own on a loop device): ohbox-run(1) --storage-size. */
   int64_t storage_size;
+  /* Devices, as ohbox-run(1) --device, --gpus and --cdi-spec-dir take them:
+   * CDI names (VENDOR/CLASS=NAME, or =all) or HOSTPATH[:CTRPATH][:rwm]
+   * (NULL-terminated or NULL); the CDI spec folders (NULL: /etc/cdi and
+   * /var/run/cdi); GPUS "all", "N" or "device=ID[,ID]" (NULL: none). */
+  const char *const *devices;
+  const char *const *cdi_spec_dirs;
+  const char *gpus;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.

@@ -176,7 +176,8 @@ check_sandbox (struct ohbox_check_ctx *c, const char *id, ohbox_error_t *err)
       return 0; /* removed meanwhile */
     }
   count_sandbox (c);
-  if (ohbox_state_monitor_alive (dfd))
+  /* Alive, or exited with its teardown at work (sandbox_internal.h). */
+  if (ohbox_state_monitor_alive (dfd) || ohbox_state_teardown_busy (dfd))
     return 0;
   cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, id);
   bool exited, rm;

@@ -106,11 +106,24 @@ struct ohbox_mount_spec
   bool read_only;
   bool idmap; /* ids mapped through the sandbox's user namespace (:idmap) */
   bool tmpfs;
+  /* A device node given with --device, --gpus or CDI: the only binds
+   * through which device nodes can be opened (every other bind is nodev). */
+  bool device;
+  /* Root's sandboxes with a user namespace: the device is a node made
+   * afresh (RDEV, MODE) in a detached tmpfs of the sandbox's own, owned by
+   * HOST_UID:HOST_GID (the sandbox's ids the node belongs to, as the host
+   * sees them), instead of a bind of the host's node, which the sandbox's
+   * root would see as nobody's. */
+  bool mknod;
+  dev_t rdev;
+  mode_t mode; /* S_IFCHR or S_IFBLK and the permission bits */
+  uid_t host_uid;
+  gid_t host_gid;
   int fd; /* the source as a detached tree the parent cloned, or -1 */
 };
 
 /* In the parent, before clone: clones each bind source as a detached tree
- * (read-only when asked). The child may lack the right to even look the
+ * (read-only when asked; nodev unless it is a device). The child may lack the right to even look the
  * source up (its root is an unprivileged host uid), and the path is
  * resolved once, by the caller's credentials. */
 int ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err);
@@ -159,6 +172,12 @@ struct ohbox_linux_spec
    * NULL. */
   int (*right_after_clone) (int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
   void *after_clone_data;
+  /* Called in the parent once the sandbox is set up (its mounts made, its
+   * root pivoted, its command's process waiting to execve) and its network
+   * attached, before the command runs; may be NULL (then there is no such
+   * wait). */
+  int (*before_start) (pid_t pid, void *data, ohbox_error_t *err);
+  void *before_start_data;
 
   const struct ohbox_snapshot *snap;
   bool read_only;
@@ -172,6 +191,14 @@ struct ohbox_linux_spec
   const struct ohbox_seccomp_filter *seccomp; /* NULL: unconfined */
 
   const struct ohbox_cgroup *cgroup; /* NULL: none */
+
+  /* Devices (devices/devices.h): groups the command's user joins besides
+   * its own, and library folders the sandbox's linker cache is rebuilt with
+   * (its own ldconfig, run as the sandbox's root with the sandbox's
+   * capabilities and seccomp filter, before the command). */
+  const uint32_t *additional_gids;
+  size_t n_additional_gids;
+  char **ldconfig_dirs; /* NULL-terminated or NULL */
 };
 
 struct ohbox_linux_proc

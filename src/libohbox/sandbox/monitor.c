@@ -215,6 +215,82 @@ attach_accept (struct ohbox_monitor *m, int *client)
   close (fd);
 }
 
+/* The teardown's work (sandbox_internal.h), TLOCK held. */
+static int
+teardown_work (struct ohbox_monitor *m, ohbox_error_t *err)
+{
+  ohbox_network_unreserve (m->net);
+  int r = ohbox_state_teardown_locked (m->rt, m->id, m->dirfd, m->rm, err);
+  ohbox_trace ("monitor: torn down");
+  return r;
+}
+
+/* What is left once the exit is recorded (a stopped sandbox holds no
+ * address or port: nothing restarts it; --rm: nothing at all) is undone
+ * after the monitor let go of monitor.lock, so that `ohbox stop`, `wait`
+ * and `run --rm` return without waiting for it: releasing a veth and nft
+ * elements waits for the kernel (tens of ms on hosts with many CPUs). The
+ * detached monitor does it itself; the foreground one (`ohbox run`'s own
+ * process, or a library caller's) hands it to a grandchild nobody waits
+ * for and returns. Whoever does it holds TLOCK (taken by the caller) until
+ * it is done: killed half-way, the lock is free and the next command that
+ * looks at the sandbox finishes it (ohbox_state_reconcile). The name of a
+ * --rm sandbox goes at once: it may be taken again right away. */
+static int
+teardown (struct ohbox_monitor *m, int tlock, ohbox_error_t *err)
+{
+  if (m->rm)
+    {
+      json_t *cfg = NULL;
+      ohbox_error_t e = NULL;
+      if (ohbox_state_read_json (m->dirfd, "config.json", &cfg, &e) == 0)
+        {
+          const char *name = json_string_value (json_object_get (cfg, "name"));
+          if (name)
+            ohbox_state_release_name (m->rt, m->id, name);
+        }
+      ohbox_error_release (&e);
+      json_decref (cfg);
+    }
+  if (tlock < 0)
+    return teardown_work (m, err); /* no lock to hand over: as before, inline */
+  if (m->detached)
+    {
+      close (m->lockfd);
+      m->lockfd = -1;
+      int r = teardown_work (m, err);
+      close (tlock);
+      return r;
+    }
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      int r = teardown_work (m, err);
+      close (tlock);
+      return r;
+    }
+  if (pid == 0)
+    {
+      /* The child lets go of monitor.lock (the parent's copy goes when it
+       * returns) and of the caller's stdio (a caller reading our output to
+       * its end must not wait for the teardown). */
+      close (m->lockfd);
+      if (fork () != 0)
+        _exit (0);
+      setsid ();
+      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      for (int i = 0; i < 3 && null >= 0; i++)
+        dup2 (null, i);
+      ohbox_error_t e = NULL;
+      teardown_work (m, &e);
+      _exit (e ? 1 : 0);
+    }
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  close (tlock);
+  return 0;
+}
+
 int
 ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
 {
@@ -406,13 +482,23 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   if (m->cgroup && ohbox_cgroup_destroy (m->cgroup, err) < 0)
     ret = -1;
   ohbox_trace ("monitor: cgroups removed");
-  {
-    /* A stopped sandbox holds no address or port (nothing restarts it). */
-    cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
-    if (ohbox_network_release (dir, m->dirfd, ret < 0 ? NULL : err) < 0)
-      ret = -1;
-  }
-  if (ohbox_state_record_exit (m->dirfd, code, timed_out, ret < 0 ? NULL : err) < 0)
+  /* Taken before monitor.lock is let go: no one who sees the exit recorded
+   * can think the teardown was lost (reconcile). */
+  ohbox_error_t e = NULL;
+  int tlock = ohbox_lock_file (m->dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, &e);
+  ohbox_error_release (&e);
+  cleanup_error ohbox_error_t hook_err = NULL;
+  if (m->devices && m->devices->n_hooks > 0)
+    {
+      /* OCI: a poststop hook that fails is a warning, and the rest goes on. */
+      cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
+      json_t *st = json_pack ("{s:s, s:s, s:s, s:s, s:{}}", "ociVersion", "1.0.2", "id", m->id, "status", "stopped",
+                              "bundle", dir, "annotations");
+      cleanup_free char *state = json_dumps (st, JSON_COMPACT);
+      json_decref (st);
+      ohbox_device_hooks_run (m->devices, OHBOX_HOOK_POSTSTOP, state, &hook_err);
+    }
+  if (ohbox_state_record_exit (m->dirfd, code, timed_out, hook_err ? hook_err->msg : NULL, ret < 0 ? NULL : err) < 0)
     ret = -1;
   /* For `ohbox wait`, which holds the lock file open: readable even after
    * --rm removed the directory. */
@@ -434,8 +520,10 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       m->on_exited (&ex, m->event_data);
     }
   ohbox_trace ("monitor: state updated");
-  if (m->rm && ret >= 0 && ohbox_state_remove (m->rt, m->id, err) < 0)
+  if (teardown (m, tlock, ret < 0 ? NULL : err) < 0)
     ret = -1;
-  ohbox_trace ("monitor: removed");
+  if (m->lockfd >= 0)
+    close (m->lockfd);
+  m->lockfd = -1;
   return ret < 0 ? -1 : code;
 }

@@ -37,6 +37,7 @@
 
 #include "cgroup/cgroup.h"
 #include "common/error.h"
+#include "devices/devices.h"
 #include "sandbox/state.h"
 #include "store/store.h"
 
@@ -103,6 +104,10 @@ struct ohbox_run_options
    * sandbox that fills it gets ENOSPC, the store's filesystem is not
    * filled (root only: snapshot.h). */
   uint64_t storage_size;
+  /* Devices given to the sandbox (--device, --gpus, CDI), resolved by the
+   * run policy; NULL: none.  Every sandbox may open only the nodes ohbox
+   * puts in its /dev and these (cgroup device rules, root only). */
+  const struct ohbox_device_edits *devices;
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
@@ -140,6 +145,9 @@ struct ohbox_run_options
   void (*on_output) (int stream, const char *line, size_t len, void *data);
   void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
   void *event_data;
+  /* "KEY=VALUE" (NULL-terminated or NULL): config.json's "labels", for
+   * whoever started the sandbox to find it again (run_policy.h). */
+  char **labels;
 };
 
 struct ohbox_runtime;
@@ -171,7 +179,9 @@ int ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **re
  * {"id","name","image","image_id","command","created","status","pid",
  *  "exit_code","finished_at","timed_out"}; reconciles the dead ones first. */
 int ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_error_t *err);
-/* One sandbox, same fields. */
+/* One sandbox, same fields. Both also carry "labels" (given at the run,
+ * never changed) and "annotations" (ohbox_sandbox_annotate), objects of
+ * strings. */
 int ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err);
 /* The same, typed (state.h): *RET (free with ohbox_sandbox_infos_free) of
  * *RET_N; one sandbox into *RET (clear with ohbox_sandbox_info_clear). */
@@ -180,6 +190,13 @@ int ohbox_sandbox_list_info (struct ohbox_runtime *rt, bool all, struct ohbox_sa
 void ohbox_sandbox_infos_free (struct ohbox_sandbox_info *v, size_t n);
 int ohbox_sandbox_inspect_info (struct ohbox_runtime *rt, const char *id, struct ohbox_sandbox_info *ret,
                                 ohbox_error_t *err);
+
+/* Sets the string members of SET (an object; a null member removes that
+ * key) into the sandbox's annotations in state.json, under its lock: what a
+ * front door that manages sandboxes needs to find again after a restart
+ * (`ohbox serve`: the session a pooled sandbox was given). A sandbox that
+ * is gone is OHBOX_ERR_NOT_FOUND. */
+int ohbox_sandbox_annotate (struct ohbox_runtime *rt, const char *id, json_t *set, ohbox_error_t *err);
 
 /* The sandbox's network.json (mode, ip, gateway, ports, active), or an
  * empty object when it has none. */
@@ -206,6 +223,9 @@ int ohbox_sandbox_stats (struct ohbox_runtime *rt, const char *id, struct ohbox_
 #define OHBOX_SANDBOX_MAX_ENV 4096
 #define OHBOX_SANDBOX_MAX_MOUNTS 256
 #define OHBOX_SANDBOX_MAX_ADD_HOSTS 256
+#define OHBOX_SANDBOX_MAX_LABELS 64
+#define OHBOX_SANDBOX_MAX_LABEL_BYTES (16 * 1024)
+#define OHBOX_SANDBOX_MAX_ANNOTATION_BYTES (16 * 1024)
 #define OHBOX_SANDBOX_LOG_MAX (1024 * 1024) /* per log file; one rotation keeps two */
 
 #endif

@@ -348,6 +348,17 @@ ohbox_sandbox_pause (struct ohbox_runtime *rt, const char *id, bool pause, ohbox
 }
 
 int
+ohbox_sandbox_annotate (struct ohbox_runtime *rt, const char *id, json_t *set, ohbox_error_t *err)
+{
+  if (!json_is_object (set))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "annotations must be an object");
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    return -1;
+  return ohbox_state_record_annotations (dfd, set, OHBOX_SANDBOX_MAX_ANNOTATION_BYTES, err);
+}
+
+int
 ohbox_sandbox_wait (struct ohbox_runtime *rt, const char *id, int *ret_exit_code, ohbox_error_t *err)
 {
   cleanup_close int dfd = -1;

@@ -1,14 +1,17 @@
 /* snapshot.c: see snapshot.h. */
 #include "config.h"
 #include "sandbox/snapshot.h"
+#include "sandbox/linux.h"
 #include "common/utils.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <sched.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
 #include <sys/utsname.h>
+#include <sys/wait.h>
 
 #define SANDBOXES_DIR "sandboxes"
 /* A layers file lists at most MAX_LAYERS digests of 71 characters. */
@@ -411,6 +414,74 @@ ohbox_snapshot_mount (const struct ohbox_snapshot *snap, int userns_fd, unsigned
   return 0;
 }
 
+/* Rootless, what the sandbox wrote as another id of the user's range (its
+ * command as a user of the image: `run --user`, OpenHands' openhands user)
+ * belongs to a subordinate id: outside the sandbox's user namespace the
+ * user cannot remove it (a directory of that id, mode 0755). It is removed
+ * as root of a new user namespace with the sandbox's maps (as `podman
+ * unshare rm`): a child that unshares, whose maps the helpers write, and
+ * which then holds exactly the ids the sandbox had. */
+static int
+remove_as_mapped_root (int dirfd, const char *rel, ohbox_error_t *err)
+{
+  struct ohbox_userns_plan plan;
+  if (ohbox_userns_plan (NULL, NULL, &plan, err) < 0)
+    return -1;
+  if (plan.single)
+    {
+      ohbox_userns_plan_release (&plan);
+      return ohbox_error (err, OHBOX_ERR_STORE, EACCES, "files of other ids, and no subordinate ids to remove them with");
+    }
+  int ready[2], go[2];
+  if (pipe2 (ready, O_CLOEXEC) < 0)
+    {
+      ohbox_userns_plan_release (&plan);
+      return ohbox_error_errno (err, "pipe");
+    }
+  if (pipe2 (go, O_CLOEXEC) < 0)
+    {
+      close (ready[0]);
+      close (ready[1]);
+      ohbox_userns_plan_release (&plan);
+      return ohbox_error_errno (err, "pipe");
+    }
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      close (ready[0]);
+      close (go[1]);
+      char c = unshare (CLONE_NEWUSER) == 0 ? 'u' : 'e';
+      if (write (ready[1], &c, 1) != 1 || c != 'u' || read (go[0], &c, 1) != 1 || c != 'g')
+        _exit (2);
+      if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
+        _exit (3);
+      ohbox_error_t e = NULL;
+      _exit (ohbox_rm_rf_at (dirfd, rel, &e) == 0 ? 0 : 1);
+    }
+  close (ready[1]);
+  close (go[0]);
+  int r = 0;
+  char c = 0;
+  if (pid < 0)
+    r = ohbox_error_errno (err, "fork");
+  else if (read (ready[0], &c, 1) != 1 || c != 'u')
+    r = ohbox_error (err, OHBOX_ERR_STORE, 0, "could not make a user namespace to remove files of other ids");
+  else if (ohbox_userns_write_maps (pid, &plan, err) < 0)
+    r = -1;
+  else if (write (go[1], "g", 1) != 1)
+    r = ohbox_error_errno (err, "signal the remover");
+  close (ready[0]);
+  close (go[1]);
+  int status = 0;
+  while (pid > 0 && waitpid (pid, &status, 0) < 0 && errno == EINTR)
+    ;
+  if (r == 0 && !(WIFEXITED (status) && WEXITSTATUS (status) == 0))
+    r = ohbox_error (err, OHBOX_ERR_STORE, 0, "removing as root of the sandbox's user namespace failed (status %d)",
+                     status);
+  ohbox_userns_plan_release (&plan);
+  return r;
+}
+
 int
 ohbox_snapshot_remove (struct ohbox_store *s, const char *id, ohbox_error_t *err)
 {
@@ -418,7 +489,14 @@ ohbox_snapshot_remove (struct ohbox_store *s, const char *id, ohbox_error_t *err
   if (strchr (id, '/') != NULL || id[0] == '.' || id[0] == '\0')
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid sandbox id `%s`", id);
   if (ohbox_rm_rf_at (ohbox_store_dirfd (s), rel, err) < 0)
-    return ohbox_error_prefix (err, "remove the writable layer of sandbox `%s`", id);
+    {
+      bool denied = (*err)->errno_value == EACCES || (*err)->errno_value == EPERM;
+      if (!denied || geteuid () == 0)
+        return ohbox_error_prefix (err, "remove the writable layer of sandbox `%s`", id);
+      ohbox_error_release (err);
+      if (remove_as_mapped_root (ohbox_store_dirfd (s), rel, err) < 0)
+        return ohbox_error_prefix (err, "remove the writable layer of sandbox `%s`", id);
+    }
   return 0;
 }
 

@@ -329,7 +329,7 @@ set_exited (struct ohbox_sandbox_record *rec, int code, char *now)
 }
 
 int
-ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, ohbox_error_t *err)
+ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, const char *hook_warning, ohbox_error_t *err)
 {
   cleanup_close int lock = ohbox_lock_file (dirfd, "lock", true, false, err);
   if (lock < 0)
@@ -340,6 +340,12 @@ ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, ohbox_error_t
   rec.present |= OHBOX_RECORD_PAUSED | OHBOX_RECORD_TIMED_OUT;
   rec.paused = false;
   rec.timed_out = timed_out;
+  if (hook_warning)
+    {
+      rec.present |= OHBOX_RECORD_HOOK_WARNING;
+      free (rec.hook_warning);
+      rec.hook_warning = xstrdup (hook_warning);
+    }
   int r = write_record (dirfd, &rec, err);
   ohbox_sandbox_record_clear (&rec);
   return r;
@@ -356,6 +362,39 @@ ohbox_state_record_paused (int dirfd, bool paused, ohbox_error_t *err)
   rec.present |= OHBOX_RECORD_PAUSED;
   rec.paused = paused;
   int r = write_record (dirfd, &rec, err);
+  ohbox_sandbox_record_clear (&rec);
+  return r;
+}
+
+int
+ohbox_state_record_annotations (int dirfd, json_t *set, size_t max_bytes, ohbox_error_t *err)
+{
+  cleanup_close int lock = ohbox_lock_file (dirfd, "lock", true, false, err);
+  if (lock < 0)
+    return -1;
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dirfd, &rec, err) < 0)
+    return -1;
+  if (rec.annotations == NULL)
+    rec.annotations = json_object ();
+  rec.present |= OHBOX_RECORD_ANNOTATIONS;
+  const char *key;
+  json_t *v;
+  int r = 0;
+  json_object_foreach (set, key, v)
+  {
+    if (json_is_null (v))
+      json_object_del (rec.annotations, key);
+    else if (json_is_string (v))
+      json_object_set (rec.annotations, key, v);
+    else
+      r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "annotation `%s` is not a string", key);
+  }
+  cleanup_free char *text = r == 0 ? json_dumps (rec.annotations, JSON_COMPACT) : NULL;
+  if (r == 0 && text && strlen (text) > max_bytes)
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "the annotations are too long (at most %zu bytes)", max_bytes);
+  if (r == 0)
+    r = write_record (dirfd, &rec, err);
   ohbox_sandbox_record_clear (&rec);
   return r;
 }
@@ -495,12 +534,63 @@ remove_state_dir (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
     }
 }
 
+bool
+ohbox_state_teardown_busy (int dirfd)
+{
+  cleanup_close int fd = openat (dirfd, OHBOX_STATE_TEARDOWN_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+    return false;
+  return errno == EWOULDBLOCK;
+}
+
+void
+ohbox_state_release_name (struct ohbox_runtime *rt, const char *id, const char *name)
+{
+  cleanup_free char *link = xasprintf ("names/%s", name);
+  char target[OHBOX_ID_LEN + 2];
+  ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
+  if (n == OHBOX_ID_LEN && memcmp (target, id, OHBOX_ID_LEN) == 0)
+    unlinkat (rt->dirfd, link, 0);
+}
+
+static int state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err);
+
+int
+ohbox_state_teardown_locked (struct ohbox_runtime *rt, const char *id, int dirfd, bool remove, ohbox_error_t *err)
+{
+  if (remove)
+    return state_remove_locked (rt, id, err);
+  cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
+  return ohbox_network_release (dir, dirfd, err);
+}
+
 int
 ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
 {
   cleanup_close int dfd = -1;
   if (ohbox_state_open (rt, id, &dfd, err) < 0)
     return -1;
+  /* A teardown in progress finishes first (it removes the same things). */
+  cleanup_close int tlock = ohbox_lock_file (dfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, err);
+  if (tlock < 0)
+    return -1;
+  return state_remove_locked (rt, id, err);
+}
+
+static int
+state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
+{
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    {
+      /* Removed by the teardown we waited for. */
+      if ((*err)->kind != OHBOX_ERR_NOT_FOUND)
+        return -1;
+      ohbox_error_release (err);
+      return 0;
+    }
   struct ohbox_sandbox_config cfg = { 0 };
   ohbox_error_t e = NULL;
   if (ohbox_state_load_config (dfd, &cfg, &e) < 0)
@@ -538,13 +628,7 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
       return -1;
     }
   if (cfg.name)
-    {
-      cleanup_free char *link = xasprintf ("names/%s", cfg.name);
-      char target[OHBOX_ID_LEN + 2];
-      ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
-      if (n == OHBOX_ID_LEN && memcmp (target, id, OHBOX_ID_LEN) == 0)
-        unlinkat (rt->dirfd, link, 0);
-    }
+    ohbox_state_release_name (rt, id, cfg.name);
   ohbox_sandbox_config_clear (&cfg);
   if (remove_state_dir (rt, id, err) < 0)
     return ohbox_error_prefix (err, "remove the state of sandbox `%.12s`", id);
@@ -592,8 +676,26 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
   ohbox_error_t e = NULL;
   bool exited, rm;
   ohbox_state_recorded_end (dirfd, &exited, &rm);
-  if (exited && !rm)
-    return 0;
+  if (exited)
+    {
+      /* Its teardown (OHBOX_STATE_TEARDOWN_LOCK) runs, or ran, or died. */
+      json_t *net = ohbox_network_read (dirfd);
+      bool net_active = net && json_is_true (json_object_get (net, "active"));
+      json_decref (net);
+      if (!rm && !net_active)
+        return 0;
+      cleanup_close int tlock = ohbox_lock_file (dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, true, err);
+      if (tlock == -2)
+        {
+          /* In progress: a --rm sandbox is as good as gone. */
+          *ret_removed = rm;
+          return 0;
+        }
+      if (tlock < 0)
+        return -1;
+      *ret_removed = rm;
+      return ohbox_state_teardown_locked (rt, id, dirfd, rm, err);
+    }
   /* The monitor is gone without finishing its job: finish it. A sandbox
    * without config never started (killed mid-start): removed, as --rm ones. */
   if (rm)

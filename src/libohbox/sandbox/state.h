@@ -53,6 +53,8 @@ enum
   OHBOX_CONFIG_STOP_SIGNAL = 1u << 9,
   OHBOX_CONFIG_TTY = 1u << 10,
   OHBOX_CONFIG_STORAGE_SIZE = 1u << 11,
+  OHBOX_CONFIG_DEVICES = 1u << 12,
+  OHBOX_CONFIG_LABELS = 1u << 13,
 };
 struct ohbox_sandbox_config
 {
@@ -67,6 +69,8 @@ struct ohbox_sandbox_config
   char *store;      /* the store's root */
   int stop_signal;
   unsigned long long storage_size; /* bytes, 0: none */
+  json_t *devices;  /* the devices given (--device, CDI), as ps shows them */
+  json_t *labels;   /* an object of strings, given at the run, never changed */
   json_t *doc;      /* the object as read (NULL for a new one) */
 };
 
@@ -81,6 +85,8 @@ enum
   OHBOX_RECORD_FINISHED_AT = 1u << 5,
   OHBOX_RECORD_PAUSED = 1u << 6,
   OHBOX_RECORD_TIMED_OUT = 1u << 7,
+  OHBOX_RECORD_HOOK_WARNING = 1u << 8,
+  OHBOX_RECORD_ANNOTATIONS = 1u << 9,
 };
 struct ohbox_sandbox_record
 {
@@ -92,6 +98,8 @@ struct ohbox_sandbox_record
   char *started_at, *finished_at;     /* RFC 3339 */
   int exit_code;
   bool paused, timed_out;
+  char *hook_warning;                 /* a poststop hook failed: why */
+  json_t *annotations;                /* an object of strings (ohbox_sandbox_annotate) */
   json_t *doc;
 };
 
@@ -118,9 +126,13 @@ int ohbox_state_write_config (int dirfd, const struct ohbox_sandbox_config *c, o
 /* The command started: state.json becomes running, PID with its start time. */
 int ohbox_state_record_started (int dirfd, pid_t pid, const char *started_at, ohbox_error_t *err);
 /* The monitor saw the command end (under "lock", fields merged). */
-int ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, ohbox_error_t *err);
+int ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, const char *hook_warning,
+                             ohbox_error_t *err);
 /* ohbox pause / unpause froze or thawed it (under "lock", merged). */
 int ohbox_state_record_paused (int dirfd, bool paused, ohbox_error_t *err);
+/* Sets the string members of SET (a null member removes that key) into the
+ * annotations (under "lock", merged), at most MAX_BYTES of JSON. */
+int ohbox_state_record_annotations (int dirfd, json_t *set, size_t max_bytes, ohbox_error_t *err);
 /* Whether state.json records the command's end (*RET_EXITED) and whether
  * the sandbox goes when it ends (*RET_RM: --rm, or no config.json: killed
  * before it started). */

@@ -131,6 +131,17 @@ ohbox_sandbox_config_parse (json_t *doc, struct ohbox_sandbox_config *c)
       c->storage_size = (unsigned long long) v;
       c->present |= OHBOX_CONFIG_STORAGE_SIZE;
     }
+  if ((c->devices = json_object_get (doc, "devices")))
+    {
+      json_incref (c->devices);
+      c->present |= OHBOX_CONFIG_DEVICES;
+    }
+  json_t *labels = json_object_get (doc, "labels");
+  if (json_is_object (labels))
+    {
+      c->labels = json_incref (labels);
+      c->present |= OHBOX_CONFIG_LABELS;
+    }
   return 0;
 }
 
@@ -163,6 +174,10 @@ ohbox_sandbox_config_to_json (const struct ohbox_sandbox_config *c)
     json_object_set_new (j, "tty", json_boolean (c->tty));
   if (p & OHBOX_CONFIG_STORAGE_SIZE)
     json_object_set_new (j, "storage_size", json_integer ((json_int_t) c->storage_size));
+  if (p & OHBOX_CONFIG_DEVICES)
+    json_object_set (j, "devices", c->devices);
+  if (p & OHBOX_CONFIG_LABELS)
+    json_object_set (j, "labels", c->labels);
   return j;
 }
 
@@ -178,6 +193,8 @@ ohbox_sandbox_config_clear (struct ohbox_sandbox_config *c)
   free (c->command);
   free (c->created);
   free (c->store);
+  json_decref (c->devices);
+  json_decref (c->labels);
   json_decref (c->doc);
   memset (c, 0, sizeof *c);
 }
@@ -216,6 +233,13 @@ ohbox_sandbox_record_parse (json_t *doc, struct ohbox_sandbox_record *r)
   r->present |= get_string (doc, "finished_at", &r->finished_at) ? OHBOX_RECORD_FINISHED_AT : 0;
   r->present |= get_bool (doc, "paused", &r->paused) ? OHBOX_RECORD_PAUSED : 0;
   r->present |= get_bool (doc, "timed_out", &r->timed_out) ? OHBOX_RECORD_TIMED_OUT : 0;
+  r->present |= get_string (doc, "hook_warning", &r->hook_warning) ? OHBOX_RECORD_HOOK_WARNING : 0;
+  json_t *notes = json_object_get (doc, "annotations");
+  if (json_is_object (notes))
+    {
+      r->annotations = json_deep_copy (notes);
+      r->present |= OHBOX_RECORD_ANNOTATIONS;
+    }
   return 0;
 }
 
@@ -240,6 +264,10 @@ ohbox_sandbox_record_to_json (const struct ohbox_sandbox_record *r)
     json_object_set_new (j, "paused", json_boolean (r->paused));
   if (p & OHBOX_RECORD_TIMED_OUT)
     json_object_set_new (j, "timed_out", json_boolean (r->timed_out));
+  if (p & OHBOX_RECORD_HOOK_WARNING)
+    json_object_set_new (j, "hook_warning", json_string (r->hook_warning));
+  if (p & OHBOX_RECORD_ANNOTATIONS)
+    json_object_set (j, "annotations", r->annotations);
   return j;
 }
 
@@ -249,6 +277,8 @@ ohbox_sandbox_record_clear (struct ohbox_sandbox_record *r)
   free (r->status_unknown);
   free (r->started_at);
   free (r->finished_at);
+  free (r->hook_warning);
+  json_decref (r->annotations);
   json_decref (r->doc);
   memset (r, 0, sizeof *r);
 }
@@ -278,6 +308,7 @@ ohbox_sandbox_info_to_json (const struct ohbox_sandbox_info *info)
   json_object_set_new (j, "image_id", config_field (c, OHBOX_CONFIG_IMAGE_ID, string_or_null (c->image_id)));
   json_object_set_new (j, "command", config_field (c, OHBOX_CONFIG_COMMAND, strings_json (c->command)));
   json_object_set_new (j, "created", config_field (c, OHBOX_CONFIG_CREATED, string_or_null (c->created)));
+  json_object_set_new (j, "devices", c->devices ? json_incref (c->devices) : json_null ());
   json_object_set_new (j, "status", json_string (ohbox_status_name (info->status)));
   /* pid while it runs; exit code and end time once it exited. */
   json_object_set_new (j, "pid", alive && (p & OHBOX_RECORD_PID) ? json_integer (r->pid) : json_null ());
@@ -297,6 +328,8 @@ ohbox_sandbox_info_to_json (const struct ohbox_sandbox_info *info)
     }
   const char *mode = json_string_value (json_object_get (net, "mode"));
   json_object_set_new (j, "network", json_string (net ? mode ?: "bridge" : "none"));
+  json_object_set_new (j, "labels", c->labels ? json_incref (c->labels) : json_object ());
+  json_object_set_new (j, "annotations", r->annotations ? json_incref (r->annotations) : json_object ());
   return j;
 }
 

@@ -241,16 +241,15 @@ teardown (struct ohbox_monitor *m, int tlock, ohbox_error_t *err)
 {
   if (m->rm)
     {
-      json_t *cfg = NULL;
+      struct ohbox_sandbox_config cfg;
       ohbox_error_t e = NULL;
-      if (ohbox_state_read_json (m->dirfd, "config.json", &cfg, &e) == 0)
+      if (ohbox_state_load_config (m->dirfd, &cfg, &e) == 0)
         {
-          const char *name = json_string_value (json_object_get (cfg, "name"));
-          if (name)
-            ohbox_state_release_name (m->rt, m->id, name);
+          if (cfg.name)
+            ohbox_state_release_name (m->rt, m->id, cfg.name);
+          ohbox_sandbox_config_clear (&cfg);
         }
       ohbox_error_release (&e);
-      json_decref (cfg);
     }
   if (tlock < 0)
     return teardown_work (m, err); /* no lock to hand over: as before, inline */

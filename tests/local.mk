@@ -102,3 +102,9 @@ check_PROGRAMS += tests/unit/test-cdi
 tests_unit_test_cdi_SOURCES = tests/unit/test-cdi.c tests/unit/unit.h
 tests_unit_test_cdi_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cdi_LDADD = $(UNIT_LDADD)
+
+# The typed sandbox state (sandbox/state.h): parse, serialise, every status.
+check_PROGRAMS += tests/unit/test-state
+tests_unit_test_state_SOURCES = tests/unit/test-state.c tests/unit/unit.h
+tests_unit_test_state_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_state_LDADD = $(UNIT_LDADD)

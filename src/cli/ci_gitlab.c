@@ -574,14 +574,10 @@ sandbox_running (const char *id)
 {
   struct ci_ctx c;
   cleanup_error ohbox_error_t e = NULL;
-  json_t *j = NULL;
+  cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
   bool running = false;
-  if (ci_open (&c, &e) == 0 && ohbox_sandbox_inspect (c.rt, id, &j, &e) == 0)
-    {
-      const char *st = json_string_value (json_object_get (j, "status"));
-      running = st && (strcmp (st, "running") == 0 || strcmp (st, "paused") == 0);
-    }
-  json_decref (j);
+  if (ci_open (&c, &e) == 0 && ohbox_sandbox_inspect_info (c.rt, id, &info, &e) == 0)
+    running = info.status == OHBOX_STATUS_RUNNING || info.status == OHBOX_STATUS_PAUSED;
   ci_close (&c);
   return running;
 }

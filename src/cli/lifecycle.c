@@ -98,11 +98,27 @@ for_each_sandbox (int argc, char **argv, each_fn fn, void *data, bool print)
 
 /* ---- ps ---- */
 
-static const char *
-str_or (json_t *j, const char *key, const char *def)
+/* One line of the ps table. */
+static void
+print_ps_row (const struct ohbox_sandbox_info *info)
 {
-  const char *s = json_string_value (json_object_get (j, key));
-  return s ? s : def;
+  char cmd[25] = "";
+  size_t len = 0;
+  for (size_t k = 0; info->config.command && info->config.command[k]; k++)
+    {
+      int n = snprintf (cmd + len, sizeof cmd - len, "%s%s", k ? " " : "", info->config.command[k]);
+      if (n < 0 || (size_t) n >= sizeof cmd - len)
+        break;
+      len += (size_t) n;
+    }
+  char status[32];
+  if (info->status == OHBOX_STATUS_EXITED)
+    snprintf (status, sizeof status, "exited (%d)",
+              ohbox_sandbox_record_exited (&info->record) ? info->record.exit_code : 0);
+  else
+    snprintf (status, sizeof status, "%s", ohbox_status_name (info->status));
+  printf ("%-12.12s  %-24.24s  %-24s  %-20.20s  %-12s  %s\n", info->id, info->config.image ?: "", cmd,
+          info->config.created ?: "", status, info->config.name ?: "");
 }
 
 int
@@ -143,47 +159,32 @@ cli_ps (int argc, char **argv)
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
-  json_t *list = NULL;
-  if (ohbox_sandbox_list (s.rt, all, &list, &err) < 0)
+  struct ohbox_sandbox_info *list = NULL;
+  size_t n = 0;
+  if (ohbox_sandbox_list_info (s.rt, all, &list, &n, &err) < 0)
     {
       session_close (&s);
       return cli_fail (&err);
     }
-  size_t i;
-  json_t *j;
   if (fmt == CLI_FORMAT_JSON)
-    cli_print_json (list);
+    {
+      json_t *arr = json_array ();
+      for (size_t i = 0; i < n; i++)
+        json_array_append_new (arr, ohbox_sandbox_info_to_json (&list[i]));
+      cli_print_json (arr);
+      json_decref (arr);
+    }
   else if (quiet)
-    json_array_foreach (list, i, j) printf ("%.12s\n", str_or (j, "id", ""));
+    for (size_t i = 0; i < n; i++)
+      printf ("%.12s\n", list[i].id);
   else
     {
       printf ("%-12s  %-24s  %-24s  %-20s  %-12s  %s\n", "SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS",
               "NAME");
-      json_array_foreach (list, i, j)
-      {
-        char cmd[25] = "";
-        size_t k;
-        json_t *a;
-        size_t len = 0;
-        json_array_foreach (json_object_get (j, "command"), k, a)
-        {
-          int n = snprintf (cmd + len, sizeof cmd - len, "%s%s", k ? " " : "", json_string_value (a));
-          if (n < 0 || (size_t) n >= sizeof cmd - len)
-            break;
-          len += (size_t) n;
-        }
-        char status[32];
-        const char *st = str_or (j, "status", "?");
-        if (strcmp (st, "exited") == 0)
-          snprintf (status, sizeof status, "exited (%lld)",
-                    (long long) json_integer_value (json_object_get (j, "exit_code")));
-        else
-          snprintf (status, sizeof status, "%s", st);
-        printf ("%-12.12s  %-24.24s  %-24s  %-20.20s  %-12s  %s\n", str_or (j, "id", ""), str_or (j, "image", ""),
-                cmd, str_or (j, "created", ""), status, str_or (j, "name", ""));
-      }
+      for (size_t i = 0; i < n; i++)
+        print_ps_row (&list[i]);
     }
-  json_decref (list);
+  ohbox_sandbox_infos_free (list, n);
   session_close (&s);
   return 0;
 }

@@ -181,23 +181,22 @@ check_sandbox (struct ohbox_check_ctx *c, const char *id, ohbox_error_t *err)
   if (ohbox_state_monitor_alive (dfd) || ohbox_state_teardown_busy (dfd))
     return 0;
   cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, id);
-  json_t *st = NULL, *cfg = NULL;
-  if (ohbox_state_read_json (dfd, "state.json", &st, &e) < 0)
-    ohbox_error_release (&e);
-  if (ohbox_state_read_json (dfd, "config.json", &cfg, &e) < 0)
-    ohbox_error_release (&e);
-  bool exited = st && json_is_integer (json_object_get (st, "exit_code"));
-  bool rm = cfg == NULL || json_is_true (json_object_get (cfg, "rm"));
-  const char *status = st ? json_string_value (json_object_get (st, "status")) : NULL;
-  cleanup_free char *status_copy = xstrdup (status ? status : "never started");
-  json_decref (st);
-  json_decref (cfg);
+  bool exited, rm;
+  ohbox_state_recorded_end (dfd, &exited, &rm);
   if (exited && !rm)
     return check_exited (c, id, dfd, where, err);
+  struct ohbox_sandbox_info info;
+  ohbox_state_describe (dfd, id, &info);
+  const char *status = info.record.doc == NULL                             ? "never started"
+                       : info.record.present & OHBOX_RECORD_STATUS       ? ohbox_status_name (info.record.status)
+                       : info.record.status_unknown                      ? info.record.status_unknown
+                                                                         : "never started";
   json_t *f = ohbox_check_add (c, "dead-sandbox", where, true,
-                               cfg == NULL ? "sandbox `%.12s` was killed while starting (%s): its monitor is gone"
-                                           : "the monitor of sandbox `%.12s` (%s) died before it finished",
-                               id, status_copy);
+                               info.config.doc == NULL
+                                   ? "sandbox `%.12s` was killed while starting (%s): its monitor is gone"
+                                   : "the monitor of sandbox `%.12s` (%s) died before it finished",
+                               id, status);
+  ohbox_sandbox_info_clear (&info);
   if (c->repair)
     {
       /* What ps, rm and wait do on meeting it: kill what is left in its

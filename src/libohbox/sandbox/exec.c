@@ -268,18 +268,16 @@ ref_pidfd_open (pid_t init, pid_t ref, ohbox_error_t *err)
 static int
 check_running (struct ohbox_runtime *rt, const char *id, const char *what, ohbox_error_t *err)
 {
-  json_t *j = NULL;
-  if (ohbox_sandbox_inspect (rt, id, &j, err) < 0)
+  cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
+  if (ohbox_sandbox_inspect_info (rt, id, &info, err) < 0)
     return -1;
-  const char *status = json_string_value (json_object_get (j, "status"));
   int r = 0;
-  if (status && strcmp (status, "paused") == 0)
+  if (info.status == OHBOX_STATUS_PAUSED)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused: run `ohbox unpause %s` first", what, what);
-  else if (status == NULL || strcmp (status, "running") != 0)
+  else if (info.status != OHBOX_STATUS_RUNNING)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0,
                      "sandbox `%s` is not running (%s): exec needs a running sandbox; start one with `ohbox run -d`",
-                     what, status ? status : "unknown");
-  json_decref (j);
+                     what, ohbox_status_name (info.status));
   return r;
 }
 
@@ -461,11 +459,11 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
                      what);
       return -1;
     }
-  json_t *st = NULL;
-  if (ohbox_state_read_json (dfd, "state.json", &st, err) < 0)
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dfd, &rec, err) < 0)
     return -1;
-  pid_t init = (pid_t) json_integer_value (json_object_get (st, "pid"));
-  json_decref (st);
+  pid_t init = rec.pid;
+  ohbox_sandbox_record_clear (&rec);
 
   struct exec_plan plan = { 0 };
   struct ohbox_seccomp_filter *seccomp = NULL;

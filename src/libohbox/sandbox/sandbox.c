@@ -538,20 +538,11 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   int sig;
   if (stop_signal (o, c->img->config->runtime_config, &sig, err) < 0)
     return -1;
-  json_t *cmd = json_array ();
-  for (size_t i = 0; c->argv[i]; i++)
-    json_array_append_new (cmd, json_string (c->argv[i]));
   cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
-                           "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
-                           "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
-  if (o->storage_size)
-    json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
-  if (o->devices)
-    json_object_set_new (cfg, "devices", devices_json (o->devices));
+  json_t *labels = NULL;
   if (o->labels)
     {
-      json_t *labels = json_object ();
+      labels = json_object ();
       for (size_t i = 0; o->labels[i]; i++)
         {
           const char *eq = strchr (o->labels[i], '=');
@@ -560,14 +551,33 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
                                 < 0)
             {
               json_decref (labels);
-              json_decref (cfg);
               return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: use KEY=VALUE in UTF-8", o->labels[i]);
             }
         }
-      json_object_set_new (cfg, "labels", labels);
     }
-  int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
-  json_decref (cfg);
+  struct ohbox_sandbox_config cfg = {
+    .present = OHBOX_CONFIG_ID | OHBOX_CONFIG_NAME | OHBOX_CONFIG_IMAGE | OHBOX_CONFIG_IMAGE_ID | OHBOX_CONFIG_COMMAND
+               | OHBOX_CONFIG_CREATED | OHBOX_CONFIG_RM | OHBOX_CONFIG_DETACHED | OHBOX_CONFIG_STORE
+               | OHBOX_CONFIG_STOP_SIGNAL | OHBOX_CONFIG_TTY | (o->storage_size ? OHBOX_CONFIG_STORAGE_SIZE : 0)
+               | (o->devices ? OHBOX_CONFIG_DEVICES : 0) | (labels ? OHBOX_CONFIG_LABELS : 0),
+    .id = (char *) id,
+    .name = (char *) o->name,
+    .image = (char *) o->image,
+    .image_id = (char *) c->img->id,
+    .command = c->argv,
+    .created = now,
+    .rm = o->rm,
+    .detached = o->detach,
+    .store = (char *) ohbox_store_root (s),
+    .stop_signal = sig,
+    .tty = o->tty,
+    .storage_size = o->storage_size,
+    .devices = o->devices ? devices_json (o->devices) : NULL,
+    .labels = labels,
+  };
+  int r = ohbox_state_write_config (dfd, &cfg, err);
+  json_decref (cfg.devices);
+  json_decref (labels);
   return r;
 }
 
@@ -798,10 +808,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
    * its layers file keeps GC away from them (snapshot.h). */
   ohbox_store_unlock (rt->store);
   now = ohbox_now_rfc3339 ();
-  json_t *st = json_pack ("{s:s, s:i, s:I, s:s}", "status", "running", "pid", (int) proc.pid, "pid_start",
-                          (json_int_t) ohbox_proc_starttime (proc.pid), "started_at", now);
-  ohbox_state_write_json (dfd, "state.json", st, NULL);
-  json_decref (st);
+  ohbox_state_record_started (dfd, proc.pid, now, NULL);
 
   struct ohbox_monitor m = {
     .rt = rt,

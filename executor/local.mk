@@ -20,10 +20,8 @@ ohbox_executor_SOURCES = \
 	executor/users.c executor/users.h \
 	src/libohbox/common/error.c src/libohbox/common/error.h \
 	src/libohbox/common/utils.c src/libohbox/common/utils.h
-ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
-# libarchive is not linked: archive.c loads it on first use (its header only
-# gives the types).
-ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS)
+ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(MINIZIP_CFLAGS)
+ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS) $(MINIZIP_LIBS)
 
 # The closure directory (binary + every shared library it loads + the loader).
 # With executor-mhd-notls/ (below) it holds that libmicrohttpd: no GnuTLS.

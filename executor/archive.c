@@ -363,9 +363,12 @@ entry_kind (const unz_file_info64 *fi, const char *name, mode_t *perm)
   mode_t mode = host == 3 || host == 19 ? (mode_t) (fi->external_fa >> 16) : 0;
   size_t nl = strlen (name);
   *perm = mode & 0777 ? mode & 0777 : 0644;
-  if ((nl && name[nl - 1] == '/') || S_ISDIR (mode) || (mode == 0 && (fi->external_fa & 0x10)))
+  /* Writers may set permission bits without a file type (Python's
+   * ZipFile.writestr does): no type is a file, as the DOS attributes say. */
+  mode_t type = mode & S_IFMT;
+  if ((nl && name[nl - 1] == '/') || S_ISDIR (mode) || (type == 0 && (fi->external_fa & 0x10)))
     return ENTRY_DIR;
-  if (mode != 0 && !S_ISREG (mode))
+  if (type != 0 && !S_ISREG (mode))
     return ENTRY_SKIPPED;
   return ENTRY_FILE;
 }

@@ -321,13 +321,27 @@ def test_benign_zip_unpacks():
     check(outside() == [], f'outside: {outside()}')
 
 
+def test_zip_of_names_only_unpacks():
+    # ZipFile.writestr(NAME, ...) sets permission bits without a file type
+    # (and no directory entries): such entries are files.
+    buf = io.BytesIO()
+    with zipfile.ZipFile(buf, 'w') as z:
+        z.writestr('q/a.txt', 'A')
+        z.writestr('q/b/c.txt', 'C')
+    dest = new_dest()
+    st, reply = upload(dest, buf.getvalue())
+    check(st == 200, f'{st} {reply}')
+    check(tree(dest) == ['q/', 'q/a.txt', 'q/b/', 'q/b/c.txt'], f'unpacked {tree(dest)}')
+
+
 ALL = {
     'attacks': [test_upload_not_reread_by_name, test_dotdot_and_absolute_names_refused,
                 test_symlink_entry_then_through_it, test_file_entry_then_through_it,
                 test_symlink_in_destination_not_followed, test_bomb_within_four_times_the_upload_limit,
                 test_bomb_leaves_nothing_behind, test_overlapping_entries_bomb, test_entry_count_budget,
                 test_declared_entry_count_refused_at_once, test_corrupt_entry_named_and_nothing_left,
-                test_existing_file_kept_when_an_upload_fails, test_benign_zip_unpacks],
+                test_existing_file_kept_when_an_upload_fails, test_benign_zip_unpacks,
+                test_zip_of_names_only_unpacks],
 }
 
 

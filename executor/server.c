@@ -39,6 +39,7 @@ enum route
   R_DOWNLOAD_FILES,
   R_VSCODE_TOKEN,
   R_UPDATE_MCP,
+  R_ADOPT,
 };
 
 static const struct
@@ -55,6 +56,7 @@ static const struct
   { "/download_files", "GET", R_DOWNLOAD_FILES },
   { "/vscode/connection_token", "GET", R_VSCODE_TOKEN },
   { "/update_mcp_server", "POST", R_UPDATE_MCP },
+  { "/ohbox/adopt", "POST", R_ADOPT },
 };
 
 struct server
@@ -158,6 +160,35 @@ key_matches (const char *expected, const char *given)
   return diff == 0;
 }
 
+struct key_check
+{
+  const char *expected;
+  unsigned given, matching;
+};
+
+static enum MHD_Result
+key_header_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *name, const char *value)
+{
+  struct key_check *k = cls;
+  if (strcasecmp (name, "X-Session-API-Key") == 0)
+    {
+      k->given++;
+      k->matching += key_matches (k->expected, value);
+    }
+  return MHD_YES;
+}
+
+/* The request carries the key, and only the key: a request that gives the
+ * header twice with different values is refused whichever copy comes first,
+ * so no proxy in front can read one copy while we read the other. */
+static bool
+request_has_key (struct MHD_Connection *c, const char *expected)
+{
+  struct key_check k = { .expected = expected };
+  MHD_get_connection_values (c, MHD_HEADER_KIND, key_header_iter, &k);
+  return k.given > 0 && k.matching == k.given;
+}
+
 static bool
 query_bool (const char *v)
 {
@@ -222,7 +253,7 @@ parse_body (struct request *rq, json_error_t *jerr)
 static bool
 route_blocks (enum route r)
 {
-  return r == R_EXECUTE_ACTION || r == R_LIST_FILES || r == R_UPLOAD_FILE || r == R_DOWNLOAD_FILES;
+  return r == R_EXECUTE_ACTION || r == R_LIST_FILES || r == R_UPLOAD_FILE || r == R_DOWNLOAD_FILES || r == R_ADOPT;
 }
 
 /* Builds the reply to RQ (its body fully read) into *STATUS and the
@@ -281,6 +312,19 @@ respond (struct server *srv, struct request *rq, unsigned int *status, struct do
         if (obs == NULL)
           return set_detail (status, (unsigned) st, detail);
         return set_json (status, 200, obs);
+      }
+
+    case R_ADOPT:
+      {
+        json_error_t jerr;
+        json_t *body = parse_body (rq, &jerr);
+        int st = 500;
+        cleanup_free char *detail = NULL;
+        json_t *r = executor_adopt (ex, body, &st, &detail);
+        json_decref (body);
+        if (r == NULL)
+          return set_detail (status, (unsigned) st, detail);
+        return set_json (status, 200, r);
       }
 
     case R_LIST_FILES:
@@ -423,9 +467,8 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
           }
       /* Only a request with the session key holds its connection for as
        * long as it needs (conn_guard.h). */
-      bool has_key
-          = ex->api_key == NULL
-            || key_matches (ex->api_key, MHD_lookup_connection_value (c, MHD_HEADER_KIND, "X-Session-API-Key"));
+      const char *key = executor_api_key (ex);
+      bool has_key = key == NULL || request_has_key (c, key);
       conn_guard_request_begins (srv->guard, c, has_key && rq->route != R_NOT_FOUND);
       if (rq->route == R_NOT_FOUND)
         {
@@ -437,6 +480,20 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
         {
           rq->deferred_status = 403;
           rq->deferred_detail = xstrdup ("Invalid API Key");
+          return MHD_YES;
+        }
+      /* adopt.c: on standby nothing else is served (and no session
+       * exists to serve it with). */
+      if (executor_on_standby (ex) && rq->route != R_ALIVE && rq->route != R_SERVER_INFO && rq->route != R_ADOPT)
+        {
+          rq->deferred_status = 503;
+          rq->deferred_detail = xstrdup ("ohbox-executor is on standby: it has no session yet");
+          return MHD_YES;
+        }
+      if (!executor_on_standby (ex) && rq->route == R_ADOPT)
+        {
+          rq->deferred_status = 409;
+          rq->deferred_detail = xstrdup ("This executor already has its session");
           return MHD_YES;
         }
       rq->limit = rq->route == R_EXECUTE_ACTION ? MAX_ACTION_BODY : MAX_SMALL_BODY;

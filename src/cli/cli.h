@@ -130,5 +130,7 @@ int cli_attach (int argc, char **argv);
 int cli_ci (int argc, char **argv);
 /* check.c */
 int cli_check (int argc, char **argv);
+/* serve.c */
+int cli_serve (int argc, char **argv);
 
 #endif

@@ -203,3 +203,4 @@ cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf 
   a->ro->creds = NULL;
   ohbox_registries_conf_free (conf);
 }
+

@@ -245,6 +245,9 @@ test_runtime_image_serves ()
   assert_jq "$o" '.content == "hi from busybox\n/workspace"'
   o=$(action '{"action": "write", "args": {"path": "/workspace/a.txt", "content": "x"}, "timeout": 30}')
   assert_jq "$o" '.observation == "write"'
+  # busybox has no python: run_ipython says so.
+  o=$(action '{"action": "run_ipython", "args": {"code": "1"}, "timeout": 30}')
+  assert_jq "$o" '.observation == "error" and .content == "run_ipython needs python3 in the sandbox, and none was found in PATH"'
   ohbox stop "$sid" >/dev/null
 }
 
@@ -345,6 +348,25 @@ test_debian_base ()
   ohbox stop "$sid" >/dev/null
 }
 
+# run_ipython in IPython's own shell on a Debian base with python3-ipython, as
+# the agent user of OpenHands (tests/executor/client.py test_ipython).
+test_debian_agent_ipython ()
+{
+  /usr/bin/python3 -c 'import httpx' 2>/dev/null || skip "python3-httpx is missing"
+  local cached
+  cached=$(ls "$OHBOX_TEST_WORK"/cache/debian-agent-*/meta.env 2>/dev/null | head -n 1 || true)
+  [ "${OHBOX_TEST_DEBIAN:-0}" = 1 ] || [ -n "$cached" ] ||
+    skip "set OHBOX_TEST_DEBIAN=1 (debootstrap, ~2 min the first time)"
+  img_build_debian_agent >&9 2>&1 || skip "img_build_debian_agent failed"
+  ohbox load "oci:$IMG_DEBIAN_AGENT:bookworm" localhost/debian-agent:bookworm >/dev/null
+  build localhost/debian-agent:bookworm
+  serve "$image" PORT --working-dir /workspace --username openhands --user-id 1000
+  OHBOX_EXPECT_IPYTHON=ipython OHBOX_EXPECT_PYTHON=/usr/bin/python3 assert_ok /usr/bin/python3 \
+    "$OHBOX_SRCDIR/tests/executor/client.py" "http://127.0.0.1:$port" none /workspace ipython
+  assert_contains "$out" "PASS: executor/ipython"
+  ohbox stop "$sid" >/dev/null
+}
+
 run_test paths_in_order test_paths_in_order
 run_test new_base_from_scratch_shares_layers test_new_base_from_scratch_shares_layers
 run_test images_lists_tags test_images_lists_tags
@@ -358,4 +380,5 @@ run_test run_starts_executor test_run_starts_executor
 run_test openhands_entry test_openhands_entry
 run_test musl_base test_musl_base
 run_test debian_base test_debian_base
+run_test debian_agent_ipython test_debian_agent_ipython
 t_summary 2>/dev/null || true

@@ -22,10 +22,8 @@ ohbox_executor_SOURCES = \
 	src/libohbox/common/error.c src/libohbox/common/error.h \
 	src/libohbox/common/utils.c src/libohbox/common/utils.h
 nodist_ohbox_executor_SOURCES = executor/ipython_driver.inc
-ohbox_executor_CFLAGS = $(AM_CFLAGS) -I$(top_builddir) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
-# libarchive is not linked: archive.c loads it on first use (its header only
-# gives the types).
-ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS)
+ohbox_executor_CFLAGS = $(AM_CFLAGS) -I$(top_builddir) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(MINIZIP_CFLAGS)
+ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS) $(MINIZIP_LIBS)
 
 # ipython.c embeds the Python side of run_ipython as a C string literal.
 executor/ipython_driver.inc: executor/ipython_driver.py

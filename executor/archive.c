@@ -1,155 +1,112 @@
-/* archive.c: POST /upload_file and GET /download_files.
+/* archive.c: POST /upload_file and GET /download_files, zips with minizip
+ * (Debian's libminizip1: zlib's minizip, ~50 kB, needs only zlib).
  *
  * Uploads stream to a temporary file in the destination (never held in
- * memory) up to executor.max_upload bytes.  Zip uploads are unpacked with
- * libarchive.  The Python server uses zipfile.extractall, which writes
- * entries named "../x" or "/x" outside the destination on some versions
- * and follows symlinks planted by earlier entries; here every entry name is
- * checked first (absolute names and ".." components refuse the whole
- * upload, nothing is written), and files are created with
- * openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS) relative to the
- * destination, so no entry can land outside it.
+ * memory) up to executor.max_upload bytes.  A zip's temporary file has no
+ * name (O_TMPFILE, else unlinked at once): the sandbox's own processes can
+ * neither read it nor swap it for another, and the unpack reads it through
+ * the one descriptor it was written to.  The unpack (unpack_zip) is:
  *
- * Downloads: a thread writes the zip with libarchive into a pipe that
- * libmicrohttpd streams to the client; the archive never sits in memory.
+ *   1. the central directory, once: every entry is checked before anything
+ *      is written -- its name (relative, no `..`, no backslash, no NUL),
+ *      its kind, compression (stored or deflated), no encryption; no entry
+ *      beneath a file or symlink entry of the same zip; no two files of one
+ *      name; the entry count (executor.max_zip_entries), the sum of the
+ *      declared sizes (executor.max_unpacked: entries sharing one entry's
+ *      data count once each) and the free space of the destination;
+ *   2. the data, entry by entry in zip order: directories created, files
+ *      written to temporary names in their directories, each checked
+ *      against its declared size and CRC;
+ *   3. the temporary files renamed to their names.
+ * Any failure before step 3 leaves the destination as it was (temporary
+ * files removed, directories it created removed); errors name the entry.
+ * Every directory is opened beneath the destination one component at a
+ * time with openat2(RESOLVE_BENEATH | RESOLVE_NO_SYMLINKS): a symlink in
+ * the destination (the agent can plant one) is never followed.  Symlink
+ * and device entries are not unpacked (the Python server's zipfile writes a
+ * symlink's target as a file); an entry beneath one is refused.
  *
- * libarchive is loaded (dlopen) the first time a zip is needed, not at
- * start: Debian's libarchive pulls in libxml2, ICU and libstdc++, about
- * 2.4 MB of resident pages in every idle executor that never sees a zip.
- * The library is looked for in the directories the executor's own
- * libraries came from (the closure's lib directory, whatever the loader's
- * search path), then by soname.  Without it, zip uploads and downloads
- * answer 503 with the reason; everything else works. */
+ * Downloads: a thread writes the zip into a pipe that libmicrohttpd
+ * streams to the client.  minizip patches each entry's local header once
+ * the entry is written (it seeks back): the entry being written is held in
+ * an unnamed temporary file (the spool) and sent when it is complete, so
+ * the pipe only ever sees finished bytes and no more than one entry waits
+ * on disk. */
 #include "config.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <dirent.h>
-#include <dlfcn.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <link.h>
-#include <pthread.h>
+#include <limits.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/mman.h>
+#include <sys/random.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <time.h>
 #include <unistd.h>
+#include <unzip.h>
+#include <zip.h>
 
 #include "executor.h"
+#include "obs.h"
 #include "server.h"
 #include "common/utils.h"
 
-/* Entries in one uploaded zip, and bytes unpacked from it (zip bombs). */
-#define MAX_ZIP_ENTRIES 200000
-#define MAX_UNPACKED_FACTOR 4
+/* Bytes of entry names one zip may hold in memory while it is checked. */
+#define MAX_NAME_BYTES (32u << 20)
+#define COPY_BUF 65536
+#define TMP_PREFIX ".ohbox-unzip-"
 
-/* ---- libarchive, loaded on first use ------------------------------------------ */
-
-/* Where configure found it (the same soname libohbox loads, dl_archive.c). */
-#define LIBARCHIVE_SONAME OHBOX_ARCHIVE_SONAME
-
-/* The libraries the executor dlopens, one NUL-terminated soname each:
- * executor/closure.sh reads this section (readelf -p) and packs them with
- * their own dependencies. */
-static const char dlopen_sonames[] __attribute__ ((section (".ohbox.dlopen"), used)) = LIBARCHIVE_SONAME;
-
-#define LA_SYMBOLS(X)                                                                                          \
-  X (archive_error_string)                                                                                     \
-  X (archive_read_new)                                                                                         \
-  X (archive_read_support_format_zip)                                                                          \
-  X (archive_read_open_filename)                                                                               \
-  X (archive_read_next_header)                                                                                 \
-  X (archive_read_data)                                                                                        \
-  X (archive_read_free)                                                                                        \
-  X (archive_write_new)                                                                                        \
-  X (archive_write_set_format_zip)                                                                             \
-  X (archive_write_set_bytes_per_block)                                                                        \
-  X (archive_write_open_fd)                                                                                    \
-  X (archive_write_header)                                                                                     \
-  X (archive_write_data)                                                                                       \
-  X (archive_write_close)                                                                                      \
-  X (archive_write_free)                                                                                       \
-  X (archive_entry_new)                                                                                        \
-  X (archive_entry_free)                                                                                       \
-  X (archive_entry_pathname)                                                                                   \
-  X (archive_entry_filetype)                                                                                   \
-  X (archive_entry_perm)                                                                                       \
-  X (archive_entry_set_pathname)                                                                               \
-  X (archive_entry_set_filetype)                                                                               \
-  X (archive_entry_set_perm)                                                                                   \
-  X (archive_entry_set_size)                                                                                   \
-  X (archive_entry_set_mtime)
-
-/* The entry points, typed from <archive.h>; la.archive_read_new () etc. */
-static struct
-{
-#define LA_FIELD(name) __typeof__ (name) *name;
-  LA_SYMBOLS (LA_FIELD)
-#undef LA_FIELD
-} la;
-
-static pthread_once_t la_once = PTHREAD_ONCE_INIT;
-static char *la_error; /* why libarchive is unavailable; NULL once loaded */
-
-/* dl_iterate_phdr: tries DIR/libarchive.so.13 for the directory of every
- * loaded library (the closure keeps them all in one). */
 static int
-la_try_loaded_dirs (struct dl_phdr_info *info, size_t size OHBOX_UNUSED, void *data)
+fail (int *status, char **detail, int code, char *msg)
 {
-  void **handle = data;
-  const char *name = info->dlpi_name;
-  const char *slash = name ? strrchr (name, '/') : NULL;
-  if (slash == NULL)
-    return 0; /* the program itself, the vDSO */
-  cleanup_free char *path = xasprintf ("%.*s/%s", (int) (slash - name), name, LIBARCHIVE_SONAME);
-  if (access (path, R_OK) != 0)
-    return 0;
-  *handle = dlopen (path, RTLD_NOW | RTLD_LOCAL);
-  return *handle != NULL;
-}
-
-static void
-la_load (void)
-{
-  void *h = NULL;
-  dl_iterate_phdr (la_try_loaded_dirs, &h);
-  if (h == NULL)
-    h = dlopen (LIBARCHIVE_SONAME, RTLD_NOW | RTLD_LOCAL);
-  if (h == NULL)
-    {
-      const char *e = dlerror ();
-      la_error = xasprintf ("zip support is unavailable: cannot load `%s` (%s); it belongs next to the executor's "
-                            "other libraries (executor/closure.sh packs it)",
-                            LIBARCHIVE_SONAME, e ? e : "not found");
-      return;
-    }
-#define LA_RESOLVE(name)                                                                                       \
-  if (la_error == NULL && (la.name = (__typeof__ (name) *) dlsym (h, #name)) == NULL)                         \
-    la_error = xasprintf ("zip support is unavailable: `%s` has no symbol `%s`", LIBARCHIVE_SONAME, #name);
-  LA_SYMBOLS (LA_RESOLVE)
-#undef LA_RESOLVE
-}
-
-int
-zip_support (char **detail)
-{
-  pthread_once (&la_once, la_load);
-  if (la_error == NULL)
-    return 0;
-  if (detail)
-    *detail = xstrdup (la_error);
+  *status = code;
+  *detail = msg;
   return -1;
+}
+
+/* NAME for an error message: control bytes (and, when NAME is not UTF-8,
+ * bytes above 0x7f) as \xNN, at most about 300 bytes. */
+static char *
+shown (const char *name)
+{
+  size_t len = strlen (name);
+  bool utf8 = utf8_valid (name, len);
+  struct ohbox_buf b = { 0 };
+  for (size_t i = 0; i < len; i++)
+    {
+      unsigned char c = (unsigned char) name[i];
+      if (b.len > 300 && (c & 0xc0) != 0x80)
+        {
+          ohbox_buf_append (&b, "...", 3);
+          break;
+        }
+      if (c < 0x20 || c == 0x7f || (c >= 0x80 && !utf8))
+        {
+          char esc[5];
+          snprintf (esc, sizeof esc, "\\x%02x", c);
+          ohbox_buf_append (&b, esc, 4);
+        }
+      else
+        ohbox_buf_append (&b, name + i, 1);
+    }
+  ohbox_buf_append (&b, "", 1);
+  return b.data;
 }
 
 /* ---- upload ---------------------------------------------------------------------- */
 
 struct upload
 {
+  struct executor *ex;
   char *dest;
   char *name;
-  char *tmp; /* full path of the temporary file */
+  char *tmp; /* a plain file's temporary name in DEST; NULL for a zip (unnamed) */
   int fd;
+  bool zip;
   uint64_t size, max;
 };
 
@@ -160,12 +117,19 @@ upload_is_zip (const char *name, bool recursive)
   return recursive || (nl >= 4 && strcasecmp (name + nl - 4, ".zip") == 0);
 }
 
+/* A file in DIR that no path names: O_TMPFILE, else a new name unlinked at
+ * once (filesystems without O_TMPFILE). */
 static int
-fail (int *status, char **detail, int code, char *msg)
+open_unnamed (const char *dir)
 {
-  *status = code;
-  *detail = msg;
-  return -1;
+  int fd = open (dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+  if (fd >= 0 || (errno != EOPNOTSUPP && errno != EISDIR && errno != EINVAL))
+    return fd;
+  cleanup_free char *tmp = xasprintf ("%s/.ohbox-upload-XXXXXX", dir);
+  fd = mkostemp (tmp, O_CLOEXEC);
+  if (fd >= 0)
+    unlink (tmp);
+  return fd;
 }
 
 int
@@ -173,10 +137,6 @@ upload_begin (struct executor *ex, const char *dest, const char *name, bool recu
               int *status, char **detail)
 {
   cleanup_error ohbox_error_t err = NULL;
-  /* A zip that could not be unpacked is refused before its body is read. */
-  char *why = NULL;
-  if (upload_is_zip (name, recursive) && zip_support (&why) < 0)
-    return fail (status, detail, 503, why);
   if (ohbox_mkdir_p (AT_FDCWD, dest, 0755, &err) < 0)
     return fail (status, detail, 500, xasprintf ("create the destination `%s`: %s", dest, err->msg));
   /* Only the base name of the part's file name counts. */
@@ -185,14 +145,23 @@ upload_begin (struct executor *ex, const char *dest, const char *name, bool recu
   if (*base == '\0' || strcmp (base, ".") == 0 || strcmp (base, "..") == 0)
     return fail (status, detail, 400, xasprintf ("invalid upload file name `%s`", name));
   struct upload *u = xcalloc (1, sizeof (*u));
+  u->ex = ex;
   u->dest = xstrdup (dest);
   u->name = xstrdup (base);
   u->max = ex->max_upload;
-  u->tmp = xasprintf ("%s/.ohbox-upload-XXXXXX", dest);
-  u->fd = mkostemp (u->tmp, O_CLOEXEC);
+  u->zip = upload_is_zip (name, recursive);
+  if (u->zip)
+    u->fd = open_unnamed (dest);
+  else
+    {
+      u->tmp = xasprintf ("%s/.ohbox-upload-XXXXXX", dest);
+      u->fd = mkostemp (u->tmp, O_CLOEXEC);
+    }
   if (u->fd < 0)
     {
       int e = errno;
+      free (u->tmp);
+      u->tmp = NULL;
       upload_abort (u);
       return fail (status, detail, 500, xasprintf ("create a file in `%s`: %s", dest, strerror (e)));
     }
@@ -207,7 +176,8 @@ upload_data (struct upload *u, const char *data, size_t len, int *status, char *
     return fail (status, detail, 413,
                  xasprintf ("upload too large (limit %llu bytes, OHBOX_EXECUTOR_MAX_UPLOAD)", (unsigned long long) u->max));
   if (ohbox_write_all (u->fd, data, len) < 0)
-    return fail (status, detail, 500, xasprintf ("write `%s`: %s", u->tmp, strerror (errno)));
+    return fail (status, detail, errno == ENOSPC || errno == EDQUOT ? 507 : 500,
+                 xasprintf ("write the upload into `%s`: %s", u->dest, strerror (errno)));
   u->size += len;
   return 0;
 }
@@ -227,203 +197,663 @@ upload_abort (struct upload *u)
   free (u);
 }
 
-/* An entry name is safe when relative and free of ".." components. */
-static bool
-safe_entry_name (const char *name)
+/* ---- reading the zip through the upload's descriptor ------------------------------ */
+
+struct zip_source
 {
-  if (name == NULL || *name == '\0' || name[0] == '/' || strchr (name, '\\'))
-    return false;
-  const char *p = name;
-  while (*p)
-    {
-      const char *slash = strchr (p, '/');
-      size_t l = slash ? (size_t) (slash - p) : strlen (p);
-      if (l == 2 && p[0] == '.' && p[1] == '.')
-        return false;
-      if (!slash)
-        break;
-      p = slash + 1;
-    }
-  return true;
+  int fd;
+  uint64_t pos, size;
+  int err;
+};
+
+static voidpf ZCALLBACK
+src_open (voidpf opaque, const void *filename OHBOX_UNUSED, int mode OHBOX_UNUSED)
+{
+  return opaque;
 }
 
-static struct archive *
-open_zip (const char *path)
+static uLong ZCALLBACK
+src_read (voidpf opaque OHBOX_UNUSED, voidpf stream, void *buf, uLong size)
 {
-  struct archive *a = la.archive_read_new ();
-  la.archive_read_support_format_zip (a);
-  if (la.archive_read_open_filename (a, path, 65536) != ARCHIVE_OK)
+  struct zip_source *s = stream;
+  uLong done = 0;
+  while (done < size)
     {
-      la.archive_read_free (a);
-      return NULL;
-    }
-  return a;
-}
-
-/* Creates the directories of REL (all but its last component when FILE)
- * under DIRFD without following symlinks; returns an fd of the parent. */
-static int
-mkdirs_beneath (int dirfd, const char *rel, bool file)
-{
-  cleanup_free char *copy = xstrdup (rel);
-  size_t l = strlen (copy);
-  while (l && copy[l - 1] == '/')
-    copy[--l] = '\0';
-  int cur = dup (dirfd);
-  char *p = copy;
-  for (;;)
-    {
-      char *slash = strchr (p, '/');
-      if (slash == NULL && file)
-        break;
-      if (slash)
-        *slash = '\0';
-      if (*p && strcmp (p, ".") != 0)
+      ssize_t n = pread (s->fd, (char *) buf + done, size - done, (off_t) s->pos);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
         {
-          if (mkdirat (cur, p, 0755) < 0 && errno != EEXIST)
-            {
-              close (cur);
-              return -1;
-            }
-          int next = openat (cur, p, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
-          close (cur);
-          if (next < 0)
-            return -1;
-          cur = next;
+          s->err = n < 0 ? errno : 0;
+          break;
         }
-      if (slash == NULL)
-        break;
-      p = slash + 1;
+      done += (uLong) n;
+      s->pos += (uint64_t) n;
     }
+  return done;
+}
+
+static ZPOS64_T ZCALLBACK
+src_tell (voidpf opaque OHBOX_UNUSED, voidpf stream)
+{
+  return ((struct zip_source *) stream)->pos;
+}
+
+static long ZCALLBACK
+src_seek (voidpf opaque OHBOX_UNUSED, voidpf stream, ZPOS64_T offset, int origin)
+{
+  struct zip_source *s = stream;
+  uint64_t from = origin == ZLIB_FILEFUNC_SEEK_SET ? 0 : origin == ZLIB_FILEFUNC_SEEK_CUR ? s->pos : s->size;
+  if (offset > s->size || from + offset > s->size)
+    return -1;
+  s->pos = from + offset;
+  return 0;
+}
+
+static int ZCALLBACK
+src_close (voidpf opaque OHBOX_UNUSED, voidpf stream OHBOX_UNUSED)
+{
+  return 0; /* the upload owns the descriptor */
+}
+
+static int ZCALLBACK
+src_error (voidpf opaque OHBOX_UNUSED, voidpf stream)
+{
+  return ((struct zip_source *) stream)->err;
+}
+
+/* ---- checking the entries (the central directory) --------------------------------- */
+
+enum entry_kind
+{
+  ENTRY_FILE,
+  ENTRY_DIR,
+  ENTRY_SKIPPED, /* a symlink or a device: not unpacked */
+};
+
+struct entry
+{
+  char *name;  /* as in the zip */
+  char *path;  /* NAME cleaned: no empty or `.` components, no trailing / */
+  enum entry_kind kind;
+  mode_t mode; /* a file's permissions */
+  uint64_t size;
+  unz64_file_pos pos;
+  char *tmp; /* a staged file's temporary name in its directory */
+  bool done; /* renamed into place */
+};
+
+struct unpack
+{
+  struct upload *u;
+  unzFile zf;
+  int destfd;
+  struct entry *e;
+  size_t n;
+  char **created; /* directories this unpack made, in order */
+  size_t n_created;
+  /* The directory the last entry went to, kept open. */
+  char *parent_path;
+  int parent_fd;
+  int status;
+  char *detail;
+};
+
+static int
+refuse (struct unpack *p, int status, char *msg)
+{
+  free (p->detail);
+  p->status = status;
+  p->detail = msg;
+  return -1;
+}
+
+static int
+refuse_entry (struct unpack *p, int status, const char *name, const char *why)
+{
+  cleanup_free char *s = shown (name);
+  return refuse (p, status, xasprintf ("zip entry `%s` %s; nothing was unpacked", s, why));
+}
+
+/* Why NAME may not be unpacked, or NULL; *PATH gets the cleaned path. */
+static const char *
+check_name (const char *name, char **path)
+{
+  *path = NULL;
+  if (*name == '\0')
+    return "has an empty name";
+  if (name[0] == '/')
+    return "is an absolute path: it would be written outside the destination";
+  if (strchr (name, '\\'))
+    return "has a backslash (a Windows path separator): it would be read differently by other tools";
+  struct ohbox_buf b = { 0 };
+  for (const char *c = name; *c;)
+    {
+      size_t l = strcspn (c, "/");
+      if (l == 2 && c[0] == '.' && c[1] == '.')
+        {
+          ohbox_buf_free (&b);
+          return "has a `..` component: it would be written outside the destination";
+        }
+      if (l > NAME_MAX)
+        {
+          ohbox_buf_free (&b);
+          return "has a path component longer than 255 bytes";
+        }
+      if (l && !(l == 1 && c[0] == '.'))
+        {
+          if (b.len)
+            ohbox_buf_append (&b, "/", 1);
+          ohbox_buf_append (&b, c, l);
+        }
+      c += l;
+      c += *c == '/';
+    }
+  ohbox_buf_append (&b, "", 1);
+  *path = b.data;
+  return NULL;
+}
+
+/* The kind of the current entry and, for a file, its permissions. */
+static enum entry_kind
+entry_kind (const unz_file_info64 *fi, const char *name, mode_t *perm)
+{
+  unsigned host = (unsigned) (fi->version >> 8);
+  /* Unix (3) and OS X (19) keep st_mode in the high 16 bits. */
+  mode_t mode = host == 3 || host == 19 ? (mode_t) (fi->external_fa >> 16) : 0;
+  size_t nl = strlen (name);
+  *perm = mode & 0777 ? mode & 0777 : 0644;
+  /* Writers may set permission bits without a file type (Python's
+   * ZipFile.writestr does): no type is a file, as the DOS attributes say. */
+  mode_t type = mode & S_IFMT;
+  if ((nl && name[nl - 1] == '/') || S_ISDIR (mode) || (type == 0 && (fi->external_fa & 0x10)))
+    return ENTRY_DIR;
+  if (type != 0 && !S_ISREG (mode))
+    return ENTRY_SKIPPED;
+  return ENTRY_FILE;
+}
+
+static int
+read_entry (struct unpack *p, uint64_t *total, uint64_t *name_bytes)
+{
+  struct executor *ex = p->u->ex;
+  unz_file_info64 fi;
+  char name[PATH_MAX + 1];
+  if (unzGetCurrentFileInfo64 (p->zf, &fi, name, sizeof name, NULL, 0, NULL, 0) != UNZ_OK)
+    return refuse (p, 400, xasprintf ("Uploaded file is not a valid zip file (entry %zu is damaged)", p->n + 1));
+  if (fi.size_filename >= sizeof name)
+    return refuse (p, 400, xasprintf ("zip entry %zu has a name longer than %d bytes; nothing was unpacked", p->n + 1,
+                                      PATH_MAX));
+  name[fi.size_filename] = '\0';
+  if (strlen (name) != fi.size_filename)
+    return refuse_entry (p, 400, name, "has a NUL byte in its name");
+  *name_bytes += fi.size_filename;
+  if (*name_bytes > MAX_NAME_BYTES)
+    return refuse (p, 413, xasprintf ("zip entry names take more than %u bytes", MAX_NAME_BYTES));
+
+  struct entry *e = &p->e[p->n];
+  memset (e, 0, sizeof *e);
+  e->name = xstrdup (name);
+  p->n++;
+  const char *why = check_name (name, &e->path);
+  if (why)
+    return refuse_entry (p, 400, name, why);
+  e->kind = entry_kind (&fi, name, &e->mode);
+  if (e->kind == ENTRY_DIR)
+    return unzGetFilePos64 (p->zf, &e->pos) == UNZ_OK ? 0 : refuse_entry (p, 400, name, "cannot be located");
+  if (*e->path == '\0')
+    return refuse_entry (p, 400, name, "names no file");
+  if (e->kind == ENTRY_SKIPPED)
+    return 0;
+  if (fi.flag & 1)
+    return refuse_entry (p, 400, name, "is encrypted (not supported)");
+  if (fi.compression_method != 0 && fi.compression_method != Z_DEFLATED)
+    {
+      cleanup_free char *why_m
+          = xasprintf ("uses compression method %lu: only stored (0) and deflated (8) entries are supported",
+                       fi.compression_method);
+      return refuse_entry (p, 400, name, why_m);
+    }
+  e->size = fi.uncompressed_size;
+  if (e->size > ex->max_unpacked - *total)
+    {
+      cleanup_free char *why_b = xasprintf ("makes the zip unpack to more than %llu bytes "
+                                            "(OHBOX_EXECUTOR_MAX_UNPACKED)",
+                                            (unsigned long long) ex->max_unpacked);
+      return refuse_entry (p, 413, name, why_b);
+    }
+  *total += e->size;
+  return unzGetFilePos64 (p->zf, &e->pos) == UNZ_OK ? 0 : refuse_entry (p, 400, name, "cannot be located");
+}
+
+static int
+cmp_path (const void *a, const void *b)
+{
+  const struct entry *x = *(struct entry *const *) a, *y = *(struct entry *const *) b;
+  int c = strcmp (x->path, y->path);
+  return c ? c : (int) x->kind - (int) y->kind;
+}
+
+static const char *
+kind_word (enum entry_kind k)
+{
+  return k == ENTRY_FILE ? "a file" : k == ENTRY_DIR ? "a directory" : "a symbolic link or device";
+}
+
+/* No entry lies beneath a file or symlink entry of the zip, no path is both
+ * a directory and something else, no two files share a path. */
+static int
+check_tree (struct unpack *p)
+{
+  cleanup_free struct entry **by_path = xcalloc (p->n ? p->n : 1, sizeof *by_path);
+  size_t m = 0;
+  for (size_t i = 0; i < p->n; i++)
+    if (*p->e[i].path)
+      by_path[m++] = &p->e[i];
+  qsort (by_path, m, sizeof *by_path, cmp_path);
+  for (size_t i = 1; i < m; i++)
+    {
+      struct entry *a = by_path[i - 1], *b = by_path[i];
+      if (strcmp (a->path, b->path) == 0 && (a->kind != ENTRY_DIR || b->kind != ENTRY_DIR))
+        {
+          cleanup_free char *why = a->kind == b->kind
+                                       ? xasprintf ("appears twice in the zip")
+                                       : xasprintf ("is %s, and the zip also makes it %s", kind_word (b->kind),
+                                                    kind_word (a->kind));
+          return refuse_entry (p, 400, b->name, why);
+        }
+    }
+  for (size_t i = 0; i < m; i++)
+    {
+      struct entry key = { 0 }, *k = &key;
+      cleanup_free char *prefix = xstrdup (by_path[i]->path);
+      for (char *slash = strrchr (prefix, '/'); slash; slash = strrchr (prefix, '/'))
+        {
+          *slash = '\0';
+          key.path = prefix;
+          key.kind = ENTRY_FILE;
+          /* A file or skipped entry of that path sorts after a directory. */
+          struct entry **hit = bsearch (&k, by_path, m, sizeof *by_path, cmp_path);
+          key.kind = ENTRY_SKIPPED;
+          if (hit == NULL)
+            hit = bsearch (&k, by_path, m, sizeof *by_path, cmp_path);
+          if (hit)
+            {
+              cleanup_free char *other = shown ((*hit)->name);
+              cleanup_free char *why = xasprintf ("lies beneath `%s`, which the zip makes %s", other,
+                                                  kind_word ((*hit)->kind));
+              return refuse_entry (p, 400, by_path[i]->name, why);
+            }
+        }
+    }
+  return 0;
+}
+
+static int
+check_entries (struct unpack *p)
+{
+  struct executor *ex = p->u->ex;
+  unz_global_info64 gi;
+  if (unzGetGlobalInfo64 (p->zf, &gi) != UNZ_OK)
+    return refuse (p, 400, xstrdup ("Uploaded file is not a valid zip file"));
+  if (gi.number_entry > ex->max_zip_entries)
+    return refuse (p, 413, xasprintf ("zip has %llu entries, more than %u (OHBOX_EXECUTOR_MAX_ZIP_ENTRIES); "
+                                      "nothing was unpacked",
+                                      (unsigned long long) gi.number_entry, ex->max_zip_entries));
+  p->e = xcalloc (gi.number_entry ? gi.number_entry : 1, sizeof *p->e);
+  uint64_t total = 0, name_bytes = 0;
+  int r;
+  for (r = unzGoToFirstFile (p->zf); r == UNZ_OK; r = unzGoToNextFile (p->zf))
+    {
+      /* The count read from the end of the zip bounds the walk (unzip.c
+       * stops there); this holds if it ever did not. */
+      if (p->n == gi.number_entry)
+        return refuse (p, 400, xstrdup ("Uploaded file is not a valid zip file (more entries than it says)"));
+      if (read_entry (p, &total, &name_bytes) < 0)
+        return -1;
+    }
+  if (r != UNZ_END_OF_LIST_OF_FILE || p->n != gi.number_entry)
+    return refuse (p, 400, xasprintf ("Uploaded file is not a valid zip file (its central directory ends after "
+                                      "%zu of %llu entries)",
+                                      p->n, (unsigned long long) gi.number_entry));
+  if (check_tree (p) < 0)
+    return -1;
+  struct statvfs vfs;
+  if (fstatvfs (p->destfd, &vfs) == 0 && total > (uint64_t) vfs.f_bavail * vfs.f_frsize)
+    return refuse (p, 507, xasprintf ("zip unpacks to %llu bytes, the destination `%s` has %llu bytes free; "
+                                      "nothing was unpacked",
+                                      (unsigned long long) total, p->u->dest,
+                                      (unsigned long long) vfs.f_bavail * vfs.f_frsize));
+  return 0;
+}
+
+/* ---- writing beneath the destination ---------------------------------------------- */
+
+/* The error for an openat2/mkdirat of COMPONENT (a prefix of ENTRY's path). */
+static int
+dir_error (struct unpack *p, const struct entry *e, const char *component)
+{
+  int err = errno;
+  cleanup_free char *c = shown (component);
+  cleanup_free char *why = err == ELOOP    ? xasprintf ("passes through `%s`, a symbolic link in the destination", c)
+                           : err == ENOTDIR ? xasprintf ("passes through `%s`, which is not a directory in the "
+                                                         "destination",
+                                                         c)
+                           : err == EXDEV   ? xasprintf ("leaves the destination at `%s`", c)
+                                            : xasprintf ("cannot make the directory `%s`: %s", c, strerror (err));
+  return refuse_entry (p, err == ENOSPC || err == EDQUOT ? 507 : err == ELOOP || err == ENOTDIR || err == EXDEV ? 400 : 500,
+                       e->name, why);
+}
+
+/* Opens (creating what is missing) the directory DIR, a cleaned path
+ * beneath the destination ("" for the destination itself), one component
+ * at a time, none of them a symlink.  Returns a descriptor the caller must
+ * not close (the last one is kept for the next entry). */
+static int
+open_dir (struct unpack *p, const struct entry *e, const char *dir, bool create)
+{
+  if (p->parent_path && strcmp (p->parent_path, dir) == 0)
+    return p->parent_fd;
+  if (p->parent_fd >= 0 && p->parent_fd != p->destfd)
+    close (p->parent_fd);
+  free (p->parent_path);
+  p->parent_path = NULL;
+  p->parent_fd = -1;
+  int cur = p->destfd;
+  cleanup_free char *walked = xstrdup (dir);
+  for (char *c = walked; *c;)
+    {
+      char *end = strchrnul (c, '/');
+      char saved = *end;
+      *end = '\0';
+      if (create && mkdirat (cur, c, 0755) == 0)
+        {
+          p->created = xrealloc (p->created, (p->n_created + 1) * sizeof *p->created);
+          p->created[p->n_created++] = xstrdup (walked);
+        }
+      else if (create && errno != EEXIST)
+        {
+          if (cur != p->destfd)
+            close (cur);
+          return dir_error (p, e, walked);
+        }
+      int next = ohbox_openat_beneath (cur, c, O_RDONLY | O_DIRECTORY, 0, 0);
+      int oerr = errno;
+      if (cur != p->destfd)
+        close (cur);
+      if (next < 0)
+        {
+          errno = oerr;
+          return dir_error (p, e, walked);
+        }
+      cur = next;
+      *end = saved;
+      c = *end ? end + 1 : end;
+    }
+  p->parent_path = xstrdup (dir);
+  p->parent_fd = cur;
   return cur;
 }
 
-static int
-extract_zip (const char *zip, const char *dest, uint64_t max_bytes, char **detail)
+/* ENTRY's directory (a copy of its path cut at the last /) and leaf name. */
+static char *
+split_path (const struct entry *e, const char **leaf)
 {
-  if (zip_support (detail) < 0)
-    return 503;
-  /* Pass 1: every name must be safe, or nothing is written. */
-  struct archive *a = open_zip (zip);
-  if (a == NULL)
-    {
-      *detail = xstrdup ("Uploaded file is not a valid zip file");
-      return 400;
-    }
-  struct archive_entry *e;
-  size_t count = 0;
-  int r;
-  while ((r = la.archive_read_next_header (a, &e)) == ARCHIVE_OK)
-    {
-      const char *name = la.archive_entry_pathname (e);
-      if (!safe_entry_name (name))
-        {
-          *detail = xasprintf ("refused zip entry `%s`: it would be written outside the destination `%s`",
-                               name ? name : "", dest);
-          la.archive_read_free (a);
-          return 400;
-        }
-      if (++count > MAX_ZIP_ENTRIES)
-        {
-          *detail = xasprintf ("zip has more than %d entries", MAX_ZIP_ENTRIES);
-          la.archive_read_free (a);
-          return 400;
-        }
-    }
-  if (r != ARCHIVE_EOF)
-    {
-      *detail = xasprintf ("Uploaded file is not a valid zip file: %s", la.archive_error_string (a));
-      la.archive_read_free (a);
-      return 400;
-    }
-  la.archive_read_free (a);
+  char *dir = xstrdup (e->path);
+  char *slash = strrchr (dir, '/');
+  *leaf = slash ? e->path + (slash - dir) + 1 : e->path;
+  if (slash)
+    *slash = '\0';
+  else
+    *dir = '\0';
+  return dir;
+}
 
-  /* Pass 2: unpack beneath the destination. */
-  int destfd = open (dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (destfd < 0)
+/* A new file named TMP_PREFIX + random letters in DIRFD. */
+static int
+create_temp (int dirfd, mode_t mode, char **name)
+{
+  static const char letters[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789";
+  for (int attempt = 0; attempt < 100; attempt++)
     {
-      *detail = xasprintf ("open `%s`: %s", dest, strerror (errno));
+      unsigned char rnd[12];
+      if (getrandom (rnd, sizeof rnd, 0) != (ssize_t) sizeof rnd)
+        return -1;
+      char buf[sizeof TMP_PREFIX + sizeof rnd];
+      memcpy (buf, TMP_PREFIX, sizeof TMP_PREFIX - 1);
+      for (size_t i = 0; i < sizeof rnd; i++)
+        buf[sizeof TMP_PREFIX - 1 + i] = letters[rnd[i] % (sizeof letters - 1)];
+      buf[sizeof buf - 1] = '\0';
+      int fd = openat (dirfd, buf, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, mode);
+      if (fd >= 0)
+        {
+          *name = xstrdup (buf);
+          return fd;
+        }
+      if (errno != EEXIST)
+        return -1;
+    }
+  errno = EEXIST;
+  return -1;
+}
+
+static const char *
+unz_strerror (int r)
+{
+  switch (r)
+    {
+    case UNZ_ERRNO:
+      return "cannot read the upload";
+    case UNZ_BADZIPFILE:
+      return "its local header does not match the central directory";
+    case UNZ_CRCERROR:
+      return "its data does not match its CRC (the zip is corrupt)";
+    case Z_DATA_ERROR:
+      return "its compressed data is corrupt";
+    case Z_MEM_ERROR:
+      return "out of memory";
+    default:
+      return "the zip is damaged";
+    }
+}
+
+/* Copies the current entry's data into FD; checks its size and CRC. */
+static int
+copy_entry (struct unpack *p, struct entry *e, int fd)
+{
+  char buf[COPY_BUF];
+  uint64_t written = 0;
+  int r = unzGoToFilePos64 (p->zf, &e->pos);
+  if (r == UNZ_OK)
+    r = unzOpenCurrentFile (p->zf);
+  if (r != UNZ_OK)
+    return refuse_entry (p, 400, e->name, unz_strerror (r));
+  while ((r = unzReadCurrentFile (p->zf, buf, sizeof buf)) > 0)
+    {
+      /* unzip.c stops at the declared size: this is the budget's guard. */
+      written += (uint64_t) r;
+      if (written > e->size)
+        break;
+      if (ohbox_write_all (fd, buf, (size_t) r) < 0)
+        {
+          int err = errno;
+          unzCloseCurrentFile (p->zf);
+          cleanup_free char *why = xasprintf ("cannot be written: %s", strerror (err));
+          return refuse_entry (p, err == ENOSPC || err == EDQUOT ? 507 : 500, e->name, why);
+        }
+    }
+  int closed = unzCloseCurrentFile (p->zf);
+  if (r < 0)
+    return refuse_entry (p, 400, e->name, unz_strerror (r));
+  if (written != e->size)
+    {
+      cleanup_free char *why = xasprintf ("holds %llu bytes, its header says %llu (the zip is corrupt)",
+                                          (unsigned long long) written, (unsigned long long) e->size);
+      return refuse_entry (p, 400, e->name, why);
+    }
+  if (closed != UNZ_OK)
+    return refuse_entry (p, 400, e->name, unz_strerror (closed));
+  return 0;
+}
+
+/* Step 2 for one file: its data into a temporary file next to its name. */
+static int
+stage_file (struct unpack *p, struct entry *e)
+{
+  const char *leaf;
+  cleanup_free char *dir = split_path (e, &leaf);
+  int dirfd = open_dir (p, e, dir, true);
+  if (dirfd < 0)
+    return -1;
+  struct stat st;
+  if (fstatat (dirfd, leaf, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISDIR (st.st_mode))
+    return refuse_entry (p, 400, e->name, "is a directory in the destination");
+  cleanup_close int fd = create_temp (dirfd, 0600, &e->tmp);
+  if (fd < 0)
+    {
+      int err = errno;
+      cleanup_free char *why = xasprintf ("cannot be created: %s", strerror (err));
+      return refuse_entry (p, err == ENOSPC || err == EDQUOT ? 507 : 500, e->name, why);
+    }
+  if (copy_entry (p, e, fd) < 0)
+    return -1;
+  if (fchmod (fd, e->mode) < 0)
+    return refuse_entry (p, 500, e->name, "cannot get its permissions");
+  return 0;
+}
+
+/* Step 3: every staged file takes its name. */
+static int
+commit (struct unpack *p)
+{
+  for (size_t i = 0; i < p->n; i++)
+    {
+      struct entry *e = &p->e[i];
+      if (e->tmp == NULL)
+        continue;
+      const char *leaf;
+      cleanup_free char *dir = split_path (e, &leaf);
+      int dirfd = open_dir (p, e, dir, false);
+      if (dirfd < 0)
+        return -1;
+      if (renameat (dirfd, e->tmp, dirfd, leaf) < 0)
+        {
+          cleanup_free char *why = xasprintf ("cannot take its name: %s", strerror (errno));
+          return refuse_entry (p, 500, e->name, why);
+        }
+      e->done = true;
+    }
+  return 0;
+}
+
+/* After a failure: the staged files and the directories made go. */
+static void
+roll_back (struct unpack *p)
+{
+  for (size_t i = 0; i < p->n; i++)
+    {
+      struct entry *e = &p->e[i];
+      if (e->tmp == NULL || e->done)
+        continue;
+      const char *leaf;
+      cleanup_free char *dir = split_path (e, &leaf);
+      cleanup_close int dirfd = *dir ? ohbox_openat_beneath (p->destfd, dir, O_RDONLY | O_DIRECTORY, 0, 0)
+                                     : dup (p->destfd);
+      if (dirfd >= 0)
+        unlinkat (dirfd, e->tmp, 0);
+    }
+  /* Newest first: children before their parents; a directory that is not
+   * empty (a file committed, or put there meanwhile) stays. */
+  for (size_t i = p->n_created; i-- > 0;)
+    {
+      const char *slash = strrchr (p->created[i], '/');
+      cleanup_free char *dir = slash ? xstrndup (p->created[i], (size_t) (slash - p->created[i])) : xstrdup ("");
+      cleanup_close int dirfd = *dir ? ohbox_openat_beneath (p->destfd, dir, O_RDONLY | O_DIRECTORY, 0, 0)
+                                     : dup (p->destfd);
+      if (dirfd >= 0)
+        unlinkat (dirfd, slash ? slash + 1 : p->created[i], AT_REMOVEDIR);
+    }
+}
+
+static void
+unpack_release (struct unpack *p)
+{
+  if (p->parent_fd >= 0 && p->parent_fd != p->destfd)
+    close (p->parent_fd);
+  free (p->parent_path);
+  for (size_t i = 0; i < p->n; i++)
+    {
+      free (p->e[i].name);
+      free (p->e[i].path);
+      free (p->e[i].tmp);
+    }
+  free (p->e);
+  for (size_t i = 0; i < p->n_created; i++)
+    free (p->created[i]);
+  free (p->created);
+  if (p->zf)
+    unzClose (p->zf);
+  if (p->destfd >= 0)
+    close (p->destfd);
+}
+
+/* Unpacks the upload's zip into its destination; 0 or an HTTP status with
+ * *DETAIL. */
+static int
+unpack_zip (struct upload *u, char **detail)
+{
+  struct stat st;
+  if (fstat (u->fd, &st) < 0)
+    {
+      *detail = xasprintf ("stat the upload: %s", strerror (errno));
       return 500;
     }
-  a = open_zip (zip);
-  uint64_t total = 0;
-  int status = 0;
-  char buf[65536];
-  while (a && status == 0 && la.archive_read_next_header (a, &e) == ARCHIVE_OK)
+  struct zip_source src = { .fd = u->fd, .size = (uint64_t) st.st_size };
+  zlib_filefunc64_def io = { .zopen64_file = src_open,
+                             .zread_file = src_read,
+                             .ztell64_file = src_tell,
+                             .zseek64_file = src_seek,
+                             .zclose_file = src_close,
+                             .zerror_file = src_error,
+                             .opaque = &src };
+  struct unpack p = { .u = u, .parent_fd = -1 };
+  p.destfd = open (u->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (p.destfd < 0)
     {
-      const char *name = la.archive_entry_pathname (e);
-      mode_t type = la.archive_entry_filetype (e);
-      size_t nl = strlen (name);
-      if (type == AE_IFDIR || (nl && name[nl - 1] == '/'))
-        {
-          int d = mkdirs_beneath (destfd, name, false);
-          if (d < 0)
-            {
-              *detail = xasprintf ("create directory `%s` in `%s`: %s", name, dest, strerror (errno));
-              status = 400;
-            }
-          else
-            close (d);
-          continue;
-        }
-      if (type != AE_IFREG && type != 0)
-        continue; /* symlinks and devices are not unpacked */
-      int parent = mkdirs_beneath (destfd, name, true);
-      if (parent < 0)
-        {
-          *detail = xasprintf ("create the directories of `%s` in `%s`: %s", name, dest, strerror (errno));
-          status = 400;
-          break;
-        }
-      close (parent);
-      mode_t mode = la.archive_entry_perm (e) & 0777;
-      int fd = ohbox_openat_beneath (destfd, name, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, mode ? mode : 0644, 0);
-      if (fd < 0)
-        {
-          *detail = xasprintf ("create `%s` in `%s`: %s", name, dest, strerror (errno));
-          status = 400;
-          break;
-        }
-      la_ssize_t n;
-      while ((n = la.archive_read_data (a, buf, sizeof (buf))) > 0)
-        {
-          total += (uint64_t) n;
-          if (total > max_bytes)
-            {
-              *detail = xasprintf ("zip unpacks to more than %llu bytes", (unsigned long long) max_bytes);
-              status = 413;
-              break;
-            }
-          if (ohbox_write_all (fd, buf, (size_t) n) < 0)
-            {
-              *detail = xasprintf ("write `%s`: %s", name, strerror (errno));
-              status = 500;
-              break;
-            }
-        }
-      if (n < 0 && status == 0)
-        {
-          *detail = xasprintf ("read zip entry `%s`: %s", name, la.archive_error_string (a));
-          status = 400;
-        }
-      close (fd);
+      *detail = xasprintf ("open `%s`: %s", u->dest, strerror (errno));
+      return 500;
     }
-  if (a)
-    la.archive_read_free (a);
-  close (destfd);
+  p.zf = unzOpen2_64 ("upload", &io);
+  if (p.zf == NULL)
+    refuse (&p, 400, xstrdup ("Uploaded file is not a valid zip file"));
+  else if (check_entries (&p) == 0)
+    {
+      for (size_t i = 0; i < p.n && p.status == 0; i++)
+        {
+          struct entry *e = &p.e[i];
+          if (e->kind == ENTRY_DIR)
+            open_dir (&p, e, e->path, true);
+          else if (e->kind == ENTRY_FILE)
+            stage_file (&p, e);
+        }
+      if (p.status == 0)
+        commit (&p);
+      if (p.status)
+        roll_back (&p);
+    }
+  int status = p.status;
+  *detail = steal_pointer (&p.detail);
+  unpack_release (&p);
   return status;
 }
 
 json_t *
 upload_finish (struct upload *u, bool recursive, int *status, char **detail)
 {
-  close (u->fd);
-  u->fd = -1;
   json_t *reply = NULL;
-  if (upload_is_zip (u->name, recursive))
+  if (u->zip)
     {
-      uint64_t limit = u->max * MAX_UNPACKED_FACTOR;
-      int st = extract_zip (u->tmp, u->dest, limit, detail);
+      int st = unpack_zip (u, detail);
       if (st)
         *status = st;
       else
@@ -431,6 +861,8 @@ upload_finish (struct upload *u, bool recursive, int *status, char **detail)
     }
   else
     {
+      close (u->fd);
+      u->fd = -1;
       cleanup_free char *final = xasprintf ("%s/%s", u->dest, u->name);
       if (rename (u->tmp, final) < 0)
         {
@@ -451,24 +883,186 @@ upload_finish (struct upload *u, bool recursive, int *status, char **detail)
 
 /* ---- download --------------------------------------------------------------- */
 
+/* The zip's bytes not yet sent: from BASE (a zip offset) to END, in FD. */
+struct spool
+{
+  int out; /* the pipe to the client */
+  int fd;
+  uint64_t base, pos, end;
+  int err;
+};
+
 struct download
 {
   char *root;
-  int fd;
+  struct spool sp;
 };
 
-static void
-add_tree (struct archive *a, const char *root, const char *rel, int depth)
+static voidpf ZCALLBACK
+spool_open (voidpf opaque, const void *filename OHBOX_UNUSED, int mode OHBOX_UNUSED)
 {
-  if (depth > 64)
+  return opaque;
+}
+
+static uLong ZCALLBACK
+spool_read (voidpf opaque OHBOX_UNUSED, voidpf stream OHBOX_UNUSED, void *buf OHBOX_UNUSED, uLong size OHBOX_UNUSED)
+{
+  return 0; /* minizip never reads back what it writes */
+}
+
+static uLong ZCALLBACK
+spool_write (voidpf opaque OHBOX_UNUSED, voidpf stream, const void *buf, uLong size)
+{
+  struct spool *s = stream;
+  if (s->err)
+    return 0;
+  for (uLong done = 0; done < size;)
+    {
+      ssize_t n = pwrite (s->fd, (const char *) buf + done, size - done, (off_t) (s->pos - s->base));
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          s->err = n < 0 ? errno : EIO;
+          return done;
+        }
+      done += (uLong) n;
+      s->pos += (uint64_t) n;
+    }
+  if (s->pos > s->end)
+    s->end = s->pos;
+  return size;
+}
+
+static ZPOS64_T ZCALLBACK
+spool_tell (voidpf opaque OHBOX_UNUSED, voidpf stream)
+{
+  return ((struct spool *) stream)->pos;
+}
+
+/* Only within what is not sent yet (minizip goes back to the local header
+ * of the entry it is closing). */
+static long ZCALLBACK
+spool_seek (voidpf opaque OHBOX_UNUSED, voidpf stream, ZPOS64_T offset, int origin)
+{
+  struct spool *s = stream;
+  uint64_t from = origin == ZLIB_FILEFUNC_SEEK_SET ? 0 : origin == ZLIB_FILEFUNC_SEEK_CUR ? s->pos : s->end;
+  uint64_t to = from + offset;
+  if (to < s->base || to > s->end)
+    {
+      s->err = ESPIPE;
+      return -1;
+    }
+  s->pos = to;
+  return 0;
+}
+
+/* Sends what is spooled: every entry so far is complete. */
+static int
+spool_flush (struct spool *s)
+{
+  char buf[COPY_BUF];
+  uint64_t len = s->end - s->base;
+  for (uint64_t off = 0; off < len && s->err == 0;)
+    {
+      ssize_t n = pread (s->fd, buf, len - off < sizeof buf ? (size_t) (len - off) : sizeof buf, (off_t) off);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0 || ohbox_write_all (s->out, buf, (size_t) n) < 0)
+        s->err = n == 0 ? EIO : errno;
+      off += n > 0 ? (uint64_t) n : 0;
+    }
+  if (s->err == 0 && ftruncate (s->fd, 0) < 0)
+    s->err = errno;
+  s->base = s->pos = s->end;
+  return s->err ? -1 : 0;
+}
+
+static int ZCALLBACK
+spool_close (voidpf opaque OHBOX_UNUSED, voidpf stream)
+{
+  return spool_flush (stream);
+}
+
+static int ZCALLBACK
+spool_error (voidpf opaque OHBOX_UNUSED, voidpf stream)
+{
+  return ((struct spool *) stream)->err;
+}
+
+/* An unnamed file for the spool: on disk where possible (an entry can be
+ * as large as the biggest file), in memory otherwise. */
+static int
+spool_file (void)
+{
+  const char *tmpdir = getenv ("TMPDIR");
+  const char *dirs[] = { tmpdir && *tmpdir ? tmpdir : NULL, "/tmp", "/var/tmp" };
+  for (size_t i = 0; i < sizeof dirs / sizeof *dirs; i++)
+    if (dirs[i])
+      {
+        int fd = open (dirs[i], O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+        if (fd >= 0)
+          return fd;
+      }
+  return memfd_create ("ohbox-download", MFD_CLOEXEC);
+}
+
+static void
+add_file (zipFile zf, struct spool *sp, int dirfd, const char *name, const char *rel, const struct stat *st)
+{
+  cleanup_close int fd = openat (dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
+  if (fd < 0)
+    return;
+  struct tm tm;
+  localtime_r (&st->st_mtime, &tm);
+  zip_fileinfo zi = { 0 };
+  zi.tmz_date.tm_sec = (uInt) tm.tm_sec;
+  zi.tmz_date.tm_min = (uInt) tm.tm_min;
+  zi.tmz_date.tm_hour = (uInt) tm.tm_hour;
+  zi.tmz_date.tm_mday = (uInt) tm.tm_mday;
+  zi.tmz_date.tm_mon = (uInt) tm.tm_mon;
+  /* DOS dates run from 1980 to 2107. */
+  zi.tmz_date.tm_year = tm.tm_year < 80 ? 1980 : tm.tm_year > 207 ? 2107 : (uInt) tm.tm_year + 1900;
+  if (tm.tm_year < 80 || tm.tm_year > 207)
+    zi.tmz_date.tm_mon = 0, zi.tmz_date.tm_mday = 1, zi.tmz_date.tm_hour = zi.tmz_date.tm_min = zi.tmz_date.tm_sec = 0;
+  zi.external_fa = (uLong) (S_IFREG | (st->st_mode & 0777)) << 16;
+  /* zip64 from 2 GiB: the file may grow while it is read (up to st_size
+   * bytes are taken). */
+  int zip64 = st->st_size >= (off_t) (1ULL << 31);
+  /* Made by Unix (3), version 2.0 (4.5 with zip64): unzip tools keep the modes. */
+  uLong made_by = (3u << 8) | (zip64 ? 45u : 20u);
+  if (zipOpenNewFileInZip4_64 (zf, rel, &zi, NULL, 0, NULL, 0, NULL, Z_DEFLATED, Z_DEFAULT_COMPRESSION, 0,
+                               -MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY, NULL, 0, made_by, 0, zip64)
+      != ZIP_OK)
+    return;
+  char buf[COPY_BUF];
+  off_t left = st->st_size;
+  ssize_t n;
+  while (left > 0 && (n = read (fd, buf, sizeof buf)) > 0)
+    {
+      if (n > left)
+        n = (ssize_t) left;
+      if (zipWriteInFileInZip (zf, buf, (unsigned) n) != ZIP_OK)
+        break;
+      left -= n;
+    }
+  if (zipCloseFileInZip (zf) == ZIP_OK)
+    spool_flush (sp);
+  else if (sp->err == 0)
+    sp->err = EIO; /* the zip cannot go on */
+}
+
+static void
+add_tree (zipFile zf, struct spool *sp, const char *root, const char *rel, int depth)
+{
+  if (depth > 64 || sp->err)
     return;
   cleanup_free char *dir = *rel ? xasprintf ("%s/%s", root, rel) : xstrdup (root);
   cleanup_dir DIR *d = opendir (dir);
   if (d == NULL)
     return;
   struct dirent *de;
-  char buf[65536];
-  while ((de = readdir (d)) != NULL)
+  while ((de = readdir (d)) != NULL && sp->err == 0)
     {
       if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
         continue;
@@ -479,53 +1073,34 @@ add_tree (struct archive *a, const char *root, const char *rel, int depth)
         continue;
       if (S_ISDIR (st.st_mode))
         {
-          add_tree (a, root, r, depth + 1);
+          add_tree (zf, sp, root, r, depth + 1);
           continue;
         }
       if (S_ISLNK (st.st_mode) && fstatat (dirfd (d), de->d_name, &st, 0) < 0)
         continue;
-      if (!S_ISREG (st.st_mode))
-        continue;
-      int fd = openat (dirfd (d), de->d_name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
-      if (fd < 0)
-        continue;
-      struct archive_entry *e = la.archive_entry_new ();
-      la.archive_entry_set_pathname (e, r);
-      la.archive_entry_set_filetype (e, AE_IFREG);
-      la.archive_entry_set_perm (e, st.st_mode & 0777);
-      la.archive_entry_set_size (e, st.st_size);
-      la.archive_entry_set_mtime (e, st.st_mtime, 0);
-      if (la.archive_write_header (a, e) == ARCHIVE_OK)
-        {
-          ssize_t n;
-          la_int64_t left = st.st_size;
-          while (left > 0 && (n = read (fd, buf, sizeof (buf))) > 0)
-            {
-              if (n > left)
-                n = (ssize_t) left;
-              if (la.archive_write_data (a, buf, (size_t) n) < 0)
-                break;
-              left -= n;
-            }
-        }
-      la.archive_entry_free (e);
-      close (fd);
+      if (S_ISREG (st.st_mode))
+        add_file (zf, sp, dirfd (d), de->d_name, r, &st);
     }
 }
 
 void
 download_stream (struct download *dl)
 {
-  struct archive *a = la.archive_write_new ();
-  la.archive_write_set_format_zip (a);
-  /* Stream: no seeking back to patch sizes, data descriptors instead. */
-  la.archive_write_set_bytes_per_block (a, 0);
-  if (la.archive_write_open_fd (a, dl->fd) == ARCHIVE_OK)
+  zlib_filefunc64_def io = { .zopen64_file = spool_open,
+                             .zread_file = spool_read,
+                             .zwrite_file = spool_write,
+                             .ztell64_file = spool_tell,
+                             .zseek64_file = spool_seek,
+                             .zclose_file = spool_close,
+                             .zerror_file = spool_error,
+                             .opaque = &dl->sp };
+  zipFile zf = zipOpen2_64 ("download", APPEND_STATUS_CREATE, NULL, &io);
+  if (zf)
     {
-      add_tree (a, dl->root, "", 0);
-      la.archive_write_close (a);
+      add_tree (zf, &dl->sp, dl->root, "", 0);
+      /* The central directory and the end records; the spool's close sends them. */
+      zipClose (zf, NULL);
     }
-  la.archive_write_free (a);
   download_free (dl);
 }
 
@@ -534,7 +1109,8 @@ download_free (struct download *dl)
 {
   if (dl == NULL)
     return;
-  close (dl->fd);
+  close (dl->sp.out);
+  close (dl->sp.fd);
   free (dl->root);
   free (dl);
 }
@@ -544,17 +1120,22 @@ download_start (const char *path, struct download **out, int *status, char **det
 {
   if (path[0] != '/')
     return fail (status, detail, 400, xstrdup ("Path must be absolute"));
-  char *why = NULL;
-  if (zip_support (&why) < 0)
-    return fail (status, detail, 503, why);
   struct stat st;
   if (stat (path, &st) < 0)
     return fail (status, detail, 404, xstrdup ("File not found"));
+  int spool = spool_file ();
+  if (spool < 0)
+    return fail (status, detail, 500, xasprintf ("create the download's spool file: %s", strerror (errno)));
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
-    return fail (status, detail, 500, xasprintf ("pipe: %s", strerror (errno)));
+    {
+      int e = errno;
+      close (spool);
+      return fail (status, detail, 500, xasprintf ("pipe: %s", strerror (e)));
+    }
   struct download *dl = xcalloc (1, sizeof (*dl));
-  dl->fd = p[1];
+  dl->sp.out = p[1];
+  dl->sp.fd = spool;
   /* A file path walks nothing: an empty zip, as in the Python server. */
   dl->root = S_ISDIR (st.st_mode) ? xstrdup (path) : xstrdup ("/nonexistent/.ohbox-empty");
   *out = dl;

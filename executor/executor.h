@@ -47,6 +47,8 @@ struct executor
   char *prestarted_dir;
   double no_change_timeout;
   uint64_t max_upload;     /* bytes */
+  uint64_t max_unpacked;   /* OHBOX_EXECUTOR_MAX_UNPACKED: bytes one zip upload may unpack to */
+  unsigned int max_zip_entries; /* OHBOX_EXECUTOR_MAX_ZIP_ENTRIES */
   char *bash_path;
   unsigned int workers;    /* OHBOX_EXECUTOR_WORKERS: threads running blocking requests */
   unsigned int queue_len;  /* OHBOX_EXECUTOR_QUEUE: requests waiting for one; more get 503 */

@@ -11,7 +11,9 @@
  * binds the address it serves and no other, see ohbox-run(1))
  * and its environment knobs (SESSION_API_KEY, NO_CHANGE_TIMEOUT_SECONDS,
  * SU_TO_USER), plus OHBOX_EXECUTOR_BASH (the bash to drive),
- * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB), OHBOX_EXECUTOR_WORKERS
+ * OHBOX_EXECUTOR_MAX_UPLOAD (bytes, default 2 GiB), OHBOX_EXECUTOR_MAX_UNPACKED
+ * (bytes one zip upload may unpack to, default the upload limit),
+ * OHBOX_EXECUTOR_MAX_ZIP_ENTRIES (default 65536), OHBOX_EXECUTOR_WORKERS
  * (worker threads, default 4) and OHBOX_EXECUTOR_QUEUE (requests waiting
  * for a worker, default 64; more get 503).
  *
@@ -229,7 +231,7 @@ init_user (struct executor *ex, ohbox_error_t *err)
   if (ohbox_mkdir_p (AT_FDCWD, ex->work_dir, 0755, err) < 0)
     return ohbox_error_prefix (err, "create the working directory");
   if (!existed && ex->uid != 0 && chown (ex->work_dir, ex->uid, 0) < 0)
-    return ohbox_error_errno (err, "chown `%s`", ex->work_dir);
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "chown `%s`", ex->work_dir);
   return 0;
 }
 
@@ -391,6 +393,13 @@ main (int argc, char **argv)
     ex.no_change_timeout = 10;
   const char *mu = getenv ("OHBOX_EXECUTOR_MAX_UPLOAD");
   ex.max_upload = mu && *mu ? strtoull (mu, NULL, 10) : (2ULL << 30);
+  /* A zip's unpacked bytes and entries are budgeted apart from its upload
+   * size: a compressed upload can otherwise fill the disk (archive.c). */
+  const char *mun = getenv ("OHBOX_EXECUTOR_MAX_UNPACKED");
+  ex.max_unpacked = mun && *mun ? strtoull (mun, NULL, 10) : ex.max_upload;
+  const char *mze = getenv ("OHBOX_EXECUTOR_MAX_ZIP_ENTRIES");
+  unsigned long ze = mze && *mze ? strtoul (mze, NULL, 10) : 65536;
+  ex.max_zip_entries = ze < 1 ? 1 : ze > 1000000 ? 1000000 : (unsigned int) ze;
   /* Fixed at startup: a request never creates a thread (server.h). */
   const char *nw = getenv ("OHBOX_EXECUTOR_WORKERS");
   unsigned long w = nw && *nw ? strtoul (nw, NULL, 10) : 4;

@@ -513,11 +513,6 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
               rq->deferred_detail = xstrdup ("Destination must be an absolute path");
               return MHD_YES;
             }
-          if (rq->recursive && zip_support (&rq->deferred_detail) < 0)
-            {
-              rq->deferred_status = 503;
-              return MHD_YES;
-            }
           rq->pp = MHD_create_post_processor (c, POST_BUFFER, post_iter, rq);
           if (rq->pp == NULL)
             {

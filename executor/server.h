@@ -17,9 +17,6 @@ void server_stop (struct server *s);
 
 /* Upload and download (archive.c). */
 struct upload;
-/* 0 when zip support (libarchive, loaded on first use) is available;
- * -1 with *DETAIL (the reason, caller frees) otherwise. */
-int zip_support (char **detail);
 /* Starts an upload into DEST (absolute); NAME is the part's file name;
  * RECURSIVE (or a .zip name): a zip to unpack there. */
 int upload_begin (struct executor *ex, const char *dest, const char *name, bool recursive, struct upload **out,
@@ -30,8 +27,7 @@ int upload_data (struct upload *u, const char *data, size_t len, int *status, ch
 json_t *upload_finish (struct upload *u, bool recursive, int *status, char **detail);
 void upload_abort (struct upload *u);
 /* Prepares a zip of PATH: returns the read end of a pipe and in *OUT what
- * download_stream() writes into it; -1 with STATUS/DETAIL (503 without zip
- * support). */
+ * download_stream() writes into it; -1 with STATUS/DETAIL. */
 struct download;
 int download_start (const char *path, struct download **out, int *status, char **detail);
 /* Writes the zip into the pipe (blocks until the reader has it all or is

@@ -38,8 +38,8 @@ FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-s
 	-pthread $(WARN_CFLAGS) -Wno-unused-parameter -Wno-format-nonliteral -I$(top_builddir) -I$(top_srcdir) -I$(top_srcdir)/src/libohbox \
 	-I$(top_srcdir)/executor -DLOCALSTATEDIR=\"$(localstatedir)\" -DSYSCONFDIR=\"$(sysconfdir)\" \
 	-DOHBOX_SECCOMP_DEFAULT_PROFILE_FILE=\"$(abs_top_srcdir)/seccomp-profiles/default.json\" \
-	$(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(CRYPTO_CFLAGS) $(SECCOMP_CFLAGS) $(CAP_CFLAGS) $(CURL_CFLAGS)
-FUZZ_LIBS = $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(CRYPTO_LIBS) $(SECCOMP_LIBS) $(CAP_LIBS) -ldl
+	$(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(MINIZIP_CFLAGS) $(CRYPTO_CFLAGS) $(SECCOMP_CFLAGS) $(CAP_CFLAGS) $(CURL_CFLAGS)
+FUZZ_LIBS = $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(MINIZIP_LIBS) $(CRYPTO_LIBS) $(SECCOMP_LIBS) $(CAP_LIBS) -ldl
 
 EXTRA_DIST += $(FUZZ_TARGET_SRCS) fuzz/gen-corpus.py fuzz/corpus tests/fuzz-regressions
 

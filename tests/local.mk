@@ -70,6 +70,11 @@ check_PROGRAMS += tests/unit/test-network
 tests_unit_test_network_SOURCES = tests/unit/test-network.c tests/unit/unit.h
 tests_unit_test_network_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_network_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test-egress
+tests_unit_test_egress_SOURCES = tests/unit/test-egress.c tests/unit/unit.h
+tests_unit_test_egress_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_egress_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/escape
 
 # Libraries loaded on first use (dl.h).
@@ -97,3 +102,9 @@ check_PROGRAMS += tests/unit/test-cdi
 tests_unit_test_cdi_SOURCES = tests/unit/test-cdi.c tests/unit/unit.h
 tests_unit_test_cdi_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cdi_LDADD = $(UNIT_LDADD)
+
+# The typed sandbox state (sandbox/state.h): parse, serialise, every status.
+check_PROGRAMS += tests/unit/test-state
+tests_unit_test_state_SOURCES = tests/unit/test-state.c tests/unit/unit.h
+tests_unit_test_state_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_state_LDADD = $(UNIT_LDADD)

@@ -6,9 +6,6 @@
 #include <stdlib.h>
 
 #include "cli.h"
-#include "image/image.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
 
 /* The sandbox WHAT (name, id or id prefix) as `ps --format json` shows
  * it; -1 when there is none. */
@@ -44,7 +41,7 @@ cli_inspect (int argc, char **argv)
       {
       case 'f':
         if (cli_parse_format (optarg, &format) < 0 || format != CLI_FORMAT_JSON)
-          return cli_usage_error ("inspect", "--format takes json, not `%s`", optarg);
+          return cli_usage_error ("--format takes json, not `%s`", optarg);
         break;
       case 'h':
         printf ("Usage: ohbox inspect [--format json] IMAGE|SANDBOX...\n\n"
@@ -54,12 +51,12 @@ cli_inspect (int argc, char **argv)
                 "json` shows it (with its devices, labels and annotations).\n");
         return 0;
       default:
-        return cli_usage_error ("inspect", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (optind >= argc)
-    return cli_usage_error ("inspect", "expected an IMAGE");
+    return cli_usage_error ("expected an IMAGE");
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("inspect", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   json_t *out = json_array ();
@@ -81,7 +78,7 @@ cli_inspect (int argc, char **argv)
           json_array_append_new (out, sandbox);
           continue;
         }
-      rc = cli_fail ("inspect", &err);
+      rc = cli_fail (&err);
     }
   /* One image: the object itself, as most callers want; several: an array. */
   if (rc == 0)

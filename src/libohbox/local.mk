@@ -50,7 +50,7 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/sandbox/linux.c src/libohbox/sandbox/linux.h \
 	src/libohbox/sandbox/mounts.c src/libohbox/sandbox/userns.c src/libohbox/sandbox/init.c \
 	src/libohbox/sandbox/sandbox.c src/libohbox/sandbox/sandbox.h src/libohbox/sandbox/sandbox_internal.h \
-	src/libohbox/sandbox/sandbox_ops.c src/libohbox/sandbox/state.c src/libohbox/sandbox/monitor.c \
+	src/libohbox/sandbox/sandbox_ops.c src/libohbox/sandbox/state.c src/libohbox/sandbox/state_record.c src/libohbox/sandbox/state.h src/libohbox/sandbox/monitor.c \
 	src/libohbox/sandbox/relay.c src/libohbox/sandbox/relay.h \
 	src/libohbox/sandbox/bundle.c src/libohbox/sandbox/bundle.h
 # `ohbox exec` (exec.h).
@@ -74,6 +74,9 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/network/network_ports.c \
 	src/libohbox/network/netlink.c src/libohbox/network/netlink.h \
 	src/libohbox/network/nft.c src/libohbox/network/nft.h \
+	src/libohbox/network/nfnl.c src/libohbox/network/nfnl.h \
+	src/libohbox/network/egress.c src/libohbox/network/egress.h \
+	src/libohbox/network/network_bridge.c src/libohbox/network/network_named.c \
 	src/libohbox/network/rootless_net.c \
 	src/libohbox/network/rootless_pasta.c
 
@@ -82,7 +85,7 @@ libohbox_internal_la_SOURCES += src/libohbox/policy/run_policy.c src/libohbox/po
 	src/libohbox/policy/run_plan.c src/libohbox/policy/host_probe.c
 
 # The action protocol's client (action.h): `ohbox action` and ohbox_action().
-libohbox_internal_la_SOURCES += src/libohbox/api/action.c src/libohbox/api/action.h
+libohbox_internal_la_SOURCES += src/libohbox/api/action.c src/libohbox/api/action.h src/libohbox/api/frontend.h
 
 # libohbox.so: the public API (ohbox.h, libohbox(3)) over libohbox-internal,
 # exporting only what libohbox.sym lists. -version-info CURRENT:REVISION:AGE

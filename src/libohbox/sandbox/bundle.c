@@ -416,7 +416,7 @@ apply_inherited (const struct oci_process *p, ohbox_error_t *err)
     {
       struct rlimit rl = { .rlim_cur = p->rlimits[i].soft, .rlim_max = p->rlimits[i].hard };
       if (setrlimit (p->rlimits[i].resource, &rl) < 0)
-        return ohbox_error_errno (err, "config.json: process.rlimits[%zu]: set %s", i, p->rlimits[i].name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "config.json: process.rlimits[%zu]: set %s", i, p->rlimits[i].name);
     }
   if (p->user.has_umask)
     umask (p->user.umask & 0777);
@@ -426,7 +426,7 @@ apply_inherited (const struct oci_process *p, ohbox_error_t *err)
       int n = snprintf (v, sizeof v, "%d", p->oom_score_adj);
       cleanup_close int fd = open ("/proc/self/oom_score_adj", O_WRONLY | O_CLOEXEC);
       if (fd < 0 || ohbox_write_all (fd, v, (size_t) n) < 0)
-        return ohbox_error_errno (err, "config.json: process.oomScoreAdj: set %d", p->oom_score_adj);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "config.json: process.oomScoreAdj: set %d", p->oom_score_adj);
     }
   return 0;
 }
@@ -450,7 +450,7 @@ ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
    * bind covers it there and never appears in the host's). */
   cleanup_close int rootdir = open (b->rootfs, O_PATH | O_DIRECTORY | O_CLOEXEC);
   if (rootdir < 0)
-    return ohbox_error_errno (err, "open the rootfs `%s`", b->rootfs);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs `%s`", b->rootfs);
   s->rootdir_fd = rootdir;
   if (apply_inherited (b->config->process, err) < 0 || ohbox_mounts_prepare_binds (b->mounts, b->n_mounts, err) < 0)
     return -1;

@@ -1,0 +1,42 @@
+#!/bin/bash
+# executor-zip.sh: hostile zips through ohbox-executor's real POST
+# /upload_file (issue 14 item 17), the executor a plain process on a free
+# loopback port, the zips made and sent by tests/executor/zip_attack.py: an
+# upload swapped for another zip after it was written (the executor must
+# never read it again by its name), `..` and absolute names, a symlink or
+# file entry with entries beneath it, a symlink planted in the destination,
+# zip bombs (within the old 4x limit, beyond it, and entries sharing one
+# entry's data), entry-count budgets, a corrupt entry; each refused with an
+# error naming the entry, nothing written outside the destination, nothing
+# left in it, files already there untouched.
+set -u
+src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
+build=${OHBOX_BUILDDIR:-$src}
+exe=$build/ohbox-executor
+name=executor-zip
+
+skip_all() { echo "SKIP: $name/all: $1"; exit 0; }
+[ -x "$exe" ] || skip_all "ohbox-executor is not built (make ohbox-executor)"
+
+tmp=$(mktemp -d /tmp/ohbox-executor-zip.XXXXXX)
+PE_EXE=$exe
+. "$src/tests/lib/plain_executor.sh"
+trap 'pe_stop; rm -rf "$tmp"' EXIT
+mkdir -p "$tmp/work/dest"
+key=key-$RANDOM-$RANDOM
+export SESSION_API_KEY=$key
+rc=0
+
+# An upload limit of 1 MiB (so the unpacked budget is 1 MiB) and a small
+# entry budget, so that the bombs are quick to make.
+entries=3000
+OHBOX_EXECUTOR_MAX_UPLOAD=1048576 OHBOX_EXECUTOR_MAX_ZIP_ENTRIES=$entries pe_launch "$tmp/executor.log" "$tmp/work"
+/usr/bin/python3 "$src/tests/executor/zip_attack.py" "$PE_PORT" "$key" "$tmp/work" "$entries" attacks || rc=1
+pe_survived "$name/server_survived" || rc=1
+pe_stop
+
+if [ $rc -ne 0 ]; then
+  echo "---- executor log"
+  tail -n 30 "$tmp/executor.log"
+fi
+exit $rc

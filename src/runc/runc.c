@@ -105,8 +105,7 @@ start_time (pid_t pid)
   /* After the comm: state is field 3 (a zombie has ended), starttime field 22. */
   if (p == NULL || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X')
     return 0;
-  if (sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu",
-                           &t) != 1)
+  if (sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &t) != 1)
     return 0;
   return t;
 }
@@ -344,17 +343,27 @@ cmd_create_or_run (int argc, char **argv, bool run)
   while ((c = getopt_long (argc, argv, "b:d", opts, NULL)) != -1)
     switch (c)
       {
-      case 'b': bundle = optarg; break;
-      case 'p': pid_file = optarg; break;
-      case 'd': detach = true; break;
-      case 'k': break; /* ohbox makes no session keyring */
-      case 'c': return fail ("--console-socket: a terminal is not supported by ohbox-runc yet");
+      case 'b':
+        bundle = optarg;
+        break;
+      case 'p':
+        pid_file = optarg;
+        break;
+      case 'd':
+        detach = true;
+        break;
+      case 'k':
+        break; /* ohbox makes no session keyring */
+      case 'c':
+        return fail ("--console-socket: a terminal is not supported by ohbox-runc yet");
       case 'f':
         if (strcmp (optarg, "0") != 0)
           return fail ("--preserve-fds: passing fds is not supported by ohbox-runc yet");
         break;
-      case 'P': return fail ("--no-pivot: not supported (ohbox always uses pivot_root)");
-      default: return fail ("usage: %s --bundle DIR [--pid-file FILE] ID", run ? "run" : "create");
+      case 'P':
+        return fail ("--no-pivot: not supported (ohbox always uses pivot_root)");
+      default:
+        return fail ("usage: %s --bundle DIR [--pid-file FILE] ID", run ? "run" : "create");
       }
   if (optind + 1 != argc)
     return fail ("usage: %s --bundle DIR [--pid-file FILE] ID", run ? "run" : "create");
@@ -540,25 +549,34 @@ main (int argc, char **argv)
   while ((c = getopt_long (argc, argv, "+hv", opts, NULL)) != -1)
     switch (c)
       {
-      case 'r': root_dir = optarg; break;
-      case 'l': log_path = optarg; break;
+      case 'r':
+        root_dir = optarg;
+        break;
+      case 'l':
+        log_path = optarg;
+        break;
       case 'F':
         if (strcmp (optarg, "json") != 0 && strcmp (optarg, "text") != 0)
           return fail ("--log-format: `%s`: text or json", optarg);
         log_json = strcmp (optarg, "json") == 0;
         break;
-      case 'D': break;
-      case 's': return fail ("--systemd-cgroup: not supported by ohbox-runc yet");
+      case 'D':
+        break;
+      case 's':
+        return fail ("--systemd-cgroup: not supported by ohbox-runc yet");
       case 'R':
         if (strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
           return fail ("--rootless: rootless containers are not supported by ohbox-runc yet");
         break;
-      case 'v': printf ("ohbox-runc version %s\nspec: %s\n", PACKAGE_VERSION, OCI_RUNTIME_SPEC_VERSION); return 0;
+      case 'v':
+        printf ("ohbox-runc version %s\nspec: %s\n", PACKAGE_VERSION, OCI_RUNTIME_SPEC_VERSION);
+        return 0;
       case 'h':
         printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
                 "commands: create, start, run, state, kill, delete\n");
         return 0;
-      default: return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
+      default:
+        return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
       }
   if (optind >= argc)
     return fail ("no command given (create, start, run, state, kill, delete)");

@@ -38,8 +38,8 @@ static bool
 made_by_ohbox (const struct oci_mount *m)
 {
   static const char *const own[][2] = {
-    { "/proc", "proc" },         { "/dev", "tmpfs" },   { "/dev/pts", "devpts" },         { "/dev/shm", "tmpfs" },
-    { "/dev/mqueue", "mqueue" }, { "/sys", "sysfs" },   { "/sys/fs/cgroup", "cgroup" },
+    { "/proc", "proc" },         { "/dev", "tmpfs" }, { "/dev/pts", "devpts" },       { "/dev/shm", "tmpfs" },
+    { "/dev/mqueue", "mqueue" }, { "/sys", "sysfs" }, { "/sys/fs/cgroup", "cgroup" },
   };
   for (size_t i = 0; i < sizeof own / sizeof own[0]; i++)
     if (strcmp (m->destination, own[i][0]) == 0 && m->type && strcmp (m->type, own[i][1]) == 0)
@@ -80,8 +80,8 @@ tmpfs_mount (const struct oci_mount *m, size_t i, struct ohbox_mount_spec *out, 
   snprintf (field, sizeof field, "mounts[%zu].options", i);
   const struct oci_mount_options *o = &m->opts;
   /* ohbox's tmpfs is nosuid,nodev,mode=1777: those may be asked for. */
-  if (o->flags & ~(unsigned long) (MS_RDONLY | MS_NOSUID | MS_NODEV) || o->data || o->tmpcopyup || o->bind
-      || o->idmap || (o->propagation & ~(unsigned long) (MS_REC | MS_PRIVATE)))
+  if (o->flags & ~(unsigned long) (MS_RDONLY | MS_NOSUID | MS_NODEV) || o->data || o->tmpcopyup || o->bind || o->idmap
+      || (o->propagation & ~(unsigned long) (MS_REC | MS_PRIVATE)))
     return unsupported (err, field, "a tmpfs option other than ro/rw, nosuid, nodev and private");
   out->target = xstrdup (m->destination);
   out->tmpfs = true;
@@ -127,8 +127,10 @@ load_capability_set (char **names, const char *set, uint64_t *ret, ohbox_error_t
     {
       int cap = ohbox_cap_lookup (names[i]);
       if (cap < 0)
-        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: process.capabilities.%s[%zu]: unknown capability "
-                            "`%s`", set, i, names[i]);
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "config.json: process.capabilities.%s[%zu]: unknown capability "
+                            "`%s`",
+                            set, i, names[i]);
       *ret |= (uint64_t) 1 << cap;
     }
   return 0;
@@ -143,8 +145,7 @@ load_process (struct ohbox_bundle *b, ohbox_error_t *err)
   if (p->terminal)
     return unsupported (err, "process.terminal", "a terminal (--console-socket)");
   if (p->apparmor_profile || p->selinux_label)
-    return unsupported (err, p->apparmor_profile ? "process.apparmorProfile" : "process.selinuxLabel",
-                        "an LSM label");
+    return unsupported (err, p->apparmor_profile ? "process.apparmorProfile" : "process.selinuxLabel", "an LSM label");
   if (p->scheduler.present || p->io_priority.present)
     return unsupported (err, p->scheduler.present ? "process.scheduler" : "process.ioPriority", "scheduling");
   const struct oci_capabilities *c = &p->caps;
@@ -242,14 +243,14 @@ check_resources (const struct ohbox_bundle *b, ohbox_error_t *err)
   const struct oci_resources *r = &b->config->linux_config->resources;
   if (!b->config->linux_config->has_resources)
     return 0;
-  const char *field = r->has_memory      ? "linux.resources.memory"
-                      : r->has_cpu       ? "linux.resources.cpu"
+  const char *field = r->has_memory                      ? "linux.resources.memory"
+                      : r->has_cpu                       ? "linux.resources.cpu"
                       : r->has_pids && r->pids_limit > 0 ? "linux.resources.pids" /* <= 0: unlimited */
-                      : r->has_blkio     ? "linux.resources.blockIO"
-                      : r->n_hugepages   ? "linux.resources.hugepageLimits"
-                      : r->unified.n     ? "linux.resources.unified"
+                      : r->has_blkio                     ? "linux.resources.blockIO"
+                      : r->n_hugepages                   ? "linux.resources.hugepageLimits"
+                      : r->unified.n                     ? "linux.resources.unified"
                       : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
-                                                                                  : NULL;
+                                                                                 : NULL;
   if (field)
     return unsupported (err, field, "a resource limit (no cgroup of its own yet)");
   if (r->n_devices && (b->caps.bounding & ((uint64_t) 1 << CAP_MKNOD)))
@@ -263,7 +264,7 @@ check_resources (const struct ohbox_bundle *b, ohbox_error_t *err)
 static int
 check_sysctls (struct ohbox_bundle *b, ohbox_error_t *err)
 {
-  static const char *const ipc[] = { "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni",   "kernel.sem",
+  static const char *const ipc[] = { "kernel.msgmax", "kernel.msgmnb", "kernel.msgmni", "kernel.sem",
                                      "kernel.shmall", "kernel.shmmax", "kernel.shmmni", "kernel.shm_rmid_forced" };
   const struct oci_map *m = &b->config->linux_config->sysctl;
   for (size_t i = 0; i < m->n; i++)
@@ -416,7 +417,8 @@ apply_inherited (const struct oci_process *p, ohbox_error_t *err)
     {
       struct rlimit rl = { .rlim_cur = p->rlimits[i].soft, .rlim_max = p->rlimits[i].hard };
       if (setrlimit (p->rlimits[i].resource, &rl) < 0)
-        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "config.json: process.rlimits[%zu]: set %s", i, p->rlimits[i].name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "config.json: process.rlimits[%zu]: set %s", i,
+                                p->rlimits[i].name);
     }
   if (p->user.has_umask)
     umask (p->user.umask & 0777);

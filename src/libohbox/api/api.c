@@ -338,6 +338,7 @@ run_request (const ohbox_run_opts *o, struct ohbox_run_request *q, ohbox_error_t
   q->env = (char **) o->env;
   q->executor_port = o->executor_port;
   q->api_key = o->api_key;
+  q->no_new_privs = o->no_new_privileges;
   return run_limits (o, &q->limits, err);
 }
 

@@ -163,6 +163,11 @@ typedef struct ohbox_run_opts
    * option), before it starts; may be NULL. The library never prints. */
   void (*warn) (const char *message, void *data);
   void *warn_data;
+  /* Set no_new_privs for the command (`--security-opt no-new-privileges`):
+   * setuid programs (sudo) no longer gain anything. Default false, as Docker;
+   * what they gain then stays inside the sandbox (ohbox-run(1), SETUID
+   * PROGRAMS). */
+  bool no_new_privileges;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.

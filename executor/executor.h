@@ -31,7 +31,20 @@ struct executor
   bool switch_user;        /* running as root: the shell becomes USERNAME (`su USER -`) */
   bool browser_enabled;    /* --enable-browser (there is no browser either way) */
   char **plugins;          /* --plugins values, NULL-terminated */
-  char *api_key;           /* SESSION_API_KEY; NULL: no authentication */
+  /* SESSION_API_KEY; NULL: no authentication. Read and replaced (an
+   * adoption) atomically: executor_api_key (). */
+  char *api_key;
+  /* --standby (a warm pool's sandbox): nothing but /alive, /server_info
+   * and POST /ohbox/adopt is served until an adoption (adopt.c) gives the
+   * executor its session; read atomically. */
+  bool standby;
+  pthread_mutex_t adopt_lock;
+  /* On standby with OHBOX_EXECUTOR_STANDBY_SESSION=USER:UID:DIR: the
+   * session that was started ahead for that user and directory (adopt.c);
+   * an adoption asking for the same keeps it. */
+  char *prestarted_user;
+  uid_t prestarted_uid;
+  char *prestarted_dir;
   double no_change_timeout;
   uint64_t max_upload;     /* bytes */
   char *bash_path;
@@ -50,6 +63,19 @@ struct executor
 
 /* Starts (or restarts) the main bash session. */
 int executor_bash_start (struct executor *ex, ohbox_error_t *err);
+
+/* The command line (main.c): ARGV[0] is the program; fills EX's options.
+ * -1 with a message in ERR on a bad one. */
+int executor_parse_args (struct executor *ex, int argc, char **argv, ohbox_error_t *err);
+/* The session: the user and working directory (created as root), the
+ * editor and the bash session (main.c). */
+int executor_session_start (struct executor *ex, ohbox_error_t *err);
+/* The key requests must carry now (NULL: none). */
+const char *executor_api_key (struct executor *ex);
+bool executor_on_standby (struct executor *ex);
+/* POST /ohbox/adopt (adopt.c): the body's session for a standby executor.
+ * Returns the reply or NULL with *STATUS and *DETAIL. */
+json_t *executor_adopt (struct executor *ex, json_t *body, int *status, char **detail);
 
 /* Request handlers (server.c routes to them). */
 /* POST /execute_action: BODY is the request JSON.  Returns the observation,

@@ -74,8 +74,10 @@ usage (FILE *f)
 {
   fprintf (f, "Usage: ohbox-executor PORT [--listen-address ADDR] [--working-dir DIR] [--plugins NAME...]\n"
               "                      [--username USER] [--user-id UID] [--enable-browser|--no-enable-browser]\n"
+              "                      [--standby]\n"
               "Serves the OpenHands action execution protocol on ADDR:PORT (default: every address\n"
-              "of its network namespace, IPv4 and IPv6).\n");
+              "of its network namespace, IPv4 and IPv6). --standby: wait for POST /ohbox/adopt\n"
+              "(with the key of SESSION_API_KEY) to give the session (warm pools of ohbox serve).\n");
 }
 
 static bool
@@ -87,9 +89,10 @@ env_true (const char *name, bool def)
   return strcasecmp (v, "true") == 0 || strcmp (v, "1") == 0 || strcasecmp (v, "yes") == 0;
 }
 
-/* argparse-like: "--opt VALUE" or "--opt=VALUE". */
+/* argparse-like: "--opt VALUE" or "--opt=VALUE"; *MISSING when the value
+ * is not there. */
 static const char *
-opt_value (int argc, char **argv, int *i, const char *name)
+opt_value (int argc, char **argv, int *i, const char *name, bool *missing)
 {
   size_t n = strlen (name);
   if (strncmp (argv[*i], name, n) != 0)
@@ -100,50 +103,54 @@ opt_value (int argc, char **argv, int *i, const char *name)
     return NULL;
   if (*i + 1 >= argc)
     {
-      fprintf (stderr, "ohbox-executor: option %s needs a value\n", name);
-      exit (2);
+      *missing = true;
+      return NULL;
     }
   return argv[++*i];
 }
 
-static int
-parse_args (struct executor *ex, int argc, char **argv)
+static void
+free_plugins (struct executor *ex)
+{
+  if (ex->plugins)
+    for (char **p = ex->plugins; *p; p++)
+      free (*p);
+  free (ex->plugins);
+  ex->plugins = NULL;
+}
+
+int
+executor_parse_args (struct executor *ex, int argc, char **argv, ohbox_error_t *err)
 {
   const char *port = NULL;
   size_t nplugins = 0;
+  free_plugins (ex);
   ex->plugins = xcalloc (1, sizeof (char *));
   for (int i = 1; i < argc; i++)
     {
       const char *v;
-      if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
-        {
-          usage (stdout);
-          exit (0);
-        }
-      else if ((v = opt_value (argc, argv, &i, "--listen-address")))
+      bool missing = false;
+      if ((v = opt_value (argc, argv, &i, "--listen-address", &missing)))
         {
           unsigned char a[sizeof (struct in6_addr)];
           if (inet_pton (AF_INET, v, a) != 1 && inet_pton (AF_INET6, v, a) != 1)
-            {
-              fprintf (stderr, "ohbox-executor: --listen-address `%s` is not an IPv4 or IPv6 address\n", v);
-              return -1;
-            }
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--listen-address `%s` is not an IPv4 or IPv6 address", v);
           free (ex->listen_address);
           ex->listen_address = xstrdup (v);
         }
-      else if ((v = opt_value (argc, argv, &i, "--working-dir")))
+      else if ((v = opt_value (argc, argv, &i, "--working-dir", &missing)))
         {
           free (ex->work_dir);
           ex->work_dir = xstrdup (v);
         }
-      else if ((v = opt_value (argc, argv, &i, "--username")))
+      else if ((v = opt_value (argc, argv, &i, "--username", &missing)))
         {
           free (ex->username);
           ex->username = xstrdup (v);
         }
-      else if ((v = opt_value (argc, argv, &i, "--user-id")))
+      else if ((v = opt_value (argc, argv, &i, "--user-id", &missing)))
         ex->uid = (uid_t) strtoul (v, NULL, 10);
-      else if ((v = opt_value (argc, argv, &i, "--browsergym-eval-env")))
+      else if ((v = opt_value (argc, argv, &i, "--browsergym-eval-env", &missing)))
         {
           /* nargs: the browser is not available anyway */
           while (i + 1 < argc && strncmp (argv[i + 1], "--", 2) != 0)
@@ -162,32 +169,23 @@ parse_args (struct executor *ex, int argc, char **argv)
         ex->browser_enabled = true;
       else if (strcmp (argv[i], "--no-enable-browser") == 0)
         ex->browser_enabled = false;
+      else if (strcmp (argv[i], "--standby") == 0)
+        ex->standby = true;
+      else if (missing)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "option %s needs a value", argv[i]);
       else if (argv[i][0] == '-' && argv[i][1])
-        {
-          fprintf (stderr, "ohbox-executor: unknown option `%s`\n", argv[i]);
-          usage (stderr);
-          return -1;
-        }
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unknown option `%s`", argv[i]);
       else if (port == NULL)
         port = argv[i];
       else
-        {
-          fprintf (stderr, "ohbox-executor: unexpected argument `%s`\n", argv[i]);
-          return -1;
-        }
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unexpected argument `%s`", argv[i]);
     }
   if (port == NULL)
-    {
-      usage (stderr);
-      return -1;
-    }
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "no PORT given");
   char *end;
   long p = strtol (port, &end, 10);
-  if (*end || p < 0 || p > 65535)
-    {
-      fprintf (stderr, "ohbox-executor: invalid port `%s`\n", port);
-      return -1;
-    }
+  if (*end || end == port || p < 0 || p > 65535)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid port `%s`", port);
   ex->port = (int) p;
   return 0;
 }
@@ -244,10 +242,9 @@ executor_release (struct executor *ex)
   free (ex->home);
   free (ex->api_key);
   free (ex->bash_path);
-  if (ex->plugins)
-    for (char **p = ex->plugins; *p; p++)
-      free (*p);
-  free (ex->plugins);
+  free (ex->prestarted_user);
+  free (ex->prestarted_dir);
+  free_plugins (ex);
 }
 
 static void
@@ -268,6 +265,95 @@ reaper_main (void *arg OHBOX_UNUSED)
 }
 
 int
+executor_session_start (struct executor *ex, ohbox_error_t *err)
+{
+  if (geteuid () == 0)
+    {
+      if (init_user (ex, err) < 0)
+        return -1;
+      ex->switch_user = env_true ("SU_TO_USER", true);
+    }
+  else
+    {
+      /* A plain process: the shell runs as whoever started the executor
+       * (a user only a directory service knows: the environment's names). */
+      struct user_info pw = { 0 };
+      bool found = users_by_uid (geteuid (), &pw);
+      const char *user = getenv ("USER"), *home = getenv ("HOME");
+      free (ex->username);
+      ex->username = found ? steal_pointer (&pw.name) : xstrdup (user && *user ? user : "user");
+      ex->uid = geteuid ();
+      ex->gid = getegid ();
+      free (ex->home);
+      ex->home = found ? steal_pointer (&pw.home) : xstrdup (home && *home ? home : "/");
+      user_info_release (&pw);
+      if (ohbox_mkdir_p (AT_FDCWD, ex->work_dir, 0755, err) < 0)
+        return ohbox_error_prefix (err, "create the working directory");
+    }
+  ex->editor = editor_new (ex->work_dir);
+  /* Without bash (a busybox or distroless image before the build layers
+   * one in) the server still serves files; `run` reports the problem. */
+  ohbox_error_t e = NULL;
+  if (executor_bash_start (ex, &e) < 0)
+    {
+      fprintf (stderr, "ohbox-executor: warning: %s\n", e->msg);
+      ohbox_error_release (&e);
+    }
+  return 0;
+}
+
+const char *
+executor_api_key (struct executor *ex)
+{
+  return __atomic_load_n (&ex->api_key, __ATOMIC_ACQUIRE);
+}
+
+bool
+executor_on_standby (struct executor *ex)
+{
+  return __atomic_load_n (&ex->standby, __ATOMIC_ACQUIRE);
+}
+
+/* OHBOX_EXECUTOR_STANDBY_SESSION=USER:UID:DIR (ohbox serve's pools): the
+ * session most adoptions ask for, started now (a login shell takes
+ * milliseconds); the variable is gone before anything is spawned. */
+static int
+standby_prestart (struct executor *ex, ohbox_error_t *err)
+{
+  const char *v = getenv ("OHBOX_EXECUTOR_STANDBY_SESSION");
+  if (v == NULL || *v == '\0')
+    return 0;
+  cleanup_free char *copy = xstrdup (v);
+  unsetenv ("OHBOX_EXECUTOR_STANDBY_SESSION");
+  char *c1 = strchr (copy, ':'), *c2 = c1 ? strchr (c1 + 1, ':') : NULL;
+  char *end = NULL;
+  unsigned long uid = c1 ? strtoul (c1 + 1, &end, 10) : 0;
+  if (c1 == NULL || c2 == NULL || end != c2 || c1 == copy || c2[1] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OHBOX_EXECUTOR_STANDBY_SESSION `%s`: use USER:UID:/DIR", v);
+  *c1 = *c2 = '\0';
+  free (ex->username);
+  ex->username = xstrdup (copy);
+  ex->uid = (uid_t) uid;
+  free (ex->work_dir);
+  ex->work_dir = xstrdup (c2 + 1);
+  if (executor_session_start (ex, err) < 0)
+    return ohbox_error_prefix (err, "the standby session");
+  ex->prestarted_user = xstrdup (copy);
+  ex->prestarted_uid = (uid_t) uid;
+  ex->prestarted_dir = xstrdup (c2 + 1);
+  return 0;
+}
+
+static bool
+wants_help (int argc, char **argv)
+{
+  for (int i = 1; i < argc; i++)
+    if (strcmp (argv[i], "--help") == 0 || strcmp (argv[i], "-h") == 0)
+      return true;
+  return false;
+}
+
+int
 main (int argc, char **argv)
 {
   struct executor ex = { 0 };
@@ -275,14 +361,30 @@ main (int argc, char **argv)
   ex.username = xstrdup ("openhands");
   ex.uid = 1000;
   ex.browser_enabled = true;
-  if (parse_args (&ex, argc, argv) < 0)
+  cleanup_error ohbox_error_t err = NULL;
+  if (wants_help (argc, argv))
     {
+      usage (stdout);
+      executor_release (&ex);
+      return 0;
+    }
+  if (executor_parse_args (&ex, argc, argv, &err) < 0)
+    {
+      fprintf (stderr, "ohbox-executor: %s\n", err->msg);
+      usage (stderr);
       executor_release (&ex);
       return 2;
     }
 
   const char *key = getenv ("SESSION_API_KEY");
   ex.api_key = key && *key ? xstrdup (key) : NULL;
+  if (ex.standby && ex.api_key == NULL)
+    {
+      /* Anyone could adopt it. */
+      fprintf (stderr, "ohbox-executor: --standby needs SESSION_API_KEY\n");
+      executor_release (&ex);
+      return 2;
+    }
   const char *nc = getenv ("NO_CHANGE_TIMEOUT_SECONDS");
   ex.no_change_timeout = nc && *nc ? strtod (nc, NULL) : 10;
   if (ex.no_change_timeout <= 0)
@@ -300,6 +402,7 @@ main (int argc, char **argv)
   ex.bash_path = bp && *bp ? xstrdup (bp) : NULL;
   pthread_mutex_init (&ex.action_lock, NULL);
   pthread_mutex_init (&ex.stats_lock, NULL);
+  pthread_mutex_init (&ex.adopt_lock, NULL);
   ex.start_time = ex.last_exec_time = now_mono ();
 
   /* Signals: a closed client socket must not kill the server; TERM/INT are
@@ -318,38 +421,6 @@ main (int argc, char **argv)
   sigaddset (&stop, SIGHUP);
   pthread_sigmask (SIG_BLOCK, &stop, NULL);
 
-  cleanup_error ohbox_error_t err = NULL;
-  if (geteuid () == 0)
-    {
-      if (init_user (&ex, &err) < 0)
-        {
-          fprintf (stderr, "ohbox-executor: %s\n", err->msg);
-          executor_release (&ex);
-          return 1;
-        }
-      ex.switch_user = env_true ("SU_TO_USER", true);
-    }
-  else
-    {
-      /* A plain process: the shell runs as whoever started the executor
-       * (a user only a directory service knows: the environment's names). */
-      struct user_info pw = { 0 };
-      bool found = users_by_uid (geteuid (), &pw);
-      const char *user = getenv ("USER"), *home = getenv ("HOME");
-      free (ex.username);
-      ex.username = found ? steal_pointer (&pw.name) : xstrdup (user && *user ? user : "user");
-      ex.uid = geteuid ();
-      ex.gid = getegid ();
-      ex.home = found ? steal_pointer (&pw.home) : xstrdup (home && *home ? home : "/");
-      user_info_release (&pw);
-      if (ohbox_mkdir_p (AT_FDCWD, ex.work_dir, 0755, &err) < 0)
-        {
-          fprintf (stderr, "ohbox-executor: create the working directory: %s\n", err->msg);
-          executor_release (&ex);
-          return 1;
-        }
-    }
-
   if (getpid () == 1)
     {
       pthread_t reaper;
@@ -357,13 +428,19 @@ main (int argc, char **argv)
       pthread_detach (reaper);
     }
 
-  ex.editor = editor_new (ex.work_dir);
-  /* Without bash (a busybox or distroless image before the build layers
-   * one in) the server still serves files; `run` reports the problem. */
-  if (executor_bash_start (&ex, &err) < 0)
+  /* On standby the session starts with the adoption (adopt.c), or now
+   * for the user and directory the pool expects. */
+  if (ex.standby && standby_prestart (&ex, &err) < 0)
     {
-      fprintf (stderr, "ohbox-executor: warning: %s\n", err->msg);
-      ohbox_error_release (&err);
+      fprintf (stderr, "ohbox-executor: %s\n", err->msg);
+      executor_release (&ex);
+      return 2;
+    }
+  if (!ex.standby && executor_session_start (&ex, &err) < 0)
+    {
+      fprintf (stderr, "ohbox-executor: %s\n", err->msg);
+      executor_release (&ex);
+      return 1;
     }
 
   struct server *srv = NULL;
@@ -375,18 +452,24 @@ main (int argc, char **argv)
       executor_release (&ex);
       return 1;
     }
-  fprintf (stderr, "ohbox-executor: listening on port %d of %s, working directory %s, user %s\n", ex.port,
-           ex.listen_address ? ex.listen_address : "every address", ex.work_dir, ex.username);
+  if (ex.standby)
+    fprintf (stderr, "ohbox-executor: on standby on port %d of %s\n", ex.port,
+             ex.listen_address ? ex.listen_address : "every address");
+  else
+    fprintf (stderr, "ohbox-executor: listening on port %d of %s, working directory %s, user %s\n", ex.port,
+             ex.listen_address ? ex.listen_address : "every address", ex.work_dir, ex.username);
 
   int sig = 0;
   sigwait (&stop, &sig);
   server_stop (srv);
+  pthread_mutex_lock (&ex.adopt_lock);
   pthread_mutex_lock (&ex.action_lock);
   bash_session_free (ex.bash);
   ex.bash = NULL;
   editor_free (ex.editor);
   ipython_free (ex.ipython);
   pthread_mutex_unlock (&ex.action_lock);
+  pthread_mutex_unlock (&ex.adopt_lock);
   executor_release (&ex);
   return 0;
 }

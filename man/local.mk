@@ -27,3 +27,4 @@ dist_man_MANS += man/ohbox-action.1 man/libohbox.3
 dist_man_MANS += man/ohbox-ci.1
 dist_man_MANS += man/ohbox-attach.1
 dist_man_MANS += man/ohbox-check.1
+dist_man_MANS += man/ohbox-serve.1

@@ -45,6 +45,7 @@ static const struct command commands[] = {
   { "push", cli_push, "Push an image to a registry" },
   { "attach", cli_attach, "Attach to the terminal of a sandbox started with -d -t" },
   { "ci", cli_ci, "Run CI jobs in sandboxes (GitLab Runner custom executor)" },
+  { "serve", cli_serve, "Serve OpenHands' remote runtime API (sandboxes on demand)" },
   { NULL, NULL, NULL },
 };
 

@@ -17,12 +17,13 @@ src=$OHBOX_SRCDIR
 required="test-cgroup/test_detect_real test-cgroup/test_create_limits test-cgroup/test_oom_kill
 test-cgroup/test_pids_limit test-cgroup/test_cpu_quota test-cgroup/test_freeze_thaw test-cgroup/test_stats
 test-cgroup-lifecycle/test_clone_into_cgroup test-cgroup-lifecycle/test_kill_all
-test-cgroup-lifecycle/test_rootless_delegated test-cgroup-lifecycle/test_create_destroy_loop"
+test-cgroup-lifecycle/test_rootless_delegated test-cgroup-lifecycle/test_create_destroy_loop
+test-cgroup-lifecycle/test_device_rules"
 # ... and through `ohbox run` (tests/guest/ohbox-checks.sh), unless ohbox
 # could not be packed (a FAIL of its own).
 ohbox_required="ohbox/memory-oom-exit-137 ohbox/memory-oom-events ohbox/memory-swap ohbox/pids-limit-eagain
 ohbox/cpu-max-weight-usage ohbox/pause-unpause ohbox/stats ohbox/stop-rm ohbox/sys-fs-cgroup
-ohbox/rootless-delegated ohbox/rootless-undelegated-warns ohbox/nothing-left"
+ohbox/rootless-delegated ohbox/rootless-undelegated-warns ohbox/device-filter ohbox/nothing-left"
 
 missing=
 command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"

@@ -894,6 +894,59 @@ test_size_limit (void)
   ohbox_buf_free (&raw);
 }
 
+/* The layers of one image share a budget: bytes together, and the free
+ * space of the filesystem written. */
+static void
+unpack_budget (const struct ohbox_buf *blob, struct ohbox_unpack_budget *b, struct result *r)
+{
+  struct ohbox_layer_options opts = { .budget = b };
+  int fd = blob_fd (blob);
+  ohbox_error_t err = NULL;
+  memset (r, 0, sizeof *r);
+  r->rc = ohbox_layer_unpack (fd, layer_fd, &opts, r->diffid, &r->st, &err);
+  close (fd);
+  if (err)
+    {
+      r->kind = err->kind;
+      snprintf (r->msg, sizeof r->msg, "%s", err->msg);
+      ohbox_error_release (&err);
+    }
+}
+
+static void
+test_budget (void)
+{
+  static const struct ent part = { .path = "part", .perm = 0644, .len = 1500 * 1000 };
+  struct ohbox_buf raw = TAR (&part);
+  struct ohbox_buf blob = compress (&raw, "zstd");
+  ohbox_buf_free (&raw);
+  struct result r;
+  struct stat st;
+  setup ();
+  struct ohbox_unpack_budget b = { .max = 2 * 1000 * 1000, .fs_fd = layer_fd, .fs_name = "the test's",
+                                   .check_every = 64 * 1024 };
+  /* Each layer within it, the second over it together with the first. */
+  unpack_budget (&blob, &b, &r);
+  CHECK (r.rc == 0, "%s", r.msg);
+  setup ();
+  b.fs_fd = layer_fd;
+  unpack_budget (&blob, &b, &r);
+  CHECK (r.rc < 0 && r.kind == OHBOX_ERR_INTEGRITY, "rc %d: %s", r.rc, r.msg);
+  CHECK (strstr (r.msg, "the image's layers exceed the unpacked size limit of 2.0 MB (2000000 bytes) together"),
+         "%s", r.msg);
+  CHECK (lstat_layer ("part", &st) < 0 || st.st_size < 1500 * 1000, "the part was written whole");
+  /* A filesystem with less free than the margin: nothing is written. */
+  setup ();
+  struct ohbox_unpack_budget full = { .fs_fd = layer_fd, .fs_name = "the test's", .min_free = UINT64_MAX / 4,
+                                      .check_every = 64 * 1024 };
+  unpack_budget (&blob, &full, &r);
+  CHECK (r.rc < 0 && r.kind == OHBOX_ERR_STORE, "rc %d: %s", r.rc, r.msg);
+  CHECK (strstr (r.msg, "unpacking would leave the store `the test's` less than") != NULL, "%s", r.msg);
+  CHECK (strstr (r.msg, "No space left on device") != NULL, "%s", r.msg);
+  CHECK (lstat_layer ("part", &st) < 0, "wrote with no room");
+  ohbox_buf_free (&blob);
+}
+
 static void
 test_corrupt_streams (void)
 {
@@ -1421,6 +1474,7 @@ UNIT_MAIN_BEGIN ("test-layer")
   RUN_TEST (test_utf8_names);
   RUN_TEST (test_diffid);
   RUN_TEST (test_size_limit);
+  RUN_TEST (test_budget);
   RUN_TEST (test_corrupt_streams);
   RUN_TEST (test_overwrite);
   RUN_TEST (test_directory_metadata_order);

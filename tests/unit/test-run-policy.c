@@ -329,6 +329,97 @@ test_other_checks (void)
   CHECK (plan (&req, false, &user, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
 }
 
+/* --storage-size: root only, 16 MiB at least, none for a read-only rootfs. */
+static void
+test_storage_size (void)
+{
+  struct ohbox_host_abilities root = host (0, false, false), user = host (1000, true, true);
+  struct ohbox_run_plan p;
+  int kind;
+  struct ohbox_run_request req = { .image = "img", .network = "none", .storage_size = 32 << 20 };
+  CHECK (plan (&req, false, &root, &p, NULL) == 0 && p.opts.storage_size == 32 << 20 && p.n_warnings == 0);
+  ohbox_run_plan_clear (&p);
+  CHECK (plan (&req, false, &user, &p, &kind) < 0 && kind == OHBOX_ERR_UNSUPPORTED, "rootless");
+  req.storage_size = (16 << 20) - 1;
+  CHECK (plan (&req, false, &root, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE, "below 16 MiB");
+  req.storage_size = 1ull << 40;
+  req.read_only = true;
+  CHECK (plan (&req, false, &root, &p, NULL) == 0 && p.opts.storage_size == 0 && has_warning (&p, "--read-only"));
+  ohbox_run_plan_clear (&p);
+}
+
+/* A server front door (ohbox serve): the service port of a runtime image's
+ * executor or of the request's own command, always on a free host port;
+ * a standby executor; labels. */
+static void
+test_service_port (void)
+{
+  struct ohbox_host_abilities hosts[] = { host (0, false, false), host (1000, false, true) };
+  struct ohbox_run_plan p;
+  int kind;
+  for (size_t i = 0; i < sizeof hosts / sizeof hosts[0]; i++)
+    {
+      struct ohbox_run_request req = { .image = "rt", .service_port = 60000, .executor_standby = true };
+      CHECK (plan (&req, true, &hosts[i], &p, NULL) == 0);
+      CHECK (p.executor.enabled && !p.executor.own_command && p.executor.standby);
+      CHECK (p.executor.port == 60000 && p.executor.host_port == 0);
+      CHECK (count (p.publish) == 1);
+      CHECK_STR (p.publish[0], "127.0.0.1::60000/tcp");
+      CHECK (strcmp (p.opts.command[0], "60000") == 0);
+      CHECK_STR (p.opts.command[count (p.opts.command) - 1], "--standby");
+      CHECK (p.opts.executor_port == 60000);
+      ohbox_run_plan_clear (&p);
+      /* The request's own command (OpenHands' server argv; any image's). */
+      char *ep[] = { (char *) "/openhands/micromamba/bin/micromamba", NULL };
+      char *cmd[] = { (char *) "run", NULL };
+      req = (struct ohbox_run_request){ .image = "rt", .service_port = 60000, .entrypoint = ep, .command = cmd };
+      for (int runtime = 0; runtime < 2; runtime++)
+        {
+          CHECK (plan (&req, runtime, &hosts[i], &p, NULL) == 0);
+          CHECK (p.executor.enabled && p.executor.own_command && p.executor.argv == NULL);
+          CHECK (p.opts.command == cmd && p.opts.entrypoint == ep);
+          CHECK_STR (p.publish[0], "127.0.0.1::60000/tcp");
+          CHECK (p.opts.executor_port == 60000 && p.executor.key_source);
+          ohbox_error_t err = NULL;
+          CHECK (ohbox_run_plan_realize (&p, &err) == 0 && p.executor.api_key);
+          bool keyed = false;
+          for (size_t k = 0; p.env[k]; k++)
+            keyed = keyed || strncmp (p.env[k], "SESSION_API_KEY=", 16) == 0;
+          CHECK (keyed && p.opts.executor_key == p.executor.api_key);
+          ohbox_run_plan_clear (&p);
+        }
+    }
+  /* Standby needs the executor; a service port and an executor port: one. */
+  char *cmd[] = { (char *) "sh", NULL };
+  struct ohbox_run_request req = { .image = "rt", .service_port = 60000, .executor_standby = true, .command = cmd };
+  CHECK (plan (&req, true, &hosts[0], &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+  req = (struct ohbox_run_request){ .image = "rt", .executor_standby = true };
+  CHECK (plan (&req, true, &hosts[0], &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+  req = (struct ohbox_run_request){ .image = "rt", .service_port = 60000, .executor_port = 9000 };
+  CHECK (plan (&req, true, &hosts[0], &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+  req = (struct ohbox_run_request){ .image = "rt", .service_port = 70000 };
+  CHECK (plan (&req, true, &hosts[0], &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+}
+
+static void
+test_labels (void)
+{
+  struct ohbox_host_abilities h = host (0, false, false);
+  struct ohbox_run_plan p;
+  int kind;
+  char *ok[] = { (char *) "org.ohbox.serve=1", (char *) "x=", NULL };
+  struct ohbox_run_request req = { .image = "img", .labels = ok };
+  CHECK (plan (&req, false, &h, &p, NULL) == 0 && p.opts.labels == ok);
+  ohbox_run_plan_clear (&p);
+  char *bad[][3] = { { (char *) "novalue", NULL }, { (char *) "=v", NULL }, { (char *) "a b=c", NULL },
+                     { (char *) "k=1", (char *) "k=2", NULL } };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    {
+      req.labels = bad[i];
+      CHECK (plan (&req, false, &h, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE, "label set %zu", i);
+    }
+}
+
 UNIT_MAIN_BEGIN ("test-run-policy")
 RUN_TEST (test_default_network);
 RUN_TEST (test_explicit_network);
@@ -339,4 +430,7 @@ RUN_TEST (test_runtime_unreachable);
 RUN_TEST (test_keys);
 RUN_TEST (test_label_only);
 RUN_TEST (test_other_checks);
+RUN_TEST (test_storage_size);
+RUN_TEST (test_service_port);
+RUN_TEST (test_labels);
 UNIT_MAIN_END

@@ -101,6 +101,48 @@ ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox
   return 0;
 }
 
+int
+ohbox_sandbox_executor_record (struct ohbox_runtime *rt, const char *id, struct ohbox_executor_info *ret,
+                               ohbox_error_t *err)
+{
+  memset (ret, 0, sizeof *ret);
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    return -1;
+  json_t *j = NULL;
+  if (ohbox_state_read_json (dfd, EXECUTOR_FILE, &j, err) < 0)
+    return -1;
+  const char *url = json_string_value (json_object_get (j, "url"));
+  const char *key = json_string_value (json_object_get (j, "api_key"));
+  if (key == NULL || (url && strncmp (url, "http://", 7) != 0))
+    {
+      json_decref (j);
+      return ohbox_error (err, OHBOX_ERR_STORE, 0, "state file `%s` of sandbox `%.12s` is corrupt", EXECUTOR_FILE,
+                          id);
+    }
+  ret->id = xstrdup (id);
+  ret->url = url ? xstrdup (url) : NULL;
+  ret->api_key = xstrdup (key);
+  json_decref (j);
+  return 0;
+}
+
+int
+ohbox_sandbox_executor_rekey (struct ohbox_runtime *rt, const char *id, const char *api_key, ohbox_error_t *err)
+{
+  if (api_key == NULL || *api_key == '\0')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "an empty session key would let any request in");
+  struct ohbox_executor_info x;
+  if (ohbox_sandbox_executor_record (rt, id, &x, err) < 0)
+    return -1;
+  cleanup_close int dfd = -1;
+  int r = ohbox_state_open (rt, id, &dfd, err);
+  if (r == 0)
+    r = ohbox_executor_record (dfd, x.url, api_key, err);
+  ohbox_executor_info_clear (&x);
+  return r;
+}
+
 /* ---- the request ---- */
 
 static pthread_once_t curl_once = PTHREAD_ONCE_INIT;

@@ -29,6 +29,15 @@ int ohbox_executor_record (int dirfd, const char *url, const char *api_key, ohbo
 int ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox_executor_info *ret,
                             ohbox_error_t *err);
 void ohbox_executor_info_clear (struct ohbox_executor_info *x);
+/* The record of sandbox ID (its full id) as the run wrote it, whatever
+ * state the sandbox is in (URL NULL: not reachable from the host);
+ * OHBOX_ERR_NOT_FOUND when it has none. For front doors that watch their
+ * sandboxes' state themselves (`ohbox serve`). */
+int ohbox_sandbox_executor_record (struct ohbox_runtime *rt, const char *id, struct ohbox_executor_info *ret,
+                                   ohbox_error_t *err);
+/* Replaces the session key of sandbox ID's record (`ohbox serve`: a warm
+ * pool's sandbox given to a session, whose executor took that key). */
+int ohbox_sandbox_executor_rekey (struct ohbox_runtime *rt, const char *id, const char *api_key, ohbox_error_t *err);
 
 struct ohbox_action_options
 {

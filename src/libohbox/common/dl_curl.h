@@ -19,6 +19,7 @@
   X (curl_easy_escape) \
   X (curl_easy_getinfo) \
   X (curl_easy_init) \
+  X (curl_easy_pause) \
   X (curl_easy_perform) \
   X (curl_easy_reset) \
   X (curl_easy_setopt) \
@@ -68,6 +69,7 @@ int ohbox_dl_curl_load (ohbox_error_t *err);
 #define curl_easy_escape (ohbox_dl_curl.curl_easy_escape)
 #define curl_easy_getinfo (ohbox_dl_curl.curl_easy_getinfo)
 #define curl_easy_init (ohbox_dl_curl.curl_easy_init)
+#define curl_easy_pause (ohbox_dl_curl.curl_easy_pause)
 #define curl_easy_perform (ohbox_dl_curl.curl_easy_perform)
 #define curl_easy_reset (ohbox_dl_curl.curl_easy_reset)
 #define curl_easy_setopt (ohbox_dl_curl.curl_easy_setopt)

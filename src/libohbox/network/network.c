@@ -29,8 +29,8 @@ static pthread_once_t rootless_once = PTHREAD_ONCE_INIT;
 static void
 rootless_root_init (void)
 {
-  const char *x = getenv ("XDG_RUNTIME_DIR");
-  rootless_root = x && *x ? xasprintf ("%s/ohbox/net", x) : xasprintf ("/tmp/ohbox-%u/net", (unsigned) geteuid ());
+  cleanup_free char *base = ohbox_runtime_base_dir ();
+  rootless_root = xasprintf ("%s/net", base);
 }
 
 const char *
@@ -50,11 +50,9 @@ static int
 open_netroot (ohbox_error_t *err)
 {
   const char *root = ohbox_network_root ();
-  if (ohbox_mkdir_p (AT_FDCWD, root, 0700, err) < 0)
-    return ohbox_error_prefix (err, "network state");
-  int fd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ohbox_private_dir_open (root, err);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", root);
+    return ohbox_error_prefix (err, "network state");
   if ((mkdirat (fd, "ip", 0700) < 0 && errno != EEXIST) || (mkdirat (fd, "port", 0700) < 0 && errno != EEXIST))
     {
       ohbox_error_errno (err, "create `%s/ip` and `%s/port`", root, root);
@@ -80,6 +78,55 @@ open_netroot_locked (int *ret_lock, ohbox_error_t *err)
       return ohbox_error_prefix (err, "lock the network state");
     }
   return fd;
+}
+
+/* Whether a fixed host port of REQS is leased to a sandbox whose teardown
+ * is at work (sandbox_internal.h: it exited, its network is being
+ * released, and nobody waits for that): the lease goes in milliseconds. */
+static bool
+fixed_port_being_released (int netfd, const struct ohbox_publish *reqs, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    for (unsigned h = reqs[i].host_lo; reqs[i].host_lo && h <= reqs[i].host_hi; h++)
+      {
+        char name[32], owner[PATH_MAX];
+        memcpy (name, "port/", 5);
+        ohbox_port_lease_name (reqs[i].proto, (uint16_t) h, name + 5);
+        ssize_t len = readlinkat (netfd, name, owner, sizeof owner - 1);
+        if (len <= 0)
+          continue;
+        owner[len] = '\0';
+        cleanup_close int dfd = open (owner, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+        if (dfd >= 0 && ohbox_state_teardown_busy (dfd))
+          return true;
+      }
+  return false;
+}
+
+/* ohbox_ports_allocate, waiting (up to 10 s) for fixed ports that a
+ * stopped sandbox's teardown still holds: `run --rm -p 8080:80` twice in a
+ * row must not fail because the first returned before its teardown. The
+ * network lock is let go while waiting (the teardown needs it). */
+static int
+allocate_ports (struct ohbox_network *n, int *netfd, int *lock, const struct ohbox_publish *reqs, size_t n_req,
+                ohbox_error_t *err)
+{
+  for (int tries = 0;; tries++)
+    {
+      if (ohbox_ports_allocate (*netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) == 0)
+        return 0;
+      if ((*err)->errno_value != EADDRINUSE || tries >= 500 || !fixed_port_being_released (*netfd, reqs, n_req))
+        return -1;
+      ohbox_error_release (err);
+      close (*lock);
+      close (*netfd);
+      *lock = *netfd = -1;
+      struct timespec ts = { 0, 20 * 1000 * 1000 };
+      nanosleep (&ts, NULL);
+      *netfd = open_netroot_locked (lock, err);
+      if (*netfd < 0)
+        return -1;
+    }
 }
 
 /* $OHBOX_NETWORK_SUBNET or the default: network address and prefix. */
@@ -331,7 +378,7 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
       cleanup_close int netfd = open_netroot_locked (&lock, err);
       if (netfd < 0)
         return -1;
-      if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
+      if (allocate_ports (n, &netfd, &lock, reqs, n_req, err) < 0)
         return -1;
       /* slirp4netns or pasta binds them itself (the lease keeps other
        * sandboxes of this user away); closed before the clone, which would
@@ -368,7 +415,7 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
     return -1;
   if (lease_ip (netfd, n->state_dir, net, n->prefix, &n->ip, err) < 0)
     return -1;
-  if (ohbox_ports_allocate (netfd, n->state_dir, reqs, n_req, &n->maps, &n->n_maps, &n->port_fds, err) < 0)
+  if (allocate_ports (n, &netfd, &lock, reqs, n_req, err) < 0)
     return -1;
   n->n_ports = n->n_maps;
   char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
@@ -579,6 +626,16 @@ out:
   if (r < 0)
     ohbox_error_prefix (err, "connect the sandbox to `%s`", OHBOX_NET_BRIDGE);
   return r;
+}
+
+void
+ohbox_network_unreserve (struct ohbox_network *n)
+{
+  if (n == NULL)
+    return;
+  for (size_t i = 0; i < n->n_ports; i++)
+    close (n->port_fds[i]);
+  n->n_ports = 0;
 }
 
 void

@@ -98,6 +98,10 @@ int ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int
  * NULL when it is not published. */
 char *ohbox_network_published_url (struct ohbox_network *n, uint16_t ctr_port);
 /* Frees N (closes the reserved ports: call once the leases are released). */
+/* Lets go of the host ports a bridge sandbox's monitor keeps bound (its
+ * teardown: the leases and elements go next, and a sandbox started right
+ * after may bind the same ports). */
+void ohbox_network_unreserve (struct ohbox_network *n);
 void ohbox_network_free (struct ohbox_network *n);
 
 /* Releases what sandbox ID holds (STATE_DIR: its state dir path, DIRFD

@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "build/runtime_image.h"
+#include "sandbox/snapshot.h"
 #include "network/network.h"
 #include "common/utils.h"
 
@@ -200,7 +201,8 @@ executor_on_bridge (struct ohbox_run_plan *p)
     }
   x->published = true;
   x->host_address = xstrdup (OHBOX_EXECUTOR_HOST_ADDRESS);
-  x->host_port = p->req->executor_port;
+  /* A service port is never the host's: many sandboxes share it. */
+  x->host_port = p->req->service_port ? 0 : p->req->executor_port;
   if (x->host_port)
     vpush (p->publish, xasprintf ("%s:%d:%d/tcp", OHBOX_EXECUTOR_HOST_ADDRESS, x->host_port, x->port));
   else
@@ -227,7 +229,7 @@ executor_network (struct ohbox_run_plan *p, ohbox_error_t *err)
       x->listen_address = OHBOX_EXECUTOR_HOST_ADDRESS;
       x->host_address = xstrdup (OHBOX_EXECUTOR_HOST_ADDRESS);
       x->reachable = true;
-      x->port = x->host_port = p->req->executor_port;
+      x->port = x->host_port = p->req->service_port ? p->req->service_port : p->req->executor_port;
       plan_warn (p, "--network host: the runtime sandbox shares the host's network: agent code in it reaches "
                     "every service on the host's loopback and its abstract unix sockets, and can bind host ports; "
                     "its executor listens on 127.0.0.1 only");
@@ -291,10 +293,35 @@ executor_finish (struct ohbox_plan_executor *x)
 {
   if (x->port > 0)
     {
-      x->argv = ohbox_runtime_executor_argv (x->port, x->listen_address);
+      if (!x->own_command)
+        {
+          x->argv = ohbox_runtime_executor_argv (x->port, x->listen_address);
+          if (x->standby)
+            {
+              size_t n = vlen (x->argv);
+              x->argv = xrealloc (x->argv, (n + 2) * sizeof (char *));
+              x->argv[n] = xstrdup ("--standby");
+              x->argv[n + 1] = NULL;
+            }
+        }
       if (x->reachable && x->host_port > 0)
         x->url = xasprintf ("http://%s:%d", x->host_address, x->host_port);
     }
+}
+
+/* service_port with a command of the request's or the image's own: served
+ * like an executor, started as given. */
+static int
+plan_own_service (struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  struct ohbox_plan_executor *x = &p->executor;
+  x->enabled = true;
+  x->own_command = true;
+  x->port = p->req->service_port;
+  if (executor_key (p, err) < 0 || executor_network (p, err) < 0)
+    return -1;
+  executor_finish (x);
+  return 0;
 }
 
 static int
@@ -304,12 +331,22 @@ plan_executor (struct ohbox_run_plan *p, bool labelled, ohbox_error_t *err)
   bool default_command = vlen (req->command) == 0 && req->entrypoint == NULL;
   if (req->executor_port < 0 || req->executor_port > 65535)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "executor port %d is not a port number", req->executor_port);
+  if (req->service_port < 0 || req->service_port > 65535)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "service port %d is not a port number", req->service_port);
+  if (req->service_port && req->executor_port)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "a service port and an executor port: give one");
+  bool runs_executor = p->runtime_image && default_command && !req->no_executor;
+  if (req->executor_standby && !(req->service_port && runs_executor))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                        "a standby executor needs a runtime image run without a command, on a service port");
   if (labelled && default_command)
     plan_warn (p, "image `%s` carries the label org.ohbox.runtime=1, but `ohbox build` did not make it in this store: "
                   "it runs as an ordinary image (its own entrypoint and command; no executor started, no session "
                   "key); `ohbox build` its base to make a runtime image",
                req->image);
-  if (!(p->runtime_image && default_command && !req->no_executor))
+  if (req->service_port && !runs_executor)
+    return plan_own_service (p, err);
+  if (!runs_executor)
     {
       if (req->executor_port || req->api_key)
         plan_warn (p, "%s is ignored: `%s` is %s", req->executor_port ? "the executor port" : "the session API key",
@@ -319,13 +356,93 @@ plan_executor (struct ohbox_run_plan *p, bool labelled, ohbox_error_t *err)
   struct ohbox_plan_executor *x = &p->executor;
   x->enabled = true;
   x->port = req->executor_port ? req->executor_port : OHBOX_EXECUTOR_DEFAULT_PORT;
+  x->standby = req->executor_standby;
+  if (req->service_port)
+    x->port = req->service_port;
   if (executor_key (p, err) < 0 || executor_network (p, err) < 0)
     return -1;
   executor_finish (x);
   return 0;
 }
 
+
 /* ---- the rest ---- */
+
+/* --storage-size: a filesystem of its own on a loop device (snapshot.h),
+ * which only root may attach. */
+static int
+plan_storage_size (struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  const struct ohbox_run_request *req = p->req;
+  if (req->storage_size == 0)
+    return 0;
+  if (req->storage_size < OHBOX_SNAPSHOT_MIN_SIZE)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--storage-size %llu is too small: at least %d MiB",
+                        (unsigned long long) req->storage_size, OHBOX_SNAPSHOT_MIN_SIZE >> 20);
+  if (p->rootless)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--storage-size needs root: the writable layer is bounded "
+                        "by a filesystem of its own on a loop device, which only root may attach");
+  if (req->read_only)
+    plan_warn (p, "--storage-size is ignored with --read-only: the root filesystem has no writable layer");
+  return 0;
+}
+
+/* --device and --gpus: their nodes, mounts and environment. */
+static int
+plan_devices (struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  const struct ohbox_run_request *req = p->req;
+  const char *const *dirs = (const char *const *) req->cdi_spec_dirs;
+  for (size_t i = 0; req->devices && req->devices[i]; i++)
+    {
+      const char *d = req->devices[i];
+      int r = ohbox_cdi_is_qualified_name (d) ? ohbox_cdi_resolve (dirs, &d, 1, &p->devices, err)
+                                              : ohbox_device_parse_host (d, &p->devices, err);
+      if (r < 0)
+        return -1;
+    }
+  if (req->gpus)
+    {
+      struct ohbox_gpu_request gpus;
+      if (ohbox_gpu_request_parse (req->gpus, &gpus, err) < 0)
+        return -1;
+      int r = ohbox_gpus_resolve (dirs, &gpus, &p->devices, err);
+      ohbox_gpu_request_free (&gpus);
+      if (r < 0)
+        return -1;
+    }
+  if (p->devices.n_names > 0 && p->rootless)
+    plan_warn (p, "rootless: the devices' nodes keep the host's owner and mode inside, and no device cgroup "
+               "limits them (the sandbox still reaches no other node)");
+  return 0;
+}
+
+/* KEY=VALUE, keys unique and printable: they are looked up by key. */
+static int
+check_labels (char **labels, ohbox_error_t *err)
+{
+  size_t n = vlen (labels), total = 0;
+  if (n > OHBOX_SANDBOX_MAX_LABELS)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many labels (at most %d)", OHBOX_SANDBOX_MAX_LABELS);
+  for (size_t i = 0; i < n; i++)
+    {
+      const char *eq = strchr (labels[i], '=');
+      total += strlen (labels[i]);
+      if (eq == NULL || eq == labels[i])
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: use KEY=VALUE", labels[i]);
+      for (const char *c = labels[i]; c < eq; c++)
+        if (*c <= ' ' || *c >= 0x7f)
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: the key must be printable ASCII", labels[i]);
+      for (size_t k = 0; k < i; k++)
+        if (strncmp (labels[k], labels[i], (size_t) (eq - labels[i]) + 1) == 0)
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%.*s` is given twice", (int) (eq - labels[i]),
+                              labels[i]);
+    }
+  if (total > OHBOX_SANDBOX_MAX_LABEL_BYTES)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the labels are too long (at most %d bytes)",
+                        OHBOX_SANDBOX_MAX_LABEL_BYTES);
+  return 0;
+}
 
 static int
 plan_checks (struct ohbox_run_plan *p, ohbox_error_t *err)
@@ -337,7 +454,10 @@ plan_checks (struct ohbox_run_plan *p, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");
   if (req->timeout < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the timeout must not be negative");
-  if (ohbox_cgroup_limits_validate (&req->limits, err) < 0)
+  if (ohbox_cgroup_limits_validate (&req->limits, err) < 0 || plan_storage_size (p, err) < 0
+      || plan_devices (p, err) < 0)
+    return -1;
+  if (check_labels (req->labels, err) < 0)
     return -1;
   if (ohbox_cgroup_limits_any (&req->limits) && !p->host->cgroup_limits)
     plan_warn (p, "%s", p->host->cgroup_warning ? p->host->cgroup_warning
@@ -353,7 +473,7 @@ fill_options (struct ohbox_run_plan *p)
   struct ohbox_run_options *o = &p->opts;
   o->image = req->image;
   o->image_id = p->image_id;
-  o->command = p->executor.enabled ? p->executor.argv : req->command;
+  o->command = p->executor.enabled && !p->executor.own_command ? p->executor.argv : req->command;
   o->entrypoint = req->entrypoint;
   o->env = p->env;
   o->name = req->name;
@@ -376,6 +496,8 @@ fill_options (struct ohbox_run_plan *p)
   o->dns = req->dns;
   o->add_hosts = req->add_hosts;
   o->limits = req->limits;
+  o->storage_size = req->read_only ? 0 : req->storage_size;
+  o->devices = p->devices.n_names > 0 ? &p->devices : NULL;
   o->cap_add = req->cap_add;
   o->cap_drop = req->cap_drop;
   o->seccomp_profile = req->seccomp_profile;
@@ -383,6 +505,7 @@ fill_options (struct ohbox_run_plan *p)
   o->no_new_privs = req->no_new_privs;
   o->userns_host = req->userns_host;
   o->timeout = req->timeout;
+  o->labels = req->labels;
   o->executor_key = p->executor.enabled ? p->executor.api_key : NULL;
   o->executor_url = p->executor.enabled ? p->executor.url : NULL;
   /* On the bridge the URL is that of the port as published (chosen at the

@@ -51,9 +51,21 @@
  *             peers (the host, and the bridge, which the bridge's own
  *             isolation governs), and would miss pasta, which delivers the
  *             host's loopback connections to the namespace's loopback.
+ *   service   (ohbox serve) service_port: a runtime image run without a
+ *   port      command gets its executor on that port, any other command
+ *             keeps its argv; either way the port is handled as the
+ *             executor's above (published on the host's 127.0.0.1 at a free
+ *             port on the bridge, a session key in SESSION_API_KEY), so the
+ *             server reaches every sandbox's own server the same way.
  *   else      as given; the limits are checked together; a limit on a host
  *             whose cgroups cannot carry it (rootless without a delegated
- *             subtree) is a warning; --userns host needs root.
+ *             subtree) is a warning; --userns host needs root;
+ *             --storage-size needs root and 16 MiB at least, and is
+ *             ignored with a warning for a read-only rootfs.
+ *   devices   --device (CDI names or host nodes) and --gpus are resolved
+ *             here, against the CDI specs and the host's nodes, so that a
+ *             dry run shows every node and mount; a name no spec defines,
+ *             a malformed spec, a missing driver are the request's errors.
  *
  * Reserved for the engineers who add them: a named network (`--network
  * NAME`) and an egress policy (`--egress`) are a request field and a plan
@@ -110,6 +122,9 @@ struct ohbox_run_request
   char **publish; /* -p specs */
   char **dns, **add_hosts;
   struct ohbox_cgroup_limits limits;
+  /* The writable layer's size in bytes (0: unbounded; root only, at least
+   * OHBOX_SNAPSHOT_MIN_SIZE; ignored with READ_ONLY, which has none). */
+  uint64_t storage_size;
   char **cap_add, **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
   /* no_new_privs for the command (`--security-opt no-new-privileges`). Off
@@ -127,6 +142,30 @@ struct ohbox_run_request
   /* Never start a runtime image's executor: the image's own command runs
    * (CI services, which are images like any other). */
   bool no_executor;
+  /* A server front door's sandbox (`ohbox serve`): the TCP port its server
+   * listens on inside. A runtime image run without a command: its
+   * executor; otherwise the request's (or the image's) own command, which
+   * ohbox does not start differently. Either way the port is published and
+   * recorded with the session key as a runtime sandbox's executor is, on a
+   * free port of the host (never SERVICE_PORT itself: many sandboxes use
+   * the same one), and the key is in SESSION_API_KEY of the environment.
+   * 0: none; not with executor_port. */
+  int service_port;
+  /* With service_port, a runtime image's executor starts on standby (warm
+   * pools): it serves nothing but /alive and one POST /ohbox/adopt, which
+   * gives it its session (key, user, environment, directories) and only
+   * the key the plan made may send (executor/README.md). */
+  bool executor_standby;
+  /* KEY=VALUE labels recorded with the sandbox (config.json; `ohbox ps
+   * --format json`), for whoever started it to find it again; nothing in
+   * the run reads them. */
+  char **labels;
+  /* Devices: `--device` values (CDI names VENDOR/CLASS=NAME, or
+   * HOSTPATH[:CTRPATH][:rwm]), the CDI spec folders (NULL: /etc/cdi and
+   * /var/run/cdi), `--gpus` (NULL: none). */
+  char **devices;
+  char **cdi_spec_dirs;
+  const char *gpus;
 };
 
 /* ---- the plan ---- */
@@ -146,6 +185,10 @@ enum ohbox_net_backend
 struct ohbox_plan_executor
 {
   bool enabled;         /* a runtime sandbox: the executor is the command */
+  /* service_port of a command that is not ohbox's executor: published and
+   * keyed like one, the command as the request gives it (argv NULL). */
+  bool own_command;
+  bool standby;         /* executor_standby */
   int port;             /* its TCP port in the sandbox's network namespace */
   const char *listen_address;
   bool reachable;       /* from the host: published, or the host's network */
@@ -178,6 +221,8 @@ struct ohbox_run_plan
   const struct ohbox_host_abilities *host;
   char **warnings;
   size_t n_warnings;
+  /* What the requested devices add (nothing when none is asked for). */
+  struct ohbox_device_edits devices;
   bool realized;
   /* What ohbox_sandbox_run gets, pointing into the plan and the request;
    * complete after ohbox_run_plan_realize. Front doors may set its output

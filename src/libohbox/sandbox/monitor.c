@@ -1,7 +1,8 @@
 /* monitor.c: the per-sandbox monitor loop (see sandbox.h): waits on the
  * init's pidfd, copies a detached sandbox's output into a bounded log,
  * forwards signals in the foreground, proxies a terminal, then records the
- * exit status and cleans up; kills the sandbox at its --timeout. It
+ * exit status and cleans up; kills the sandbox at its --timeout; relays
+ * the caller's terminals without -t (relay.h). It
  * allocates nothing per event: its memory is what the fork left it plus one
  * 16 KiB buffer (and, for on_output in the foreground, two line buffers). */
 #include "config.h"
@@ -214,6 +215,82 @@ attach_accept (struct ohbox_monitor *m, int *client)
   close (fd);
 }
 
+/* The teardown's work (sandbox_internal.h), TLOCK held. */
+static int
+teardown_work (struct ohbox_monitor *m, ohbox_error_t *err)
+{
+  ohbox_network_unreserve (m->net);
+  int r = ohbox_state_teardown_locked (m->rt, m->id, m->dirfd, m->rm, err);
+  ohbox_trace ("monitor: torn down");
+  return r;
+}
+
+/* What is left once the exit is recorded (a stopped sandbox holds no
+ * address or port: nothing restarts it; --rm: nothing at all) is undone
+ * after the monitor let go of monitor.lock, so that `ohbox stop`, `wait`
+ * and `run --rm` return without waiting for it: releasing a veth and nft
+ * elements waits for the kernel (tens of ms on hosts with many CPUs). The
+ * detached monitor does it itself; the foreground one (`ohbox run`'s own
+ * process, or a library caller's) hands it to a grandchild nobody waits
+ * for and returns. Whoever does it holds TLOCK (taken by the caller) until
+ * it is done: killed half-way, the lock is free and the next command that
+ * looks at the sandbox finishes it (ohbox_state_reconcile). The name of a
+ * --rm sandbox goes at once: it may be taken again right away. */
+static int
+teardown (struct ohbox_monitor *m, int tlock, ohbox_error_t *err)
+{
+  if (m->rm)
+    {
+      json_t *cfg = NULL;
+      ohbox_error_t e = NULL;
+      if (ohbox_state_read_json (m->dirfd, "config.json", &cfg, &e) == 0)
+        {
+          const char *name = json_string_value (json_object_get (cfg, "name"));
+          if (name)
+            ohbox_state_release_name (m->rt, m->id, name);
+        }
+      ohbox_error_release (&e);
+      json_decref (cfg);
+    }
+  if (tlock < 0)
+    return teardown_work (m, err); /* no lock to hand over: as before, inline */
+  if (m->detached)
+    {
+      close (m->lockfd);
+      m->lockfd = -1;
+      int r = teardown_work (m, err);
+      close (tlock);
+      return r;
+    }
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      int r = teardown_work (m, err);
+      close (tlock);
+      return r;
+    }
+  if (pid == 0)
+    {
+      /* The child lets go of monitor.lock (the parent's copy goes when it
+       * returns) and of the caller's stdio (a caller reading our output to
+       * its end must not wait for the teardown). */
+      close (m->lockfd);
+      if (fork () != 0)
+        _exit (0);
+      setsid ();
+      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+      for (int i = 0; i < 3 && null >= 0; i++)
+        dup2 (null, i);
+      ohbox_error_t e = NULL;
+      teardown_work (m, &e);
+      _exit (e ? 1 : 0);
+    }
+  while (waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+  close (tlock);
+  return 0;
+}
+
 int
 ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
 {
@@ -253,7 +330,7 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   int client = -1;
   for (;;)
     {
-      struct pollfd p[8];
+      struct pollfd p[12];
       int n = 0;
       p[n++] = (struct pollfd){ .fd = m->pidfd, .events = POLLIN };
       int log_i = -1, sig_i = -1, in_i = -1, line_i[2] = { -1, -1 }, listen_i = -1, client_i = -1;
@@ -288,6 +365,8 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
           in_i = n;
           p[n++] = (struct pollfd){ .fd = 0, .events = POLLIN };
         }
+      if (m->relay)
+        ohbox_relay_poll (m->relay, p, &n);
       int wait_ms = timeout_step (m, &timed_out, &killed);
       int pr = poll (p, n, wait_ms);
       if (pr < 0)
@@ -301,6 +380,8 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       for (int i = 0; i < 2; i++)
         if (line_i[i] >= 0 && p[line_i[i]].revents)
           lines_pump (m, &ls, i, buf);
+      if (m->relay)
+        ohbox_relay_handle (m->relay, p, buf, LOG_BUF);
       /* A client that went away first: one that detaches and attaches
        * again at once must not find itself busy. */
       if (client_i >= 0 && p[client_i].revents)
@@ -348,6 +429,9 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
         if (poll (&q, 1, 0) <= 0)
           break;
       }
+  /* Every writer is gone with the PID namespace: EOF comes. */
+  if (m->relay)
+    ohbox_relay_finish (m->relay, buf, LOG_BUF, 1000);
   for (int i = 0; i < 2; i++)
     while (m->on_output && m->line_fd[i] >= 0)
       {
@@ -398,15 +482,26 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   if (m->cgroup && ohbox_cgroup_destroy (m->cgroup, err) < 0)
     ret = -1;
   ohbox_trace ("monitor: cgroups removed");
-  {
-    /* A stopped sandbox holds no address or port (nothing restarts it). */
-    cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
-    if (ohbox_network_release (dir, m->dirfd, ret < 0 ? NULL : err) < 0)
-      ret = -1;
-  }
+  /* Taken before monitor.lock is let go: no one who sees the exit recorded
+   * can think the teardown was lost (reconcile). */
+  ohbox_error_t e = NULL;
+  int tlock = ohbox_lock_file (m->dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, &e);
+  ohbox_error_release (&e);
   cleanup_free char *now = ohbox_now_rfc3339 ();
   json_t *f = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", code, "finished_at", now,
                          "paused", 0, "timed_out", timed_out);
+  if (m->devices && m->devices->n_hooks > 0)
+    {
+      /* OCI: a poststop hook that fails is a warning, and the rest goes on. */
+      cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
+      json_t *st = json_pack ("{s:s, s:s, s:s, s:s, s:{}}", "ociVersion", "1.0.2", "id", m->id, "status", "stopped",
+                              "bundle", dir, "annotations");
+      cleanup_free char *state = json_dumps (st, JSON_COMPACT);
+      json_decref (st);
+      cleanup_error ohbox_error_t hook_err = NULL;
+      if (ohbox_device_hooks_run (m->devices, OHBOX_HOOK_POSTSTOP, state, &hook_err) < 0)
+        json_object_set_new (f, "hook_warning", json_string (hook_err->msg));
+    }
   if (ohbox_state_update (m->dirfd, f, ret < 0 ? NULL : err) < 0)
     ret = -1;
   json_decref (f);
@@ -430,8 +525,10 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       m->on_exited (&ex, m->event_data);
     }
   ohbox_trace ("monitor: state updated");
-  if (m->rm && ret >= 0 && ohbox_state_remove (m->rt, m->id, err) < 0)
+  if (teardown (m, tlock, ret < 0 ? NULL : err) < 0)
     ret = -1;
-  ohbox_trace ("monitor: removed");
+  if (m->lockfd >= 0)
+    close (m->lockfd);
+  m->lockfd = -1;
   return ret < 0 ? -1 : code;
 }

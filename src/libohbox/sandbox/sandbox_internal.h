@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "cgroup/cgroup.h"
+#include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
 
 #define OHBOX_ID_LEN 64
@@ -48,8 +49,25 @@ int ohbox_state_wait_monitor (int dirfd, int *ret_code, ohbox_error_t *err);
 /* Reconciles a sandbox whose monitor died; *RET_REMOVED when --rm removed it. */
 int ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool *ret_removed,
                            ohbox_error_t *err);
-/* Removes everything of sandbox ID: cgroup, writable layer, name, state. */
+/* Removes everything of sandbox ID: cgroup, writable layer, name, state.
+ * Waits for a teardown in progress (OHBOX_STATE_TEARDOWN_LOCK) first. */
 int ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err);
+/* The teardown (monitor.c): what is left to undo once a sandbox's exit is
+ * recorded, its network (nft elements, leases, veth, pasta) and with --rm
+ * the whole sandbox, is done by a process nobody waits for, which holds
+ * this lock (exclusive) in the state directory while it works. A sandbox
+ * whose monitor is gone, exited, with its network still active (or --rm)
+ * and this lock free lost its teardown: reconcile and `ohbox check` finish
+ * it. */
+#define OHBOX_STATE_TEARDOWN_LOCK "teardown.lock"
+/* Whether a teardown holds the lock of state directory DIRFD now. */
+bool ohbox_state_teardown_busy (int dirfd);
+/* The teardown's work, with its lock held by the caller: releases the
+ * network; REMOVE: and everything else (ohbox_state_remove). */
+int ohbox_state_teardown_locked (struct ohbox_runtime *rt, const char *id, int dirfd, bool remove,
+                                 ohbox_error_t *err);
+/* Forgets --name NAME of sandbox ID (when it still names ID). */
+void ohbox_state_release_name (struct ohbox_runtime *rt, const char *id, const char *name);
 /* The init's pidfd, checked against the start time recorded in state.json
  * (a recycled pid is never signalled); -1 with *RET_EXITED when it is gone. */
 int ohbox_state_pidfd (int dirfd, bool *ret_exited, ohbox_error_t *err);
@@ -62,7 +80,7 @@ struct ohbox_monitor
   struct ohbox_runtime *rt;
   char *id;
   int dirfd;
-  int lockfd;
+  int lockfd; /* monitor.lock, closed by ohbox_monitor_run (before the teardown when it can) */
   pid_t pid;
   int pidfd;
   int log_fd;     /* read end of the command's stdout/stderr pipe, or -1 (foreground) */
@@ -73,12 +91,17 @@ struct ohbox_monitor
   double started;    /* ohbox_monotonic () when the command started */
   double timeout;    /* seconds, 0: none (ohbox_run_options.timeout) */
   int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
+  struct ohbox_relay *relay; /* foreground: the caller's terminals relayed (relay.h), or NULL */
   bool detached;     /* -d: output goes to the log, stdio is /dev/null */
   int attach_fd;     /* -d -t: the listening attach.sock (ohbox attach), or -1 */
+  struct ohbox_network *net; /* its host ports, let go of by the teardown (may be NULL) */
   /* The caller's events (ohbox_run_options), foreground only. */
   void (*on_output) (int stream, const char *line, size_t len, void *data);
   void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
   void *event_data;
+  /* The devices' poststop hooks run once the sandbox is gone (a failure
+   * is kept in state.json as "hook_warning"); NULL: none. */
+  const struct ohbox_device_edits *devices;
 };
 /* Runs until the sandbox's init exited: logs, signals, exit status, cleanup
  * (--rm included). Returns the exit code (or -1 with ERR). */

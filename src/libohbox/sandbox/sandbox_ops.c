@@ -99,7 +99,7 @@ describe (int dirfd, const char *id)
     status = "created";
   json_t *j = json_object ();
   json_object_set_new (j, "id", json_string (id));
-  static const char *const cfg_keys[] = { "name", "image", "image_id", "command", "created" };
+  static const char *const cfg_keys[] = { "name", "image", "image_id", "command", "created", "devices" };
   for (size_t i = 0; i < sizeof cfg_keys / sizeof cfg_keys[0]; i++)
     {
       json_t *v = json_object_get (cfg, cfg_keys[i]);
@@ -125,6 +125,9 @@ describe (int dirfd, const char *id)
     }
   json_object_set_new (j, "network", json_string (net ? json_string_value (json_object_get (net, "mode")) ?: "bridge"
                                                       : "none"));
+  json_t *labels = json_object_get (cfg, "labels"), *notes = json_object_get (st, "annotations");
+  json_object_set_new (j, "labels", json_is_object (labels) ? json_incref (labels) : json_object ());
+  json_object_set_new (j, "annotations", json_is_object (notes) ? json_incref (notes) : json_object ());
   json_decref (net);
   json_decref (cfg);
   json_decref (st);
@@ -357,6 +360,49 @@ ohbox_sandbox_pause (struct ohbox_runtime *rt, const char *id, bool pause, ohbox
   json_t *f = json_pack ("{s:b}", "paused", pause);
   r = ohbox_state_update (dfd, f, err);
   json_decref (f);
+  return r;
+}
+
+int
+ohbox_sandbox_annotate (struct ohbox_runtime *rt, const char *id, json_t *set, ohbox_error_t *err)
+{
+  if (!json_is_object (set))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "annotations must be an object");
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    return -1;
+  cleanup_close int lock = ohbox_lock_file (dfd, "lock", true, false, err);
+  if (lock < 0)
+    return -1;
+  json_t *st = NULL;
+  if (ohbox_state_read_json (dfd, "state.json", &st, err) < 0)
+    return -1;
+  json_t *notes = json_object_get (st, "annotations");
+  if (!json_is_object (notes))
+    {
+      notes = json_object ();
+      json_object_set_new (st, "annotations", notes);
+    }
+  const char *key;
+  json_t *v;
+  int r = 0;
+  json_object_foreach (set, key, v)
+  {
+    if (json_is_null (v))
+      json_object_del (notes, key);
+    else if (json_is_string (v))
+      json_object_set (notes, key, v);
+    else
+      r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "annotation `%s` is not a string", key);
+  }
+  cleanup_free char *text = r == 0 ? json_dumps (notes, JSON_COMPACT) : NULL;
+  if (r == 0 && text && strlen (text) > OHBOX_SANDBOX_MAX_ANNOTATION_BYTES)
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "the annotations are too long (at most %d bytes)",
+                     OHBOX_SANDBOX_MAX_ANNOTATION_BYTES);
+  /* Under "lock", as ohbox_state_update writes. */
+  if (r == 0)
+    r = ohbox_state_write_json (dfd, "state.json", st, err);
+  json_decref (st);
   return r;
 }
 

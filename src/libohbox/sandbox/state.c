@@ -2,12 +2,14 @@
 #include "config.h"
 #include "sandbox/sandbox_internal.h"
 #include "network/network.h"
+#include "sandbox/linux.h"
 #include "sandbox/snapshot.h"
 #include "common/digest.h"
 #include "common/utils.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -18,19 +20,38 @@
 #define NAME_MAX_LEN 128
 
 char *
+ohbox_runtime_base_dir (void)
+{
+  if (geteuid () == 0)
+    return xstrdup ("/run/ohbox");
+  const char *xdg = getenv ("XDG_RUNTIME_DIR");
+  if (xdg && xdg[0] == '/')
+    return xasprintf ("%s/ohbox", xdg);
+  /* No runtime directory (su, sudo -u, cron, CI runners, ssh without a
+   * session manager): not /tmp, where another local user could have made
+   * the directory first, but the user's own home. There it survives a
+   * reboot: its sandboxes are then found with their monitors gone and
+   * reconciled as after a crash (sandbox.h). */
+  const char *state = getenv ("XDG_STATE_HOME");
+  if (state && state[0] == '/')
+    return xasprintf ("%s/ohbox/run", state);
+  const char *home = getenv ("HOME");
+  if (home && home[0] == '/')
+    return xasprintf ("%s/.local/state/ohbox/run", home);
+  struct passwd *pw = getpwuid (geteuid ());
+  if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+    return xasprintf ("%s/.local/state/ohbox/run", pw->pw_dir);
+  /* Checked like any state directory: refused if another user made it. */
+  return xasprintf ("/tmp/ohbox-run-%u", (unsigned) geteuid ());
+}
+
+char *
 ohbox_runtime_default_state_root (const char *store_root)
 {
   const char *env = getenv ("OHBOX_RUNROOT");
   if (env && *env)
     return xstrdup (env);
-  char *base;
-  if (geteuid () == 0)
-    base = xstrdup ("/run/ohbox");
-  else
-    {
-      const char *xdg = getenv ("XDG_RUNTIME_DIR");
-      base = xdg && *xdg ? xasprintf ("%s/ohbox", xdg) : xasprintf ("/tmp/ohbox-run-%u", (unsigned) geteuid ());
-    }
+  char *base = ohbox_runtime_base_dir ();
   cleanup_free char *def = ohbox_store_default_root ();
   if (store_root == NULL || strcmp (store_root, def) == 0)
     return base;
@@ -49,11 +70,9 @@ ohbox_runtime_open (struct ohbox_store *store, const char *state_root, struct oh
 {
   cleanup_free char *root = state_root ? xstrdup (state_root)
                                        : ohbox_runtime_default_state_root (ohbox_store_root (store));
-  if (ohbox_mkdir_p (AT_FDCWD, root, 0700, err) < 0)
-    return ohbox_error_prefix (err, "state directory");
-  int fd = open (root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  int fd = ohbox_private_dir_open (root, err);
   if (fd < 0)
-    return ohbox_error_errno (err, "open state directory `%s`", root);
+    return ohbox_error_prefix (err, "state directory");
   mkdirat (fd, "names", 0700);
   struct ohbox_runtime *rt = xcalloc (1, sizeof *rt);
   rt->store = store;
@@ -363,12 +382,63 @@ remove_state_dir (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
     }
 }
 
+bool
+ohbox_state_teardown_busy (int dirfd)
+{
+  cleanup_close int fd = openat (dirfd, OHBOX_STATE_TEARDOWN_LOCK, O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0)
+    return false;
+  if (flock (fd, LOCK_SH | LOCK_NB) == 0)
+    return false;
+  return errno == EWOULDBLOCK;
+}
+
+void
+ohbox_state_release_name (struct ohbox_runtime *rt, const char *id, const char *name)
+{
+  cleanup_free char *link = xasprintf ("names/%s", name);
+  char target[OHBOX_ID_LEN + 2];
+  ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
+  if (n == OHBOX_ID_LEN && memcmp (target, id, OHBOX_ID_LEN) == 0)
+    unlinkat (rt->dirfd, link, 0);
+}
+
+static int state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err);
+
+int
+ohbox_state_teardown_locked (struct ohbox_runtime *rt, const char *id, int dirfd, bool remove, ohbox_error_t *err)
+{
+  if (remove)
+    return state_remove_locked (rt, id, err);
+  cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
+  return ohbox_network_release (dir, dirfd, err);
+}
+
 int
 ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
 {
   cleanup_close int dfd = -1;
   if (ohbox_state_open (rt, id, &dfd, err) < 0)
     return -1;
+  /* A teardown in progress finishes first (it removes the same things). */
+  cleanup_close int tlock = ohbox_lock_file (dfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, err);
+  if (tlock < 0)
+    return -1;
+  return state_remove_locked (rt, id, err);
+}
+
+static int
+state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
+{
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    {
+      /* Removed by the teardown we waited for. */
+      if ((*err)->kind != OHBOX_ERR_NOT_FOUND)
+        return -1;
+      ohbox_error_release (err);
+      return 0;
+    }
   json_t *cfg = NULL;
   ohbox_error_t e = NULL;
   if (ohbox_state_read_json (dfd, "config.json", &cfg, &e) < 0)
@@ -394,7 +464,7 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
   {
     /* Leases and published ports first: they name this directory. */
     cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
-    if (ohbox_network_release (dir, dfd, err) < 0)
+    if (ohbox_network_release (dir, dfd, err) < 0 || ohbox_userns_release (dir, err) < 0)
       {
         json_decref (cfg);
         return -1;
@@ -407,13 +477,7 @@ ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err
     }
   const char *name = cfg ? json_string_value (json_object_get (cfg, "name")) : NULL;
   if (name)
-    {
-      cleanup_free char *link = xasprintf ("names/%s", name);
-      char target[OHBOX_ID_LEN + 2];
-      ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
-      if (n == OHBOX_ID_LEN && memcmp (target, id, OHBOX_ID_LEN) == 0)
-        unlinkat (rt->dirfd, link, 0);
-    }
+    ohbox_state_release_name (rt, id, name);
   json_decref (cfg);
   if (remove_state_dir (rt, id, err) < 0)
     return ohbox_error_prefix (err, "remove the state of sandbox `%.12s`", id);
@@ -468,8 +532,26 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
   bool rm = cfg == NULL || json_is_true (json_object_get (cfg, "rm"));
   json_decref (st);
   json_decref (cfg);
-  if (exited && !rm)
-    return 0;
+  if (exited)
+    {
+      /* Its teardown (OHBOX_STATE_TEARDOWN_LOCK) runs, or ran, or died. */
+      json_t *net = ohbox_network_read (dirfd);
+      bool net_active = net && json_is_true (json_object_get (net, "active"));
+      json_decref (net);
+      if (!rm && !net_active)
+        return 0;
+      cleanup_close int tlock = ohbox_lock_file (dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, true, err);
+      if (tlock == -2)
+        {
+          /* In progress: a --rm sandbox is as good as gone. */
+          *ret_removed = rm;
+          return 0;
+        }
+      if (tlock < 0)
+        return -1;
+      *ret_removed = rm;
+      return ohbox_state_teardown_locked (rt, id, dirfd, rm, err);
+    }
   /* The monitor is gone without finishing its job: finish it. A sandbox
    * without config never started (killed mid-start): removed, as --rm ones. */
   if (rm)

@@ -1,0 +1,180 @@
+#!/usr/bin/env python3
+"""bench/serve_load.py: the client side of bench/serve.sh (stdlib only).
+
+  sessions URL KEY IMAGE N CONCURRENCY [--pool-wait]
+      N sessions, CONCURRENCY at a time, each: POST /start (OpenHands' V0
+      command), the first `run` action through the sandbox's URL, POST /stop.
+      Prints JSON: start (ms to the /start answer) and first (ms from /start
+      to the first successful action), one per session. --pool-wait: before
+      each batch, wait until the server's pool is full again (each start is
+      then one "from the pool").
+  proxy URL KEY IMAGE N
+      One session; N round trips of GET /alive and of a `run` action, in turns,
+      through the server's URL and straight to the sandbox's published port.
+  podman PODMAN-ARGS... -- IMAGE N
+      N times: `podman run -d` of IMAGE, polling its /alive until 200, the
+      first action, `podman rm -f` (the peer of a cold start).
+  cycles URL KEY IMAGE N
+      N start/stop cycles, one at a time.
+"""
+import http.client
+import json
+import os
+import subprocess
+import sys
+import threading
+import time
+import urllib.parse
+
+V0 = ["/openhands/micromamba/bin/micromamba", "run", "-n", "openhands", "poetry", "run", "python", "-u", "-m",
+      "openhands.runtime.action_execution_server", "60000", "--working-dir", "/workspace", "--username",
+      "openhands", "--user-id", "1000", "--no-enable-browser"]
+ACTION = json.dumps({"action": {"action": "run", "args": {"command": "echo hi"}}})
+
+
+class Conn:
+    def __init__(self, url):
+        u = urllib.parse.urlparse(url)
+        self.c = http.client.HTTPConnection(u.hostname, u.port, timeout=300)
+
+    def call(self, method, path, body=None, headers=None):
+        h = {"Content-Type": "application/json"}
+        h.update(headers or {})
+        self.c.request(method, path, body, h)
+        r = self.c.getresponse()
+        return r.status, r.read()
+
+
+def metric(url, key, name):
+    c = Conn(url)
+    st, d = c.call("GET", "/metrics", headers={"X-API-Key": key})
+    for line in d.decode().splitlines():
+        if line.startswith(name):
+            return float(line.split()[-1])
+    return 0.0
+
+
+def one_session(url, key, image, sid, out):
+    c = Conn(url)
+    h = {"X-API-Key": key}
+    t0 = time.perf_counter()
+    st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": sid, "command": V0,
+                                                  "working_dir": "/openhands/code/", "environment": {}}), h)
+    t1 = time.perf_counter()
+    if st != 200:
+        raise SystemExit("start %s: %d %s" % (sid, st, d[:300]))
+    j = json.loads(d)
+    path = urllib.parse.urlparse(j["url"]).path
+    st, d = c.call("POST", path + "/execute_action", ACTION, {"X-Session-API-Key": j["session_api_key"]})
+    t2 = time.perf_counter()
+    if st != 200 or b"hi" not in d:
+        raise SystemExit("action %s: %d %s" % (sid, st, d[:300]))
+    out.append(((t1 - t0) * 1000, (t2 - t0) * 1000))
+    c.call("POST", "/stop", json.dumps({"runtime_id": j["runtime_id"]}), h)
+
+
+def sessions(url, key, image, n, conc, pool_wait):
+    out = []
+    done = 0
+    target = metric(url, key, "ohbox_serve_pool_target") if pool_wait else 0
+    while done < n:
+        batch = min(conc, n - done)
+        if pool_wait:
+            t = time.time()
+            while metric(url, key, "ohbox_serve_pool_ready") < min(batch, target):
+                if time.time() - t > 120:
+                    raise SystemExit("the pool does not fill")
+                time.sleep(0.05)
+        threads = [threading.Thread(target=one_session, args=(url, key, image, "b%d" % (done + i), out))
+                   for i in range(batch)]
+        for th in threads:
+            th.start()
+        for th in threads:
+            th.join()
+        done += batch
+    print(json.dumps({"start": [a for a, _ in out], "first": [b for _, b in out]}))
+
+
+def proxy(url, key, image, n):
+    c = Conn(url)
+    h = {"X-API-Key": key}
+    st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": "proxy"}), h)
+    j = json.loads(d)
+    path = urllib.parse.urlparse(j["url"]).path
+    sk = {"X-Session-API-Key": j["session_api_key"]}
+    # The sandbox's own published port, from its executor record.
+    rec = json.load(open(os.path.join(os.environ["OHBOX_RUNROOT"], j["runtime_id"], "executor.json")))
+    direct = Conn(rec["url"])
+    res = {"alive_proxy": [], "alive_direct": [], "action_proxy": [], "action_direct": []}
+    for i in range(n + 50):
+        for kind, conn, p in (("proxy", c, path), ("direct", direct, "")):
+            t = time.perf_counter()
+            st, _ = conn.call("GET", p + "/alive", headers=sk)
+            a = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            st2, _ = conn.call("POST", p + "/execute_action", ACTION, sk)
+            b = (time.perf_counter() - t) * 1000
+            if st != 200 or st2 != 200:
+                raise SystemExit("proxy bench: %d %d" % (st, st2))
+            if i >= 50:  # warm-up
+                res["alive_" + kind].append(a)
+                res["action_" + kind].append(b)
+    c.call("POST", "/stop", json.dumps({"runtime_id": j["runtime_id"]}), h)
+    print(json.dumps(res))
+
+
+def podman(args, image, n):
+    out = []
+    for i in range(n):
+        t0 = time.perf_counter()
+        cid = subprocess.run(args + ["run", "-d", "-p", "127.0.0.1::60000", "-e", "SESSION_API_KEY=k", "--entrypoint",
+                                     V0[0], image] + V0[1:], check=True, capture_output=True, text=True).stdout.strip()
+        port = subprocess.run(args + ["port", cid, "60000"], check=True, capture_output=True,
+                              text=True).stdout.strip().split(":")[-1]
+        c = None
+        while True:
+            try:
+                c = Conn("http://127.0.0.1:%s" % port)
+                st, _ = c.call("GET", "/alive")
+                if st == 200:
+                    break
+            except (OSError, http.client.HTTPException):
+                pass
+            time.sleep(0.002)
+        t1 = time.perf_counter()
+        st, d = c.call("POST", "/execute_action", ACTION, {"X-Session-API-Key": "k"})
+        t2 = time.perf_counter()
+        if st != 200:
+            raise SystemExit("podman action: %d %s" % (st, d[:200]))
+        out.append(((t1 - t0) * 1000, (t2 - t0) * 1000))
+        subprocess.run(args + ["rm", "-f", cid], check=True, capture_output=True)
+    print(json.dumps({"start": [a for a, _ in out], "first": [b for _, b in out]}))
+
+
+def cycles(url, key, image, n):
+    c = Conn(url)
+    h = {"X-API-Key": key}
+    t0 = time.time()
+    for i in range(n):
+        st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": "cyc%d" % i}), h)
+        if st != 200:
+            raise SystemExit("cycle %d: %d %s" % (i, st, d[:200]))
+        st, d = c.call("POST", "/stop", json.dumps({"runtime_id": json.loads(d)["runtime_id"]}), h)
+    print(json.dumps({"cycles": n, "seconds": time.time() - t0}))
+
+
+def main():
+    a = sys.argv[1:]
+    if a[0] == "sessions":
+        sessions(a[1], a[2], a[3], int(a[4]), int(a[5]), "--pool-wait" in a)
+    elif a[0] == "proxy":
+        proxy(a[1], a[2], a[3], int(a[4]))
+    elif a[0] == "podman":
+        k = a.index("--")
+        podman(a[1:k], a[k + 1], int(a[k + 2]))
+    elif a[0] == "cycles":
+        cycles(a[1], a[2], a[3], int(a[4]))
+
+
+if __name__ == "__main__":
+    main()

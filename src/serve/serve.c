@@ -1,0 +1,222 @@
+/* serve.c: serve_main: the server's life, from the lock to the last thread
+ * (serve.h has the map of the pieces). */
+#include "config.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <sys/file.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "common/dl_curl.h"
+#include "sandbox/sandbox.h"
+#include "serve/serve_internal.h"
+
+#define SERVE_LOCK "serve.lock"
+
+/* --pause-idle: freezes the sessions' sandboxes nobody sent a request to
+ * for that long (and none is in progress). A request to its URL resumes it
+ * (proxy.c). */
+static void
+pause_idle (struct serve *srv)
+{
+  double idle = srv->cfg->pause_idle;
+  if (idle <= 0)
+    return;
+  for (;;)
+    {
+      char id[65] = "";
+      double now = serve_now ();
+      pthread_mutex_lock (&srv->transition);
+      pthread_mutex_lock (&srv->reg.lock);
+      for (unsigned b = 0; b < REG_BUCKETS && !id[0]; b++)
+        for (struct sbx *s = srv->reg.buckets[b]; s && !id[0]; s = s->next)
+          if (s->session_id && s->state == SBX_READY && s->inflight == 0 && now - s->last_activity >= idle)
+            {
+              s->state = SBX_PAUSED;
+              s->paused_by = PAUSED_BY_IDLE;
+              memcpy (id, s->id, sizeof id);
+            }
+      pthread_mutex_unlock (&srv->reg.lock);
+      if (!id[0])
+        {
+          pthread_mutex_unlock (&srv->transition);
+          return;
+        }
+      struct ohbox_store *store;
+      struct ohbox_runtime *rt;
+      ohbox_error_t e = NULL;
+      json_t *note = json_pack ("{s:s}", SERVE_NOTE_PAUSED_BY, "idle");
+      int r = serve_open (srv, &store, &rt, &e);
+      if (r == 0)
+        {
+          r = ohbox_sandbox_annotate (rt, id, note, &e);
+          if (r == 0)
+            r = ohbox_sandbox_pause (rt, id, true, &e);
+          serve_close (store, rt);
+        }
+      json_decref (note);
+      pthread_mutex_unlock (&srv->transition);
+      if (r < 0)
+        {
+          serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "pause-idle-failed", "runtime_id", id, "error",
+                                     e->msg));
+          ohbox_error_release (&e);
+          reg_refresh (srv);
+          return;
+        }
+      serve_log (srv, json_pack ("{s:s, s:s}", "event", "paused-idle", "runtime_id", id));
+    }
+}
+
+static void *
+maint_main (void *arg)
+{
+  struct serve *srv = arg;
+  while (!srv->quitting)
+    {
+      struct timespec ts = { 1, 0 };
+      nanosleep (&ts, NULL);
+      if (srv->quitting)
+        break;
+      reg_refresh (srv);
+      pause_idle (srv);
+    }
+  return NULL;
+}
+
+/* One server per state directory: two would each think the sandboxes
+ * theirs. */
+static int
+take_lock (struct serve *srv, ohbox_error_t *err)
+{
+  cleanup_free char *root = srv->cfg->state_root ? xstrdup (srv->cfg->state_root)
+                                                 : ohbox_runtime_default_state_root (srv->cfg->store_root);
+  if (ohbox_mkdir_p (AT_FDCWD, root, 0700, err) < 0)
+    return ohbox_error_prefix (err, "state directory");
+  cleanup_close int dfd = open (root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  if (dfd < 0)
+    return ohbox_error_errno (err, "open `%s`", root);
+  int fd = ohbox_lock_file (dfd, SERVE_LOCK, true, true, err);
+  if (fd == -2)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                        "another `ohbox serve` runs on the sandboxes of `%s`: one server per store (--root)", root);
+  if (fd < 0)
+    return -1;
+  srv->lock_fd = fd;
+  return 0;
+}
+
+char *
+serve_base_url (const struct serve_config *c)
+{
+  if (c->public_url)
+    {
+      size_t n = strlen (c->public_url);
+      while (n && c->public_url[n - 1] == '/')
+        n--;
+      return xstrndup (c->public_url, n);
+    }
+  if (c->socket_path)
+    return xstrdup ("http://localhost");
+  const char *host = c->listen_addr;
+  if (strcmp (host, "0.0.0.0") == 0)
+    host = "127.0.0.1";
+  else if (strcmp (host, "::") == 0)
+    host = "::1";
+  bool v6 = strchr (host, ':') != NULL;
+  return xasprintf ("http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", c->listen_port);
+}
+
+int
+serve_main (struct serve_config *cfg, ohbox_error_t *err)
+{
+  struct serve srv;
+  memset (&srv, 0, sizeof srv);
+  srv.cfg = cfg;
+  srv.lock_fd = -1;
+  const char *tmp = getenv ("TMPDIR");
+  srv.tmp_dir = xstrdup (tmp && *tmp == '/' ? tmp : "/var/tmp");
+  reg_init (&srv.reg);
+  metrics_init (&srv.metrics);
+  pthread_mutex_init (&srv.stop_lock, NULL);
+  pthread_cond_init (&srv.stop_cond, NULL);
+  pthread_mutex_init (&srv.transition, NULL);
+  int ret = -1;
+  if (take_lock (&srv, err) < 0)
+    goto out;
+  /* Signals are taken by this thread (sigwait); every thread made from here
+   * on inherits the mask. */
+  sigset_t stop;
+  sigemptyset (&stop);
+  sigaddset (&stop, SIGINT);
+  sigaddset (&stop, SIGTERM);
+  sigaddset (&stop, SIGHUP);
+  pthread_sigmask (SIG_BLOCK, &stop, NULL);
+  signal (SIGPIPE, SIG_IGN);
+  /* Before any socket or thread (starter.c). */
+  if (starter_spawn (&srv, err) < 0)
+    goto out;
+  if (ohbox_dl_curl_load (err) < 0)
+    goto out;
+  if (curl_global_init (CURL_GLOBAL_DEFAULT) != CURLE_OK)
+    {
+      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_global_init failed");
+      goto out;
+    }
+  if (reg_load (&srv, err) < 0)
+    goto out;
+  if (pthread_create (&srv.remover, NULL, serve_remover_main, &srv) != 0)
+    {
+      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "start the remover thread");
+      goto out;
+    }
+  srv.remover_started = true;
+  if (builds_init (&srv, err) < 0 || http_start (&srv, err) < 0)
+    goto out;
+  if (pools_init (&srv, err) < 0)
+    goto out;
+  if (pthread_create (&srv.maint, NULL, maint_main, &srv) != 0)
+    {
+      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "start the maintenance thread");
+      goto out;
+    }
+  srv.maint_started = true;
+  serve_log (&srv, json_pack ("{s:s, s:s, s:s, s:i, s:b}", "event", "listening", "address",
+                              cfg->socket_path ? cfg->socket_path : cfg->listen_addr, "url", srv.base_url, "sandboxes",
+                              (int) srv.reg.count, "api_key", cfg->api_key != NULL));
+  int sig = 0;
+  sigwait (&stop, &sig);
+  serve_log (&srv, json_pack ("{s:s, s:i}", "event", "stopping", "signal", sig));
+  ret = 0;
+out:
+  srv.quitting = true;
+  http_stop (&srv);
+  if (srv.maint_started)
+    pthread_join (srv.maint, NULL);
+  pools_free (&srv, ret == 0);
+  builds_free (&srv);
+  if (srv.remover_started)
+    {
+      /* What /stop accepted (and the pool members above) is finished
+       * before the server exits. */
+      pthread_mutex_lock (&srv.stop_lock);
+      srv.remover_quit = true;
+      pthread_cond_broadcast (&srv.stop_cond);
+      pthread_mutex_unlock (&srv.stop_lock);
+      pthread_join (srv.remover, NULL);
+    }
+  starter_stop (srv.starter);
+  for (size_t i = 0; i < srv.n_stop; i++)
+    free (srv.stop_queue[i]);
+  free (srv.stop_queue);
+  reg_clear (&srv.reg);
+  free (srv.base_url);
+  free (srv.tmp_dir);
+  if (srv.lock_fd >= 0)
+    close (srv.lock_fd);
+  return ret;
+}

@@ -11,11 +11,12 @@
 #                              resolve host`, apt-get under sudo, sudo chown
 #   workspace_0700             a root-owned 0700 workspace becomes the user's
 #                              (ls, git init + remote add + commit)
-#   workspace_0777_new_subdir  a root-owned 0777 one (no `dubious ownership`),
-#                              a working directory that does not exist yet
-#   restart_idempotent         a second start adds no second user, group
-#                              member or sudoers line, and gives the user
-#                              what root made in the workspace meanwhile
+#   workspace_0777             a root-owned 0777 one (git: no `dubious
+#                              ownership`)
+#   restart_idempotent         later starts add no second user, group member
+#                              or sudoers line, make a new working directory
+#                              the user's, and give the user what root made
+#                              in the workspace meanwhile
 # The Debian image is built with debootstrap once (~2 min) and cached.
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/images.sh"
@@ -34,9 +35,11 @@ setup ()
   ohbox load "oci:$IMG_DEBIAN_AGENT:bookworm" localhost/debian-agent:bookworm >/dev/null || return 1
   local j
   j=$(ohbox build --no-pull --format json localhost/debian-agent:bookworm) || return 1
-  IMAGE=$(jq -r .image <<<"$j")
+  # each test has a store of its own: they load the runtime image from here
+  ohbox save "$(jq -r .image <<<"$j")" "oci:$T_TMP/runtime:agent" >/dev/null || return 1
 }
 t_setup_or_die setup setup
+IMAGE=localhost/debian-agent-runtime:test
 
 # start_agent WORKSPACE_MODE [WORKING_DIR]: a root-owned host directory of
 # that mode at /workspace, the server as OpenHands starts it; $sid, $port,
@@ -47,6 +50,7 @@ start_agent ()
   mkdir -p "$ws"
   chown 0:0 "$ws"
   chmod "$1" "$ws"
+  assert_ok ohbox load "oci:$T_TMP/runtime:agent" "$IMAGE"
   port=$(t_free_port)
   assert_ok ohbox run -d -p "127.0.0.1:$port:$port" -e SESSION_API_KEY=k -v "$ws:/workspace:idmap" \
     --entrypoint /openhands/micromamba/bin/micromamba "$IMAGE" run -n openhands poetry run python -u -m \
@@ -125,15 +129,11 @@ test_workspace_0700 ()
   stop_agent
 }
 
-test_workspace_0777_new_subdir ()
+test_workspace_0777 ()
 {
-  start_agent 0777 /workspace/project/sub
-  assert_run 'pwd; stat -c "%U:%G %a" /workspace /workspace/project /workspace/project/sub'
-  assert_eq "$content" "/workspace/project/sub
-openhands:root 777
-openhands:root 775
-openhands:root 775"
-  assert_run 'cd /workspace && ls -a'
+  start_agent 0777
+  assert_run 'stat -c "%U:%G %a" /workspace'
+  assert_eq "$content" "openhands:root 777"
   assert_git_works
   stop_agent
 }
@@ -146,20 +146,35 @@ test_restart_idempotent ()
   local p2
   p2=$(t_free_port)
   "$OHBOX_BIN" --root "$T_ROOT" exec "$sid" timeout -s KILL 5 /openhands/micromamba/bin/micromamba run -n openhands \
-    poetry run python -u -m openhands.runtime.action_execution_server "$p2" --working-dir /workspace \
+    poetry run python -u -m openhands.runtime.action_execution_server "$p2" --working-dir /workspace/new/sub \
     --username openhands --user-id 1000 >&9 2>&1 || true
   assert_ok ohbox exec "$sid" sh -c 'grep -c "^openhands:" /etc/passwd; grep "^sudo:" /etc/group;
-    grep -c "^%sudo ALL=(ALL) NOPASSWD:ALL$" /etc/sudoers; stat -c "%U:%G" /workspace/by-root /workspace/by-root/f'
+    grep -c "^%sudo ALL=(ALL) NOPASSWD:ALL$" /etc/sudoers;
+    stat -c "%U:%G %a %n" /workspace/by-root /workspace/by-root/f /workspace/new /workspace/new/sub'
+  # only the working directory is given away (here a new one, made with
+  # umask 002 as the Python server does); what root made elsewhere stays
   assert_eq "$out" "1
 sudo:x:27:openhands
 1
-openhands:root
+root:root 755 /workspace/by-root
+root:root 644 /workspace/by-root/f
+root:root 775 /workspace/new
+openhands:root 775 /workspace/new/sub"
+  # and at the next start with /workspace, root's files become the user's
+  "$OHBOX_BIN" --root "$T_ROOT" exec "$sid" timeout -s KILL 5 /openhands/micromamba/bin/micromamba run -n openhands \
+    poetry run python -u -m openhands.runtime.action_execution_server "$p2" --working-dir /workspace \
+    --username openhands --user-id 1000 >&9 2>&1 || true
+  assert_ok ohbox exec "$sid" sh -c 'grep -c "^openhands:" /etc/passwd; grep "^sudo:" /etc/group;
+    grep -c "^%sudo ALL=(ALL) NOPASSWD:ALL$" /etc/sudoers; stat -c "%U:%G" /workspace/by-root/f'
+  assert_eq "$out" "1
+sudo:x:27:openhands
+1
 openhands:root"
   stop_agent
 }
 
 run_test sudo_as_openhands test_sudo_as_openhands
 run_test workspace_0700 test_workspace_0700
-run_test workspace_0777_new_subdir test_workspace_0777_new_subdir
+run_test workspace_0777 test_workspace_0777
 run_test restart_idempotent test_restart_idempotent
 t_summary 2>/dev/null || true

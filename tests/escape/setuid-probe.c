@@ -71,7 +71,9 @@ main (int argc, char **argv)
   copy_lines ("/proc/self/uid_map", "uid_map ");
   copy_lines ("/proc/self/status", NULL);
 
-  report ("setresuid_0", setresuid (0, 0, 0), errno);
+  /* (the call first: an argument list's order of evaluation is unspecified) */
+  long rc = setresuid (0, 0, 0);
+  report ("setresuid_0", rc, errno);
 
   pid_t pid = fork ();
   if (pid == 0)
@@ -86,15 +88,15 @@ main (int argc, char **argv)
     report ("mount_tmpfs", -1, errno);
   else
     {
-      long rc = mount ("none", dir, "tmpfs", 0, NULL);
+      rc = mount ("none", dir, "tmpfs", 0, NULL);
       report ("mount_tmpfs", rc, errno);
       if (rc == 0)
         umount (dir);
       rmdir (dir);
     }
 
-  errno = 0;
-  report ("keyctl", syscall (SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0), errno);
+  rc = syscall (SYS_keyctl, KEYCTL_GET_KEYRING_ID, KEY_SPEC_SESSION_KEYRING, 0);
+  report ("keyctl", rc, errno);
 
   for (int i = 1; i < argc; i++)
     {

@@ -4,7 +4,7 @@ UNIT_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(CURL_CFLAGS) -I
 UNIT_LDADD = libohbox-internal.la $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(CRYPTO_LIBS)
 
 check_PROGRAMS += tests/unit/test-digest tests/unit/test-reference tests/unit/test-registries-conf \
-	tests/unit/test-authfile tests/unit/test-auth-challenge tests/unit/test-oci tests/unit/test-layer \
+	tests/unit/test-authfile tests/unit/test-auth-challenge tests/unit/test-oci tests/unit/test-oci-runtime tests/unit/test-layer \
 	tests/unit/test-store
 
 tests_unit_test_digest_SOURCES = tests/unit/test-digest.c tests/unit/unit.h
@@ -25,6 +25,9 @@ tests_unit_test_auth_challenge_LDADD = $(UNIT_LDADD)
 tests_unit_test_oci_SOURCES = tests/unit/test-oci.c tests/unit/unit.h
 tests_unit_test_oci_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_oci_LDADD = $(UNIT_LDADD)
+tests_unit_test_oci_runtime_SOURCES = tests/unit/test-oci-runtime.c tests/unit/unit.h
+tests_unit_test_oci_runtime_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_oci_runtime_LDADD = $(UNIT_LDADD)
 tests_unit_test_layer_SOURCES = tests/unit/test-layer.c tests/unit/unit.h
 tests_unit_test_layer_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_layer_LDADD = $(UNIT_LDADD)

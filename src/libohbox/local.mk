@@ -24,6 +24,7 @@ libohbox_internal_la_SOURCES = \
 	src/libohbox/image/pull.c src/libohbox/image/pull.h \
 	src/libohbox/image/oci_layout.c src/libohbox/image/oci_layout.h \
 	oci/image_spec.c oci/image_spec.h \
+	oci/runtime_spec.c oci/runtime_spec.h oci/runtime_spec_default.c \
 	src/libohbox/cgroup/cgroup.c src/libohbox/cgroup/cgroup.h src/libohbox/cgroup/cgroup_internal.h \
 	src/libohbox/cgroup/cgroup_detect.c src/libohbox/cgroup/cgroup_limits.c src/libohbox/cgroup/cgroup_utils.c \
 	src/libohbox/cgroup/cgroup_v1.c src/libohbox/cgroup/cgroup_v2.c src/libohbox/cgroup/cgroup_devices.c

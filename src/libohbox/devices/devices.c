@@ -176,3 +176,25 @@ ohbox_device_parse_host (const char *arg, struct ohbox_device_edits *e, ohbox_er
   ohbox_device_edits_add_name (e, fields[0]);
   return ohbox_device_edits_add_node (e, &node, err);
 }
+
+int
+ohbox_devices_resolve (const char *const *devices, const char *const *cdi_dirs, const char *gpus,
+                       struct ohbox_device_edits *e, ohbox_error_t *err)
+{
+  for (size_t i = 0; devices && devices[i]; i++)
+    {
+      const char *d = devices[i];
+      int r = ohbox_cdi_is_qualified_name (d) ? ohbox_cdi_resolve (cdi_dirs, &d, 1, e, err)
+                                              : ohbox_device_parse_host (d, e, err);
+      if (r < 0)
+        return -1;
+    }
+  if (gpus == NULL)
+    return 0;
+  struct ohbox_gpu_request req;
+  if (ohbox_gpu_request_parse (gpus, &req, err) < 0)
+    return -1;
+  int r = ohbox_gpus_resolve (cdi_dirs, &req, e, err);
+  ohbox_gpu_request_free (&req);
+  return r;
+}

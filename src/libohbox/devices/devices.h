@@ -97,6 +97,12 @@ int ohbox_device_node_from_host (struct ohbox_device_node *node, bool have_type,
 /* `--device HOSTPATH[:CTRPATH][:PERMISSIONS]` as Docker and podman read it. */
 int ohbox_device_parse_host (const char *arg, struct ohbox_device_edits *e, ohbox_error_t *err);
 
+/* Everything a run asks for: DEVICES (--device values: CDI names or
+ * HOSTPATH[:CTRPATH][:rwm], NULL-terminated or NULL), GPUS (--gpus, or
+ * NULL), against the CDI specs of CDI_DIRS (NULL: the defaults). */
+int ohbox_devices_resolve (const char *const *devices, const char *const *cdi_dirs, const char *gpus,
+                           struct ohbox_device_edits *e, ohbox_error_t *err);
+
 /* ---- CDI (cdi.c) ---- */
 
 /* Whether S is a qualified CDI device name: VENDOR/CLASS=NAME. */

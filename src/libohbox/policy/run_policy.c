@@ -392,25 +392,10 @@ static int
 plan_devices (struct ohbox_run_plan *p, ohbox_error_t *err)
 {
   const struct ohbox_run_request *req = p->req;
-  const char *const *dirs = (const char *const *) req->cdi_spec_dirs;
-  for (size_t i = 0; req->devices && req->devices[i]; i++)
-    {
-      const char *d = req->devices[i];
-      int r = ohbox_cdi_is_qualified_name (d) ? ohbox_cdi_resolve (dirs, &d, 1, &p->devices, err)
-                                              : ohbox_device_parse_host (d, &p->devices, err);
-      if (r < 0)
-        return -1;
-    }
-  if (req->gpus)
-    {
-      struct ohbox_gpu_request gpus;
-      if (ohbox_gpu_request_parse (req->gpus, &gpus, err) < 0)
-        return -1;
-      int r = ohbox_gpus_resolve (dirs, &gpus, &p->devices, err);
-      ohbox_gpu_request_free (&gpus);
-      if (r < 0)
-        return -1;
-    }
+  if (ohbox_devices_resolve ((const char *const *) req->devices, (const char *const *) req->cdi_spec_dirs, req->gpus,
+                             &p->devices, err)
+      < 0)
+    return -1;
   if (p->devices.n_names > 0 && p->rootless)
     plan_warn (p, "rootless: the devices' nodes keep the host's owner and mode inside, and no device cgroup "
                "limits them (the sandbox still reaches no other node)");

@@ -6,6 +6,7 @@ ohbox_executor_SOURCES = \
 	executor/main.c executor/executor.h \
 	executor/adopt.c \
 	executor/server.c executor/server.h \
+	executor/conn_guard.c executor/conn_guard.h \
 	executor/pool.c executor/pool.h \
 	executor/actions.c \
 	executor/bash_session.c executor/bash_session.h executor/bash_pty.c executor/bash_private.h \
@@ -63,6 +64,8 @@ dist_executorsrc_DATA = \
 	executor/bash_session.h \
 	executor/cmdsplit.c \
 	executor/cmdsplit.h \
+	executor/conn_guard.c \
+	executor/conn_guard.h \
 	executor/diff.c \
 	executor/editor.c \
 	executor/editor.h \

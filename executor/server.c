@@ -13,6 +13,7 @@
 #include <strings.h>
 #include <unistd.h>
 
+#include "conn_guard.h"
 #include "obs.h"
 #include "pool.h"
 #include "common/utils.h"
@@ -63,6 +64,7 @@ struct server
   struct MHD_Daemon *daemon;
   struct executor *ex;
   struct pool *pool;
+  struct conn_guard *guard;
 };
 
 struct request
@@ -158,6 +160,35 @@ key_matches (const char *expected, const char *given)
   return diff == 0;
 }
 
+struct key_check
+{
+  const char *expected;
+  unsigned given, matching;
+};
+
+static enum MHD_Result
+key_header_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *name, const char *value)
+{
+  struct key_check *k = cls;
+  if (strcasecmp (name, "X-Session-API-Key") == 0)
+    {
+      k->given++;
+      k->matching += key_matches (k->expected, value);
+    }
+  return MHD_YES;
+}
+
+/* The request carries the key, and only the key: a request that gives the
+ * header twice with different values is refused whichever copy comes first,
+ * so no proxy in front can read one copy while we read the other. */
+static bool
+request_has_key (struct MHD_Connection *c, const char *expected)
+{
+  struct key_check k = { .expected = expected };
+  MHD_get_connection_values (c, MHD_HEADER_KIND, key_header_iter, &k);
+  return k.given > 0 && k.matching == k.given;
+}
+
 static bool
 query_bool (const char *v)
 {
@@ -188,12 +219,14 @@ post_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *key, con
 }
 
 static void
-request_completed (void *cls OHBOX_UNUSED, struct MHD_Connection *c OHBOX_UNUSED, void **con_cls,
+request_completed (void *cls, struct MHD_Connection *c, void **con_cls,
                    enum MHD_RequestTerminationCode toe OHBOX_UNUSED)
 {
+  struct server *srv = cls;
   struct request *rq = *con_cls;
   if (rq == NULL)
     return;
+  conn_guard_request_ends (srv->guard, c);
   if (rq->pp)
     MHD_destroy_post_processor (rq->pp);
   if (rq->up)
@@ -432,15 +465,18 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
             if (strcmp (method, routes[i].method) == 0)
               rq->route = routes[i].route;
           }
+      /* Only a request with the session key holds its connection for as
+       * long as it needs (conn_guard.h). */
+      const char *key = executor_api_key (ex);
+      bool has_key = key == NULL || request_has_key (c, key);
+      conn_guard_request_begins (srv->guard, c, has_key && rq->route != R_NOT_FOUND);
       if (rq->route == R_NOT_FOUND)
         {
           rq->deferred_status = path_known ? 405 : 404;
           rq->deferred_detail = xstrdup (path_known ? "Method Not Allowed" : "Not Found");
           return MHD_YES;
         }
-      const char *key = executor_api_key (ex);
-      if (key && rq->route != R_ALIVE && rq->route != R_SERVER_INFO
-          && !key_matches (key, MHD_lookup_connection_value (c, MHD_HEADER_KIND, "X-Session-API-Key")))
+      if (!has_key && rq->route != R_ALIVE && rq->route != R_SERVER_INFO)
         {
           rq->deferred_status = 403;
           rq->deferred_detail = xstrdup ("Invalid API Key");
@@ -563,14 +599,22 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
 {
   struct server *s = xcalloc (1, sizeof (*s));
   s->ex = ex;
+  if (conn_guard_new (&s->guard, err) < 0)
+    {
+      free (s);
+      return -1;
+    }
   if (pool_start (ex->workers, ex->queue_len, THREAD_STACK, work, cancel, s, &s->pool, err) < 0)
     {
+      conn_guard_free (s->guard);
       free (s);
       return ohbox_error_prefix (err, "executor workers");
     }
   /* One epoll thread for every connection (no thread per connection: a new
    * task could fail under a fork bomb); suspend/resume hands the blocking
-   * requests to the workers. */
+   * requests to the workers.  The guard decides which connections are
+   * accepted and kept (conn_guard.h): libmicrohttpd's own limit is above
+   * the guard's, and its inactivity timeout is the idle timeout. */
   unsigned int flags = MHD_USE_EPOLL_INTERNAL_THREAD | MHD_ALLOW_SUSPEND_RESUME;
   /* --listen-address: that address only (ohbox run always gives one); else
    * every address, dual stack where the kernel has IPv6. */
@@ -579,6 +623,7 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
   if (one_address && listen_sockaddr (ex->listen_address, ex->port, &addr) < 0)
     {
       pool_stop (s->pool);
+      conn_guard_free (s->guard);
       free (s);
       return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--listen-address `%s` is not an IPv4 or IPv6 address",
                           ex->listen_address);
@@ -586,16 +631,18 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
   if (one_address && addr.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   for (int attempt = 0; attempt < 2 && s->daemon == NULL; attempt++)
-    s->daemon = MHD_start_daemon (flags | (attempt == 0 && !one_address ? MHD_USE_DUAL_STACK : 0),
-                                  (uint16_t) ex->port, NULL, NULL, handler, s, MHD_OPTION_NOTIFY_COMPLETED,
-                                  request_completed, NULL, MHD_OPTION_CONNECTION_LIMIT, (unsigned int) 256,
-                                  MHD_OPTION_CONNECTION_TIMEOUT, (unsigned int) 3600, MHD_OPTION_THREAD_STACK_SIZE,
-                                  (size_t) THREAD_STACK, MHD_OPTION_SOCK_ADDR,
-                                  one_address ? (const struct sockaddr *) &addr : NULL, MHD_OPTION_END);
+    s->daemon = MHD_start_daemon (
+        flags | (attempt == 0 && !one_address ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port, conn_guard_accept,
+        s->guard, handler, s, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
+        conn_guard_notify, s->guard, MHD_OPTION_CONNECTION_LIMIT, conn_guard_mhd_limit (s->guard),
+        MHD_OPTION_CONNECTION_TIMEOUT, conn_guard_idle_timeout (s->guard), MHD_OPTION_THREAD_STACK_SIZE,
+        (size_t) THREAD_STACK, MHD_OPTION_SOCK_ADDR, one_address ? (const struct sockaddr *) &addr : NULL,
+        MHD_OPTION_END);
   if (s->daemon == NULL)
     {
       int e = errno;
       pool_stop (s->pool);
+      conn_guard_free (s->guard);
       free (s);
       errno = e;
       return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "listen on port %d of %s", ex->port,
@@ -614,5 +661,6 @@ server_stop (struct server *s)
    * queued requests are answered 503 and the running ones finish first. */
   pool_stop (s->pool);
   MHD_stop_daemon (s->daemon);
+  conn_guard_free (s->guard);
   free (s);
 }

@@ -32,7 +32,7 @@ tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/unit.h
 tests_unit_test_store_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_store_LDADD = $(UNIT_LDADD)
 
-EXTRA_DIST += tests/run-tests.sh tests/lib tests/integration
+EXTRA_DIST += tests/run-tests.sh tests/lib tests/integration tests/mutate.sh tests/mutations
 
 check-local: $(check_PROGRAMS) $(bin_PROGRAMS)
 	@OHBOX_BUILDDIR=$(abs_top_builddir) OHBOX_SRCDIR=$(abs_top_srcdir) \
@@ -89,3 +89,8 @@ tests_lib_libohbox_plan_SOURCES = tests/lib/libohbox-plan.c
 tests_lib_libohbox_plan_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src/libohbox/api
 tests_lib_libohbox_plan_LDADD = libohbox.la
 tests_lib_libohbox_plan_LDFLAGS = -no-install
+
+check_PROGRAMS += tests/unit/test-cdi
+tests_unit_test_cdi_SOURCES = tests/unit/test-cdi.c tests/unit/unit.h
+tests_unit_test_cdi_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_cdi_LDADD = $(UNIT_LDADD)

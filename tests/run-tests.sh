@@ -4,7 +4,8 @@
 # runner shows them, keeps full logs under $OHBOX_TEST_WORK/logs, and ends
 # with the line "N passed, N failed, N skipped". Exit status 1 if anything failed.
 #
-# Usage: tests/run-tests.sh [PATTERN...]   (only tests whose file name contains a PATTERN)
+# Usage: tests/run-tests.sh [PATTERN...]   (only tests whose file name contains a PATTERN;
+#        =NAME selects exactly the test NAME: `=run` is run.sh, not run-ci.sh)
 set -u
 builddir=${OHBOX_BUILDDIR:-$(pwd)}
 srcdir=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/.." && pwd)}
@@ -16,7 +17,12 @@ passed=0 failed=0 skipped=0
 selected() {
   [ $# -gt 1 ] || return 0
   local name=$1; shift
-  for p in "$@"; do case $name in *"$p"*) return 0 ;; esac; done
+  for p in "$@"; do
+    case $p in
+      =*) [ "$name" = "${p#=}" ] && return 0 ;;
+      *) case $name in *"$p"*) return 0 ;; esac ;;
+    esac
+  done
   return 1
 }
 

@@ -32,6 +32,8 @@ build_usage (FILE *out)
            "  --authfile FILE          auth.json with credentials\n"
            "  --cert-dir DIR           CA certificates (*.crt) and client certificates\n"
            "  --tls-verify=BOOL        verify TLS and require HTTPS (default true)\n"
+           "  --max-image-size BYTES   limit on a pulled image's layers, uncompressed (default 64 GiB)\n"
+           "  --pull-timeout DURATION  give up a pull whose registry part takes longer (default 30m; 0: never)\n"
            "  -q, --quiet              print only the image name\n"
            "  --format json            print the result as JSON\n"
            "  -h, --help               this help\n");
@@ -55,6 +57,8 @@ cli_build (int argc, char **argv)
     OPT_EXECUTOR,
     OPT_EXECUTOR_SRC,
     OPT_BASH,
+    OPT_MAX_IMAGE,
+    OPT_PULL_TIMEOUT,
     OPT_FORMAT,
   };
   static const struct option opts[] = {
@@ -64,6 +68,8 @@ cli_build (int argc, char **argv)
     { "executor", required_argument, NULL, OPT_EXECUTOR },
     { "executor-src", required_argument, NULL, OPT_EXECUTOR_SRC },
     { "bash", required_argument, NULL, OPT_BASH },
+    { "max-image-size", required_argument, NULL, OPT_MAX_IMAGE },
+    { "pull-timeout", required_argument, NULL, OPT_PULL_TIMEOUT },
     CLI_CREDS_OPTION,
     CLI_REGISTRY_OPTIONS,
     { "format", required_argument, NULL, OPT_FORMAT },
@@ -99,6 +105,16 @@ cli_build (int argc, char **argv)
           break;
         case OPT_BASH:
           bo.bash = optarg;
+          break;
+        case OPT_MAX_IMAGE:
+          if (cli_parse_size (optarg, &po.max_image_size) < 0)
+            return cli_usage_error ("build", "--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
+                                    optarg);
+          break;
+        case OPT_PULL_TIMEOUT:
+          if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
+            return cli_usage_error ("build", "--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
+                                    optarg);
           break;
         case OPT_FORMAT:
           if (cli_parse_format (optarg, &format) < 0)

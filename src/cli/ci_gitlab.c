@@ -2,11 +2,13 @@
  * GitLab Runner's custom executor (man/ohbox-ci.1, contrib/gitlab-runner/).
  *
  * The runner calls one stage per process, with the job's variables as
- * CUSTOM_ENV_*: prepare starts one detached sandbox per job (and one per
- * service, in the job's network namespace), run feeds each script the
- * runner generated to a shell inside it, cleanup removes them all. The
- * sandbox names derive from the runner, its concurrency slot and the job id,
- * so every stage finds them again and two jobs never clash.
+ * CUSTOM_ENV_*: config names the job's sandbox and makes its key (handed to
+ * the later stages through job_env, see ci_gitlab_job.c), prepare pulls the
+ * image with the job's own credentials and starts one detached sandbox per
+ * job (and one per service, in the job's network namespace), run feeds each
+ * script the runner generated to a shell inside it, cleanup removes them
+ * all. run and cleanup touch only sandboxes the job's prepare recorded as
+ * its own.
  *
  * Exit codes are the runner's contract: 0, $BUILD_FAILURE_EXIT_CODE when
  * the job's script failed, $SYSTEM_FAILURE_EXIT_CODE when ohbox or the
@@ -26,6 +28,7 @@
 #include "sandbox/exec.h"
 #include "image/image.h"
 #include "policy/run_policy.h"
+#include "registry/registries_conf.h"
 #include "sandbox/sandbox.h"
 #include "store/store.h"
 #include "common/utils.h"
@@ -44,12 +47,18 @@ static const char ci_help[]
       "       ohbox ci gitlab cleanup\n\n"
       "A GitLab Runner custom executor driver: the runner calls each stage with the\n"
       "job's variables as CUSTOM_ENV_* (see contrib/gitlab-runner/ and ohbox-ci(1)).\n\n"
-      "  config    print the executor configuration JSON (builds_dir, cache_dir, ...)\n"
+      "  config    name the job's sandbox (from $JOB_RESPONSE_FILE), print the executor\n"
+      "            configuration JSON (builds_dir, cache_dir, job_env, ...)\n"
       "  prepare   pull $CUSTOM_ENV_CI_JOB_IMAGE, start the job's sandbox and services\n"
       "  run       run the runner's SCRIPT_PATH in the job's sandbox (bash, else sh)\n"
       "  cleanup   remove the job's sandboxes (missing ones are fine)\n\n"
       "Options of prepare:\n"
-      "      --pull POLICY            missing (default), always or never\n"
+      "      --pull POLICY            always, if-not-present or never (default: if-not-present,\n"
+      "                               always for images that needed credentials)\n"
+      "      --host-credentials       also use this host's registry credentials (auth.json)\n"
+      "                               for every job, not only the job's own\n"
+      "      --pull-timeout DURATION  give up a pull after this long (default 30m; 0: never)\n"
+      "      --max-image-size BYTES   limit on an image's unpacked layers (default 64 GiB)\n"
       "      --tls-verify BOOL        verify registry certificates (default: registries.conf)\n"
       "      --cert-dir DIR           CA certificates for registries\n"
       "      --network MODE           the job sandbox's network (ohbox run --network)\n"
@@ -92,44 +101,6 @@ ci_fail (const char *stage, ohbox_error_t *err)
   return system_failure ();
 }
 
-/* Appends VALUE to the name, keeping the characters sandbox names allow. */
-static void
-name_append (char *buf, size_t *len, const char *value)
-{
-  for (const char *p = value; *p && *len + 1 < CI_JOB_NAME_MAX; p++)
-    {
-      char c = *p;
-      bool ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || c == '_' || c == '.'
-                || c == '-';
-      buf[(*len)++] = ok ? c : '_';
-    }
-  buf[*len] = '\0';
-}
-
-/* gitlab-RUNNER-cSLOT-JOBID: the runner (its short token, else its id), the
- * concurrency slot it gave the job, and the job id. */
-static int
-job_sandbox_name (char *buf, ohbox_error_t *err)
-{
-  const char *job = getenv ("CUSTOM_ENV_CI_JOB_ID");
-  if (job == NULL || *job == '\0')
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                        "`CUSTOM_ENV_CI_JOB_ID` is not set: run this through GitLab Runner's custom executor");
-  const char *runner = getenv ("CUSTOM_ENV_CI_RUNNER_SHORT_TOKEN");
-  if (runner == NULL || *runner == '\0')
-    runner = getenv ("CUSTOM_ENV_CI_RUNNER_ID");
-  const char *slot = getenv ("CUSTOM_ENV_CI_CONCURRENT_ID");
-  size_t len = 0;
-  buf[0] = '\0';
-  name_append (buf, &len, "gitlab-");
-  name_append (buf, &len, runner && *runner ? runner : "runner");
-  name_append (buf, &len, "-c");
-  name_append (buf, &len, slot && *slot ? slot : "0");
-  name_append (buf, &len, "-");
-  name_append (buf, &len, job);
-  return 0;
-}
-
 void
 ci_service_sandbox_name (char *buf, const char *job_name, size_t i)
 {
@@ -161,49 +132,58 @@ ci_close (struct ci_ctx *c)
   memset (c, 0, sizeof *c);
 }
 
-/* Removes sandbox NAME if it exists (running or not). */
+/* Removes sandbox NAME if it exists (running or not) and is the job's. */
 static int
-remove_if_present (struct ohbox_runtime *rt, const char *name, bool *ret_removed, ohbox_error_t *err)
+remove_owned (struct ci_ctx *c, const struct ci_job *job, const char *name, bool *ret_removed, ohbox_error_t *err)
 {
   cleanup_free char *id = NULL;
   cleanup_error ohbox_error_t e = NULL;
   if (ret_removed)
     *ret_removed = false;
-  if (ohbox_sandbox_resolve (rt, name, &id, &e) < 0)
+  if (ohbox_sandbox_resolve (c->rt, name, &id, &e) < 0)
     {
       if (e->kind == OHBOX_ERR_NOT_FOUND)
         return 0;
       ohbox_error_move (err, &e);
       return ohbox_error_prefix (err, "find sandbox `%s`", name);
     }
-  if (ohbox_sandbox_remove (rt, id, true, err) < 0)
+  if (ci_own_check (c, job, id, name, err) < 0)
+    return -1;
+  if (ohbox_sandbox_remove (c->rt, id, true, err) < 0)
     return ohbox_error_prefix (err, "remove sandbox `%s`", name);
+  ci_own_forget (c, id);
   if (ret_removed)
     *ret_removed = true;
   return 0;
 }
 
 /* Every sandbox of the job: its services first (they live in its network
- * namespace), then the job's own. */
+ * namespace), then the job's own. One that is not the job's is left alone
+ * (and reported, after the others are gone). */
 static int
-remove_job (struct ohbox_runtime *rt, const char *job_name, size_t *ret_n, ohbox_error_t *err)
+remove_job (struct ci_ctx *c, const struct ci_job *job, size_t *ret_n, ohbox_error_t *err)
 {
   char name[CI_NAME_MAX];
   size_t n = 0;
-  for (size_t i = 0; i < CI_MAX_SERVICES; i++)
+  int ret = 0;
+  for (size_t i = 0; i <= CI_MAX_SERVICES; i++)
     {
       bool removed;
-      ci_service_sandbox_name (name, job_name, i);
-      if (remove_if_present (rt, name, &removed, err) < 0)
-        return -1;
+      cleanup_error ohbox_error_t e = NULL;
+      if (i < CI_MAX_SERVICES)
+        ci_service_sandbox_name (name, job->name, i);
+      else
+        snprintf (name, sizeof name, "%s", job->name);
+      if (remove_owned (c, job, name, &removed, &e) < 0 && ret == 0)
+        {
+          ohbox_error_move (err, &e);
+          ret = -1;
+        }
       n += removed;
     }
-  bool removed;
-  if (remove_if_present (rt, job_name, &removed, err) < 0)
-    return -1;
   if (ret_n)
-    *ret_n = n + removed;
-  return 0;
+    *ret_n = n;
+  return ret;
 }
 
 /* ---- config ---- */
@@ -211,18 +191,22 @@ remove_job (struct ohbox_runtime *rt, const char *job_name, size_t *ret_n, ohbox
 static int
 ci_config (void)
 {
-  char name[CI_NAME_MAX];
   cleanup_error ohbox_error_t err = NULL;
-  json_t *job_env = json_object ();
-  /* Without a job id (the runner always gives one) the hostname is left out. */
-  bool named = job_sandbox_name (name, &err) == 0;
-  if (named)
-    json_object_set_new (job_env, "OHBOX_CI_SANDBOX", json_string (name));
-  json_t *j = json_pack ("{s:s, s:s, s:b, s:{s:s, s:s}, s:s, s:o}", "builds_dir", CI_BUILDS_DIR, "cache_dir",
-                         CI_CACHE_DIR, "builds_dir_is_shared", 0, "driver", "name", CI_DRIVER_NAME, "version",
-                         PACKAGE_VERSION, "shell", "bash", "job_env", job_env);
-  if (named)
-    json_object_set_new (j, "hostname", json_string (name));
+  json_t *response = NULL;
+  struct ci_job job;
+  if (ci_job_response (&response, &err) < 0 || ci_job_new (response, &job, &err) < 0)
+    {
+      json_decref (response);
+      return ci_fail ("config", &err);
+    }
+  json_decref (response);
+  /* job_env reaches the later stages as plain variables; the job's own
+   * only ever arrive as CUSTOM_ENV_*, so it cannot replace these. */
+  json_t *j = json_pack ("{s:s, s:s, s:b, s:{s:s, s:s}, s:s, s:s, s:{s:s, s:s}}", "builds_dir", CI_BUILDS_DIR,
+                         "cache_dir", CI_CACHE_DIR, "builds_dir_is_shared", 0, "driver", "name", CI_DRIVER_NAME,
+                         "version", PACKAGE_VERSION, "shell", "bash", "hostname", job.name, "job_env",
+                         CI_ENV_SANDBOX, job.name, CI_ENV_KEY, job.key);
+  explicit_bzero (job.key, sizeof job.key);
   json_dumpf (j, stdout, JSON_COMPACT);
   fputc ('\n', stdout);
   json_decref (j);
@@ -231,42 +215,74 @@ ci_config (void)
 
 /* ---- prepare ---- */
 
-/* Makes IMAGE present in the store as the policy says, through `ohbox pull`
- * itself (credentials, registries.conf, TLS options, progress in the log). */
-int
-ci_ensure_image (struct prepare_opts *po, const char *image, ohbox_error_t *err)
+static const char *const policy_names[] = {
+  [CI_PULL_DEFAULT] = "the default",
+  [CI_PULL_ALWAYS] = "always",
+  [CI_PULL_IF_NOT_PRESENT] = "if-not-present",
+  [CI_PULL_NEVER] = "never",
+};
+
+/* The store's image named IMAGE (never an id or id prefix: a job names
+ * images as references), and whether its pull needed credentials. 1 when
+ * found, 0 when not, -1 on error. */
+static int
+find_image (const char *image, char id[OHBOX_DIGEST_LEN + 1], bool *needs_credentials, ohbox_error_t *err)
 {
-  if (strcmp (po->pull, "always") != 0)
+  struct ohbox_store *store = NULL;
+  if (ohbox_store_open (cli_store_root (), &store, err) < 0)
+    return -1;
+  cleanup_free char *found = NULL;
+  cleanup_error ohbox_error_t e = NULL;
+  int r = ohbox_store_resolve_name (store, image, &found, &e);
+  if (r == 0)
     {
-      struct ci_ctx c;
-      if (ci_open (&c, err) < 0)
-        return -1;
-      struct ohbox_image *img = NULL;
-      cleanup_error ohbox_error_t e = NULL;
-      int r = ohbox_image_load (c.store, image, &img, &e);
-      ohbox_image_free (img);
-      ci_close (&c);
-      if (r == 0)
-        return 0;
-      if (strcmp (po->pull, "never") == 0)
-        {
-          ohbox_error_move (err, &e);
-          return ohbox_error_hint (err, "the pull policy is `never`: pull it on this host first");
-        }
+      snprintf (id, OHBOX_DIGEST_LEN + 1, "%s", found);
+      *needs_credentials = ohbox_store_needs_credentials (store, found);
     }
-  const char *argv[CI_MAX_PULL_ARGS + 4];
-  int argc = 0;
-  argv[argc++] = "pull";
-  for (size_t i = 0; i < po->n_pull_args; i++)
-    argv[argc++] = po->pull_args[i];
-  argv[argc++] = image;
-  argv[argc] = NULL;
+  ohbox_store_close (store);
+  if (r == 0)
+    return 1;
+  if (e->kind == OHBOX_ERR_NOT_FOUND)
+    return 0;
+  ohbox_error_move (err, &e);
+  return -1;
+}
+
+/* Makes IMAGE present as the pull policy says. By default an image in the
+ * store is used as it is, unless its pull needed credentials: then this
+ * job's own must get it from the registry again (a manifest request when
+ * the layers are there), or a job without them would run a private image
+ * another job pulled. */
+int
+ci_ensure_image (struct prepare_opts *po, const char *image, char id[OHBOX_DIGEST_LEN + 1], ohbox_error_t *err)
+{
+  if (po->pull != CI_PULL_ALWAYS)
+    {
+      bool needs_credentials = false;
+      int found = find_image (image, id, &needs_credentials, err);
+      if (found < 0)
+        return -1;
+      if (found && (po->pull != CI_PULL_DEFAULT || !needs_credentials))
+        {
+          printf ("Using %s from the store (%.19s), pull policy %s\n", image, id, policy_names[po->pull]);
+          return 0;
+        }
+      if (!found && po->pull == CI_PULL_NEVER)
+        return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0,
+                            "image `%s` is not in the store and the pull policy is `never`: pull it on this host "
+                            "first",
+                            image);
+      if (found)
+        printf ("%s needed registry credentials when it was pulled: asking the registry with this job's\n", image);
+    }
+  struct ohbox_pull_result res = { 0 };
   fflush (stdout);
-  optind = 0;
-  int rc = cli_pull (argc, (char **) argv);
+  int rc = cli_pull_image ("pull", image, &po->po, CLI_FORMAT_TABLE, false, &res);
   fflush (stdout);
   if (rc != 0)
     return ohbox_error (err, rc, 0, "pull `%s` failed (see above)", image);
+  snprintf (id, OHBOX_DIGEST_LEN + 1, "%s", res.id);
+  ohbox_pull_result_clear (&res);
   return 0;
 }
 
@@ -303,12 +319,19 @@ start_planned (struct ci_ctx *c, struct ohbox_run_request *q, char **id, ohbox_e
 }
 
 int
-ci_start_detached (struct ci_ctx *c, struct ohbox_run_request *q, ohbox_error_t *err)
+ci_start_detached (struct ci_ctx *c, struct ohbox_run_request *q, const char *shown_image, const struct ci_job *job,
+                   double expires, ohbox_error_t *err)
 {
   cleanup_free char *id = NULL;
   if (start_planned (c, q, &id, err) < 0)
-    return ohbox_error_prefix (err, "start sandbox `%s` from `%s`", q->name, q->image);
-  printf ("Started sandbox %s (%.12s) from %s\n", q->name, id, q->image);
+    return ohbox_error_prefix (err, "start sandbox `%s` from `%s`", q->name, shown_image);
+  if (ci_own_record (c, job, id, expires, err) < 0)
+    {
+      cleanup_error ohbox_error_t ignored = NULL;
+      ohbox_sandbox_remove (c->rt, id, true, &ignored);
+      return -1;
+    }
+  printf ("Started sandbox %s (%.12s) from %s\n", q->name, id, shown_image);
   fflush (stdout);
   return 0;
 }
@@ -318,6 +341,9 @@ enum
   OPT_PULL = 256,
   OPT_TLS_VERIFY,
   OPT_CERT_DIR,
+  OPT_HOST_CREDS,
+  OPT_PULL_TIMEOUT,
+  OPT_MAX_IMAGE,
   OPT_NETWORK,
   OPT_CPUS,
   OPT_PIDS,
@@ -330,6 +356,9 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
     { "pull", required_argument, NULL, OPT_PULL },
     { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
     { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
+    { "host-credentials", no_argument, NULL, OPT_HOST_CREDS },
+    { "pull-timeout", required_argument, NULL, OPT_PULL_TIMEOUT },
+    { "max-image-size", required_argument, NULL, OPT_MAX_IMAGE },
     { "network", required_argument, NULL, OPT_NETWORK },
     { "memory", required_argument, NULL, 'm' },
     { "cpus", required_argument, NULL, OPT_CPUS },
@@ -345,17 +374,40 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
       switch (c)
         {
         case OPT_PULL:
-          if (strcmp (optarg, "missing") && strcmp (optarg, "always") && strcmp (optarg, "never"))
-            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unknown --pull `%s`: use missing, always or never",
-                                optarg);
-          po->pull = optarg;
+          if (strcmp (optarg, "always") == 0)
+            po->pull = CI_PULL_ALWAYS;
+          else if (strcmp (optarg, "if-not-present") == 0 || strcmp (optarg, "missing") == 0)
+            po->pull = CI_PULL_IF_NOT_PRESENT;
+          else if (strcmp (optarg, "never") == 0)
+            po->pull = CI_PULL_NEVER;
+          else
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                                "unknown --pull `%s`: use always, if-not-present or never", optarg);
           break;
         case OPT_TLS_VERIFY:
+          {
+            bool verify;
+            if (cli_parse_bool (optarg, &verify) < 0)
+              return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--tls-verify takes true or false, not `%s`", optarg);
+            po->po.registry.insecure = !verify;
+            po->po.tls_verify_explicit = true;
+            break;
+          }
         case OPT_CERT_DIR:
-          if (po->n_pull_args + 2 > CI_MAX_PULL_ARGS)
-            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many pull options");
-          po->pull_args[po->n_pull_args++] = c == OPT_TLS_VERIFY ? "--tls-verify" : "--cert-dir";
-          po->pull_args[po->n_pull_args++] = optarg;
+          po->po.registry.cert_dir = optarg;
+          break;
+        case OPT_HOST_CREDS:
+          po->host_credentials = true;
+          break;
+        case OPT_PULL_TIMEOUT:
+          if (cli_parse_timeout (optarg, &po->po.timeout_s) < 0)
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                                "--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
+          break;
+        case OPT_MAX_IMAGE:
+          if (cli_parse_size (optarg, &po->po.max_image_size) < 0)
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                                "--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
           break;
         case OPT_NETWORK:
           if (strcmp (optarg, "none") && strcmp (optarg, "host") && strcmp (optarg, "bridge"))
@@ -386,16 +438,81 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
   return ohbox_cgroup_limits_validate (&po->limits, err);
 }
 
+/* The registry side of prepare: registries.conf, the job's own
+ * credentials (and the host's only when the runner's configuration says
+ * --host-credentials), released by prepare_release. */
+static int
+prepare_registry (struct prepare_opts *po, json_t *response, struct ohbox_registries_conf **conf,
+                  ohbox_error_t *err)
+{
+  char *auth_json = NULL;
+  if (ci_job_auth_json (response, &auth_json, err) < 0)
+    return -1;
+  po->po.registry.auth_json = auth_json;
+  po->po.registry.auth_json_name = "the job's registry credentials";
+  po->po.registry.no_default_authfiles = !po->host_credentials;
+  if (ohbox_registries_conf_load (cli_global.registries_conf, conf, err) < 0)
+    return -1;
+  po->po.conf = *conf;
+  return 0;
+}
+
+static void
+prepare_release (struct prepare_opts *po, struct ohbox_registries_conf *conf)
+{
+  char *auth_json = (char *) po->po.registry.auth_json;
+  if (auth_json)
+    explicit_bzero (auth_json, strlen (auth_json));
+  free (auth_json);
+  po->po.registry.auth_json = NULL;
+  ohbox_registries_conf_free (conf);
+}
+
+/* Starts the job's sandbox from IMAGE and its services. */
+static int
+start_job (struct prepare_opts *po, const struct ci_job *job, json_t *response, const char *image,
+           ohbox_error_t *err)
+{
+  char id[OHBOX_DIGEST_LEN + 1];
+  if (ci_ensure_image (po, image, id, err) < 0)
+    return -1;
+  json_t *services = NULL;
+  struct hostnames hosts = { .n = 0 };
+  if (ci_load_services (response, &services, &hosts, err) < 0)
+    return -1;
+  double expires = ci_job_expiry (response);
+  char *keep[] = { (char *) "/bin/sh", (char *) "-c", (char *) keepalive, NULL };
+  /* From the id the pull or the store gave: the name could be made to
+   * point elsewhere meanwhile. */
+  /* The network as `ohbox run` decides it (run_policy.h). */
+  struct ohbox_run_request o = { .image = id,
+                                 .name = job->name,
+                                 .entrypoint = keep,
+                                 .limits = po->limits,
+                                 .add_hosts = hosts.v,
+                                 .network = po->network };
+  struct ci_ctx c;
+  int r = ci_open (&c, err);
+  if (r == 0)
+    r = ci_start_detached (&c, &o, image, job, expires, err);
+  ci_close (&c);
+  if (r == 0 && services)
+    r = ci_start_services (po, job, expires, services, err);
+  json_decref (services);
+  ci_hostnames_clear (&hosts);
+  return r;
+}
+
 static int
 ci_prepare (int argc, char **argv)
 {
   cleanup_error ohbox_error_t err = NULL;
-  struct prepare_opts po = { .pull = "missing" };
-  char name[CI_NAME_MAX];
+  struct prepare_opts po = { .pull = CI_PULL_DEFAULT };
+  struct ci_job job;
   int r = parse_prepare (argc, argv, &po, &err);
   if (r == 1)
     return 0;
-  if (r < 0 || job_sandbox_name (name, &err) < 0)
+  if (r < 0 || ci_job_from_env (&job, &err) < 0)
     return ci_fail ("prepare", &err);
   const char *image = getenv ("CUSTOM_ENV_CI_JOB_IMAGE");
   if (image == NULL || *image == '\0')
@@ -404,48 +521,38 @@ ci_prepare (int argc, char **argv)
                    "the job names no image (`CUSTOM_ENV_CI_JOB_IMAGE` is empty): set `image:` in .gitlab-ci.yml");
       return ci_fail ("prepare", &err);
     }
-  /* A sandbox of the same name is a leftover of this slot (a runner that
-   * died before cleanup): the runner never gives one slot two jobs. */
+  /* Leftovers: of this job (a prepare that ran before, the runner retrying
+   * it), and of jobs whose runner died before their cleanup. */
   {
     struct ci_ctx c;
     if (ci_open (&c, &err) < 0)
       return ci_fail ("prepare", &err);
-    r = remove_job (c.rt, name, NULL, &err);
+    ci_own_collect (&c);
+    r = remove_job (&c, &job, NULL, &err);
     ci_close (&c);
     if (r < 0)
       return ci_fail ("prepare", &err);
   }
-  printf ("Using ohbox %s, sandbox %s, image %s\n", PACKAGE_VERSION, name, image);
-  if (ci_ensure_image (&po, image, &err) < 0)
-    return ci_fail ("prepare", &err);
-  json_t *services = NULL;
-  struct hostnames hosts = { .n = 0 };
-  if (ci_load_services (&services, &hosts, &err) < 0)
-    return ci_fail ("prepare", &err);
-  char *keep[] = { (char *) "/bin/sh", (char *) "-c", (char *) keepalive, NULL };
-  /* The network as `ohbox run` decides it (run_policy.h). */
-  struct ohbox_run_request o = { .image = image,
-                                 .name = name,
-                                 .entrypoint = keep,
-                                 .limits = po.limits,
-                                 .add_hosts = hosts.v,
-                                 .network = po.network };
-  struct ci_ctx c;
-  if (ci_open (&c, &err) < 0)
-    return ci_fail ("prepare", &err);
-  r = ci_start_detached (&c, &o, &err);
-  ci_close (&c);
-  if (r == 0 && services)
-    r = ci_start_services (&po, name, services, &err);
-  json_decref (services);
-  ci_hostnames_clear (&hosts);
+  json_t *response = NULL;
+  struct ohbox_registries_conf *conf = NULL;
+  if (ci_job_response (&response, &err) < 0 || prepare_registry (&po, response, &conf, &err) < 0)
+    {
+      prepare_release (&po, conf);
+      json_decref (response);
+      return ci_fail ("prepare", &err);
+    }
+  printf ("Using ohbox %s, sandbox %s, image %s\n", PACKAGE_VERSION, job.name, image);
+  r = start_job (&po, &job, response, image, &err);
+  prepare_release (&po, conf);
+  json_decref (response);
   if (r < 0)
     {
       /* Nothing of a job that could not start stays behind, whether or not
        * the runner calls cleanup. */
+      struct ci_ctx c;
       cleanup_error ohbox_error_t e = NULL;
       if (ci_open (&c, &e) == 0)
-        remove_job (c.rt, name, NULL, &e);
+        remove_job (&c, &job, NULL, &e);
       ci_close (&c);
       return ci_fail ("prepare", &err);
     }
@@ -455,15 +562,13 @@ ci_prepare (int argc, char **argv)
 /* ---- run ---- */
 
 static bool
-sandbox_running (const char *name)
+sandbox_running (const char *id)
 {
   struct ci_ctx c;
   cleanup_error ohbox_error_t e = NULL;
-  cleanup_free char *id = NULL;
   json_t *j = NULL;
   bool running = false;
-  if (ci_open (&c, &e) == 0 && ohbox_sandbox_resolve (c.rt, name, &id, &e) == 0
-      && ohbox_sandbox_inspect (c.rt, id, &j, &e) == 0)
+  if (ci_open (&c, &e) == 0 && ohbox_sandbox_inspect (c.rt, id, &j, &e) == 0)
     {
       const char *st = json_string_value (json_object_get (j, "status"));
       running = st && (strcmp (st, "running") == 0 || strcmp (st, "paused") == 0);
@@ -488,18 +593,27 @@ write_build_exit_code (int code)
     fprintf (stderr, "ohbox ci gitlab run: write `%s`: %s\n", file, strerror (errno));
 }
 
+/* The id of the job's sandbox, once it is known to be the job's. */
+static int
+owned_sandbox (struct ci_ctx *c, const struct ci_job *job, char **ret_id, ohbox_error_t *err)
+{
+  if (ohbox_sandbox_resolve (c->rt, job->name, ret_id, err) < 0)
+    return ohbox_error_prefix (err, "the job's sandbox");
+  return ci_own_check (c, job, *ret_id, job->name, err);
+}
+
 static int
 ci_run (int argc, char **argv)
 {
   cleanup_error ohbox_error_t err = NULL;
-  char name[CI_NAME_MAX];
   if (argc != 3)
     {
       ohbox_error (&err, OHBOX_ERR_USAGE, 0, "expected SCRIPT_PATH STAGE_NAME, as the runner passes them");
       return ci_fail ("run", &err);
     }
   const char *script = argv[1], *stage = argv[2];
-  if (job_sandbox_name (name, &err) < 0)
+  struct ci_job job;
+  if (ci_job_from_env (&job, &err) < 0)
     return ci_fail ("run", &err);
   /* The script reaches the shell on its stdin: nothing is copied into the
    * sandbox, and the runner's file stays where the runner cleans it up. */
@@ -517,8 +631,16 @@ ci_run (int argc, char **argv)
     }
   close (fd);
   struct ci_ctx c;
+  cleanup_free char *id = NULL;
   if (ci_open (&c, &err) < 0)
     return ci_fail ("run", &err);
+  /* By id from here on: the name is checked once, and exec cannot be sent
+   * to another sandbox given that name meanwhile. */
+  if (owned_sandbox (&c, &job, &id, &err) < 0)
+    {
+      ci_close (&c);
+      return ci_fail ("run", &err);
+    }
   ohbox_store_unlock (c.store);
   int code = -1;
   int r = -1;
@@ -530,7 +652,7 @@ ci_run (int argc, char **argv)
       code = -1;
       lseek (0, 0, SEEK_SET);
       fflush (stdout);
-      r = ohbox_sandbox_exec (c.rt, name, &o, &code, &err);
+      r = ohbox_sandbox_exec (c.rt, id, &o, &code, &err);
       /* Only "not found" tries the next shell: nothing of the script ran. */
       if (!(r < 0 && code == 127))
         break;
@@ -547,10 +669,10 @@ ci_run (int argc, char **argv)
   if (code == 0)
     return 0;
   /* A script that died because its sandbox went away is the system's failure. */
-  if (!sandbox_running (name))
+  if (!sandbox_running (id))
     {
-      fprintf (stderr, "ohbox ci gitlab run: sandbox `%s` is gone (the `%s` script ended with %d)\n", name, stage,
-               code);
+      fprintf (stderr, "ohbox ci gitlab run: sandbox `%s` is gone (the `%s` script ended with %d)\n", job.name,
+               stage, code);
       return system_failure ();
     }
   write_build_exit_code (code);
@@ -564,23 +686,23 @@ ci_cleanup (int argc, char **argv)
 {
   (void) argv;
   cleanup_error ohbox_error_t err = NULL;
-  char name[CI_NAME_MAX];
   if (argc != 1)
     {
       ohbox_error (&err, OHBOX_ERR_USAGE, 0, "cleanup takes no arguments");
       return ci_fail ("cleanup", &err);
     }
-  if (job_sandbox_name (name, &err) < 0)
+  struct ci_job job;
+  if (ci_job_from_env (&job, &err) < 0)
     return ci_fail ("cleanup", &err);
   struct ci_ctx c;
   if (ci_open (&c, &err) < 0)
     return ci_fail ("cleanup", &err);
   size_t n = 0;
-  int r = remove_job (c.rt, name, &n, &err);
+  int r = remove_job (&c, &job, &n, &err);
   ci_close (&c);
+  printf ("Removed %zu sandbox%s of %s\n", n, n == 1 ? "" : "es", job.name);
   if (r < 0)
     return ci_fail ("cleanup", &err);
-  printf ("Removed %zu sandbox%s of %s\n", n, n == 1 ? "" : "es", name);
   return 0;
 }
 

@@ -1,6 +1,7 @@
 /* ci_gitlab_services.c: the services of an `ohbox ci gitlab` job (see
- * ci_gitlab.c and ohbox-ci(1)): read from the job payload, started in the
- * job sandbox's network namespace, named in its /etc/hosts. */
+ * ci_gitlab.c and ohbox-ci(1)): read from the job response, pulled as the
+ * job's image is, started in the job sandbox's network namespace, named in
+ * its /etc/hosts. */
 #include "config.h"
 
 #include <fcntl.h>
@@ -125,35 +126,19 @@ service_hostnames (struct hostnames *h, const char *image, const char *alias)
     hostnames_add (h, b, nb);
 }
 
-/* The job's services, from the job payload the runner writes to
- * $JOB_RESPONSE_FILE (the custom executor exposes them nowhere else): *RET
- * the "services" array (NULL when none), *HOSTS the names the docker
- * executor would give them. */
+/* The job's services, from the job response (the custom executor exposes
+ * them nowhere else): *RET the "services" array (NULL when none), *HOSTS
+ * the names the docker executor would give them. */
 int
-ci_load_services (json_t **ret, struct hostnames *hosts, ohbox_error_t *err)
+ci_load_services (json_t *response, json_t **ret, struct hostnames *hosts, ohbox_error_t *err)
 {
   *ret = NULL;
-  const char *file = getenv ("JOB_RESPONSE_FILE");
-  if (file == NULL || *file == '\0')
-    return 0;
-  cleanup_free char *text = NULL;
-  size_t len;
-  if (ohbox_read_file_at (AT_FDCWD, file, CI_JOB_RESPONSE_MAX, &text, &len, err) < 0)
-    return ohbox_error_prefix (err, "read the job response (JOB_RESPONSE_FILE)");
-  json_error_t je;
-  json_t *job = json_loadb (text, len, 0, &je);
-  if (job == NULL)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse the job response `%s`: %s", file, je.text);
-  json_t *services = json_object_get (job, "services");
+  json_t *services = json_object_get (response, "services");
   if (json_is_array (services) && json_array_size (services) > CI_MAX_SERVICES)
-    {
-      json_decref (job);
-      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the job has %zu services; ohbox runs at most %d",
-                          json_array_size (services), CI_MAX_SERVICES);
-    }
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the job has %zu services; ohbox runs at most %d",
+                        json_array_size (services), CI_MAX_SERVICES);
   if (json_is_array (services) && json_array_size (services) > 0)
     *ret = json_incref (services);
-  json_decref (job);
   for (size_t i = 0; *ret && i < json_array_size (*ret); i++)
     {
       json_t *sv = json_array_get (*ret, i);
@@ -168,7 +153,8 @@ ci_load_services (json_t **ret, struct hostnames *hosts, ohbox_error_t *err)
  * 127.0.0.1, as with GitLab's Kubernetes executor, and under its names
  * (the job's /etc/hosts). */
 int
-ci_start_services (struct prepare_opts *po, const char *job_name, json_t *services, ohbox_error_t *err)
+ci_start_services (struct prepare_opts *po, const struct ci_job *job, double expires, json_t *services,
+                   ohbox_error_t *err)
 {
   int r = 0;
   for (size_t i = 0; r == 0 && i < json_array_size (services); i++)
@@ -179,17 +165,18 @@ ci_start_services (struct prepare_opts *po, const char *job_name, json_t *servic
         continue;
       const char *alias = json_string_value (json_object_get (s, "alias"));
       printf ("Starting service %s%s%s\n", image, alias ? " as " : "", alias ? alias : "");
-      if (ci_ensure_image (po, image, err) < 0)
+      char id[OHBOX_DIGEST_LEN + 1];
+      if (ci_ensure_image (po, image, id, err) < 0)
         return -1;
       char name[CI_NAME_MAX];
-      ci_service_sandbox_name (name, job_name, i);
+      ci_service_sandbox_name (name, job->name, i);
       char **env = service_env (json_object_get (s, "variables"));
       char **entrypoint = json_strv (json_object_get (s, "entrypoint"));
       char **command = json_strv (json_object_get (s, "command"));
       /* A service runs its image's own command (no executor), in the job
-       * sandbox's network namespace. */
-      cleanup_free char *network = xasprintf ("container:%s", job_name);
-      struct ohbox_run_request o = { .image = image,
+       * sandbox's network namespace; from the id the pull gave. */
+      cleanup_free char *network = xasprintf ("container:%s", job->name);
+      struct ohbox_run_request o = { .image = id,
                                      .name = name,
                                      .env = env,
                                      .entrypoint = entrypoint,
@@ -200,7 +187,7 @@ ci_start_services (struct prepare_opts *po, const char *job_name, json_t *servic
       struct ci_ctx c;
       r = ci_open (&c, err);
       if (r == 0)
-        r = ci_start_detached (&c, &o, err);
+        r = ci_start_detached (&c, &o, image, job, expires, err);
       ci_close (&c);
       strv_free (env);
       strv_free (entrypoint);

@@ -6,6 +6,7 @@
 
 #include <jansson.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -41,10 +42,15 @@ const char *cli_store_root (void);
 struct ohbox_store;
 /* Opens the store; on failure prints the error and returns its exit code. */
 int cli_open_store (const char *command, struct ohbox_store **out);
-/* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year). */
-int cli_parse_duration (const char *s, double *ret);
 /* "true"/"false" (also 1/0, yes/no). */
 int cli_parse_bool (const char *s, bool *out);
+/* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year); -1 when invalid. */
+int cli_parse_duration (const char *s, double *ret);
+/* A byte count with an optional K/M/G/T suffix (powers of 1024, "KiB" and
+ * "KB" too), > 0; -1 when invalid. */
+int cli_parse_size (const char *s, uint64_t *out);
+/* A pull's --timeout: a duration, or 0 for none (*RET < 0). */
+int cli_parse_timeout (const char *s, double *ret);
 
 /* The registry options pull, build, push and login share: one parser, one
  * meaning. Commands put CLI_REGISTRY_OPTIONS (and CLI_CREDS_OPTION where
@@ -83,6 +89,14 @@ int cli_registry_prepare (const char *command, struct cli_registry_args *a, bool
 void cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf);
 
 int cli_pull (int argc, char **argv);
+struct ohbox_pull_options;
+struct ohbox_pull_result;
+/* `ohbox pull IMAGE` with PO ready (registries.conf and credentials in it):
+ * progress and the result on stdout as the command prints them, errors as
+ * "ohbox COMMAND: ...". 0, or the exit code of the error. RET (may be NULL)
+ * gets the result (ohbox_pull_result_clear). */
+int cli_pull_image (const char *command, const char *image, struct ohbox_pull_options *po, enum cli_format format,
+                    bool quiet, struct ohbox_pull_result *ret);
 int cli_images (int argc, char **argv);
 int cli_inspect (int argc, char **argv);
 int cli_rmi (int argc, char **argv);

@@ -93,6 +93,64 @@ cli_parse_bool (const char *s, bool *out)
 }
 
 int
+cli_parse_duration (const char *s, double *ret)
+{
+  char *end = NULL;
+  errno = 0;
+  double v = strtod (s, &end);
+  if (errno || end == s || !(v > 0))
+    return -1;
+  if (strcmp (end, "ms") == 0)
+    v /= 1000;
+  else if (strcmp (end, "m") == 0)
+    v *= 60;
+  else if (strcmp (end, "h") == 0)
+    v *= 3600;
+  else if (*end && strcmp (end, "s") != 0)
+    return -1;
+  if (v > 366 * 86400.0)
+    return -1;
+  *ret = v;
+  return 0;
+}
+
+int
+cli_parse_timeout (const char *s, double *ret)
+{
+  if (strcmp (s, "0") == 0)
+    {
+      *ret = -1;
+      return 0;
+    }
+  return cli_parse_duration (s, ret);
+}
+
+int
+cli_parse_size (const char *s, uint64_t *out)
+{
+  char *end = NULL;
+  errno = 0;
+  unsigned long long v = strtoull (s, &end, 10);
+  if (errno || end == s || *s == '-')
+    return -1;
+  uint64_t mult = 1;
+  switch (*end)
+    {
+    case 'k': case 'K': mult = 1ULL << 10; end++; break;
+    case 'm': case 'M': mult = 1ULL << 20; end++; break;
+    case 'g': case 'G': mult = 1ULL << 30; end++; break;
+    case 't': case 'T': mult = 1ULL << 40; end++; break;
+    default: break;
+    }
+  if (*end == 'i' || *end == 'B')
+    end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
+  if (*end != '\0' || v == 0 || v > UINT64_MAX / mult)
+    return -1;
+  *out = v * mult;
+  return 0;
+}
+
+int
 cli_registry_option (const char *command, int opt, const char *arg, struct cli_registry_args *a)
 {
   bool verify;
@@ -146,24 +204,3 @@ cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf 
   ohbox_registries_conf_free (conf);
 }
 
-int
-cli_parse_duration (const char *s, double *ret)
-{
-  char *end = NULL;
-  errno = 0;
-  double v = strtod (s, &end);
-  if (errno || end == s || !(v > 0))
-    return -1;
-  if (strcmp (end, "ms") == 0)
-    v /= 1000;
-  else if (strcmp (end, "m") == 0)
-    v *= 60;
-  else if (strcmp (end, "h") == 0)
-    v *= 3600;
-  else if (*end && strcmp (end, "s") != 0)
-    return -1;
-  if (v > 366 * 86400.0)
-    return -1;
-  *ret = v;
-  return 0;
-}

@@ -28,35 +28,11 @@ pull_usage (FILE *out)
            "  --tls-verify=BOOL             verify TLS and require HTTPS (default true)\n"
            "  --parallel N                  blob downloads at once (default 6)\n"
            "  --max-layer-size BYTES        limit on a layer's uncompressed size (default 64 GiB)\n"
+           "  --max-image-size BYTES        limit on the layers' uncompressed size together (default 64 GiB)\n"
+           "  --timeout DURATION            give up when the registry part takes longer (default 30m; 0: never)\n"
            "  -q, --quiet                   print only the image id\n"
            "  --format json                 print the result as JSON\n"
            "  -h, --help                    this help\n");
-}
-
-/* Parses a byte count with an optional K/M/G/T suffix (powers of 1024). */
-static int
-parse_size (const char *s, uint64_t *out)
-{
-  char *end = NULL;
-  errno = 0;
-  unsigned long long v = strtoull (s, &end, 10);
-  if (errno || end == s)
-    return -1;
-  uint64_t mult = 1;
-  switch (*end)
-    {
-    case 'k': case 'K': mult = 1ULL << 10; end++; break;
-    case 'm': case 'M': mult = 1ULL << 20; end++; break;
-    case 'g': case 'G': mult = 1ULL << 30; end++; break;
-    case 't': case 'T': mult = 1ULL << 40; end++; break;
-    default: break;
-    }
-  if (*end == 'i' || *end == 'B')
-    end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
-  if (*end != '\0' || v == 0 || v > UINT64_MAX / mult)
-    return -1;
-  *out = v * mult;
-  return 0;
 }
 
 int
@@ -67,6 +43,8 @@ cli_pull (int argc, char **argv)
     OPT_PLATFORM = 256,
     OPT_PARALLEL,
     OPT_MAX_LAYER,
+    OPT_MAX_IMAGE,
+    OPT_TIMEOUT,
     OPT_FORMAT,
   };
   static const struct option opts[] = {
@@ -75,6 +53,8 @@ cli_pull (int argc, char **argv)
     CLI_REGISTRY_OPTIONS,
     { "parallel", required_argument, NULL, OPT_PARALLEL },
     { "max-layer-size", required_argument, NULL, OPT_MAX_LAYER },
+    { "max-image-size", required_argument, NULL, OPT_MAX_IMAGE },
+    { "timeout", required_argument, NULL, OPT_TIMEOUT },
     { "format", required_argument, NULL, OPT_FORMAT },
     { "quiet", no_argument, NULL, 'q' },
     { "help", no_argument, NULL, 'h' },
@@ -84,7 +64,6 @@ cli_pull (int argc, char **argv)
   enum cli_format format = CLI_FORMAT_TABLE;
   bool quiet = false;
   struct cli_registry_args ra = { .ro = &po.registry };
-  ohbox_error_t err = NULL;
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
     {
@@ -103,8 +82,18 @@ cli_pull (int argc, char **argv)
             break;
           }
         case OPT_MAX_LAYER:
-          if (parse_size (optarg, &po.max_layer_size) < 0)
+          if (cli_parse_size (optarg, &po.max_layer_size) < 0)
             return cli_usage_error ("pull", "--max-layer-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
+                                    optarg);
+          break;
+        case OPT_MAX_IMAGE:
+          if (cli_parse_size (optarg, &po.max_image_size) < 0)
+            return cli_usage_error ("pull", "--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
+                                    optarg);
+          break;
+        case OPT_TIMEOUT:
+          if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
+            return cli_usage_error ("pull", "--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
                                     optarg);
           break;
         case OPT_FORMAT:
@@ -135,16 +124,22 @@ cli_pull (int argc, char **argv)
   if (rc != 0)
     return rc;
   po.conf = conf;
+  rc = cli_pull_image ("pull", image, &po, format, quiet, NULL);
+  cli_registry_release (&ra, conf);
+  return rc;
+}
 
+int
+cli_pull_image (const char *command, const char *image, struct ohbox_pull_options *po, enum cli_format format,
+                bool quiet, struct ohbox_pull_result *ret)
+{
+  ohbox_error_t err = NULL;
   struct ohbox_store *store = NULL;
-  rc = cli_open_store ("pull", &store);
+  int rc = cli_open_store (command, &store);
   if (rc != 0)
-    {
-      cli_registry_release (&ra, conf);
-      return rc;
-    }
+    return rc;
   struct progress *prog = progress_new (stdout, quiet || format == CLI_FORMAT_JSON);
-  po.events = progress_pull_events (prog);
+  po->events = progress_pull_events (prog);
   struct ohbox_pull_result res = { 0 };
   struct ohbox_reference *ref = NULL;
   if (ohbox_reference_parse (image, &ref, &err) == 0)
@@ -154,18 +149,19 @@ cli_pull (int argc, char **argv)
       ohbox_reference_free (ref);
     }
   ohbox_error_release (&err);
-  if (ohbox_pull (store, image, &po, &res, &err) < 0)
-    rc = cli_fail ("pull", &err);
+  if (ohbox_pull (store, image, po, &res, &err) < 0)
+    rc = cli_fail (command, &err);
   else
     {
       progress_finish (prog);
       if (format == CLI_FORMAT_JSON)
         {
-          json_t *j = json_pack ("{s:s, s:s, s:s, s:s?, s:s, s:I, s:I, s:I, s:I}", "image", res.name, "id", res.id,
-                                 "digest", res.id, "index_digest", res.index_digest, "platform", res.platform,
+          json_t *j = json_pack ("{s:s, s:s, s:s, s:s?, s:s, s:I, s:I, s:I, s:I, s:b}", "image", res.name, "id",
+                                 res.id, "digest", res.id, "index_digest", res.index_digest, "platform", res.platform,
                                  "layers", (json_int_t) res.layers, "blobs_downloaded",
                                  (json_int_t) res.blobs_downloaded, "blobs_reused", (json_int_t) res.blobs_reused,
-                                 "bytes_downloaded", (json_int_t) res.bytes_downloaded);
+                                 "bytes_downloaded", (json_int_t) res.bytes_downloaded, "used_credentials",
+                                 res.used_credentials);
           cli_print_json (j);
           json_decref (j);
         }
@@ -174,9 +170,12 @@ cli_pull (int argc, char **argv)
       else
         printf ("pulled %s %s %s\n", res.name, res.id, res.platform);
     }
-  ohbox_pull_result_clear (&res);
+  po->events = NULL;
+  if (ret && rc == 0)
+    *ret = res;
+  else
+    ohbox_pull_result_clear (&res);
   progress_free (prog);
   ohbox_store_close (store);
-  cli_registry_release (&ra, conf);
   return rc;
 }

@@ -55,6 +55,13 @@ static const char run_help[] =
   "      --cpus N                 CPU limit (e.g. 1.5)\n"
   "      --cpu-shares N           relative CPU weight (v1 units)\n"
   "      --pids-limit N           maximum number of processes\n"
+  "      --storage-size SIZE      bound the writable layer (e.g. 2g; root; ENOSPC when full)\n"
+  "      --device DEVICE          give a device (repeatable): a CDI name VENDOR/CLASS=NAME\n"
+  "                               (or =all), or HOSTPATH[:CTRPATH][:rwm] for a host node\n"
+  "      --gpus GPUS              NVIDIA GPUs: all, a number, or device=ID[,ID] (indices or\n"
+  "                               UUIDs); a CDI spec of nvidia.com/gpu if the host has one\n"
+  "      --cdi-spec-dir DIR       read CDI specs from DIR (repeatable; default /etc/cdi\n"
+  "                               and /var/run/cdi)\n"
   "      --cap-add CAP            add a capability (repeatable, ALL)\n"
   "      --cap-drop CAP           drop a capability (repeatable, ALL)\n"
   "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false]\n"
@@ -226,6 +233,7 @@ enum
   OPT_CPUS,
   OPT_CPU_SHARES,
   OPT_PIDS,
+  OPT_STORAGE_SIZE,
   OPT_CAP_ADD,
   OPT_CAP_DROP,
   OPT_SECURITY,
@@ -237,6 +245,9 @@ enum
   OPT_FORMAT,
   OPT_ADD_HOST,
   OPT_DRY_RUN,
+  OPT_DEVICE,
+  OPT_GPUS,
+  OPT_CDI_SPEC_DIR,
 };
 
 /* --dry-run: the plan as JSON; nothing is started (no state directory,
@@ -387,6 +398,7 @@ cli_run (int argc, char **argv)
     { "cpus", required_argument, NULL, OPT_CPUS },
     { "cpu-shares", required_argument, NULL, OPT_CPU_SHARES },
     { "pids-limit", required_argument, NULL, OPT_PIDS },
+    { "storage-size", required_argument, NULL, OPT_STORAGE_SIZE },
     { "cap-add", required_argument, NULL, OPT_CAP_ADD },
     { "cap-drop", required_argument, NULL, OPT_CAP_DROP },
     { "security-opt", required_argument, NULL, OPT_SECURITY },
@@ -399,6 +411,9 @@ cli_run (int argc, char **argv)
     { "add-host", required_argument, NULL, OPT_ADD_HOST },
     { "format", required_argument, NULL, OPT_FORMAT },
     { "dry-run", no_argument, NULL, OPT_DRY_RUN },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { "gpus", required_argument, NULL, OPT_GPUS },
+    { "cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR },
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
@@ -407,6 +422,7 @@ cli_run (int argc, char **argv)
   memset (&q, 0, sizeof q);
   struct strv pub = { 0 }, dns = { 0 }, hosts = { 0 };
   struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
+  struct strv devices = { 0 }, cdi_dirs = { 0 };
   cleanup_error ohbox_error_t err = NULL;
   int rc = RUN_EXIT_RUNTIME;
   int c;
@@ -530,6 +546,26 @@ cli_run (int argc, char **argv)
         case OPT_PIDS:
           limit = "pids-limit";
           break;
+        case OPT_STORAGE_SIZE:
+          {
+            int64_t v;
+            if (ohbox_cgroup_parse_size (optarg, &v, &err) < 0 || v <= 0)
+              {
+                fprintf (stderr, "ohbox run: invalid --storage-size `%s`: use e.g. 512m, 10g\n", optarg);
+                goto out;
+              }
+            q.storage_size = (uint64_t) v;
+            break;
+          }
+        case OPT_DEVICE:
+          strv_add (&devices, optarg);
+          break;
+        case OPT_GPUS:
+          q.gpus = optarg;
+          break;
+        case OPT_CDI_SPEC_DIR:
+          strv_add (&cdi_dirs, optarg);
+          break;
         case OPT_CAP_ADD:
           strv_add (&add, optarg);
           break;
@@ -587,6 +623,8 @@ cli_run (int argc, char **argv)
   q.cap_add = add.v;
   q.cap_drop = drop.v;
   q.entrypoint = ep.n ? ep.v : NULL;
+  q.devices = devices.v;
+  q.cdi_spec_dirs = cdi_dirs.v;
   rc = dry_run ? show_plan (&q) : run_request (&q);
   goto out;
 out_err:
@@ -601,5 +639,7 @@ out:
   strv_clear (&add);
   strv_clear (&drop);
   strv_clear (&ep);
+  strv_clear (&devices);
+  strv_clear (&cdi_dirs);
   return rc;
 }

@@ -11,6 +11,8 @@
 #include <unistd.h>
 
 #include "cli.h"
+#include "common/strv.h"
+#include "devices/devices.h"
 #include "cgroup/cgroup.h"
 #include "common/utils.h"
 #include "registry/registries_conf.h"
@@ -49,6 +51,11 @@ static const char serve_help[] =
   "      --no-pull              never pull: /start of an image not in the store fails\n"
   "      --log FILE             the JSON log lines (default: stderr)\n"
   "      --connection-limit N   at most N connections at once (default 1024)\n"
+  "      --device DEVICE        a device every sandbox gets, as ohbox run --device\n"
+  "                             (repeatable)\n"
+  "      --gpus GPUS            GPUs every sandbox gets, as ohbox run --gpus\n"
+  "      --cdi-spec-dir DIR     CDI specs from DIR (repeatable; default /etc/cdi and\n"
+  "                             /var/run/cdi)\n"
   "      --tls-verify=false     registries over plain HTTP or unverified TLS\n"
   "      --cert-dir DIR         CA certificates for registries (certs.d layout)\n"
   "      --authfile FILE        registry credentials (auth.json)\n"
@@ -212,6 +219,9 @@ enum
   OPT_NO_PULL,
   OPT_LOG,
   OPT_CONN_LIMIT,
+  OPT_DEVICE,
+  OPT_GPUS,
+  OPT_CDI_SPEC_DIR,
 };
 
 static void
@@ -228,6 +238,12 @@ config_release (struct serve_config *c)
   free (c->api_key);
   free (c->public_url);
   free (c->registry_prefix);
+  for (size_t i = 0; c->devices && c->devices[i]; i++)
+    free (c->devices[i]);
+  free (c->devices);
+  for (size_t i = 0; c->cdi_spec_dirs && c->cdi_spec_dirs[i]; i++)
+    free (c->cdi_spec_dirs[i]);
+  free (c->cdi_spec_dirs);
   free (c->state_root);
 }
 
@@ -266,6 +282,9 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
     { "no-pull", no_argument, NULL, OPT_NO_PULL },
     { "log", required_argument, NULL, OPT_LOG },
     { "connection-limit", required_argument, NULL, OPT_CONN_LIMIT },
+    { "device", required_argument, NULL, OPT_DEVICE },
+    { "gpus", required_argument, NULL, OPT_GPUS },
+    { "cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR },
     CLI_REGISTRY_OPTIONS,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -282,6 +301,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
   struct cli_registry_args ra = { .ro = &cp->pull.registry };
   const char *key_file = NULL, *log_file = NULL;
   bool listen_given = false;
+  size_t n_devices = 0, n_cdi_dirs = 0;
   int opt, rc = 0;
   char *end;
   while ((opt = getopt_long (argc, argv, "h", opts, NULL)) != -1)
@@ -369,6 +389,15 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
           if (*end || end == optarg || cp->connection_limit < 1)
             return cli_usage_error ("serve", "--connection-limit takes a positive number, not `%s`", optarg);
           break;
+        case OPT_DEVICE:
+          ohbox_strv_push (&cp->devices, &n_devices, xstrdup (optarg));
+          break;
+        case OPT_GPUS:
+          cp->gpus = optarg;
+          break;
+        case OPT_CDI_SPEC_DIR:
+          ohbox_strv_push (&cp->cdi_spec_dirs, &n_cdi_dirs, xstrdup (optarg));
+          break;
         case 'h':
           fputs (serve_help, stdout);
           return 0;
@@ -393,6 +422,18 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
     fprintf (stderr, "ohbox serve: warning: listening on %s, not loopback: every host that reaches it can try the "
                      "API key, and the traffic is plain HTTP (put a TLS proxy in front)\n",
              cp->listen_addr);
+  /* The devices are resolved now, so that a wrong one stops the server
+   * before it listens rather than every /start; each start resolves them
+   * again (a driver's nodes may change). */
+  {
+    struct ohbox_device_edits check = { 0 };
+    ohbox_error_t err = NULL;
+    if (ohbox_devices_resolve ((const char *const *) cp->devices, (const char *const *) cp->cdi_spec_dirs, cp->gpus,
+                               &check, &err)
+        < 0)
+      return cli_fail ("serve", &err);
+    ohbox_device_edits_free (&check);
+  }
   if (log_file)
     {
       cp->log_fd = open (log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);

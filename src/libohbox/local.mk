@@ -1,8 +1,8 @@
 # libohbox-internal: the library with all the logic; the CLI and tests link it,
 # and the installed libohbox.la (below) wraps it in the public API.
 noinst_LTLIBRARIES += libohbox-internal.la
-libohbox_internal_la_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(CRYPTO_CFLAGS) $(ARCHIVE_CFLAGS)
-# libcurl, libarchive, libnftables and libcrypto are not linked: dl_*.c
+libohbox_internal_la_CFLAGS = $(AM_CFLAGS) $(CURL_CFLAGS) $(JANSSON_CFLAGS) $(CRYPTO_CFLAGS) $(ARCHIVE_CFLAGS) $(YAML_CFLAGS)
+# libcurl, libarchive, libnftables, libcrypto and libyaml are not linked: dl_*.c
 # load them on first use (dl.h); their pkg-config CFLAGS give the headers.
 libohbox_internal_la_LIBADD = $(JANSSON_LIBS)
 libohbox_internal_la_SOURCES = \
@@ -12,6 +12,7 @@ libohbox_internal_la_SOURCES = \
 	src/libohbox/registry/reference.c src/libohbox/registry/reference.h \
 	src/libohbox/registry/registries_conf.c src/libohbox/registry/registries_conf.h \
 	src/libohbox/common/toml_subset.c src/libohbox/common/toml_subset.h \
+	src/libohbox/common/strv.c src/libohbox/common/strv.h \
 	src/libohbox/registry/authfile.c src/libohbox/registry/authfile.h \
 	src/libohbox/registry/auth_challenge.c src/libohbox/registry/auth_challenge.h \
 	src/libohbox/image/layer.c src/libohbox/image/layer.h src/libohbox/image/layer_stream.c src/libohbox/image/layer_stream.h \
@@ -25,7 +26,7 @@ libohbox_internal_la_SOURCES = \
 	oci/image_spec.c oci/image_spec.h \
 	src/libohbox/cgroup/cgroup.c src/libohbox/cgroup/cgroup.h src/libohbox/cgroup/cgroup_internal.h \
 	src/libohbox/cgroup/cgroup_detect.c src/libohbox/cgroup/cgroup_limits.c src/libohbox/cgroup/cgroup_utils.c \
-	src/libohbox/cgroup/cgroup_v1.c src/libohbox/cgroup/cgroup_v2.c
+	src/libohbox/cgroup/cgroup_v1.c src/libohbox/cgroup/cgroup_v2.c src/libohbox/cgroup/cgroup_devices.c
 
 # seccomp and capabilities (used by `ohbox run`).
 libohbox_internal_la_CFLAGS += $(SECCOMP_CFLAGS) $(CAP_CFLAGS) -DOHBOX_PKGDATADIR=\"$(pkgdatadir)\" \
@@ -44,11 +45,12 @@ EXTRA_DIST += seccomp-profiles/README.md
 
 # Sandboxes (`ohbox run` and the lifecycle commands).
 libohbox_internal_la_SOURCES += \
-	src/libohbox/sandbox/snapshot.c src/libohbox/sandbox/snapshot.h \
+	src/libohbox/sandbox/snapshot.c src/libohbox/sandbox/snapshot.h src/libohbox/sandbox/snapshot_size.c \
 	src/libohbox/sandbox/linux.c src/libohbox/sandbox/linux.h \
 	src/libohbox/sandbox/mounts.c src/libohbox/sandbox/userns.c src/libohbox/sandbox/init.c \
 	src/libohbox/sandbox/sandbox.c src/libohbox/sandbox/sandbox.h src/libohbox/sandbox/sandbox_internal.h \
-	src/libohbox/sandbox/sandbox_ops.c src/libohbox/sandbox/state.c src/libohbox/sandbox/monitor.c
+	src/libohbox/sandbox/sandbox_ops.c src/libohbox/sandbox/state.c src/libohbox/sandbox/monitor.c \
+	src/libohbox/sandbox/relay.c src/libohbox/sandbox/relay.h
 # `ohbox exec` (exec.h).
 libohbox_internal_la_SOURCES += src/libohbox/sandbox/exec.c src/libohbox/sandbox/exec.h src/libohbox/sandbox/exec_internal.h src/libohbox/sandbox/exec_child.c \
 	src/libohbox/sandbox/terminal.c
@@ -101,4 +103,9 @@ libohbox_internal_la_SOURCES += src/libohbox/store/check.c src/libohbox/sandbox/
 # Libraries loaded on first use instead of linked (dl.h).
 libohbox_internal_la_SOURCES += src/libohbox/common/dl.c src/libohbox/common/dl.h \
 	src/libohbox/common/dl_curl.c src/libohbox/common/dl_curl.h src/libohbox/common/dl_archive.c src/libohbox/common/dl_archive.h \
-	src/libohbox/common/dl_nft.c src/libohbox/common/dl_nft.h src/libohbox/common/dl_crypto.c src/libohbox/common/dl_crypto.h
+	src/libohbox/common/dl_nft.c src/libohbox/common/dl_nft.h src/libohbox/common/dl_crypto.c src/libohbox/common/dl_crypto.h \
+	src/libohbox/common/dl_yaml.c src/libohbox/common/dl_yaml.h
+
+# Devices given to sandboxes: CDI specs (JSON or YAML), host device nodes.
+libohbox_internal_la_SOURCES += src/libohbox/devices/devices.c src/libohbox/devices/devices.h \
+	src/libohbox/devices/cdi.c src/libohbox/devices/gpus.c src/libohbox/devices/hooks.c src/libohbox/common/yaml_json.c src/libohbox/common/yaml_json.h

@@ -85,6 +85,11 @@ struct serve_config
   bool pull_missing;          /* /start of an image not in the store pulls it */
   int log_fd;
   unsigned connection_limit;
+  /* Devices every sandbox gets (ohbox-run(1) --device, --gpus,
+   * --cdi-spec-dir), checked when the server starts; NULL: none. */
+  char **devices;
+  char **cdi_spec_dirs;
+  const char *gpus;
   /* Registry options for pulls and builds (ohbox pull's --tls-verify,
    * --cert-dir, --authfile, registries.conf). */
   struct ohbox_pull_options pull;

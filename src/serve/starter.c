@@ -162,6 +162,9 @@ start_job (struct serve *srv, const struct ohbox_host_abilities *host, json_t *r
     .api_key = json_string_value (json_object_get (rq, "api_key")),
     .publish = strv_from (json_object_get (rq, "publish")),
     .entrypoint = strv_from (json_object_get (rq, "entrypoint")),
+    .devices = srv->cfg->devices,
+    .cdi_spec_dirs = srv->cfg->cdi_spec_dirs,
+    .gpus = srv->cfg->gpus,
   };
   struct ohbox_run_plan plan;
   json_t *warnings = json_array ();

@@ -137,14 +137,31 @@ def test_alive_and_server_info_need_no_key():
 
 
 def test_auth_refused_without_or_with_wrong_key():
-    for headers in ({}, {'X-Session-API-Key': 'wrong'}, {'X-Session-API-Key': KEY + 'x'}):
+    # Near misses of the key: each one is refused (a check that compared a
+    # prefix, or stopped at the shorter string, would let one through).
+    last_flipped = KEY[:-1] + chr(ord(KEY[-1]) ^ 1)
+    wrong = ['wrong', '', KEY[:1], KEY[:-1], KEY + 'x', 'x' + KEY, last_flipped, KEY.upper(), KEY + KEY]
+    refused = [[]] + [[('X-Session-API-Key', w)] for w in wrong] + [
+        # given twice, the copies disagreeing: refused whichever comes first
+        [('X-Session-API-Key', KEY), ('X-Session-API-Key', 'wrong')],
+        [('X-Session-API-Key', 'wrong'), ('X-Session-API-Key', KEY)],
+        [('X-Session-API-Key', KEY), ('X-Session-API-Key', '')],
+        [('X-Session-API-Key', KEY), ('x-session-api-key', 'wrong')],
+        # the key under another header name is no key
+        [('X-Session-API-Key-2', KEY)], [('Authorization', f'Bearer {KEY}')]]
+    for headers in refused:
         for method, path, body in (('POST', '/execute_action', envelope('run', dict(RUN_DEFAULTS, command='id'))),
                                    ('POST', '/list_files', {}), ('GET', '/vscode/connection_token', None),
                                    ('GET', '/download_files?path=/tmp', None)):
-            r = anon.request(method, path, json=body, headers=headers)
+            r = anon.request(method, path, json=body, headers=httpx.Headers(headers))
             eq(r.status_code, 403, f'{path} with {headers}')
             eq(r.json(), {'detail': 'Invalid API Key'}, '403 body')
     eq(client.post('/list_files', json={}).status_code, 200, 'right key')
+    # Header names are case-insensitive (RFC 9110); the same key twice is the key.
+    for headers in ([('x-session-api-key', KEY)], [('X-SESSION-API-KEY', KEY)],
+                    [('X-Session-API-Key', KEY), ('x-session-api-key', KEY)]):
+        r = anon.post('/list_files', json={}, headers=httpx.Headers(headers))
+        eq(r.status_code, 200, f'list_files with {headers}')
 
 
 def test_run_observed_echo_false():
@@ -608,6 +625,25 @@ def test_upload_download_and_zip_slip():
     eq(client.get('/download_files', params={'path': 'rel'}).status_code, 400, 'relative')
 
 
+def test_zip_directories_not_made_through_symlinks():
+    # A symlink already in the destination points elsewhere; a zip's
+    # directories (a directory entry, or a file's parents) are made beneath
+    # the destination or not at all, never where the link points.
+    dest, elsewhere = f'{WORK}/zipdest', f'{WORK}/zip-elsewhere'
+    for d in (dest, elsewhere):
+        shutil.rmtree(d, ignore_errors=True)
+        os.makedirs(d)
+    os.symlink(elsewhere, f'{dest}/link')
+    for entry, data in (('link/made/', ''), ('link/made/f.txt', 'x')):
+        buf = io.BytesIO()
+        with zipfile.ZipFile(buf, 'w') as z:
+            z.writestr(entry, data)
+        r = client.post('/upload_file', params={'destination': dest, 'recursive': 'true'},
+                        files={'file': ('through-link.zip', buf.getvalue())})
+        eq(r.status_code, 400, f'zip entry {entry!r} through a symlink: {r.text}')
+        eq(os.listdir(elsewhere), [], f'what zip entry {entry!r} made where the symlink points')
+
+
 def test_vscode_and_mcp():
     r = client.get('/vscode/connection_token')
     eq((r.status_code, r.json()), (200, {'token': None}), 'token')
@@ -670,6 +706,7 @@ def test_queue_full_answers_503():
 ALL = {
     'http': [test_alive_and_server_info_need_no_key, test_auth_refused_without_or_with_wrong_key,
              test_browse_unknown_and_malformed, test_list_files, test_upload_download_and_zip_slip,
+             test_zip_directories_not_made_through_symlinks,
              test_vscode_and_mcp],
     'run': [test_run_observed_echo_false, test_run_cd_tracks_working_dir, test_run_background_job_pid,
             test_run_state_persists, test_run_multiple_commands_refused, test_run_command_is_reported_escaped,

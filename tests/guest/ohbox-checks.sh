@@ -90,7 +90,8 @@ cp -a /payload/sysroot/usr/bin/newuidmap /payload/sysroot/usr/bin/newgidmap /usr
 chmod -R a+rX /payload/busybox
 # setuid as Debian installs them (cpio kept the mode, but be explicit).
 chmod 4755 /usr/bin/newuidmap /usr/bin/newgidmap
-printf 'root:100000:65536\nuser:200000:65536\n' >/etc/subuid
+# Root leases a block of 65536 ids per sandbox: a range of 16 blocks.
+printf 'root:100000:1048576\nuser:1200000:65536\n' >/etc/subuid
 cp /etc/subuid /etc/subgid
 # The stores on ext4 (a loop device): the guest's / is a tmpfs, and Linux
 # 6.1's tmpfs has neither idmapped mounts (root's sandboxes mount the
@@ -185,6 +186,18 @@ t_pids ()
   [ -n "$last" ] && [ "$last" -lt 20 ] || why "$last background processes started under --pids-limit 20"
 }
 check pids-limit-eagain t_pids
+
+# Devices: on v2 the device cgroup is a BPF filter: a device given
+# read-only (one outside the standard list) opens for reading and not for
+# writing; /dev/full (standard) opens for writing.
+t_device_filter ()
+{
+  [ -c /dev/loop-control ] || { echo "no /dev/loop-control (the loop module)" >&2; return 1; }
+  out=$(ob run --rm --network none --device /dev/loop-control:/dev/given:r "$IMG" sh -c \
+    '(exec 3</dev/given) && echo read-ok; (exec 3>/dev/given) 2>/dev/null || echo write-refused; (exec 3>/dev/full) && echo full-ok' 2>&1)
+  case $out in *read-ok*write-refused*full-ok*) ;; *) echo "$out" >&2; return 1 ;; esac
+}
+check device-filter t_device_filter
 
 # --cpus, --cpu-shares, pause/unpause, stats, stop/rm on one busy sandbox:
 # a shell loop that counts into a file on a volume.

@@ -38,6 +38,21 @@ build ()
   json=$out
 }
 
+# A base whose manifest drips from the registry (fault_proxy): the pull's
+# deadline, --pull-timeout, ends the build with a registry error.
+test_pull_timeout ()
+{
+  fp_start REG FP
+  fp_set FP '{"drip": 1100, "drip_pad": 4000000, "match": "/manifests/"}'
+  local start=$SECONDS
+  assert_exit 5 ohbox build --tls-verify=false --creds "$REG_USER:$REG_PASS" --pull-timeout 2s \
+    --runtime-repo "$FP_HOST/ohbox/runtime" "$FP_HOST/private/busybox:latest"
+  assert_int -le $((SECONDS - start)) 20 "seconds before giving up"
+  assert_contains "$err" "did not finish within the pull's deadline of 2s"
+  assert_exit 2 ohbox build --pull-timeout 1x "$BASE"
+  assert_contains "$err" "--pull-timeout takes a duration"
+}
+
 # other_store: the next commands use a new, empty store.
 other_store ()
 {
@@ -172,4 +187,5 @@ run_test lock_from_registry_gives_path_2 test_lock_from_registry_gives_path_2
 run_test versioned_from_registry_gives_path_3 test_versioned_from_registry_gives_path_3
 run_test no_pull_builds_locally test_no_pull_builds_locally
 run_test label_is_not_a_runtime_image test_label_is_not_a_runtime_image
+run_test pull_timeout test_pull_timeout
 t_summary 2>/dev/null || true

@@ -17,12 +17,13 @@ src=$OHBOX_SRCDIR
 required="test-cgroup/test_detect_real test-cgroup/test_create_limits test-cgroup/test_oom_kill
 test-cgroup/test_pids_limit test-cgroup/test_cpu_quota test-cgroup/test_freeze_thaw test-cgroup/test_stats
 test-cgroup-lifecycle/test_clone_into_cgroup test-cgroup-lifecycle/test_kill_all
-test-cgroup-lifecycle/test_rootless_delegated test-cgroup-lifecycle/test_create_destroy_loop"
+test-cgroup-lifecycle/test_rootless_delegated test-cgroup-lifecycle/test_create_destroy_loop
+test-cgroup-lifecycle/test_device_rules"
 # ... and through `ohbox run` (tests/guest/ohbox-checks.sh), unless ohbox
 # could not be packed (a FAIL of its own).
 ohbox_required="ohbox/memory-oom-exit-137 ohbox/memory-oom-events ohbox/memory-swap ohbox/pids-limit-eagain
 ohbox/cpu-max-weight-usage ohbox/pause-unpause ohbox/stats ohbox/stop-rm ohbox/sys-fs-cgroup
-ohbox/rootless-delegated ohbox/rootless-undelegated-warns ohbox/nothing-left"
+ohbox/rootless-delegated ohbox/rootless-undelegated-warns ohbox/device-filter ohbox/nothing-left"
 
 missing=
 command -v qemu-system-x86_64 >/dev/null || missing="$missing qemu-system-x86"
@@ -45,7 +46,7 @@ for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
   # only.
   if ! "${CC:-gcc}" -static -O1 -Wall -Wextra -I"$OHBOX_BUILDDIR" -I"$src" -I"$src/src/libohbox" -I"$src/tests/unit" \
     -o "$payload/$t" "$src/tests/unit/$t.c" "$src/src/libohbox/common/error.c" "$src/src/libohbox/common/utils.c" \
-    "$src"/src/libohbox/cgroup*.c >>"$build_log" 2>&1; then
+    "$src"/src/libohbox/cgroup/*.c >>"$build_log" 2>&1; then
     built=0
   fi
 done

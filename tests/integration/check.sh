@@ -236,6 +236,84 @@ test_sandboxes ()
   assert_ok ohbox check
 }
 
+# lease_of ID: root's id range lease of sandbox ID (linux.h), if any.
+lease_of ()
+{
+  find /run/ohbox/userns -lname "$OHBOX_RUNROOT/$1" 2>/dev/null
+}
+
+test_id_leases ()
+{
+  [ "$(id -u)" = 0 ] || skip "needs root (id ranges are leased to root's sandboxes)"
+  load_bb
+  # --rm, its monitor killed: the repair removes it, and its range with it
+  assert_ok ohbox run -d --rm "$BB" sleep 86399
+  local id=$out pid monitor
+  [ -n "$(lease_of "$id")" ] || _t_assert_fail "no lease for $id"
+  pid=$(jq -r .pid "$OHBOX_RUNROOT/$id/state.json")
+  monitor=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status")
+  kill -KILL "$monitor"
+  t_wait_until 10 sh -c "! kill -0 $pid 2>/dev/null"
+  assert_exit 6 ohbox check --format json
+  finding dead-sandbox "/$id\$"
+  assert_ok ohbox check --repair
+  assert_eq "$(lease_of "$id")" "" "the lease after the repair"
+  # a sandbox whose state was lost (removed by hand, not by ohbox rm): its
+  # lease is found stale and released
+  assert_ok ohbox run -d "$BB" sleep 86399
+  id=$out
+  pid=$(jq -r .pid "$OHBOX_RUNROOT/$id/state.json")
+  monitor=$(awk '/^PPid:/ {print $2}' "/proc/$pid/status")
+  kill -KILL "$monitor"
+  t_wait_until 10 sh -c "! kill -0 $pid 2>/dev/null"
+  rm -rf "${OHBOX_RUNROOT:?}/$id"
+  local lease
+  lease=$(lease_of "$id")
+  [ -n "$lease" ] || _t_assert_fail "no lease for $id"
+  check_finds stale-id-lease "^${lease//./\\.}\$"
+  assert_eq "$(lease_of "$id")" "" "the lease after the repair"
+}
+
+# A sandbox whose state is gone while it runs (its state directory removed
+# by hand, /run wiped): its writable layer, its cgroup with its processes,
+# its veth and its leases are found and removed. A sandbox of another state
+# root (OHBOX_RUNROOT, XDG_RUNTIME_DIR) is not taken for one.
+test_lost_state ()
+{
+  [ "$(id -u)" = 0 ] || skip "needs root (bridge network, id ranges)"
+  load_bb
+  local other=$T_TMP/run-other id pid
+  OHBOX_RUNROOT=$other assert_ok ohbox run -d "$BB" sleep 86399
+  id=$out
+  # (Whatever fails: neither sandbox outlives the test.)
+  trap "OHBOX_RUNROOT='$other' timeout 60 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true;
+    timeout 60 '$OHBOX_BIN' --root '$T_ROOT' check --repair >/dev/null 2>&1 || true" EXIT
+  assert_ok ohbox check
+  assert_match "$out" ': consistent$'
+  [ -d "$T_ROOT/sandboxes/$id/upper" ] || _t_assert_fail "the other state root's sandbox lost its writable layer"
+  OHBOX_RUNROOT=$other assert_ok ohbox rm -f "$id"
+  assert_ok ohbox run -d --network bridge "$BB" sleep 86399
+  id=$out
+  pid=$(jq -r .pid "$OHBOX_RUNROOT/$id/state.json")
+  ip link show "ohb${id:0:12}" >/dev/null 2>&1 || _t_assert_fail "no veth for $id"
+  rm -rf "${OHBOX_RUNROOT:?}/$id"
+  assert_exit 6 ohbox check --format json
+  finding orphan-sandbox-layer "/sandboxes/$id\$"
+  finding orphan-cgroup "$id"
+  finding leftover-veth "/ohb${id:0:12}\$"
+  finding stale-lease
+  finding stale-id-lease
+  assert_exit 0 ohbox check --repair --format json
+  assert_jq "$out" 'all(.findings[]; .repaired)' "every finding repaired"
+  t_wait_until 10 sh -c "! kill -0 $pid 2>/dev/null"
+  [ ! -e "$T_ROOT/sandboxes/$id" ] || _t_assert_fail "the writable layer is left"
+  ! ip link show "ohb${id:0:12}" >/dev/null 2>&1 || _t_assert_fail "the veth is left"
+  assert_eq "$(find /sys/fs/cgroup -maxdepth 4 -type d -name "$id" | wc -l)" 0 "cgroups of $id left"
+  assert_eq "$(lease_of "$id")" "" "the id range lease"
+  assert_ok ohbox check
+  assert_match "$out" ': consistent$'
+}
+
 test_leftover_mount ()
 {
   [ "$(id -u)" = 0 ] || skip "needs root (mounts a tmpfs)"
@@ -257,4 +335,6 @@ run_test missing_layer test_missing_layer
 run_test records_and_names test_records_and_names
 run_test corrupt_names test_corrupt_names
 run_test sandboxes test_sandboxes
+run_test id_leases test_id_leases
+run_test lost_state test_lost_state
 run_test leftover_mount test_leftover_mount

@@ -406,6 +406,328 @@ test_runtime_host_net_loopback_only ()
   assert_ok ohbox stop "$sid"
 }
 
+# ---------------------------------------------------------------- local users and the host
+
+# static_helper NAME: builds tests/escape/NAME.c as a static program in
+# $T_TMP (once) and prints its path.
+static_helper ()
+{
+  local bin=$T_TMP/$1
+  [ -e "$bin" ] || gcc -static -O1 -Wall -Wextra -Werror -o "$bin" "$OHBOX_SRCDIR/tests/escape/$1.c" >&2 ||
+    skip "gcc -static failed (needs libc6-dev)"
+  printf '%s' "$bin"
+}
+
+test_deep_writable_layer ()
+{
+  local deep
+  deep=$(static_helper deep-dirs)
+  pull "$BB"
+  assert_ok ohbox run -d -v "$deep:/deep-dirs:ro" "$BB" sleep 600
+  local id=$out
+  trap "timeout 60 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  # Deeper than the open-files limit allows descriptors (the review's
+  # 30 000 levels under a limit of 20 000; here 3 000 under 256, which is
+  # quicker to make and remove on a loaded machine), and than PATH_MAX
+  # allows a path ("d/" per level).
+  assert_ok ohbox exec "$id" /deep-dirs /tmp/chain 3000
+  ulimit -n 256
+  assert_ok ohbox rm -f "$id"
+  [ ! -e "$T_ROOT/sandboxes/$id" ] || _t_assert_fail "the writable layer is left"
+  [ ! -e "$OHBOX_RUNROOT/$id" ] || _t_assert_fail "the sandbox's state is left"
+  assert_ok ohbox check
+  assert_contains "$out" "consistent"
+}
+
+# A file only root may read, whose content must never show up in a message.
+secret_file ()
+{
+  echo topsecretword >"$T_WORK/secret"
+  chmod 0600 "$T_WORK/secret"
+}
+
+test_save_planted_links ()
+{
+  pull "$BB"
+  secret_file
+  local target=$T_WORK/target dest
+  mkdir -m 0777 "$target"
+  # blobs/sha256 a link to elsewhere, in a directory another user made
+  dest=$T_WORK/export-user
+  mkdir -p "$dest/blobs" && ln -s "$target" "$dest/blobs/sha256" && chown -R -h 65534:65534 "$dest"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_contains "$err" "uid 65534"
+  # the same links in directories of root's own: never followed
+  dest=$T_WORK/export-sha256
+  mkdir -p "$dest/blobs" && ln -s "$target" "$dest/blobs/sha256"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_contains "$err" "symbolic link"
+  dest=$T_WORK/export-blobs
+  mkdir -p "$dest" && ln -s "$target" "$dest/blobs"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_contains "$err" "symbolic link"
+  assert_eq "$(ls -A "$target")" "" "the directory the links name"
+  # an index.json linked to a root-only file is neither read nor written through
+  dest=$T_WORK/export-index
+  mkdir -p "$dest" && ln -s "$T_WORK/secret" "$dest/index.json"
+  assert_exit 2 ohbox save "$BB" "oci:$dest"
+  assert_not_contains "$err" "topsecretword"
+  assert_eq "$(cat "$T_WORK/secret")" "topsecretword" "the file the link names"
+  # a directory of root's that others may write gets copies, not the
+  # store's own files; one nobody else may write gets hard links
+  dest=$T_WORK/export-shared
+  mkdir -m 0777 "$dest"
+  assert_ok ohbox save "$BB" "oci:$dest"
+  assert_eq "$(find "$dest/blobs/sha256" -type f -links +1 | wc -l)" "0" "blobs shared with the store"
+  dest=$T_WORK/export-own
+  assert_ok ohbox save "$BB" "oci:$dest"
+  [ "$(find "$dest/blobs/sha256" -type f -links +1 | wc -l)" -gt 0 ] || _t_assert_fail "no blob hard-linked"
+  assert_ok ohbox load "oci:$T_WORK/export-shared" localhost/reloaded:latest
+}
+
+test_load_planted_files ()
+{
+  pull "$BB"
+  secret_file
+  local good=$T_WORK/good bad T_OHBOX_TIMEOUT=20
+  assert_ok ohbox save "$BB" "oci:$good"
+  ohbox rmi -f "$BB" >/dev/null
+  # index.json a link to a root-only file: not followed, not echoed
+  bad=$T_WORK/index-link
+  cp -a "$good" "$bad" && ln -sf "$T_WORK/secret" "$bad/index.json"
+  assert_exit 2 ohbox load "oci:$bad"
+  assert_contains "$err" "symbolic link"
+  assert_not_contains "$err" "topsecretword"
+  # a FIFO as index.json or as a blob: refused at once, never waited on
+  bad=$T_WORK/index-fifo
+  cp -a "$good" "$bad" && rm "$bad/index.json" && mkfifo "$bad/index.json"
+  assert_exit 2 ohbox load "oci:$bad"
+  assert_contains "$err" "not a regular file"
+  bad=$T_WORK/blob-fifo
+  cp -a "$good" "$bad"
+  local manifest
+  manifest=$(jq -r '.manifests[0].digest' "$bad/index.json")
+  rm "$bad/blobs/sha256/${manifest#sha256:}" && mkfifo "$bad/blobs/sha256/${manifest#sha256:}"
+  assert_exit 2 ohbox load "oci:$bad"
+  assert_contains "$err" "not a regular file"
+  assert_ok ohbox load "oci:$good"
+}
+
+# Two local users of this test's own (removed by the test's EXIT trap),
+# with homes in $USERS_DIR; as_user runs a command as one of them with the
+# environment su, sudo -u, cron and CI runners give: no XDG_RUNTIME_DIR.
+make_users ()
+{
+  USERS_DIR=$(mktemp -d /tmp/ohbox-escape-users.XXXXXX)
+  USERS=$*
+  USERS_CLEANUP=$USERS_DIR
+  chmod 0755 "$USERS_DIR"
+  local u
+  for u in "$@"; do
+    useradd -M -s /bin/sh "$u"
+    mkdir -m 0700 "$USERS_DIR/$u"
+    chown "$u:" "$USERS_DIR/$u"
+  done
+  trap users_cleanup EXIT
+}
+
+# Also removes whatever the test added to $USERS_CLEANUP.
+users_cleanup ()
+{
+  local u
+  for u in $USERS; do
+    pkill -KILL -u "$u" 2>/dev/null || true
+    userdel "$u" 2>/dev/null || true
+  done
+  # shellcheck disable=SC2086
+  rm -rf $USERS_CLEANUP
+}
+
+as_user ()
+{
+  local u=$1
+  shift
+  echo "+ (as $u) $*" >&9
+  timeout -k 5 60 setpriv --reuid="$u" --regid="$u" --init-groups --reset-env \
+    env HOME="$USERS_DIR/$u" PATH=/usr/local/bin:/usr/bin:/bin "$@"
+}
+
+test_state_root_takeover ()
+{
+  local vic=ohbv$$ att=ohba$$ vuid fake
+  make_users "$vic" "$att"
+  vuid=$(id -u "$vic")
+  USERS_CLEANUP="$USERS_CLEANUP /tmp/ohbox-run-$vuid /tmp/ohbox-$vuid"
+  chmod 0755 "$USERS_DIR/$att"
+  cp -r "$IMG_BUSYBOX" "$USERS_DIR/bb" && chmod -R a+rX "$USERS_DIR/bb"
+  # The other user goes first: the directories in /tmp where the victim's
+  # state and network state used to be, writable by all, one with a
+  # sandbox of the attacker's making (its state.json chooses what `kill`
+  # signals and where `action` sends), one a link to a directory of its own.
+  fake=$(printf 'f%.0s' $(seq 64))
+  as_user "$att" sh -c "mkdir -m 0777 /tmp/ohbox-run-$vuid /tmp/ohbox-run-$vuid/names /tmp/ohbox-run-$vuid/$fake &&
+    ln -s $fake /tmp/ohbox-run-$vuid/names/planted &&
+    echo '{\"id\":\"$fake\",\"name\":\"planted\",\"image\":\"x\",\"command\":[\"x\"],\"rm\":false}' \
+      >/tmp/ohbox-run-$vuid/$fake/config.json &&
+    echo '{\"status\":\"exited\",\"exit_code\":0}' >/tmp/ohbox-run-$vuid/$fake/state.json &&
+    mkdir -m 0777 \$HOME/net && ln -s \$HOME /tmp/ohbox-$vuid"
+  local before
+  before=$(find /tmp/ohbox-run-$vuid "$USERS_DIR/$att" | sort)
+  assert_ok as_user "$vic" "$OHBOX_BIN" load "oci:$USERS_DIR/bb:latest"
+  assert_ok as_user "$vic" "$OHBOX_BIN" run --rm --network none localhost/bb:latest echo ran
+  assert_contains "$out" "ran"
+  assert_ok as_user "$vic" "$OHBOX_BIN" ps -a --format json
+  assert_jq "$out" 'length == 0' "the victim's sandboxes"
+  assert_eq "$(find /tmp/ohbox-run-$vuid "$USERS_DIR/$att" | sort)" "$before" "the attacker's directories"
+  # the victim's state is in its home, its own and private
+  assert_eq "$(stat -c '%U %a' "$USERS_DIR/$vic/.local/state/ohbox/run")" "$vic 700"
+  # a state directory of another user's is refused, by name and through a link
+  assert_exit 7 as_user "$vic" env OHBOX_RUNROOT=/tmp/ohbox-run-$vuid "$OHBOX_BIN" ps -a
+  assert_contains "$err" "refusing \`/tmp/ohbox-run-$vuid\`"
+  assert_contains "$err" "belongs to another user"
+  assert_exit 7 as_user "$vic" env XDG_RUNTIME_DIR=/tmp/ohbox-$vuid "$OHBOX_BIN" ps -a
+  assert_contains "$err" "belongs to another user"
+  assert_eq "$(find /tmp/ohbox-run-$vuid "$USERS_DIR/$att" | sort)" "$before" "the attacker's directories"
+}
+
+# on_terminal [--raw] [--input TEXT] ohbox ARGS...: ohbox on a terminal of
+# its own (tests/escape/on-terminal.py); sets $out to its JSON report.
+on_terminal ()
+{
+  local opts=()
+  while [ "${1#--}" != "$1" ]; do
+    case $1 in
+      --raw) opts+=("$1"); shift ;;
+      --input | --after) opts+=("$1" "$2"); shift 2 ;;
+    esac
+  done
+  shift # "ohbox"
+  echo "+ (on a terminal) ohbox $*" >&9
+  out=$(timeout -k 5 60 "$T_PY" "$OHBOX_SRCDIR/tests/escape/on-terminal.py" "${opts[@]}" \
+    "$OHBOX_BIN" --root "$T_ROOT" "$@")
+  echo "  $out" >&9
+}
+
+test_caller_terminal ()
+{
+  local probe
+  probe=$(static_helper tiocsti)
+  pull "$BB"
+  # Without -t the command never holds the caller's terminal: it cannot
+  # turn off its echo (with or without -i), nor push input into it.
+  on_terminal ohbox run --rm "$BB" sh -c 'stty -echo <&1; stty -echo <&2; echo ran'
+  assert_jq "$out" '.echo and .pending_input == 0 and (.output | contains("ran"))' "the caller's terminal"
+  on_terminal ohbox run --rm -i "$BB" stty -echo
+  assert_jq "$out" '.echo' "the caller's terminal after -i"
+  on_terminal ohbox run --rm -v "$probe:/tiocsti:ro" "$BB" /tiocsti
+  assert_jq "$out" '.echo and .pending_input == 0 and (.output | contains(" ok") | not)' "TIOCSTI"
+  # What the terminal carries still arrives: input up to its EOF (^D),
+  # exit codes, signals (^C), output byte for byte.
+  on_terminal --input 'hello\n\x04' ohbox run --rm -i "$BB" sh -c 'cat; echo "cat=$?"'
+  assert_jq "$out" '.status == 0 and (.output | test("hello\r\nhello\r\ncat=0"))' "stdin relayed to EOF"
+  on_terminal ohbox run --rm "$BB" sh -c 'echo out; echo err >&2; exit 3'
+  assert_jq "$out" '.status == 3 and (.output | contains("out")) and (.output | contains("err"))'
+  on_terminal --input '\x03' --after started ohbox run --rm "$BB" sh -c 'echo started; exec sleep 30'
+  assert_jq "$out" '.status == 130' "^C"
+  on_terminal --raw ohbox run --rm "$BB" cat /bin/busybox
+  assert_eq "$(jq -r .output <<<"$out" | xxd -r -p | sha256sum | cut -d' ' -f1)" \
+    "$(ohbox run --rm "$BB" sha256sum /bin/busybox | cut -d' ' -f1)" "binary output"
+  # exec too
+  assert_ok ohbox run -d -v "$probe:/tiocsti:ro" "$BB" sleep 600
+  local id=$out
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  on_terminal ohbox exec "$id" sh -c 'stty -echo <&1; /tiocsti; echo ran'
+  assert_jq "$out" '.echo and .pending_input == 0 and (.output | contains("ran")) and (.output | contains(" ok") | not)' \
+    "the caller's terminal after exec"
+  on_terminal --input 'hi\n\x04' ohbox exec -i "$id" cat
+  assert_jq "$out" '.status == 0 and (.output | test("hi\r\nhi"))' "exec stdin relayed to EOF"
+  assert_ok ohbox rm -f "$id"
+}
+
+test_init_cmdline ()
+{
+  pull "$BB"
+  mkdir -p "$T_WORK/volume-source"
+  # PID 1 is a copy of the host's ohbox: its command line (store, volumes)
+  # and environment are not the sandbox's to read, with or without the
+  # host's user namespace.
+  local o
+  for o in "" "--userns host"; do
+    # shellcheck disable=SC2086
+    assert_ok env OHBOX_ESCAPE_MARKER=host-secret-env "$OHBOX_BIN" --root "$T_ROOT" run --rm $o \
+      -v "$T_WORK/volume-source:/vol" "$BB" sh -c 'tr "\0" " " </proc/1/cmdline; echo; cat /proc/1/environ 2>/dev/null | tr "\0" " "; echo; cat /proc/1/comm'
+    assert_not_contains "$out" "$T_ROOT"
+    assert_not_contains "$out" "volume-source"
+    assert_not_contains "$out" "host-secret-env"
+    assert_contains "$out" "ohbox-init"
+  done
+}
+
+test_id_ranges ()
+{
+  pull "$BB"
+  local vol=$T_WORK/shared a b ma mb
+  mkdir -m 1777 "$vol"
+  assert_ok ohbox run -d -v "$vol:/vol" "$BB" sleep 600
+  a=$out
+  assert_ok ohbox run -d -v "$vol:/vol" "$BB" sleep 600
+  b=$out
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $a $b >/dev/null 2>&1 || true" EXIT
+  # Two sandboxes are never the same host user: disjoint uid and gid ranges
+  local f
+  for f in uid_map gid_map; do
+    assert_ok ohbox exec "$a" cat "/proc/self/$f"
+    ma=$out
+    assert_ok ohbox exec "$b" cat "/proc/self/$f"
+    mb=$out
+    read -r _ sa ca <<<"$ma"
+    read -r _ sb cb <<<"$mb"
+    [ $((sa + ca)) -le "$sb" ] || [ $((sb + cb)) -le "$sa" ] || _t_assert_fail "$f ranges overlap: $ma / $mb"
+  done
+  # A file one's root made private on a volume both see is not the other's
+  assert_ok ohbox exec "$a" sh -c 'echo private-to-a >/vol/a && chmod 0600 /vol/a && stat -c %u /vol/a'
+  assert_eq "$out" "0" "the owner as its maker sees it"
+  assert_ok ohbox exec "$b" sh -c 'stat -c %u /vol/a; cat /vol/a 2>/dev/null || echo refused'
+  assert_eq "$out" "65534
+refused" "the owner and content as the other sees them"
+  # Each range is leased to its sandbox, and free again once it is removed
+  local lease_a
+  lease_a=$(find /run/ohbox/userns -lname "$OHBOX_RUNROOT/$a")
+  [ -n "$lease_a" ] || _t_assert_fail "no lease of sandbox $a in /run/ohbox/userns"
+  if ! grep -qE '^(root|0):' /etc/subuid /etc/subgid; then
+    # the default pool: block N starts at 0x70000000 + N * 65536
+    assert_eq "$((${lease_a##*/} * 65536 + 1879048192))" "$(read -r _ s _ <<<"$ma"; echo "$s")" "the leased block"
+  fi
+  assert_ok ohbox rm -f "$a" "$b"
+  assert_eq "$(find /run/ohbox/userns -lname "$OHBOX_RUNROOT/$a" -o -lname "$OHBOX_RUNROOT/$b" | wc -l)" "0" \
+    "leases left after rm"
+}
+
+test_storage_size ()
+{
+  pull "$BB"
+  # A sandbox that writes past its --storage-size gets ENOSPC; the store's
+  # filesystem gives its writable layer no more than that.
+  assert_ok ohbox run -d --storage-size 32m "$BB" sleep 600
+  local id=$out img
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  img=$T_ROOT/sandboxes/$id/upper.img
+  assert_ok ohbox exec "$id" sh -c 'dd if=/dev/zero of=/fill bs=1M count=100 2>&1; echo "dd=$?"; df -k / | tail -n 1'
+  assert_contains "$out" "No space left on device"
+  assert_contains "$out" "dd=1"
+  assert_eq "$(stat -c %s "$img")" "$((32 << 20))" "the writable layer's file"
+  [ "$(du -k "$img" | cut -f1)" -le $((32 << 10)) ] || _t_assert_fail "the writable layer takes $(du -k "$img")"
+  # the rest of the sandbox still works, and writes again once room is made
+  assert_ok ohbox exec "$id" sh -c 'rm /fill && echo again >/again && cat /again'
+  assert_eq "$out" "again"
+  assert_ok ohbox rm -f "$id"
+  [ ! -e "$img" ] || _t_assert_fail "the writable layer's file is left"
+  assert_eq "$(losetup -j "$img" | wc -l)" "0" "loop devices left on it"
+  assert_exit 125 ohbox run --rm --storage-size 1m "$BB" true
+  assert_contains "$err" "at least 16 MiB"
+  assert_exit 125 ohbox run --rm --storage-size lots "$BB" true
+}
+
 run_test mount_target_symlink test_mount_target_symlink
 run_test dev_symlink test_dev_symlink
 run_test dangling_target test_dangling_target
@@ -419,3 +741,11 @@ run_test ptrace_host test_ptrace_host
 run_test zip_slip test_zip_slip
 run_test runtime_not_on_host_net test_runtime_not_on_host_net
 run_test runtime_host_net_loopback_only test_runtime_host_net_loopback_only
+run_test deep_writable_layer test_deep_writable_layer
+run_test save_planted_links test_save_planted_links
+run_test load_planted_files test_load_planted_files
+run_test state_root_takeover test_state_root_takeover
+run_test caller_terminal test_caller_terminal
+run_test init_cmdline test_init_cmdline
+run_test id_ranges test_id_ranges
+run_test storage_size test_storage_size

@@ -186,6 +186,20 @@ test_root_plans ()
   assert_jq "$plan" '.executor == null and .network.explicit == true and .network.publish == []'
   same_plan root no/such:image
   assert_contains "$refusal" "no/such:image"
+  same_plan root --storage-size 32m "$BB" true
+  assert_jq "$plan" '.limits.storage_size == 33554432 and .warnings == []'
+  same_plan root --storage-size 1m "$BB" true
+  assert_contains "$refusal" "at least 16 MiB"
+  # Devices are decided by the policy too: the same nodes, the same refusals.
+  mkdir -p "$T_WORK/cdi"
+  printf 'cdiVersion: 0.5.0\nkind: test.ohbox/card\ndevices:\n  - name: c0\n    containerEdits:\n      env: [CARD=0]\n      deviceNodes:\n        - path: /dev/card0\n          hostPath: /dev/zero\n' \
+    >"$T_WORK/cdi/card.yaml"
+  same_plan root --cdi-spec-dir "$T_WORK/cdi" --device test.ohbox/card=c0 --device /dev/full:/dev/f:r "$BB" true
+  assert_jq "$plan" '.devices.names == ["test.ohbox/card=c0", "/dev/full"] and [.devices.nodes[].path] == ["/dev/card0", "/dev/f"]
+    and .devices.nodes[1].access == "r" and .devices.env == ["CARD"]'
+  same_plan root --cdi-spec-dir "$T_WORK/cdi" --device test.ohbox/card=c9 "$BB" true
+  assert_contains "$refusal" "is not defined by any spec"
+  [ -e /dev/nvidiactl ] || { same_plan root --gpus 1 "$BB" true; assert_contains "$refusal" "no NVIDIA driver found"; }
   # Nothing was started by any of it.
   assert_ok ohbox ps -a -q
   assert_eq "$out" "" "sandboxes after dry runs"
@@ -218,6 +232,9 @@ test_rootless_plans ()
   # ... not for an ordinary command.
   same_plan pasta --network host "$BB" true
   assert_jq "$plan" '.network.mode == "host" and .warnings == []'
+  # A bounded writable layer needs a loop device: root's.
+  same_plan pasta --storage-size 32m "$BB" true
+  assert_contains "$refusal" "--storage-size needs root"
 }
 
 # ---------------------------------------------------------------- sandboxes

@@ -6,7 +6,11 @@
 # mid-blob (no half blob, the next pull resumes); stalled connections
 # (the low-speed limit ends them, the pull retries), descriptor sizes and
 # manifest digests that do not match, and blob redirects to another host
-# (followed, without the registry's Authorization; loops refused).
+# (followed, without the registry's Authorization; loops refused; from a
+# registry elsewhere, never to this host's loopback or link-local
+# addresses, whether by address, by name or as a token realm); a
+# registry that drips its answers just above the low-speed limit (the
+# pull's deadline, --timeout, and the request timeout end it).
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"
@@ -279,6 +283,46 @@ test_stall_gives_up ()
   assert_store_blobs_valid
 }
 
+# ---- registries that drip ----
+
+test_drip_deadline ()
+{
+  # the layer comes at 1100 B/s, above the 1 kB/s low-speed limit: hours
+  # for the padded blob, so the pull's deadline has to end it
+  fp_start REG FP
+  fp_set FP "{\"drip\": 1100, $(only_blob "$IMG_BB_LAYER1")}"
+  local start=$SECONDS
+  assert_exit 5 pull_via_proxy --timeout 3s
+  assert_int -le $((SECONDS - start)) 15 "seconds before giving up"
+  assert_contains "$err" "$FP_HOST did not finish within the pull's deadline of 3s"
+  assert_contains "$err" "--timeout"
+  assert_int -ge "$(fp_count FP '.fault == "drip"')" 1 "dripped answers"
+  assert_nothing_pulled
+  # 503 after 503 with Retry-After: the retries stop at the deadline too
+  fp_set FP '{"status_503": -1}'
+  start=$SECONDS
+  assert_exit 5 pull_via_proxy --timeout 2s
+  assert_int -le $((SECONDS - start)) 10 "seconds before giving up"
+  assert_contains "$err" "deadline of 2s"
+  assert_contains "$err" "HTTP 503"
+  assert_exit 2 pull_via_proxy --timeout 1x
+  assert_contains "$err" "--timeout takes a duration"
+}
+
+test_drip_manifest ()
+{
+  # the manifest drips (4 MB of padding at 1100 B/s, an hour): the request timeout
+  # ends that request, whatever the pull's deadline
+  fp_start REG FP
+  fp_set FP '{"drip": 1100, "drip_pad": 4000000, "match": "/manifests/"}'
+  local start=$SECONDS
+  T_OHBOX_TIMEOUT=60 OHBOX_REQUEST_TIMEOUT=2 assert_exit 5 pull_via_proxy
+  assert_int -le $((SECONDS - start)) 15 "seconds before giving up"
+  assert_contains "$err" "did not answer within 2s"
+  assert_contains "$err" "/manifests/latest"
+  assert_nothing_pulled
+}
+
 # ---- sizes and digests that do not match ----
 
 # put_manifest NAME TAG JQ: pushes the busybox manifest changed by JQ to the
@@ -391,6 +435,86 @@ test_redirect_other_host ()
   assert_layer_present "$IMG_BB_DIFF1"
 }
 
+# A registry elsewhere may not send ohbox to this host's own services. The
+# test registries listen on 127.0.0.1, so this one runs in a network
+# namespace of the test's own, where a veth pair carries 192.0.2.10 and
+# 192.0.2.11 (documentation addresses, reached without leaving it): the
+# "remote" registries on 192.0.2.10 redirect their blobs (or name their
+# token realm) to a service on 127.0.0.1, to a name /etc/hosts resolves to
+# 127.0.0.1, to 169.254.169.254, or to the storage host 192.0.2.11 (fine);
+# a registry on 127.0.0.1 redirecting to 127.0.0.1 is fine too.
+ns_script ()
+{
+  cat <<'EOF'
+set -u
+cd "$NS_DIR" || exit 90
+ip link set lo up && ip link add ohbt0 type veth peer name ohbt1 && ip addr add 192.0.2.10/32 dev ohbt0 &&
+  ip addr add 192.0.2.11/32 dev ohbt1 && ip link set ohbt0 up && ip link set ohbt1 up || exit 91
+printf '127.0.0.1 localhost\n127.0.0.1 internal.test\n' >hosts && mount --bind hosts /etc/hosts || exit 92
+pids=()
+trap 'kill "${pids[@]}" 2>/dev/null; wait' EXIT
+# serve NAME ADDR [ARGS]: a static registry; PORT_NAME its port
+serve ()
+{
+  local name=$1 addr=$2 i
+  shift 2
+  : >"$name.log"
+  "$PY" "$LIB/static_registry.py" --layout "$LAYOUT" --bind "$addr" --port 0 --port-file "$name.port" \
+    --log "$name.log" "$@" >"$name.out" 2>&1 &
+  pids+=($!)
+  for i in $(seq 100); do [ -s "$name.port" ] && break; sleep 0.05; done
+  printf -v "PORT_$name" '%s' "$(cat "$name.port")"
+}
+# pull CASE HOST:PORT: a pull into a store of its own; CASE.rc, .out, .err
+pull ()
+{
+  timeout 60 "$OHBOX" --root "$NS_DIR/root-$1" pull --tls-verify=false "$2/test/busybox:latest" >"$1.out" 2>"$1.err"
+  echo $? >"$1.rc"
+}
+serve internal 127.0.0.1
+serve internal2 127.0.0.1
+serve storage 192.0.2.11
+serve to_storage 192.0.2.10 --redirect-blobs "http://192.0.2.11:$PORT_storage"
+serve to_loopback 192.0.2.10 --redirect-blobs "http://127.0.0.1:$PORT_internal"
+serve to_name 192.0.2.10 --redirect-blobs "http://internal.test:$PORT_internal"
+serve to_metadata 192.0.2.10 --redirect-blobs "http://169.254.169.254:$PORT_internal"
+serve realm_loopback 192.0.2.10 --token-realm "http://127.0.0.1:$PORT_internal/token"
+serve local_to_loopback 127.0.0.1 --redirect-blobs "http://127.0.0.1:$PORT_internal2"
+pull to_storage "192.0.2.10:$PORT_to_storage"
+pull to_loopback "192.0.2.10:$PORT_to_loopback"
+pull to_name "192.0.2.10:$PORT_to_name"
+pull to_metadata "192.0.2.10:$PORT_to_metadata"
+pull realm_loopback "192.0.2.10:$PORT_realm_loopback"
+pull local_to_loopback "127.0.0.1:$PORT_local_to_loopback"
+EOF
+}
+
+test_redirect_to_this_host ()
+{
+  command -v unshare >/dev/null && command -v ip >/dev/null || skip "needs unshare(1) and ip(8)"
+  local d=$T_WORK/ns c
+  mkdir -p "$d"
+  ns_script >"$d/run.sh"
+  NS_DIR=$d PY=$T_PY LIB=$T_LIB LAYOUT=$IMG_BUSYBOX OHBOX=$OHBOX_BIN \
+    assert_ok unshare --net --mount --propagation private bash "$d/run.sh"
+  # the storage host elsewhere, and the local registry's own loopback, are fine
+  for c in to_storage local_to_loopback; do
+    assert_eq 0 "$(cat "$d/$c.rc")" "$c: $(cat "$d/$c.err")"
+  done
+  assert_int -ge "$(jq -s 'map(select(.status == 200)) | length' "$d/storage.log")" 2 "blobs from the storage host"
+  assert_int -ge "$(jq -s 'map(select(.status == 200)) | length' "$d/internal2.log")" 2 "blobs the local registry sent"
+  # this host's loopback (by address and by name), the metadata address and
+  # a token realm on loopback are refused: a registry error, nothing pulled
+  for c in to_loopback to_name to_metadata realm_loopback; do
+    assert_eq 5 "$(cat "$d/$c.rc")" "$c: $(cat "$d/$c.err")"
+    assert_match "$(cat "$d/$c.err")" "refusing .*(loopback|link-local).* 192\.0\.2\.10:[0-9]+ is not on this host"
+    assert_eq "" "$(ls "$d/root-$c/images")" "$c: images"
+  done
+  assert_contains "$(cat "$d/to_name.err")" "refusing to connect to 127.0.0.1 (loopback) for \`http://internal.test:"
+  assert_contains "$(cat "$d/to_metadata.err")" "link-local"
+  assert_eq "" "$(cat "$d/internal.log")" "requests that reached this host's service"
+}
+
 test_redirect_loop ()
 {
   fp_start REG FP
@@ -418,9 +542,12 @@ run_test sigkill_resume test_sigkill_resume
 run_test sigkill_prune test_sigkill_prune
 run_test stall_retry test_stall_retry
 run_test stall_gives_up test_stall_gives_up
+run_test drip_deadline test_drip_deadline
+run_test drip_manifest test_drip_manifest
 run_test descriptor_size_larger test_descriptor_size_larger
 run_test descriptor_size_smaller test_descriptor_size_smaller
 run_test manifest_digest_mismatch test_manifest_digest_mismatch
 run_test manifest_wrong_layer_digest test_manifest_wrong_layer_digest
 run_test redirect_other_host test_redirect_other_host
 run_test redirect_loop test_redirect_loop
+run_test redirect_to_this_host test_redirect_to_this_host

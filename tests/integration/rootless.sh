@@ -210,6 +210,30 @@ test_cgroup_warning ()
   assert_eq "$err" ""
 }
 
+# CDI devices rootless: the host's nodes bound (no node can be made), with
+# the host's owner and mode; env and mounts as for root; a node on a volume
+# cannot be opened (volumes are nodev); the warning that no device cgroup
+# limits them.
+test_cdi_devices ()
+{
+  local ref=$REG_HOST/test/busybox:latest specs=$U_DIR/cdi
+  pull_bb
+  mkdir -p "$specs" "$U_DIR/byhand"
+  printf 'cdiVersion: 0.5.0\nkind: test.ohbox/card\ndevices:\n  - name: c0\n    containerEdits:\n      env: [CARD=0]\n      deviceNodes:\n        - path: /dev/card0\n          hostPath: /dev/zero\n' \
+    >"$specs/card.yaml"
+  mknod -m 0666 "$U_DIR/byhand/node" c 1 5
+  chmod -R a+rX "$specs" "$U_DIR/byhand"
+  assert_exit 0 uohbox run --rm --network none --cdi-spec-dir "$specs" --device test.ohbox/card=c0 \
+    -v "$U_DIR/byhand:/x" "$ref" sh -c 'stat -c "%t:%T" /dev/card0; head -c 2 /dev/card0 | od -An -c; echo $CARD
+      (exec 3</x/node) 2>/dev/null && echo byhand-opened; echo done'
+  assert_eq "$out" "1:5
+  \0  \0
+0
+done"
+  assert_contains "$err" "no device cgroup"
+}
+
 run_test whole_flow test_whole_flow
 run_test single_uid test_single_uid
 run_test cgroup_warning test_cgroup_warning
+run_test cdi_devices test_cdi_devices

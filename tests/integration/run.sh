@@ -78,6 +78,15 @@ test_isolation ()
   # uid 0 inside is not host root
   assert_ok ohbox run --rm "$BB" cat /proc/self/uid_map
   assert_no_match "$out" "^ *0 +0 "
+  # ... and neither uids nor gids map onto host root or the host's users:
+  # every range of root's sandboxes starts at or above 65536 on the host
+  # (/etc/subuid and /etc/subgid, else 0x70000000).
+  local map
+  for map in uid_map gid_map; do
+    assert_ok ohbox run --rm --network none "$BB" cat /proc/self/$map
+    assert_match "$out" "^ *0 +[0-9]+ +[0-9]+" "$map"
+    assert_eq "" "$(awk '$2 < 65536' <<<"$out")" "$map ranges on host ids below 65536 ($out)"
+  done
   assert_ok ohbox run --rm --userns host "$BB" cat /proc/self/uid_map
   assert_match "$out" "^ *0 +0 +4294967295"
 }
@@ -91,12 +100,21 @@ test_security ()
   local bnd=$((16#$(awk '{print $2}' <<<"$out")))
   [ $((bnd >> 16 & 1)) = 0 ] && [ $((bnd >> 21 & 1)) = 0 ] || t_fail "CapBnd $out has SYS_MODULE or SYS_ADMIN"
   assert_fails ohbox run --rm "$BB" insmod /nonexistent.ko
+  # root has exactly the default set (tests/lib/ohbox.sh), nothing more
+  assert_ok ohbox run --rm --network none "$BB" cat /proc/self/status
+  assert_default_caps "$out" "run as root"
   # --cap-drop removes it from every set; --cap-add adds
   assert_ok ohbox run --rm --cap-drop chown "$BB" sh -c 'grep CapEff /proc/self/status'
   [ $((16#$(awk '{print $2}' <<<"$out") & 1)) = 0 ] || t_fail "CAP_CHOWN still effective: $out"
   assert_fails ohbox run --rm --cap-drop chown "$BB" chown 1 /tmp
   assert_ok ohbox run --rm "$BB" grep NoNewPrivs /proc/self/status
   assert_match "$out" "1$"
+  # asking for it by name keeps it on (Docker's spellings)
+  local o
+  for o in no-new-privileges no-new-privileges=true; do
+    assert_ok ohbox run --rm --security-opt $o "$BB" grep NoNewPrivs /proc/self/status
+    assert_match "$out" "1$" "NoNewPrivs with --security-opt $o"
+  done
   # seccomp: unshare(CLONE_NEWUSER) is refused with EPERM by the default
   # profile, allowed when unconfined
   assert_fails ohbox run --rm "$BB" unshare -U true
@@ -104,11 +122,28 @@ test_security ()
   assert_ok ohbox run --rm --security-opt seccomp=unconfined "$BB" unshare -U true
   assert_ok ohbox run --rm "$BB" grep Seccomp: /proc/self/status
   assert_match "$out" "2$"
-  # masked and read-only paths
-  assert_ok ohbox run --rm "$BB" sh -c 'stat -c "%F %t:%T" /proc/keys /proc/timer_list; echo 1 > /proc/sysrq-trigger 2>/dev/null || echo ro'
-  assert_eq "$out" "character special file 1:3
-character special file 1:3
-ro"
+  # masked and read-only paths: the OCI runtime-spec defaults, written out
+  # here (not read from the code). Each one that exists on this kernel is
+  # checked by what is mounted on it, not by whether reading it fails: root
+  # in the sandbox lacks CAP_SYS_RAWIO, so an unmasked /proc/kcore reads as
+  # nothing either. Masked files are /dev/null (1:3), masked directories an
+  # empty read-only tmpfs, read-only paths a read-only mount.
+  assert_ok ohbox run --rm "$BB" sh -c '
+    last_mount() { awk -v p="$1" '\''$5 == p {m = $0} END {print m}'\'' /proc/self/mountinfo; }
+    for f in /proc/interrupts /proc/kcore /proc/keys /proc/latency_stats /proc/timer_list /proc/timer_stats /proc/sched_debug; do
+      [ -e $f ] || continue
+      [ "$(stat -c "%F %t:%T" $f)" = "character special file 1:3" ] || echo "NOT MASKED $f"
+    done
+    for d in /proc/acpi /proc/asound /proc/scsi /sys/firmware /sys/devices/virtual/powercap; do
+      [ -e $d ] || continue
+      case $(last_mount $d) in *" $d ro"[,\ ]*" - tmpfs "*) ;; *) echo "NOT MASKED $d" ;; esac
+    done
+    for p in /proc/bus /proc/fs /proc/irq /proc/sys /proc/sysrq-trigger; do
+      [ -e $p ] || continue
+      case $(last_mount $p) in *" $p ro"[,\ ]*) ;; *) echo "NOT READ-ONLY $p" ;; esac
+    done
+    echo 1 > /proc/sysrq-trigger 2>/dev/null || echo ro'
+  assert_eq ro "$out" "masked and read-only paths"
   assert_fails ohbox run --rm "$BB" touch /sys/kernel/x
 }
 
@@ -186,6 +221,11 @@ test_limits_v1 ()
     if [ -f "$d/memory.limit_in_bytes" ]; then
       assert_eq "$(cat "$d/memory.limit_in_bytes")" "67108864"
     fi
+    # Docker's default without --memory-swap: as much swap as memory, so
+    # memory+swap is twice --memory (the file exists with swap accounting).
+    if [ -f "$d/memory.memsw.limit_in_bytes" ]; then
+      assert_eq 134217728 "$(cat "$d/memory.memsw.limit_in_bytes")" "memory+swap of --memory 64m"
+    fi
   done
   if [ -f /sys/fs/cgroup/pids/ohbox/$id/pids.max ]; then
     assert_eq "$(cat /sys/fs/cgroup/pids/ohbox/$id/pids.max)" "20"
@@ -202,6 +242,13 @@ test_limits_v1 ()
   assert_contains "$err" "can't fork"
   assert_ok ohbox run --rm --pids-limit 50 "$BB" sh -c 'for i in 1 2 3 4 5 6 7 8; do sleep 0.1 & done; wait; echo done'
   assert_eq "$out" "done"
+  # --memory-swap is memory plus swap, as seen inside
+  if [ -f /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes ]; then
+    assert_ok ohbox run --rm --network none --memory 64m --memory-swap 96m "$BB" \
+      cat /sys/fs/cgroup/memory/memory.limit_in_bytes /sys/fs/cgroup/memory/memory.memsw.limit_in_bytes
+    assert_eq "67108864
+100663296" "$out" "memory, memory+swap with --memory 64m --memory-swap 96m"
+  fi
   assert_ok ohbox rm -f "$id"
   assert_gone "/sys/fs/cgroup/memory/ohbox/$id"
 }

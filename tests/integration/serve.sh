@@ -444,6 +444,25 @@ test_work_hosts_and_limits ()
 }
 run_test work_hosts_and_limits test_work_hosts_and_limits
 
+# Devices configured for the server (ohbox serve --device): every sandbox
+# gets them, through the same run policy; a wrong one stops the server
+# before it listens.
+test_devices ()
+{
+  trap sv_cleanup EXIT
+  assert_exit 2 "$OHBOX_BIN" --root "$SV_ROOT" serve --socket "$T_WORK/never.sock" --device /etc/hostname
+  assert_contains "$err" "is not a device node"
+  sv_start --device /dev/full:/dev/served:r
+  sv_new_session dv
+  sv_run_action "$SV_ID" 'stat -c "%n %t:%T" /dev/served'
+  assert_eq "$code" 200
+  assert_jq "$out" '.content == "/dev/served 1:7"'
+  sv_stop
+  sv_cleanup
+  sv_assert_clean
+}
+run_test devices test_devices
+
 # ---------------------------------------------------------------- operations
 
 test_metrics_and_log ()

@@ -257,6 +257,29 @@ test_prune_keeps_names ()
   assert_eq "$IMG_BB_MANIFEST" "$out"
 }
 
+# An image pulled through an index keeps its index blob (the digest it was
+# pulled by, `inspect`'s IndexDigest): prune must mark it, or `ohbox check`
+# then finds an incomplete image it cannot repair.
+test_prune_keeps_index ()
+{
+  assert_ok pull "$MULTI"
+  assert_ok pull "$REG_HOST/test/multi@$IMG_MULTI_INDEX"
+  assert_blob_present "$IMG_MULTI_INDEX" "the index"
+  assert_ok ohbox prune --format json
+  assert_jq "$out" '.images == 0 and .blobs == 0 and .layers == 0' "prune of a store whose images are all named"
+  assert_blob_present "$IMG_MULTI_INDEX" "the index after prune"
+  assert_blob_present "$IMG_MULTI_AMD64" "the manifest after prune"
+  assert_ok ohbox check --format json
+  assert_jq "$out" '.found == 0' "check after prune"
+  assert_ok ohbox inspect "$MULTI"
+  assert_jq "$out" ".Id == \"$IMG_MULTI_AMD64\" and .IndexDigest == \"$IMG_MULTI_INDEX\""
+  assert_store_blobs_valid
+  if [ "$(id -u)" = 0 ]; then
+    OHBOX_RUNROOT=$T_WORK/run assert_ok ohbox run --rm --network none "$MULTI" echo ran
+    assert_eq ran "$out" "a run of the image after prune"
+  fi
+}
+
 run_test images_table test_images_table
 run_test images_json test_images_json
 run_test images_empty test_images_empty
@@ -273,3 +296,4 @@ run_test rmi_several test_rmi_several
 run_test prune_untagged test_prune_untagged
 run_test prune_json test_prune_json
 run_test prune_keeps_names test_prune_keeps_names
+run_test prune_keeps_index test_prune_keeps_index

@@ -26,6 +26,11 @@ file). Each has a count K: the fault hits the first K matching requests
   --stall-after N [--stall-count K]    GET: send N bytes of the body, then
                                        nothing (connection kept open) for
                                        --stall-seconds (default 60), then close
+  --drip BYTES_PER_S [--drip-pad N]    GET: announce the body with N more
+                                       bytes (spaces, default 8 MiB) and send
+                                       it all at BYTES_PER_S: a registry just
+                                       above a client's low-speed limit that
+                                       would take hours
 Control-file only (JSON values):
   "redirect": URL [, "redirect_count": K]
                                        GET: answer 307 with Location URL + path
@@ -37,8 +42,8 @@ Control-file only (JSON values):
                                        registry's Docker-Content-Digest stays
 --control FILE: a JSON object with the same settings (keys drop_after,
 drop_count, status_429, status_503, corrupt, bad_length, bad_length_count,
-rate, stall_after, stall_count, stall_seconds, redirect, redirect_count,
-manifest_replace, match), re-read whenever the file changes; it replaces the
+rate, stall_after, stall_count, stall_seconds, drip, drip_pad, redirect,
+redirect_count, manifest_replace, match), re-read whenever the file changes; it replaces the
 command-line settings and restarts the counts, so one proxy serves a whole
 test script.
 
@@ -71,7 +76,8 @@ HOP_BY_HOP = {"connection", "keep-alive", "proxy-authenticate", "proxy-authoriza
 DEFAULT_MATCH = r"/v2/.+/blobs/sha256:[0-9a-f]{64}$"
 FAULT_KEYS = {"drop_after": None, "drop_count": 1, "status_429": 0, "status_503": 0, "corrupt": 0,
               "bad_length": None, "bad_length_count": 1, "rate": 0, "match": DEFAULT_MATCH,
-              "stall_after": None, "stall_count": 1, "stall_seconds": 60, "redirect": None,
+              "stall_after": None, "stall_count": 1, "stall_seconds": 60, "drip": 0, "drip_pad": 8 << 20,
+              "redirect": None,
               "redirect_count": -1, "manifest_replace": None}
 MANIFEST_MATCH = re.compile(r"/v2/.+/manifests/[^/]+$")
 CHUNK = 16384
@@ -310,6 +316,9 @@ class Handler(http.server.BaseHTTPRequestHandler):
                 if a in data:
                     data = data.replace(a, b)
                     entry["fault"] = "manifest_replace"
+            if is_body and s["drip"]:
+                data = data + b" " * s["drip_pad"]
+                entry["fault"] = "drip"
             announced = len(data)
             send = data
             close_after = False
@@ -344,6 +353,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
             self.send_header("Content-Length", str(announced))
             self.end_headers()
             rate = s["rate"] if matched else 0
+            if is_body and s["drip"]:
+                rate = s["drip"]
             if is_body and s["stall_after"] is not None and len(data) > s["stall_after"] and \
                     faults.take("stall", s["stall_count"]):
                 # The server hangs with the connection open: only the
@@ -406,6 +417,8 @@ def main():
     p.add_argument("--stall-after", type=int)
     p.add_argument("--stall-count", type=int, default=1)
     p.add_argument("--stall-seconds", type=float, default=60)
+    p.add_argument("--drip", type=int, default=0)
+    p.add_argument("--drip-pad", type=int, default=8 << 20)
     args = p.parse_args()
     srv = Proxy(args)
     if args.port_file:

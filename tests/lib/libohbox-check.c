@@ -105,6 +105,7 @@ main (int argc, char **argv)
   rr.detach = true;
   rr.api_key = "libohbox-check-key";
   rr.memory = 512 * 1024 * 1024;
+  rr.pids_limit = 321;
   char *id = NULL;
   check (ohbox_run (ctx, &rr, &id, &code, &err) == 0 && id && code == 0, "runtime sandbox started", &err);
   printf ("id: %s\n", id);
@@ -143,6 +144,19 @@ main (int argc, char **argv)
   check (len_out == 1000 && strncmp (out, "y\ny\n", 4) == 0 && ohbox_exec_result_truncated (res),
          "stdout cut at capture_max", NULL);
   check (strcmp (errs, "to-stderr\n") == 0, "stderr captured apart", NULL);
+  ohbox_exec_result_free (res);
+
+  /* The limits of ohbox_run_opts reach the sandbox's cgroup (v1, else v2). */
+  static const char *const limits[]
+      = { "sh", "-c",
+          "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; "
+          "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max",
+          NULL };
+  eo.argv = limits;
+  check (ohbox_exec (ctx, id, &eo, &res, &err) == 0, "exec reading the limits", &err);
+  out = ohbox_exec_result_stdout (res, &len_out);
+  printf ("limits: %s", out);
+  check (strcmp (out, "536870912\n321\n") == 0, "memory and pids_limit applied", NULL);
   ohbox_exec_result_free (res);
 
   check (ohbox_stop (ctx, id, 2, &err) == 0, "stop", &err);

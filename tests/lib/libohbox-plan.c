@@ -2,6 +2,8 @@
  * tests/integration/policy.sh to compare with `ohbox run`:
  *
  *   libohbox-plan STORE [--network MODE] [--executor-port N] [--api-key K]
+ *                 [--storage-size SIZE] [--device D]... [--cdi-spec-dir DIR]...
+ *                 [--gpus GPUS]
  *                 [-e K=V]... [--run [--rm]] IMAGE [ARG...]
  *
  * Without --run: prints ohbox_run_plan()'s JSON (what `ohbox run --dry-run
@@ -39,8 +41,8 @@ main (int argc, char **argv)
       return 2;
     }
   ohbox_run_opts ro = OHBOX_OPTS_INIT (ohbox_run_opts);
-  const char *env[64] = { NULL };
-  size_t n_env = 0;
+  const char *env[64] = { NULL }, *devices[16] = { NULL }, *cdi_dirs[16] = { NULL };
+  size_t n_env = 0, n_devices = 0, n_cdi_dirs = 0;
   int run = 0, i = 2;
   for (; i < argc && argv[i][0] == '-'; i++)
     {
@@ -67,6 +69,22 @@ main (int argc, char **argv)
         ro.executor_port = atoi (argv[++i]);
       else if (strcmp (argv[i], "--api-key") == 0 && next)
         ro.api_key = argv[++i];
+      else if (strcmp (argv[i], "--storage-size") == 0 && next)
+        {
+          /* As ohbox run reads it: bytes, or k, m, g (powers of 1024). */
+          char *end;
+          unsigned long long v = strtoull (argv[++i], &end, 10);
+          int shift = *end == 'k' ? 10 : *end == 'm' ? 20 : *end == 'g' ? 30 : 0;
+          if (end == argv[i] || (shift && end[1]) || (!shift && *end))
+            return fprintf (stderr, "bad size %s\n", argv[i]), 2;
+          ro.storage_size = (int64_t) (v << shift);
+        }
+      else if (strcmp (argv[i], "--device") == 0 && next && n_devices + 1 < 16)
+        devices[n_devices++] = argv[++i];
+      else if (strcmp (argv[i], "--cdi-spec-dir") == 0 && next && n_cdi_dirs + 1 < 16)
+        cdi_dirs[n_cdi_dirs++] = argv[++i];
+      else if (strcmp (argv[i], "--gpus") == 0 && next)
+        ro.gpus = argv[++i];
       else if (strcmp (argv[i], "-e") == 0 && next && n_env + 1 < sizeof env / sizeof env[0])
         env[n_env++] = argv[++i];
       else
@@ -77,6 +95,8 @@ main (int argc, char **argv)
   ro.image = argv[i];
   ro.argv = (const char *const *) argv + i + 1;
   ro.env = n_env ? env : NULL;
+  ro.devices = n_devices ? devices : NULL;
+  ro.cdi_spec_dirs = n_cdi_dirs ? cdi_dirs : NULL;
   ro.warn = on_warning;
 
   ohbox_err *err = NULL;

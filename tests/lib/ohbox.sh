@@ -13,6 +13,9 @@
 #   t_auth_json FILE HOST USER PASS [more HOST USER PASS...]   writes an auth.json
 #   short_hex DIGEST        the first 12 hex digits
 #   t_flip_byte FILE OFFSET  inverts the byte at OFFSET (to corrupt a blob)
+#   T_DEFAULT_CAPS          the capabilities root in a default sandbox has
+#   t_caps_mask NAME...     their mask as /proc/PID/status prints it
+#   assert_default_caps STATUS [WHAT]   a root process with exactly the default set
 
 pull_opts ()
 {
@@ -127,5 +130,61 @@ nft_orphan_elements ()
   for e in $(nft -j list table inet ohbox 2>/dev/null |
     jq -r '.nftables[] | select(.map) | .map.elem[]? | .[1].concat[0]' 2>/dev/null | sort -u); do
     [ -L "$netroot/ip/$e" ] || echo "$e"
+  done
+}
+
+# The capabilities root in a sandbox has by default: Docker's default set
+# (moby's oci/caps DefaultCapabilities; src/libohbox/security/capabilities.c).
+# The shell tests write the set here and nowhere else: changing ohbox's
+# default set is changing this line (and tests/unit/test-capabilities.c).
+T_DEFAULT_CAPS="CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID SETFCAP SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE"
+
+# capability(7) numbers, in order from 0: the kernel's ABI.
+_T_CAP_NAMES="CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE
+  NET_BIND_SERVICE NET_BROADCAST NET_ADMIN NET_RAW IPC_LOCK IPC_OWNER SYS_MODULE SYS_RAWIO SYS_CHROOT SYS_PTRACE
+  SYS_PACCT SYS_ADMIN SYS_BOOT SYS_NICE SYS_RESOURCE SYS_TIME SYS_TTY_CONFIG MKNOD LEASE AUDIT_WRITE AUDIT_CONTROL
+  SETFCAP MAC_OVERRIDE MAC_ADMIN SYSLOG WAKE_ALARM BLOCK_SUSPEND AUDIT_READ PERFMON BPF CHECKPOINT_RESTORE"
+
+t_caps_mask ()
+{
+  local mask=0 want n i
+  for want in "$@"; do
+    i=0
+    for n in $_T_CAP_NAMES; do
+      [ "$n" = "${want#CAP_}" ] && break
+      i=$((i + 1))
+    done
+    [ "$n" = "${want#CAP_}" ] || { echo "t_caps_mask: unknown capability $want" >&2; return 1; }
+    mask=$((mask | 1 << i))
+  done
+  printf '%016x\n' "$mask"
+}
+
+# _t_caps_names HEXMASK: its names, for messages.
+_t_caps_names ()
+{
+  local mask=$((16#$1)) i=0 n out=
+  for n in $_T_CAP_NAMES; do
+    [ $((mask >> i & 1)) = 1 ] && out="$out${out:+,}$n"
+    i=$((i + 1))
+  done
+  echo "${out:-none}"
+}
+
+# assert_default_caps STATUS [WHAT]: STATUS (the text of /proc/PID/status)
+# is a root process with exactly the default set effective, permitted and
+# bounding, and nothing inheritable or ambient. Compared with the set
+# written out above, never with another process of the same sandbox (both
+# would keep a capability given by mistake).
+assert_default_caps ()
+{
+  local want f got w
+  want=$(t_caps_mask $T_DEFAULT_CAPS) || return 1
+  for f in CapEff CapPrm CapBnd CapInh CapAmb; do
+    got=$(awk -v k="$f:" '$1 == k {print $2}' <<<"$1")
+    case $f in CapInh | CapAmb) w=0000000000000000 ;; *) w=$want ;; esac
+    [ "$got" = "$w" ] && continue
+    _t_assert_fail "${2:-capabilities}: $f is $got ($(_t_caps_names "${got:-0}")), expected $w ($(_t_caps_names "$w"))"
+    return 1
   done
 }

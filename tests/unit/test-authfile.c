@@ -167,6 +167,63 @@ test_lookup_order (void)
   free (env_file);
 }
 
+/* One lookup through ohbox_authfile_lookup_in: USER (NULL: none expected). */
+static void
+expect_in (const struct ohbox_auth_sources *src, const char *registry, const char *user, const char *pass)
+{
+  struct ohbox_credentials *c = NULL;
+  ohbox_error_t e = NULL;
+  CHECK (ohbox_authfile_lookup_in (src, registry, "x/y", &c, &e) == 0, "lookup %s: %s", registry, e ? e->msg : "");
+  if (user == NULL)
+    CHECK (c == NULL, "%s: expected no credentials, got %s", registry, c->username);
+  else
+    {
+      CHECK (c != NULL, "%s: no credentials, expected %s", registry, user);
+      CHECK_STR (c->username, user);
+      CHECK_STR (c->password, pass);
+    }
+  ohbox_credentials_free (c);
+}
+
+/* A CI job's own credentials: a document in memory first, then --authfile,
+ * then (unless no_defaults) the user's files; ohbox_auth_json_add keeps
+ * the first entry for a registry, in whatever spelling. */
+static void
+test_sources_in_memory (void)
+{
+  reset_env ();
+  free (put_file ("home/.docker/config.json", "{\"auths\":{\"reg.a\":{\"auth\":\"Zjo2\"},\"reg.b\":{\"auth\":\"Yjoy\"}}}"));
+  char *explicit_file = put_file ("explicit.json", "{\"auths\":{\"reg.c\":{\"auth\":\"Yzoz\"}}}");
+  json_t *doc = json_loads ("{\"auths\":{\"https://reg.a/\":{\"auth\":\"YTox\"}}}", 0, NULL);
+  ohbox_error_t e = NULL;
+  CHECK (ohbox_auth_json_add (doc, "reg.a", "z", "9", &e) == 0); /* kept: reg.a has one */
+  CHECK (ohbox_auth_json_add (doc, "reg.d:5000", "d", "4", &e) == 0);
+  CHECK (ohbox_auth_json_add (doc, "reg.e", "bad:user", "x", &e) < 0 && e->kind == OHBOX_ERR_USAGE);
+  ohbox_error_release (&e);
+  char *text = json_dumps (doc, JSON_COMPACT);
+  json_decref (doc);
+
+  struct ohbox_auth_sources src = { .json = text, .json_name = "the job's", .authfile = explicit_file };
+  expect_in (&src, "reg.a", "a", "1");
+  expect_in (&src, "reg.d:5000", "d", "4");
+  expect_in (&src, "reg.c", "c", "3");
+  expect_in (&src, "reg.b", "b", "2"); /* the user's file */
+  src.no_defaults = true;
+  expect_in (&src, "reg.b", NULL, NULL);
+  expect_in (&src, "reg.a", "a", "1");
+  setenv ("REGISTRY_AUTH_FILE", explicit_file, 1);
+  src.authfile = NULL;
+  expect_in (&src, "reg.c", NULL, NULL); /* $REGISTRY_AUTH_FILE is a default too */
+
+  struct ohbox_auth_sources bad = { .json = "{\"auths\": []}", .json_name = "the job's" };
+  struct ohbox_credentials *c = NULL;
+  CHECK (ohbox_authfile_lookup_in (&bad, "reg.a", "x", &c, &e) < 0 && e->kind == OHBOX_ERR_USAGE);
+  CHECK (strstr (e->msg, "the job's") != NULL, "%s", e->msg);
+  ohbox_error_release (&e);
+  free (text);
+  free (explicit_file);
+}
+
 static void
 test_docker_keys (void)
 {
@@ -377,6 +434,7 @@ if (mkdtemp (tmpdir) == NULL)
     return 1;
   }
 RUN_TEST (test_credentials_parse);
+RUN_TEST (test_sources_in_memory);
 RUN_TEST (test_lookup_order);
 RUN_TEST (test_docker_keys);
 RUN_TEST (test_repository_keys);

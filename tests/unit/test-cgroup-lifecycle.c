@@ -397,6 +397,61 @@ test_rootless_delegated (void)
   CHECK (!exists (deleg));
 }
 
+/* Device rules: the kid opens what they allow and nothing else (v1: the
+ * devices lists; v2: the BPF filter; a hybrid host has both). */
+static void
+fn_open_devices (int rep, void *arg)
+{
+  (void) arg;
+  static const struct
+  {
+    const char *path;
+    int flags;
+  } tries[] = { { "/dev/null", O_RDWR }, { "/dev/zero", O_RDONLY }, { "/dev/zero", O_WRONLY }, { "/dev/full", O_RDONLY } };
+  char out[8] = "";
+  for (size_t i = 0; i < 4; i++)
+    {
+      int fd = open (tries[i].path, tries[i].flags | O_CLOEXEC | O_NONBLOCK);
+      out[i] = fd >= 0 ? 'y' : errno == EPERM ? 'n' : '?';
+      if (fd >= 0)
+        close (fd);
+    }
+  if (write (rep, out, 4) != 4)
+    _exit (4);
+  for (;;)
+    pause ();
+}
+
+static void
+test_device_rules (void)
+{
+  REAL ();
+  cleanup_cg struct ohbox_cgroup *cg = make ("devices", NULL);
+  CHECK (cg);
+  /* Not the default list: one that lets zero be read only and full not at all. */
+  const struct ohbox_device_rule rules[] = { { 'c', -1, -1, "m" }, { 'c', 1, 3, "rwm" }, { 'c', 1, 5, "r" } };
+  size_t n = sizeof rules / sizeof rules[0];
+  cleanup_error ohbox_error_t err = NULL;
+  CHECK (ohbox_cgroup_set_devices (cg, rules, n, &err) == 0, "%s", err->msg);
+  cleanup_kid struct kid k = { -1, -1, -1 };
+  kid_start (&k, fn_open_devices, NULL);
+  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
+  kid_go (&k);
+  char got[5] = "";
+  CHECK (kid_read (&k, got, 4));
+  /* null read-write, zero read but not write, full not at all. */
+  CHECK_STR (got, "yynn");
+  const char *v1 = ohbox_cgroup_path (cg, OHBOX_CGROUP_DEVICES);
+  if (v1 != NULL)
+    {
+      cleanup_free char *list = rd (v1, "devices.list");
+      CHECK (list && strstr (list, "c 1:5 r") && !strstr (list, "c 1:5 rw") && strstr (list, "c *:* m") && !strstr (list, "a *:*"), "%s",
+             list ? list : "(none)");
+    }
+  CHECK (ohbox_cgroup_destroy (cg, &err) == 0, "%s", err->msg);
+  kid_wait (&k);
+}
+
 UNIT_MAIN_BEGIN ("test-cgroup-lifecycle")
 {
   /* Line-buffered even under the test runner: children fork. */
@@ -412,6 +467,7 @@ UNIT_MAIN_BEGIN ("test-cgroup-lifecycle")
   RUN_TEST (test_create_destroy_loop);
   RUN_TEST (test_rootless_without_delegation);
   RUN_TEST (test_rootless_delegated);
+  RUN_TEST (test_device_rules);
   RUN_TEST (test_nothing_left);
   ohbox_cgroup_host_release (&host);
 }

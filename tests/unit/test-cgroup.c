@@ -8,6 +8,8 @@
  * rootless) is in test-cgroup-lifecycle.c. */
 #include "config.h"
 
+#include <inttypes.h>
+
 #include "cgroup-test.h"
 
 /* The mode detected on this machine, against what /proc/self/mountinfo
@@ -91,6 +93,47 @@ test_create_limits (void)
   cleanup_error ohbox_error_t err = NULL;
   CHECK (ohbox_cgroup_destroy (cg, &err) == 0, "%s", err->msg);
   CHECK (gone_everywhere (&host, "limits"));
+}
+
+/* --memory-swap is memory plus swap (Docker): unset, the sandbox gets as
+ * much swap as memory (twice the memory in v1's memory+swap file, the memory
+ * again in v2's swap-only file), -1 leaves swap unlimited, a value is the
+ * total.  Skipped without swap accounting (no file to read). */
+static void
+test_memory_swap (void)
+{
+  NEED (OHBOX_CGROUP_MEMORY);
+  static const struct
+  {
+    int64_t swap;
+    const char *v1, *v2; /* memory.memsw.limit_in_bytes, memory.swap.max */
+  } cases[] = {
+    { 0, "67108864", "33554432" },        /* Docker's default: twice the memory */
+    { 48 << 20, "50331648", "16777216" }, /* the total asked for */
+    { -1, NULL, "max" },                  /* unlimited (v1: the counter's maximum) */
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      struct ohbox_cgroup_limits l = { .memory = 32 << 20, .memory_swap = cases[i].swap };
+      cleanup_free char *id = xasprintf ("swap%zu", i);
+      cleanup_cg struct ohbox_cgroup *cg = make (id, &l);
+      /* The first case needs no swap accounting: it must always work. */
+      CHECK (cg);
+      const char *m = mem_dir (cg);
+      bool v2 = is_v2 (cg, OHBOX_CGROUP_MEMORY);
+      const char *file = v2 ? "memory.swap.max" : "memory.memsw.limit_in_bytes";
+      if (!exists_in (m, file))
+        {
+          unit_skip ("no swap accounting on this host (no %s)", file);
+          return;
+        }
+      cleanup_free char *v = rd (m, file);
+      printf ("# --memory 32m --memory-swap %" PRId64 ": %s %s\n", cases[i].swap, file, v ? v : "(unreadable)");
+      if (v2 || cases[i].v1)
+        CHECK_STR (v, v2 ? cases[i].v2 : cases[i].v1);
+      else
+        CHECK (v && strtoull (v, NULL, 10) >= UINT64_C (1) << 62, "memsw %s, not unlimited", v);
+    }
 }
 
 static void
@@ -349,6 +392,7 @@ UNIT_MAIN_BEGIN ("test-cgroup")
   setup_real ();
   RUN_TEST (test_detect_real);
   RUN_TEST (test_create_limits);
+  RUN_TEST (test_memory_swap);
   RUN_TEST (test_oom_kill);
   RUN_TEST (test_pids_limit);
   RUN_TEST (test_cpu_quota);

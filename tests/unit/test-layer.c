@@ -894,6 +894,59 @@ test_size_limit (void)
   ohbox_buf_free (&raw);
 }
 
+/* The layers of one image share a budget: bytes together, and the free
+ * space of the filesystem written. */
+static void
+unpack_budget (const struct ohbox_buf *blob, struct ohbox_unpack_budget *b, struct result *r)
+{
+  struct ohbox_layer_options opts = { .budget = b };
+  int fd = blob_fd (blob);
+  ohbox_error_t err = NULL;
+  memset (r, 0, sizeof *r);
+  r->rc = ohbox_layer_unpack (fd, layer_fd, &opts, r->diffid, &r->st, &err);
+  close (fd);
+  if (err)
+    {
+      r->kind = err->kind;
+      snprintf (r->msg, sizeof r->msg, "%s", err->msg);
+      ohbox_error_release (&err);
+    }
+}
+
+static void
+test_budget (void)
+{
+  static const struct ent part = { .path = "part", .perm = 0644, .len = 1500 * 1000 };
+  struct ohbox_buf raw = TAR (&part);
+  struct ohbox_buf blob = compress (&raw, "zstd");
+  ohbox_buf_free (&raw);
+  struct result r;
+  struct stat st;
+  setup ();
+  struct ohbox_unpack_budget b = { .max = 2 * 1000 * 1000, .fs_fd = layer_fd, .fs_name = "the test's",
+                                   .check_every = 64 * 1024 };
+  /* Each layer within it, the second over it together with the first. */
+  unpack_budget (&blob, &b, &r);
+  CHECK (r.rc == 0, "%s", r.msg);
+  setup ();
+  b.fs_fd = layer_fd;
+  unpack_budget (&blob, &b, &r);
+  CHECK (r.rc < 0 && r.kind == OHBOX_ERR_INTEGRITY, "rc %d: %s", r.rc, r.msg);
+  CHECK (strstr (r.msg, "the image's layers exceed the unpacked size limit of 2.0 MB (2000000 bytes) together"),
+         "%s", r.msg);
+  CHECK (lstat_layer ("part", &st) < 0 || st.st_size < 1500 * 1000, "the part was written whole");
+  /* A filesystem with less free than the margin: nothing is written. */
+  setup ();
+  struct ohbox_unpack_budget full = { .fs_fd = layer_fd, .fs_name = "the test's", .min_free = UINT64_MAX / 4,
+                                      .check_every = 64 * 1024 };
+  unpack_budget (&blob, &full, &r);
+  CHECK (r.rc < 0 && r.kind == OHBOX_ERR_STORE, "rc %d: %s", r.rc, r.msg);
+  CHECK (strstr (r.msg, "unpacking would leave the store `the test's` less than") != NULL, "%s", r.msg);
+  CHECK (strstr (r.msg, "No space left on device") != NULL, "%s", r.msg);
+  CHECK (lstat_layer ("part", &st) < 0, "wrote with no room");
+  ohbox_buf_free (&blob);
+}
+
 static void
 test_corrupt_streams (void)
 {
@@ -1105,6 +1158,18 @@ feeder_run (void *arg)
       pthread_mutex_lock (&f->lock);
       f->written = done;
       pthread_cond_broadcast (&f->cond);
+      /* After the first piece, until the unpack has asked for more (10 s
+       * at most): on a loaded machine it could otherwise be scheduled only
+       * once the whole blob is written, and streaming would go untested. */
+      if (done == n)
+        {
+          struct timespec until;
+          clock_gettime (CLOCK_REALTIME, &until);
+          until.tv_sec += 10;
+          while (f->waits == 0)
+            if (pthread_cond_timedwait (&f->cond, &f->lock, &until) != 0)
+              break;
+        }
       pthread_mutex_unlock (&f->lock);
       usleep (300); /* slower than the unpack: it has to wait */
     }
@@ -1137,6 +1202,7 @@ feeder_wait (void *userdata, uint64_t offset, ohbox_error_t *err)
   int r = 1;
   pthread_mutex_lock (&f->lock);
   f->waits++;
+  pthread_cond_broadcast (&f->cond);
   if (!f->ended)
     f->waited_partial = true;
   struct stat st;
@@ -1408,6 +1474,7 @@ UNIT_MAIN_BEGIN ("test-layer")
   RUN_TEST (test_utf8_names);
   RUN_TEST (test_diffid);
   RUN_TEST (test_size_limit);
+  RUN_TEST (test_budget);
   RUN_TEST (test_corrupt_streams);
   RUN_TEST (test_overwrite);
   RUN_TEST (test_directory_metadata_order);

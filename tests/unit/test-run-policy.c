@@ -329,6 +329,25 @@ test_other_checks (void)
   CHECK (plan (&req, false, &user, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
 }
 
+/* --storage-size: root only, 16 MiB at least, none for a read-only rootfs. */
+static void
+test_storage_size (void)
+{
+  struct ohbox_host_abilities root = host (0, false, false), user = host (1000, true, true);
+  struct ohbox_run_plan p;
+  int kind;
+  struct ohbox_run_request req = { .image = "img", .network = "none", .storage_size = 32 << 20 };
+  CHECK (plan (&req, false, &root, &p, NULL) == 0 && p.opts.storage_size == 32 << 20 && p.n_warnings == 0);
+  ohbox_run_plan_clear (&p);
+  CHECK (plan (&req, false, &user, &p, &kind) < 0 && kind == OHBOX_ERR_UNSUPPORTED, "rootless");
+  req.storage_size = (16 << 20) - 1;
+  CHECK (plan (&req, false, &root, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE, "below 16 MiB");
+  req.storage_size = 1ull << 40;
+  req.read_only = true;
+  CHECK (plan (&req, false, &root, &p, NULL) == 0 && p.opts.storage_size == 0 && has_warning (&p, "--read-only"));
+  ohbox_run_plan_clear (&p);
+}
+
 /* A server front door (ohbox serve): the service port of a runtime image's
  * executor or of the request's own command, always on a free host port;
  * a standby executor; labels. */
@@ -411,6 +430,7 @@ RUN_TEST (test_runtime_unreachable);
 RUN_TEST (test_keys);
 RUN_TEST (test_label_only);
 RUN_TEST (test_other_checks);
+RUN_TEST (test_storage_size);
 RUN_TEST (test_service_port);
 RUN_TEST (test_labels);
 UNIT_MAIN_END

@@ -5,10 +5,12 @@
 #include <archive.h>
 #include <archive_entry.h>
 #include <dirent.h>
+#include <errno.h>
 #include <fcntl.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <time.h>
@@ -387,6 +389,23 @@ dl_set (struct download *d, size_t written, int state)
   pthread_mutex_unlock (&d->lock);
 }
 
+/* After the first piece, until the unpack has come to the end of what is
+ * written and asked for more (10 s at most): a loaded machine could
+ * otherwise schedule the unpack only once the whole blob is there, and the
+ * test would not test streaming. */
+static void
+dl_wait_reader (struct download *d)
+{
+  struct timespec until;
+  clock_gettime (CLOCK_REALTIME, &until);
+  until.tv_sec += 10;
+  pthread_mutex_lock (&d->lock);
+  while (!d->read_partial)
+    if (pthread_cond_timedwait (&d->cond, &d->lock, &until) != 0)
+      break;
+  pthread_mutex_unlock (&d->lock);
+}
+
 static int
 dl_write (struct download *d, struct ohbox_blob_writer *w, const char *data, size_t len)
 {
@@ -401,6 +420,8 @@ dl_write (struct download *d, struct ohbox_blob_writer *w, const char *data, siz
         }
       done += n;
       dl_set (d, (size_t) ohbox_blob_writer_offset (w), 0);
+      if (done == n && d->first == NULL)
+        dl_wait_reader (d);
       usleep (200);
     }
   return 0;
@@ -460,7 +481,10 @@ dl_wait_more (void *userdata, uint64_t offset, ohbox_error_t *err)
       pthread_cond_broadcast (&d->cond);
     }
   else if (d->state == 0)
-    d->read_partial = true;
+    {
+      d->read_partial = true;
+      pthread_cond_broadcast (&d->cond);
+    }
   for (;;)
     {
       if (d->state != 0)
@@ -666,6 +690,101 @@ test_rm_rf_unreadable_dirs_unprivileged (void)
   CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0, "child status %d", status);
 }
 
+/* Builds, below DFD, a chain of DEPTH directories "d", with at every level
+ * a file and, every STEP levels, WIDTH sibling directories holding a file. */
+static int
+make_tree (int dfd, int depth, int step, int width)
+{
+  int cur = dup (dfd);
+  for (int i = 0; i < depth && cur >= 0; i++)
+    {
+      int f = openat (cur, "file", O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+      if (f < 0)
+        return -1;
+      close (f);
+      for (int k = 0; step > 0 && i % step == 0 && k < width; k++)
+        {
+          char name[32];
+          snprintf (name, sizeof name, "side-%d", k);
+          if (mkdirat (cur, name, 0755) < 0)
+            return -1;
+          snprintf (name, sizeof name, "side-%d/f", k);
+          f = openat (cur, name, O_CREAT | O_WRONLY | O_CLOEXEC, 0600);
+          if (f < 0)
+            return -1;
+          close (f);
+        }
+      if (mkdirat (cur, "d", 0755) < 0)
+        return -1;
+      int next = openat (cur, "d", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      close (cur);
+      cur = next;
+    }
+  if (cur < 0)
+    return -1;
+  close (cur);
+  return 0;
+}
+
+/* A tree far deeper than the descriptors the process may open (a sandbox
+ * nests 30 000 directories in its writable layer): removed with a bounded
+ * number of descriptors, wide levels and deep ones alike. */
+static void
+test_rm_rf_deep_tree (void)
+{
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      char dir[4096];
+      snprintf (dir, sizeof dir, "%s/rmrf-deep", tmproot);
+      if (mkdir (dir, 0700) < 0)
+        _exit (10);
+      int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (dfd < 0 || mkdirat (dfd, "tree", 0755) < 0)
+        _exit (11);
+      int tfd = openat (dfd, "tree", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+      if (tfd < 0 || make_tree (tfd, 5000, 7, 5) < 0)
+        _exit (12);
+      close (tfd);
+      struct rlimit rl = { 32, 32 };
+      if (setrlimit (RLIMIT_NOFILE, &rl) < 0)
+        _exit (13);
+      ohbox_error_t e = NULL;
+      int r = ohbox_rm_rf_at (dfd, "tree", &e);
+      if (r < 0)
+        fprintf (stderr, "rm_rf: %s\n", e->msg);
+      struct stat st;
+      bool gone = fstatat (dfd, "tree", &st, AT_SYMLINK_NOFOLLOW) < 0 && errno == ENOENT;
+      _exit (r == 0 && gone ? 0 : 14);
+    }
+  int status = 0;
+  waitpid (pid, &status, 0);
+  CHECK (WIFEXITED (status) && WEXITSTATUS (status) == 0, "child status %d", status);
+}
+
+/* However long what an error names, its message stays readable: head and
+ * tail kept, the middle cut. */
+static void
+test_error_message_bounded (void)
+{
+  size_t n = 100000;
+  char *path = xmalloc (n + 1);
+  for (size_t i = 0; i < n; i++)
+    path[i] = i % 2 ? '/' : 'a';
+  path[n] = '\0';
+  ohbox_error_t e = NULL;
+  errno = EMFILE;
+  ohbox_error_errno (&e, "open `%s`", path);
+  for (int i = 0; i < 1000; i++)
+    ohbox_error_prefix (&e, "level %d", i);
+  CHECK (strlen (e->msg) <= OHBOX_ERROR_MSG_MAX, "message of %zu bytes", strlen (e->msg));
+  CHECK (strncmp (e->msg, "level 999: ", 11) == 0, "%.40s", e->msg);
+  CHECK (strstr (e->msg, "Too many open files") != NULL, "the cause was cut");
+  CHECK (e->errno_value == EMFILE);
+  ohbox_error_release (&e);
+  free (path);
+}
+
 UNIT_MAIN_BEGIN ("test-store")
 {
   char tmpl[] = "/tmp/ohbox-test-store-XXXXXX";
@@ -683,6 +802,8 @@ UNIT_MAIN_BEGIN ("test-store")
   RUN_TEST (test_unpack_while_downloading_bad_blob);
   RUN_TEST (test_unpack_while_downloading_restart);
   RUN_TEST (test_rm_rf_unreadable_dirs_unprivileged);
+  RUN_TEST (test_rm_rf_deep_tree);
+  RUN_TEST (test_error_message_bounded);
   ohbox_error_t err = NULL;
   ohbox_rm_rf_at (AT_FDCWD, tmproot, &err);
   ohbox_error_release (&err);

@@ -218,6 +218,8 @@ ohbox_pull_image (ohbox_ctx *ctx, const char *ref, const ohbox_pull_opts *opts, 
     return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_pull_image: no image given"), api_fail (err, &e);
   struct ohbox_pull_options po;
   pull_options (ctx, o.platform, &po);
+  po.max_image_size = o.max_image_size;
+  po.timeout_s = o.timeout;
   struct ohbox_store *store;
   if (api_open (ctx, &store, NULL, &e) < 0)
     return api_fail (err, &e);
@@ -338,6 +340,12 @@ run_request (const ohbox_run_opts *o, struct ohbox_run_request *q, ohbox_error_t
   q->env = (char **) o->env;
   q->executor_port = o->executor_port;
   q->api_key = o->api_key;
+  if (o->storage_size < 0)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run_opts: storage_size must not be negative");
+  q->storage_size = (uint64_t) o->storage_size;
+  q->devices = (char **) o->devices;
+  q->cdi_spec_dirs = (char **) o->cdi_spec_dirs;
+  q->gpus = o->gpus;
   return run_limits (o, &q->limits, err);
 }
 

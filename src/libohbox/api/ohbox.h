@@ -82,8 +82,9 @@ typedef struct ohbox_ctx_opts
    * $XDG_DATA_HOME/ohbox. */
   const char *store_root;
   /* Where sandboxes' state lives; NULL: /run/ohbox for root, else
-   * $XDG_RUNTIME_DIR/ohbox (a store other than the default gets its own
-   * subdirectory: see ohbox(1)). */
+   * $XDG_RUNTIME_DIR/ohbox, else ~/.local/state/ohbox/run (a store other
+   * than the default gets its own subdirectory: see ohbox(1)). It must be
+   * the caller's and writable by nobody else (ohbox-run(1) FILES). */
   const char *state_root;
   /* registries.conf; NULL: the system's (/etc/containers/registries.conf). */
   const char *registries_conf;
@@ -103,6 +104,12 @@ typedef struct ohbox_pull_opts
 {
   size_t size;
   const char *platform; /* "os/arch[/variant]"; NULL: the host's */
+  /* The layers' uncompressed size together; 0: 64 GiB (ohbox-pull(1),
+   * --max-image-size). Over it: OHBOX_E_INTEGRITY. */
+  uint64_t max_image_size;
+  /* Seconds the registry part of the pull may take; 0: 30 minutes, < 0:
+   * no limit (--timeout). Past it: OHBOX_E_REGISTRY. */
+  double timeout;
 } ohbox_pull_opts;
 
 /* Pulls REF (a reference: short names are resolved as registries.conf
@@ -163,6 +170,17 @@ typedef struct ohbox_run_opts
    * option), before it starts; may be NULL. The library never prints. */
   void (*warn) (const char *message, void *data);
   void *warn_data;
+  /* The writable layer holds at most this many bytes (at least 16 MiB);
+   * writes past it fail with ENOSPC inside; 0: no limit. Root only (a
+   * filesystem of its own on a loop device): ohbox-run(1) --storage-size. */
+  int64_t storage_size;
+  /* Devices, as ohbox-run(1) --device, --gpus and --cdi-spec-dir take them:
+   * CDI names (VENDOR/CLASS=NAME, or =all) or HOSTPATH[:CTRPATH][:rwm]
+   * (NULL-terminated or NULL); the CDI spec folders (NULL: /etc/cdi and
+   * /var/run/cdi); GPUS "all", "N" or "device=ID[,ID]" (NULL: none). */
+  const char *const *devices;
+  const char *const *cdi_spec_dirs;
+  const char *gpus;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.

@@ -134,6 +134,22 @@ struct ohbox_cgroup;
  * disabled host *OUT is an empty cgroup on which everything is a no-op. */
 int ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id,
                          const struct ohbox_cgroup_limits *limits, struct ohbox_cgroup **out, ohbox_error_t *err);
+/* A device rule: TYPE 'c', 'b' or 'a' (all), MAJOR and MINOR (-1: any),
+ * ACCESS a subset of "rwm". */
+struct ohbox_device_rule
+{
+  char type;
+  int64_t major, minor;
+  char access[4];
+};
+/* What every sandbox may open: the nodes ohbox puts in its /dev. */
+extern const struct ohbox_device_rule ohbox_default_device_rules[];
+extern const size_t ohbox_n_default_device_rules;
+/* Allows the devices of RULES and denies every other (cgroup_devices.c):
+ * the v1 devices controller's lists, a v2 device filter program. */
+int ohbox_cgroup_set_devices (const struct ohbox_cgroup *cg, const struct ohbox_device_rule *rules, size_t n,
+                              ohbox_error_t *err);
+
 /* Reaches the cgroup of an existing sandbox (OHBOX_ERR_NOT_FOUND when no
  * hierarchy has it). */
 int ohbox_cgroup_open (const struct ohbox_cgroup_host *host, const char *id, struct ohbox_cgroup **out,

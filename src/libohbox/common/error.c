@@ -16,6 +16,29 @@ vformat (const char *fmt, va_list ap)
   return s;
 }
 
+/* Keeps a message readable whatever it names (a path may be megabytes
+ * long, a chain of prefixes may repeat one per level): at most
+ * OHBOX_ERROR_MSG_MAX bytes, its head and tail kept, cut on UTF-8
+ * character boundaries. Takes over MSG. */
+static char *
+bound (char *msg)
+{
+  size_t len = strlen (msg);
+  if (len <= OHBOX_ERROR_MSG_MAX)
+    return msg;
+  size_t keep = (OHBOX_ERROR_MSG_MAX - 64) / 2;
+  size_t head = keep, tail = len - keep;
+  while (head > 0 && ((unsigned char) msg[head] & 0xc0) == 0x80)
+    head--;
+  while (tail < len && ((unsigned char) msg[tail] & 0xc0) == 0x80)
+    tail++;
+  char *out = NULL;
+  if (asprintf (&out, "%.*s [... %zu bytes ...] %s", (int) head, msg, tail - head, msg + tail) < 0)
+    abort ();
+  free (msg);
+  return out;
+}
+
 int
 ohbox_error_v (ohbox_error_t *err, int kind, int errno_value, const char *fmt, va_list ap)
 {
@@ -40,7 +63,7 @@ ohbox_error_v (ohbox_error_t *err, int kind, int errno_value, const char *fmt, v
       free (base);
       base = full;
     }
-  e->msg = base;
+  e->msg = bound (base);
   *err = e;
   return -1;
 }
@@ -105,7 +128,7 @@ ohbox_error_prefix (ohbox_error_t *err, const char *fmt, ...)
     abort ();
   free (prefix);
   free ((*err)->msg);
-  (*err)->msg = full;
+  (*err)->msg = bound (full);
   return -1;
 }
 
@@ -125,7 +148,7 @@ ohbox_error_hint (ohbox_error_t *err, const char *fmt, ...)
     abort ();
   free (hint);
   free ((*err)->msg);
-  (*err)->msg = full;
+  (*err)->msg = bound (full);
   return -1;
 }
 

@@ -23,6 +23,9 @@ enum ohbox_error_kind
   OHBOX_ERR_UNSUPPORTED = 8,  /* valid input ohbox does not support (schema1, platform) */
 };
 
+/* Messages longer than this are shortened in the middle (error.c). */
+#define OHBOX_ERROR_MSG_MAX 4096
+
 struct ohbox_error_s
 {
   int kind;

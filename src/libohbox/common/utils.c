@@ -4,6 +4,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <linux/openat2.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -259,6 +260,105 @@ ohbox_mkdir_p (int dirfd, const char *path, mode_t mode, ohbox_error_t *err)
   return 0;
 }
 
+/* One directory on the way to a private one (ohbox_private_dir_open):
+ * FINAL is PATH itself. */
+static int
+check_private_step (int fd, const char *path, size_t len, bool final, ohbox_error_t *err)
+{
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return ohbox_error_errno (err, "stat `%.*s`", (int) len, path);
+  uid_t me = geteuid ();
+  const char *problem = NULL;
+  if (final && st.st_uid != me)
+    problem = "it belongs to another user";
+  else if (st.st_uid != me && st.st_uid != 0)
+    problem = "it belongs to another user, who could replace what is below it";
+  else if ((st.st_mode & 022) && (final || !(st.st_mode & S_ISVTX)))
+    problem = "others may write to it";
+  if (problem == NULL)
+    return 0;
+  return ohbox_error (err, OHBOX_ERR_STORE, 0, "refusing `%.*s` (uid %u, mode %04o) for private state: %s; "
+                      "remove it, or set XDG_RUNTIME_DIR or OHBOX_RUNROOT to a directory of your own",
+                      (int) len, path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777), problem);
+}
+
+int
+ohbox_private_dir_open (const char *path, ohbox_error_t *err)
+{
+  if (path[0] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "state directory `%s` is not an absolute path", path);
+  /* The longest part of PATH that exists, with its links resolved now and
+   * by the caller's choice; what follows is created below it. */
+  cleanup_free char *full = xstrdup (path);
+  size_t keep = strlen (full);
+  while (keep > 1 && full[keep - 1] == '/')
+    full[--keep] = '\0';
+  char resolved[PATH_MAX];
+  size_t cut = keep;
+  for (;;)
+    {
+      char saved = full[cut];
+      full[cut] = '\0';
+      bool ok = realpath (full, resolved) != NULL;
+      full[cut] = saved;
+      if (ok)
+        break; /* "/" always is */
+      if (errno != ENOENT)
+        return ohbox_error_errno (err, "resolve `%.*s`", (int) cut, full);
+      while (cut > 1 && full[cut - 1] != '/')
+        cut--;
+      while (cut > 1 && full[cut - 1] == '/')
+        cut--;
+    }
+  /* RESOLVED, then the missing rest (which starts with its '/', except
+   * after "/" itself). */
+  cleanup_free char *walk = xasprintf ("%s%s%s", resolved, strcmp (resolved, "/") && full[cut] && full[cut] != '/'
+                                                               ? "/" : "", full + cut);
+  cleanup_close int fd = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `/`");
+  bool only_root = walk[1] == '\0';
+  if (check_private_step (fd, "/", 1, only_root, err) < 0)
+    return -1;
+  for (char *p = walk + 1; *p;)
+    {
+      char *end = strchr (p, '/');
+      size_t n = end ? (size_t) (end - p) : strlen (p);
+      char name[NAME_MAX + 1];
+      if (n == 0 || n > NAME_MAX)
+        {
+          p += n + (end != NULL);
+          continue;
+        }
+      memcpy (name, p, n);
+      name[n] = '\0';
+      bool final = true;
+      for (const char *q = p + n; *q; q++)
+        if (*q != '/')
+          final = false;
+      size_t len = (size_t) (p - walk) + n;
+      int next = openat (fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      if (next < 0 && errno == ENOENT)
+        {
+          if (mkdirat (fd, name, 0700) < 0 && errno != EEXIST)
+            return ohbox_error_errno (err, "create `%.*s`", (int) len, walk);
+          next = openat (fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+        }
+      if (next < 0 && (errno == ELOOP || errno == ENOTDIR))
+        return ohbox_error (err, OHBOX_ERR_STORE, errno, "refusing `%.*s` for private state: it was replaced "
+                            "by a symbolic link or a file", (int) len, walk);
+      if (next < 0)
+        return ohbox_error_errno (err, "open `%.*s`", (int) len, walk);
+      close (fd);
+      fd = next;
+      if (check_private_step (fd, walk, len, final, err) < 0)
+        return -1;
+      p += n + (end != NULL);
+    }
+  return steal_fd (&fd);
+}
+
 /* Opens directory NAME for removal; a directory without read/search
  * permission for its owner (a layer may hold mode 0000 directories) is
  * made accessible first, which matters for an unprivileged store. */
@@ -271,43 +371,168 @@ open_dir_for_removal (int dirfd, const char *name)
   return fd;
 }
 
+/* One directory on the way down of a removal. */
+struct rm_level
+{
+  DIR *dir;   /* being listed; NULL while a deeper one is (below RM_KEEP_OPEN) */
+  char *name; /* its name in its parent (NULL for the top) */
+  dev_t dev;  /* to check that ".." leads back to it */
+  ino_t ino;
+};
+
+/* The shallowest levels keep their listing open: a wide directory is read
+ * once. Deeper ones are closed on the way down and reopened through ".."
+ * on the way up, so a removal holds at most RM_KEEP_OPEN + 2 descriptors
+ * however deep the tree (a sandbox can nest 30 000 directories in its
+ * writable layer; one descriptor per level ran out at about 500). */
+#define RM_KEEP_OPEN 16
+
 static int
-rm_rf_children (int dfd, ohbox_error_t *err)
+rm_level_open (int fd, const char *name, struct rm_level *l)
 {
   struct stat st;
-  if (fstat (dfd, &st) == 0 && (st.st_mode & 0700) != 0700)
-    fchmod (dfd, (st.st_mode & 07777) | 0700);
-  int dup_fd = dup (dfd);
-  if (dup_fd < 0)
-    return ohbox_error_errno (err, "dup");
-  cleanup_dir DIR *d = fdopendir (dup_fd);
-  if (d == NULL)
+  if (fstat (fd, &st) < 0)
     {
-      close (dup_fd);
-      return ohbox_error_errno (err, "fdopendir");
+      close (fd);
+      return -1;
     }
-  struct dirent *de;
-  while ((errno = 0, de = readdir (d)) != NULL)
+  /* A directory without rwx for its owner cannot be emptied. */
+  if ((st.st_mode & 0700) != 0700)
+    fchmod (fd, (st.st_mode & 07777) | 0700);
+  l->dir = fdopendir (fd);
+  if (l->dir == NULL)
     {
-      if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
-        continue;
-      if (unlinkat (dfd, de->d_name, 0) == 0 || errno == ENOENT)
-        continue;
-      if (errno != EISDIR && errno != EPERM)
-        return ohbox_error_errno (err, "unlink `%s`", de->d_name);
-      /* A directory: O_NOFOLLOW|O_DIRECTORY makes sure a symlink swapped in
-       * meanwhile is never followed. */
-      cleanup_close int child = open_dir_for_removal (dfd, de->d_name);
-      if (child < 0 && errno == ENOENT)
-        continue; /* removed meanwhile (by another remover of the same tree) */
-      if (child < 0)
-        return ohbox_error_errno (err, "open `%s`", de->d_name);
-      if (rm_rf_children (child, err) < 0)
-        return ohbox_error_prefix (err, "%s", de->d_name);
-      if (unlinkat (dfd, de->d_name, AT_REMOVEDIR) < 0 && errno != ENOENT)
-        return ohbox_error_errno (err, "rmdir `%s`", de->d_name);
+      int e = errno;
+      close (fd);
+      errno = e;
+      return -1;
     }
+  l->name = name ? xstrdup (name) : NULL;
+  l->dev = st.st_dev;
+  l->ino = st.st_ino;
   return 0;
+}
+
+/* Back from level DEPTH (emptied) to its parent: reopens the parent when it
+ * was closed, through "..", which must be the directory we came down from
+ * (nothing renamed it meanwhile), then removes the emptied one. */
+static int
+rm_level_up (struct rm_level *stack, size_t depth, ohbox_error_t *err)
+{
+  struct rm_level *l = &stack[depth], *parent = &stack[depth - 1];
+  if (parent->dir == NULL)
+    {
+      int up = openat (dirfd (l->dir), "..", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+      struct stat st;
+      if (up < 0 || fstat (up, &st) < 0)
+        {
+          if (up >= 0)
+            close (up);
+          return ohbox_error_errno (err, "open the parent of `%s` (depth %zu)", l->name, depth);
+        }
+      if (st.st_dev != parent->dev || st.st_ino != parent->ino)
+        {
+          close (up);
+          return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` (depth %zu) was moved during its removal", l->name,
+                              depth);
+        }
+      parent->dir = fdopendir (up);
+      if (parent->dir == NULL)
+        {
+          close (up);
+          return ohbox_error_errno (err, "read the parent of `%s` (depth %zu)", l->name, depth);
+        }
+    }
+  closedir (l->dir);
+  l->dir = NULL;
+  if (unlinkat (dirfd (parent->dir), l->name, AT_REMOVEDIR) < 0 && errno != ENOENT)
+    return ohbox_error_errno (err, "rmdir `%s` (depth %zu)", l->name, depth);
+  free (l->name);
+  l->name = NULL;
+  return 0;
+}
+
+/* Empties the directory TOPFD (taken over) without recursion: an explicit
+ * stack of levels, never following a symlink. Errors name the entry and
+ * its depth, never the whole path (which may be megabytes long). */
+static int
+rm_rf_children (int topfd, ohbox_error_t *err)
+{
+  size_t cap = 64, depth = 0;
+  struct rm_level *stack = xcalloc (cap, sizeof *stack);
+  int ret = -1;
+  if (rm_level_open (topfd, NULL, &stack[0]) < 0)
+    {
+      ohbox_error_errno (err, "open a directory for removal");
+      free (stack);
+      return -1;
+    }
+  for (;;)
+    {
+      struct rm_level *l = &stack[depth];
+      int dfd = dirfd (l->dir);
+      struct dirent *de;
+      bool descended = false;
+      while ((errno = 0, de = readdir (l->dir)) != NULL)
+        {
+          if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
+            continue;
+          if (unlinkat (dfd, de->d_name, 0) == 0 || errno == ENOENT)
+            continue;
+          if (errno != EISDIR && errno != EPERM)
+            {
+              ohbox_error_errno (err, "unlink `%s` (depth %zu)", de->d_name, depth + 1);
+              goto out;
+            }
+          /* A directory: O_NOFOLLOW|O_DIRECTORY makes sure a symlink
+           * swapped in meanwhile is never followed. */
+          int child = open_dir_for_removal (dfd, de->d_name);
+          if (child < 0 && errno == ENOENT)
+            continue; /* removed meanwhile (by another remover of the same tree) */
+          if (depth + 1 == cap)
+            {
+              stack = xrealloc (stack, 2 * cap * sizeof *stack);
+              memset (stack + cap, 0, cap * sizeof *stack);
+              cap *= 2;
+              l = &stack[depth];
+            }
+          if (child < 0 || rm_level_open (child, de->d_name, &stack[depth + 1]) < 0)
+            {
+              ohbox_error_errno (err, "open `%s` (depth %zu)", de->d_name, depth + 1);
+              goto out;
+            }
+          if (depth >= RM_KEEP_OPEN)
+            {
+              closedir (l->dir);
+              l->dir = NULL;
+            }
+          depth++;
+          descended = true;
+          break;
+        }
+      if (descended)
+        continue;
+      if (errno != 0)
+        {
+          ohbox_error_errno (err, "read a directory (depth %zu)", depth);
+          goto out;
+        }
+      if (depth == 0)
+        break;
+      if (rm_level_up (stack, depth, err) < 0)
+        goto out;
+      depth--;
+    }
+  ret = 0;
+out:
+  for (size_t i = 0; i < cap; i++)
+    {
+      if (stack[i].dir)
+        closedir (stack[i].dir);
+      free (stack[i].name);
+    }
+  free (stack);
+  return ret;
 }
 
 int
@@ -317,7 +542,7 @@ ohbox_rm_rf_at (int dirfd, const char *name, ohbox_error_t *err)
     return 0;
   if (errno != EISDIR && errno != EPERM)
     return ohbox_error_errno (err, "remove `%s`", name);
-  cleanup_close int fd = open_dir_for_removal (dirfd, name);
+  int fd = open_dir_for_removal (dirfd, name);
   if (fd < 0)
     {
       if (errno == ENOENT)

@@ -98,6 +98,16 @@ ssize_t ohbox_send_with_fd (int fd, const void *data, size_t len, int pass_fd);
 ssize_t ohbox_recv_with_fd (int fd, void *buf, size_t max, int *passed);
 /* mkdir -p relative to DIRFD (AT_FDCWD allowed); existing directories are fine. */
 int ohbox_mkdir_p (int dirfd, const char *path, mode_t mode, ohbox_error_t *err);
+/* Opens the directory PATH that holds the caller's private state (sandbox
+ * state, network leases), creating what is missing with mode 0700, so that
+ * no other local user can have put it there or redirect it: every
+ * directory on the way from "/" is opened without following a symlink
+ * (the path's links are resolved once, by realpath, where it exists) and
+ * must belong to root or the caller, and be writable by nobody else unless
+ * sticky (as /tmp); PATH itself must belong to the caller and be writable
+ * by nobody else. Returns an O_DIRECTORY fd; OHBOX_ERR_STORE naming the
+ * directory and what is wrong with it otherwise. */
+int ohbox_private_dir_open (const char *path, ohbox_error_t *err);
 /* Removes DIRFD/NAME recursively; never follows symlinks; missing is fine. */
 int ohbox_rm_rf_at (int dirfd, const char *name, ohbox_error_t *err);
 int ohbox_fsync_dir (int dirfd, const char *path);

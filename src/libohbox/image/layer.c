@@ -21,7 +21,9 @@
 #include <fcntl.h>
 #include <limits.h>
 #include <string.h>
+#include <stdatomic.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <sys/sysmacros.h>
 #include <sys/xattr.h>
 
@@ -64,7 +66,37 @@ struct unpack
   size_t n_dirs;
   size_t cap_dirs;
   struct ohbox_buf dir_paths;
+  struct ohbox_unpack_budget *budget;
+  ohbox_error_t budget_err; /* why the budget stopped the unpack */
 };
+
+int
+ohbox_unpack_budget_take (struct ohbox_unpack_budget *b, uint64_t n, ohbox_error_t *err)
+{
+  uint64_t used = atomic_fetch_add (&b->used, n) + n;
+  char a[32], m[32];
+  if (b->max > 0 && used > b->max)
+    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
+                        "the image's layers exceed the unpacked size limit of %s (%llu bytes) together",
+                        ohbox_format_size (b->max, a), (unsigned long long) b->max);
+  uint64_t next = atomic_load (&b->next_check);
+  /* One thread looks at a time; the others go on until the next step. */
+  if (used < next || !atomic_compare_exchange_strong (&b->next_check, &next, used + b->check_every))
+    return 0;
+  struct statvfs st;
+  if (fstatvfs (b->fs_fd, &st) < 0)
+    return ohbox_error_errno (err, "statvfs `%s`", b->fs_name);
+  uint64_t avail = (uint64_t) st.f_bavail * st.f_frsize;
+  /* What is written before the next look: these N bytes, and a step. */
+  if (avail >= b->min_free && avail - b->min_free >= n + b->check_every)
+    return 0;
+  /* Stop before the disk is full: the sandboxes and everything else on
+   * that filesystem still have the margin. */
+  return ohbox_error (err, OHBOX_ERR_STORE, ENOSPC,
+                      "unpacking would leave the store `%s` less than %s free (%s free now); stopped before its "
+                      "disk is full",
+                      b->fs_name, ohbox_format_size (b->min_free, m), ohbox_format_size (avail, a));
+}
 
 /* The tar reader's read callback: the blocks of the uncompressed stream. */
 static la_ssize_t
@@ -74,6 +106,13 @@ tar_read (struct archive *a, void *data, const void **buf)
   ssize_t n = layer_stream_next (u->s, buf);
   if (n < 0)
     archive_set_error (a, EIO, "layer stream failed");
+  /* Counted as the tar reader takes the bytes, just before the entries
+   * they hold are written: the free-space checks see what is on disk. */
+  if (n > 0 && u->budget && ohbox_unpack_budget_take (u->budget, (uint64_t) n, &u->budget_err) < 0)
+    {
+      archive_set_error (a, ENOSPC, "layer unpack stopped");
+      return -1;
+    }
   return n;
 }
 
@@ -404,6 +443,11 @@ static int
 archive_failure (struct unpack *u, const char *what, ohbox_error_t *err)
 {
   struct archive *a = u->ar;
+  if (u->budget_err)
+    {
+      ohbox_error_move (err, &u->budget_err);
+      return -1;
+    }
   if (layer_stream_take_error (u->s, err))
     return -1;
   const char *msg = archive_error_string (a);
@@ -746,6 +790,7 @@ unpack_release (struct unpack *u)
     close (u->root_fd);
   free (u->dirs);
   ohbox_buf_free (&u->dir_paths);
+  ohbox_error_release (&u->budget_err);
 }
 
 static int
@@ -810,6 +855,7 @@ ohbox_layer_unpack (int blob_fd, int dest_dirfd, const struct ohbox_layer_option
     .privileged = opts->privileged,
     .max = opts->max_uncompressed ? opts->max_uncompressed : OHBOX_LAYER_DEFAULT_MAX_SIZE,
     .stats = stats,
+    .budget = opts->budget,
   };
   int r = unpack_all (&u, blob_fd, dest_dirfd, opts, err);
   if (r == 0)

@@ -18,6 +18,9 @@
  * OHBOX_ERR_INTEGRITY naming the entry. So do a corrupt or truncated stream,
  * a stream that is not tar/gzip/zstd, a stream over max_uncompressed, and
  * overlay.* xattrs carried by the archive (a layer could forge whiteouts).
+ * A stream over the image's budget fails too (OHBOX_ERR_INTEGRITY), and
+ * one that would leave the store's filesystem with less than the budget's
+ * free margin stops early (OHBOX_ERR_STORE, "No space left on device").
  *
  * Later entries replace earlier ones at the same path (a directory is kept
  * when the new entry is a directory too); directory modes and times are
@@ -34,6 +37,27 @@
 #include "common/error.h"
 
 #define OHBOX_LAYER_DEFAULT_MAX_SIZE (64ULL * 1024 * 1024 * 1024) /* uncompressed bytes */
+
+/* What the layers of one image may take together, shared by the threads
+ * unpacking them (each adds the uncompressed bytes as its tar reader takes
+ * them, just before their entries are written): at most MAX bytes (0: no
+ * bound), and never so much that the filesystem of FS_FD would have less
+ * than MIN_FREE bytes available, looked at every CHECK_EVERY bytes. Fill it
+ * with ohbox_store_budget_init (store.h). */
+struct ohbox_unpack_budget
+{
+  uint64_t max;
+  int fs_fd;
+  const char *fs_name; /* the store's root, for messages */
+  uint64_t min_free;
+  uint64_t check_every;
+  _Atomic uint64_t used;
+  _Atomic uint64_t next_check;
+};
+
+/* Accounts N more uncompressed bytes: -1 with OHBOX_ERR_INTEGRITY over
+ * MAX, OHBOX_ERR_STORE (ENOSPC) when the free space is below MIN_FREE. */
+int ohbox_unpack_budget_take (struct ohbox_unpack_budget *b, uint64_t n, ohbox_error_t *err);
 
 struct ohbox_layer_options
 {
@@ -57,6 +81,8 @@ struct ohbox_layer_options
    * the decompression thread. */
   int (*wait_more) (void *userdata, uint64_t offset, ohbox_error_t *err);
   void *userdata; /* for progress and wait_more */
+  /* Shared with the other layers of the image (may be NULL). */
+  struct ohbox_unpack_budget *budget;
 };
 
 struct ohbox_layer_stats

@@ -37,48 +37,35 @@ ohbox_oci_layout_parse_ref (const char *s, char **dir, char **tag, ohbox_error_t
   return 0;
 }
 
-/* ---------------------------------------------------------------- save */
+/* ---------------------------------------------------------------- files */
 
-/* Copies store blob DIGEST to LAYOUTFD/blobs/sha256/<hex> unless present. */
+/* Opens DIRFD/NAME for reading: resolved beneath DIRFD without following
+ * any symlink, and a regular file (O_NONBLOCK: a FIFO planted there is
+ * opened without waiting for a writer, then refused). */
 static int
-copy_blob_out (struct ohbox_store *s, int layoutfd, const char *digest, ohbox_error_t *err)
+open_layout_file (int dirfd, const char *dir, const char *name, ohbox_error_t *err)
 {
-  char rel[128];
-  snprintf (rel, sizeof rel, "blobs/sha256/%s", ohbox_digest_hex (digest));
-  struct stat st;
-  if (fstatat (layoutfd, rel, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode))
-    return 0;
-  cleanup_free char *src = ohbox_store_blob_path (s, digest);
-  /* A hard link costs nothing when the layout is on the store's filesystem. */
-  if (linkat (AT_FDCWD, src, layoutfd, rel, 0) == 0)
-    return 0;
-  cleanup_close int in = -1;
-  if (ohbox_store_open_blob (s, digest, &in, err) < 0)
-    return -1;
-  char tmp[160];
-  snprintf (tmp, sizeof tmp, "blobs/sha256/.tmp-%.16s-%d", ohbox_digest_hex (digest), (int) getpid ());
-  cleanup_close int out = openat (layoutfd, tmp, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0644);
-  if (out < 0)
-    return ohbox_error_errno (err, "create `%s`", tmp);
-  for (;;)
+  int fd = ohbox_openat_beneath (dirfd, name, O_RDONLY | O_NONBLOCK | O_NOCTTY, 0, 0);
+  if (fd < 0)
     {
-      ssize_t n = copy_file_range (in, NULL, out, NULL, 1 << 30, 0);
-      if (n < 0)
-        {
-          ohbox_error_errno (err, "copy blob %s", digest);
-          unlinkat (layoutfd, tmp, 0);
-          return -1;
-        }
-      if (n == 0)
-        break;
+      if (errno == ELOOP || errno == EXDEV)
+        return ohbox_error (err, OHBOX_ERR_USAGE, errno, "OCI layout `%s`: `%s` is or passes through a symbolic "
+                            "link, which is never followed", dir, name);
+      return ohbox_error_errno (err, "OCI layout `%s`: open `%s`", dir, name);
     }
-  if (fsync (out) < 0 || renameat (layoutfd, tmp, layoutfd, rel) < 0)
+  struct stat st;
+  if (fstat (fd, &st) < 0)
     {
-      ohbox_error_errno (err, "write blob %s", digest);
-      unlinkat (layoutfd, tmp, 0);
+      ohbox_error_errno (err, "OCI layout `%s`: stat `%s`", dir, name);
+      close (fd);
       return -1;
     }
-  return 0;
+  if (!S_ISREG (st.st_mode))
+    {
+      close (fd);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OCI layout `%s`: `%s` is not a regular file", dir, name);
+    }
+  return fd;
 }
 
 static int
@@ -86,17 +73,146 @@ read_layout_index (int layoutfd, const char *dir, json_t **out, ohbox_error_t *e
 {
   cleanup_free char *text = NULL;
   size_t len = 0;
-  if (ohbox_read_file_at (layoutfd, "index.json", INDEX_MAX_SIZE, &text, &len, err) < 0)
+  cleanup_close int fd = open_layout_file (layoutfd, dir, "index.json", err);
+  if (fd < 0 || ohbox_read_fd (fd, "index.json", INDEX_MAX_SIZE, &text, &len, err) < 0)
     return ohbox_error_prefix (err, "OCI layout `%s`", dir);
   json_error_t jerr;
   json_t *idx = json_loadb (text, len, 0, &jerr);
   if (!json_is_object (idx) || !json_is_array (json_object_get (idx, "manifests")))
     {
+      /* Where, not what: the text is not echoed back. */
       json_decref (idx);
-      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OCI layout `%s`: index.json is not an image index%s%s", dir,
-                          idx ? "" : ": ", idx ? "" : jerr.text);
+      if (idx == NULL)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OCI layout `%s`: index.json is not valid JSON (line %d, "
+                            "column %d)", dir, jerr.line, jerr.column);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OCI layout `%s`: index.json is not an image index", dir);
     }
   *out = idx;
+  return 0;
+}
+
+/* ---------------------------------------------------------------- save */
+
+/* The layout's directories, opened for writing, and whether the store's
+ * blobs may be hard-linked into them. */
+struct layout_out
+{
+  int dirfd;   /* DIR */
+  int blobsfd; /* DIR/blobs/sha256 */
+  bool link;   /* hard links: only into directories of our own that nobody else may write */
+};
+
+/* A directory we write into (WHAT names it): ours or root's (a directory
+ * of another user may be changed under us: a link planted, a file
+ * swapped). *OURS stays true only when it is ours alone (no group or
+ * other write). */
+static int
+check_dest_dir (int fd, const char *what, bool *ours, ohbox_error_t *err)
+{
+  struct stat st;
+  if (fstat (fd, &st) < 0)
+    return ohbox_error_errno (err, "stat `%s`", what);
+  if (!S_ISDIR (st.st_mode))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` is not a directory", what);
+  if (st.st_uid != geteuid () && st.st_uid != 0)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` belongs to uid %u: refusing to write into another "
+                        "user's directory (they could plant links in it); save to a directory of your own",
+                        what, (unsigned) st.st_uid);
+  *ours = *ours && st.st_uid == geteuid () && (st.st_mode & 022) == 0;
+  return 0;
+}
+
+/* DIRFD/NAME (WHAT in messages), created when missing, opened beneath
+ * DIRFD without following a symlink, and checked as above. */
+static int
+open_dest_subdir (int dirfd, const char *name, const char *what, bool *ours, ohbox_error_t *err)
+{
+  if (mkdirat (dirfd, name, 0755) < 0 && errno != EEXIST)
+    return ohbox_error_errno (err, "create `%s`", what);
+  int fd = ohbox_openat_beneath (dirfd, name, O_RDONLY | O_DIRECTORY, 0, 0);
+  if (fd < 0 && (errno == ELOOP || errno == EXDEV))
+    return ohbox_error (err, OHBOX_ERR_USAGE, errno, "`%s` is a symbolic link: refusing to follow it", what);
+  if (fd < 0)
+    return ohbox_error_errno (err, "open `%s`", what);
+  if (check_dest_dir (fd, what, ours, err) < 0)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
+
+static int
+open_layout_out (const char *dir, struct layout_out *o, ohbox_error_t *err)
+{
+  o->link = true;
+  if (ohbox_mkdir_p (AT_FDCWD, dir, 0755, err) < 0)
+    return -1;
+  o->dirfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (o->dirfd < 0)
+    return ohbox_error_errno (err, "open `%s`", dir);
+  if (check_dest_dir (o->dirfd, dir, &o->link, err) < 0)
+    return -1;
+  cleanup_free char *blobs_what = xasprintf ("%s/blobs", dir);
+  cleanup_free char *sha_what = xasprintf ("%s/blobs/sha256", dir);
+  cleanup_close int blobs = open_dest_subdir (o->dirfd, "blobs", blobs_what, &o->link, err);
+  if (blobs < 0)
+    return -1;
+  o->blobsfd = open_dest_subdir (blobs, "sha256", sha_what, &o->link, err);
+  return o->blobsfd < 0 ? -1 : 0;
+}
+
+static void
+close_layout_out (struct layout_out *o)
+{
+  if (o->dirfd >= 0)
+    close (o->dirfd);
+  if (o->blobsfd >= 0)
+    close (o->blobsfd);
+}
+
+/* Copies store blob DIGEST of SIZE bytes to blobs/sha256/<hex> unless a
+ * regular file of that size is there. */
+static int
+copy_blob_out (struct ohbox_store *s, const struct layout_out *o, const char *digest, int64_t size,
+               ohbox_error_t *err)
+{
+  const char *hex = ohbox_digest_hex (digest);
+  struct stat st;
+  if (fstatat (o->blobsfd, hex, &st, AT_SYMLINK_NOFOLLOW) == 0 && S_ISREG (st.st_mode) && st.st_size == size)
+    return 0;
+  cleanup_free char *src = ohbox_store_blob_path (s, digest);
+  /* A hard link costs nothing when the layout is on the store's
+   * filesystem; it shares the store's file, so only where nobody else
+   * can reach it to chown or hand it on. */
+  if (o->link && linkat (AT_FDCWD, src, o->blobsfd, hex, 0) == 0)
+    return 0;
+  cleanup_close int in = -1;
+  if (ohbox_store_open_blob (s, digest, &in, err) < 0)
+    return -1;
+  char tmp[160];
+  snprintf (tmp, sizeof tmp, ".tmp-%.16s-%d-%lx", hex, (int) getpid (), (unsigned long) random ());
+  cleanup_close int out = openat (o->blobsfd, tmp, O_WRONLY | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0644);
+  if (out < 0)
+    return ohbox_error_errno (err, "create `blobs/sha256/%s`", tmp);
+  for (;;)
+    {
+      ssize_t n = copy_file_range (in, NULL, out, NULL, 1 << 30, 0);
+      if (n < 0)
+        {
+          ohbox_error_errno (err, "copy blob %s", digest);
+          unlinkat (o->blobsfd, tmp, 0);
+          return -1;
+        }
+      if (n == 0)
+        break;
+    }
+  if (fsync (out) < 0 || renameat (o->blobsfd, tmp, o->blobsfd, hex) < 0)
+    {
+      ohbox_error_errno (err, "write blob %s", digest);
+      unlinkat (o->blobsfd, tmp, 0);
+      return -1;
+    }
   return 0;
 }
 
@@ -107,34 +223,27 @@ ohbox_oci_layout_save (struct ohbox_store *s, const char *what, const char *dir,
   struct ohbox_image *img = NULL;
   if (ohbox_image_load (s, what, &img, err) < 0)
     return -1;
+  struct layout_out lo = { .dirfd = -1, .blobsfd = -1 };
   int ret = -1;
   json_t *index = NULL;
   cleanup_free char *text = NULL;
-  cleanup_close int layoutfd = -1;
-  if (ohbox_mkdir_p (AT_FDCWD, dir, 0755, err) < 0)
-    goto out;
-  layoutfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (layoutfd < 0)
-    {
-      ohbox_error_errno (err, "open `%s`", dir);
-      goto out;
-    }
-  if (ohbox_mkdir_p (layoutfd, "blobs/sha256", 0755, err) < 0)
+  if (open_layout_out (dir, &lo, err) < 0)
     goto out;
   static const char layout_file[] = "{\"imageLayoutVersion\":\"1.0.0\"}";
-  if (ohbox_write_file_atomic (layoutfd, "oci-layout", layout_file, strlen (layout_file), 0644, err) < 0)
+  if (ohbox_write_file_atomic (lo.dirfd, "oci-layout", layout_file, strlen (layout_file), 0644, err) < 0)
     goto out;
-  if (copy_blob_out (s, layoutfd, img->manifest->config.digest, err) < 0)
+  const struct oci_manifest *man = img->manifest;
+  if (copy_blob_out (s, &lo, man->config.digest, man->config.size, err) < 0)
     goto out;
-  for (size_t i = 0; i < img->manifest->n_layers; i++)
-    if (copy_blob_out (s, layoutfd, img->manifest->layers[i].digest, err) < 0)
+  for (size_t i = 0; i < man->n_layers; i++)
+    if (copy_blob_out (s, &lo, man->layers[i].digest, man->layers[i].size, err) < 0)
       goto out;
-  if (copy_blob_out (s, layoutfd, img->id, err) < 0)
+  if (copy_blob_out (s, &lo, img->id, (int64_t) img->manifest_len, err) < 0)
     goto out;
 
-  if (faccessat (layoutfd, "index.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
+  if (faccessat (lo.dirfd, "index.json", F_OK, AT_SYMLINK_NOFOLLOW) == 0)
     {
-      if (read_layout_index (layoutfd, dir, &index, err) < 0)
+      if (read_layout_index (lo.dirfd, dir, &index, err) < 0)
         goto out;
     }
   else
@@ -164,10 +273,11 @@ ohbox_oci_layout_save (struct ohbox_store *s, const char *what, const char *dir,
   json_object_set_new (desc, "platform", plat);
   json_array_append_new (manifests, desc);
   text = json_dumps (index, JSON_COMPACT);
-  if (ohbox_write_file_atomic (layoutfd, "index.json", text, strlen (text), 0644, err) < 0)
+  if (ohbox_write_file_atomic (lo.dirfd, "index.json", text, strlen (text), 0644, err) < 0)
     goto out;
   ret = 0;
 out:
+  close_layout_out (&lo);
   if (ret < 0)
     ohbox_error_prefix (err, "save to `%s`", dir);
   json_decref (index);
@@ -185,10 +295,7 @@ open_layout_blob (int layoutfd, const char *dir, const char *digest, ohbox_error
     return -1;
   char rel[128];
   snprintf (rel, sizeof rel, "blobs/sha256/%s", ohbox_digest_hex (digest));
-  int fd = ohbox_openat_beneath (layoutfd, rel, O_RDONLY, 0, 0);
-  if (fd < 0)
-    return ohbox_error_errno (err, "OCI layout `%s`: blob %s", dir, digest);
-  return fd;
+  return open_layout_file (layoutfd, dir, rel, err);
 }
 
 static int

@@ -61,6 +61,7 @@ struct pull_ctx
   struct layer_job *jobs;
   size_t n_jobs;
   ohbox_error_t unpack_err; /* first unpack failure */
+  struct ohbox_unpack_budget budget; /* the layers this pull unpacks, together */
 };
 
 static void
@@ -226,6 +227,7 @@ unpack_worker (void *arg)
         .max_uncompressed = c->opts->max_layer_size ? c->opts->max_layer_size : OHBOX_LAYER_DEFAULT_MAX_SIZE,
         .wait_more = feed_wait,
         .userdata = &fr,
+        .budget = &c->budget,
       };
       struct ohbox_layer_stats stats = { 0 };
       ohbox_error_t e = NULL;
@@ -481,6 +483,18 @@ fetch_and_unpack (struct pull_ctx *c, struct ohbox_registry *r, const char *repo
         goto fail_early;
     }
 
+  /* Before any download: the blobs must fit, with the store's margin
+   * (the unpacked layers are checked as they are written). */
+  uint64_t to_download = 0;
+  for (size_t i = 0; i < n; i++)
+    if (!ohbox_store_has_blob (c->store, c->jobs[i].digest) && c->jobs[i].size > 0)
+      to_download += (uint64_t) c->jobs[i].size;
+  if (ohbox_store_check_space (c->store, to_download, "the image's blobs to download", err) < 0)
+    goto fail_early;
+  ohbox_store_budget_init (c->store, c->opts->max_image_size ? c->opts->max_image_size
+                                                              : OHBOX_PULL_DEFAULT_MAX_IMAGE_SIZE,
+                           &c->budget);
+
   unsigned n_workers = n < 2 ? 1 : 2;
   long cpus = sysconf (_SC_NPROCESSORS_ONLN);
   if (cpus > 2 && n > 2)
@@ -618,6 +632,10 @@ pull_from (struct pull_ctx *c, struct ohbox_registry *r, const struct pull_sourc
     res->name = xasprintf ("%s@%s", src->name, ref->digest);
   else
     res->name = xasprintf ("%s:%s", src->name, ref->tag);
+  /* Marked before it is named: a CI job never finds it by name unmarked. */
+  res->used_credentials = ohbox_registry_used_credentials (r);
+  if (res->used_credentials && ohbox_store_mark_needs_credentials (c->store, m.digest, err) < 0)
+    goto out;
   /* Everything the record names is in the store: now the manifest, the
    * record and the name. */
   if (ohbox_image_commit (c->store, res->name, m.digest, m.body, m.len, man, cfg, index_digest, err) < 0)
@@ -671,6 +689,9 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
   ohbox_error_t last = NULL;
   /* When every source fails, the error says what each one answered. */
   struct ohbox_buf tried = { 0 };
+  /* One deadline for every request of every source. */
+  double timeout = opts->timeout_s ? opts->timeout_s : OHBOX_PULL_DEFAULT_TIMEOUT_S;
+  double deadline = timeout > 0 ? ohbox_monotonic () + timeout : 0;
   for (size_t i = 0; i < n_sources; i++)
     {
       struct pull_ctx c = {
@@ -684,6 +705,8 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
       };
       struct ohbox_registry_options ro = opts->registry;
       ro.insecure = sources[i].insecure;
+      ro.deadline = deadline;
+      ro.timeout_s = timeout;
       struct ohbox_registry *r = NULL;
       ohbox_error_t e = NULL;
       if (ohbox_registry_new (sources[i].host, &ro, &r, &e) == 0)
@@ -697,7 +720,7 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
       if (ret == 0)
         break;
       ohbox_pull_result_clear (res);
-      if (!try_next_source (e))
+      if (!try_next_source (e) || (deadline > 0 && ohbox_monotonic () >= deadline))
         {
           ohbox_error_release (&last);
           last = e;

@@ -2,8 +2,11 @@
  * short-name search, mirrors, blocked registries), fetch and verify the
  * manifest (selecting a platform from an index), the config and the layers
  * (parallel downloads), unpack layers while others still download, then
- * record the image and name it. Events are reported through callbacks,
- * serialised (never two at once), so a CLI can draw progress. */
+ * record the image and name it, all within a deadline (--timeout) and an
+ * unpacked-size budget (--max-image-size), with the store's free space
+ * checked before the downloads and while unpacking. Events are reported
+ * through callbacks, serialised (never two at once), so a CLI can draw
+ * progress. */
 #ifndef OHBOX_PULL_H
 #define OHBOX_PULL_H
 
@@ -43,8 +46,18 @@ struct ohbox_pull_options
   bool tls_verify_explicit;                   /* registry.insecure came from the user, not the conf */
   const struct ohbox_registries_conf *conf;   /* may be NULL */
   uint64_t max_layer_size;                    /* 0: OHBOX_LAYER_DEFAULT_MAX_SIZE */
+  /* The layers this pull unpacks, together (uncompressed); 0:
+   * OHBOX_PULL_DEFAULT_MAX_IMAGE_SIZE. Over it: OHBOX_ERR_INTEGRITY. */
+  uint64_t max_image_size;
+  /* The registry part of the pull (every request of every source, blob
+   * downloads included) ends within this many seconds; 0:
+   * OHBOX_PULL_DEFAULT_TIMEOUT_S, < 0: none. Past it: OHBOX_ERR_REGISTRY. */
+  double timeout_s;
   const struct ohbox_pull_events *events;     /* may be NULL */
 };
+
+#define OHBOX_PULL_DEFAULT_MAX_IMAGE_SIZE OHBOX_LAYER_DEFAULT_MAX_SIZE
+#define OHBOX_PULL_DEFAULT_TIMEOUT_S (30 * 60.0)
 
 struct ohbox_pull_result
 {
@@ -56,6 +69,9 @@ struct ohbox_pull_result
   size_t blobs_downloaded;
   size_t blobs_reused;
   uint64_t bytes_downloaded;
+  /* The registry wanted credentials and got them: the image is marked as
+   * one that needs them (ohbox_store_needs_credentials). */
+  bool used_credentials;
 };
 
 int ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pull_options *opts,

@@ -29,8 +29,8 @@ static pthread_once_t rootless_once = PTHREAD_ONCE_INIT;
 static void
 rootless_root_init (void)
 {
-  const char *x = getenv ("XDG_RUNTIME_DIR");
-  rootless_root = x && *x ? xasprintf ("%s/ohbox/net", x) : xasprintf ("/tmp/ohbox-%u/net", (unsigned) geteuid ());
+  cleanup_free char *base = ohbox_runtime_base_dir ();
+  rootless_root = xasprintf ("%s/net", base);
 }
 
 const char *
@@ -50,11 +50,9 @@ static int
 open_netroot (ohbox_error_t *err)
 {
   const char *root = ohbox_network_root ();
-  if (ohbox_mkdir_p (AT_FDCWD, root, 0700, err) < 0)
-    return ohbox_error_prefix (err, "network state");
-  int fd = open (root, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  int fd = ohbox_private_dir_open (root, err);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", root);
+    return ohbox_error_prefix (err, "network state");
   if ((mkdirat (fd, "ip", 0700) < 0 && errno != EEXIST) || (mkdirat (fd, "port", 0700) < 0 && errno != EEXIST))
     {
       ohbox_error_errno (err, "create `%s/ip` and `%s/port`", root, root);

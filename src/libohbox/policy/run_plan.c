@@ -113,12 +113,13 @@ process_json (const struct ohbox_run_plan *p)
 }
 
 static json_t *
-limits_json (const struct ohbox_cgroup_limits *l)
+limits_json (const struct ohbox_cgroup_limits *l, uint64_t storage_size)
 {
-  return json_pack ("{s:o, s:I, s:o, s:o, s:o, s:o, s:o}", "memory", int_or_null (l->memory), "memory_swap",
+  return json_pack ("{s:o, s:I, s:o, s:o, s:o, s:o, s:o, s:o}", "memory", int_or_null (l->memory), "memory_swap",
                     (json_int_t) l->memory_swap, "cpu_quota", int_or_null (l->cpu_quota), "cpu_period",
                     int_or_null ((long long) l->cpu_period), "cpu_shares", int_or_null ((long long) l->cpu_shares),
-                    "cpu_weight", int_or_null ((long long) l->cpu_weight), "pids", int_or_null (l->pids));
+                    "cpu_weight", int_or_null ((long long) l->cpu_weight), "pids", int_or_null (l->pids),
+                    "storage_size", int_or_null ((long long) storage_size));
 }
 
 static json_t *
@@ -131,6 +132,34 @@ security_json (const struct ohbox_run_plan *p)
                     "read_only", r->read_only);
 }
 
+static json_t *
+devices_json (const struct ohbox_device_edits *d)
+{
+  json_t *nodes = json_array (), *mounts = json_array ();
+  for (size_t i = 0; i < d->n_nodes; i++)
+    {
+      const struct ohbox_device_node *n = &d->nodes[i];
+      json_array_append_new (nodes, json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path",
+                                               n->host_path, "type", &n->type, (size_t) 1, "major",
+                                               (json_int_t) n->major, "minor", (json_int_t) n->minor, "access",
+                                               n->access));
+    }
+  for (size_t i = 0; i < d->n_mounts; i++)
+    json_array_append_new (mounts, json_pack ("{s:s, s:s, s:o}", "host_path", d->mounts[i].host_path,
+                                              "container_path", d->mounts[i].container_path, "options",
+                                              strv_json (d->mounts[i].options, false)));
+  json_t *hooks = json_array ();
+  for (size_t i = 0; i < d->n_hooks; i++)
+    json_array_append_new (hooks, json_pack ("{s:s, s:o}", "path", d->hooks[i].path, "args",
+                                             strv_json (d->hooks[i].args, false)));
+  json_t *gids = json_array ();
+  for (size_t i = 0; i < d->n_additional_gids; i++)
+    json_array_append_new (gids, json_integer (d->additional_gids[i]));
+  return json_pack ("{s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "names", strv_json (d->names, false), "nodes", nodes,
+                    "mounts", mounts, "env", env_names (d->env), "hooks", hooks, "additional_gids", gids,
+                    "ldconfig_dirs", strv_json (d->ldconfig_dirs, false));
+}
+
 json_t *
 ohbox_run_plan_json (const struct ohbox_run_plan *p)
 {
@@ -139,12 +168,14 @@ ohbox_run_plan_json (const struct ohbox_run_plan *p)
                             ohbox_cgroup_mode_name (h->cgroup_mode), "cgroup_limits", h->cgroup_limits);
   json_t *mounts = json_pack ("{s:o, s:o}", "volumes", strv_json (p->req->volumes, false), "tmpfs",
                               strv_json (p->req->tmpfs, false));
-  return json_pack ("{s:s, s:o, s:b, s:{s:i, s:b}, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "image", p->req->image,
+  return json_pack ("{s:s, s:o, s:b, s:{s:i, s:b}, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "image",
+                    p->req->image,
                     "image_id", str_or_null (p->image_id), "runtime_image", p->runtime_image, "caller", "euid",
                     (int) p->euid, "rootless", p->rootless, "host", host, "network", network_json (p), "executor",
                     executor_json (&p->executor), "process", process_json (p), "limits",
-                    limits_json (&p->req->limits), "security", security_json (p), "mounts", mounts, "warnings",
-                    strv_json (p->warnings, false), "labels", strv_json (p->req->labels, false));
+                    limits_json (&p->req->limits, p->opts.storage_size), "security", security_json (p), "mounts", mounts, "devices",
+                    devices_json (&p->devices), "warnings", strv_json (p->warnings, false), "labels",
+                    strv_json (p->req->labels, false));
 }
 
 static void
@@ -166,5 +197,6 @@ ohbox_run_plan_clear (struct ohbox_run_plan *p)
   free (p->executor.api_key);
   free (p->executor.url);
   vfree (p->executor.argv);
+  ohbox_device_edits_free (&p->devices);
   memset (p, 0, sizeof *p);
 }

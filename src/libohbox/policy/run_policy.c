@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "build/runtime_image.h"
+#include "sandbox/snapshot.h"
 #include "network/network.h"
 #include "common/utils.h"
 
@@ -367,6 +368,40 @@ plan_executor (struct ohbox_run_plan *p, bool labelled, ohbox_error_t *err)
 
 /* ---- the rest ---- */
 
+/* --storage-size: a filesystem of its own on a loop device (snapshot.h),
+ * which only root may attach. */
+static int
+plan_storage_size (struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  const struct ohbox_run_request *req = p->req;
+  if (req->storage_size == 0)
+    return 0;
+  if (req->storage_size < OHBOX_SNAPSHOT_MIN_SIZE)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--storage-size %llu is too small: at least %d MiB",
+                        (unsigned long long) req->storage_size, OHBOX_SNAPSHOT_MIN_SIZE >> 20);
+  if (p->rootless)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--storage-size needs root: the writable layer is bounded "
+                        "by a filesystem of its own on a loop device, which only root may attach");
+  if (req->read_only)
+    plan_warn (p, "--storage-size is ignored with --read-only: the root filesystem has no writable layer");
+  return 0;
+}
+
+/* --device and --gpus: their nodes, mounts and environment. */
+static int
+plan_devices (struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  const struct ohbox_run_request *req = p->req;
+  if (ohbox_devices_resolve ((const char *const *) req->devices, (const char *const *) req->cdi_spec_dirs, req->gpus,
+                             &p->devices, err)
+      < 0)
+    return -1;
+  if (p->devices.n_names > 0 && p->rootless)
+    plan_warn (p, "rootless: the devices' nodes keep the host's owner and mode inside, and no device cgroup "
+               "limits them (the sandbox still reaches no other node)");
+  return 0;
+}
+
 /* KEY=VALUE, keys unique and printable: they are looked up by key. */
 static int
 check_labels (char **labels, ohbox_error_t *err)
@@ -404,7 +439,8 @@ plan_checks (struct ohbox_run_plan *p, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");
   if (req->timeout < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the timeout must not be negative");
-  if (ohbox_cgroup_limits_validate (&req->limits, err) < 0)
+  if (ohbox_cgroup_limits_validate (&req->limits, err) < 0 || plan_storage_size (p, err) < 0
+      || plan_devices (p, err) < 0)
     return -1;
   if (check_labels (req->labels, err) < 0)
     return -1;
@@ -445,6 +481,8 @@ fill_options (struct ohbox_run_plan *p)
   o->dns = req->dns;
   o->add_hosts = req->add_hosts;
   o->limits = req->limits;
+  o->storage_size = req->read_only ? 0 : req->storage_size;
+  o->devices = p->devices.n_names > 0 ? &p->devices : NULL;
   o->cap_add = req->cap_add;
   o->cap_drop = req->cap_drop;
   o->seccomp_profile = req->seccomp_profile;

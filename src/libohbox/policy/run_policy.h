@@ -59,7 +59,13 @@
  *             server reaches every sandbox's own server the same way.
  *   else      as given; the limits are checked together; a limit on a host
  *             whose cgroups cannot carry it (rootless without a delegated
- *             subtree) is a warning; --userns host needs root.
+ *             subtree) is a warning; --userns host needs root;
+ *             --storage-size needs root and 16 MiB at least, and is
+ *             ignored with a warning for a read-only rootfs.
+ *   devices   --device (CDI names or host nodes) and --gpus are resolved
+ *             here, against the CDI specs and the host's nodes, so that a
+ *             dry run shows every node and mount; a name no spec defines,
+ *             a malformed spec, a missing driver are the request's errors.
  *
  * Reserved for the engineers who add them: a named network (`--network
  * NAME`) and an egress policy (`--egress`) are a request field and a plan
@@ -116,6 +122,9 @@ struct ohbox_run_request
   char **publish; /* -p specs */
   char **dns, **add_hosts;
   struct ohbox_cgroup_limits limits;
+  /* The writable layer's size in bytes (0: unbounded; root only, at least
+   * OHBOX_SNAPSHOT_MIN_SIZE; ignored with READ_ONLY, which has none). */
+  uint64_t storage_size;
   char **cap_add, **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
   bool allow_new_privs;
@@ -147,6 +156,12 @@ struct ohbox_run_request
    * --format json`), for whoever started it to find it again; nothing in
    * the run reads them. */
   char **labels;
+  /* Devices: `--device` values (CDI names VENDOR/CLASS=NAME, or
+   * HOSTPATH[:CTRPATH][:rwm]), the CDI spec folders (NULL: /etc/cdi and
+   * /var/run/cdi), `--gpus` (NULL: none). */
+  char **devices;
+  char **cdi_spec_dirs;
+  const char *gpus;
 };
 
 /* ---- the plan ---- */
@@ -202,6 +217,8 @@ struct ohbox_run_plan
   const struct ohbox_host_abilities *host;
   char **warnings;
   size_t n_warnings;
+  /* What the requested devices add (nothing when none is asked for). */
+  struct ohbox_device_edits devices;
   bool realized;
   /* What ohbox_sandbox_run gets, pointing into the plan and the request;
    * complete after ohbox_run_plan_realize. Front doors may set its output

@@ -169,6 +169,30 @@ base64_decode (const char *in, size_t *out_len)
 
 /* ---- reading ---- */
 
+/* Parses an auth.json document (PATH names it in messages). */
+static int
+parse_doc (const char *path, const char *text, size_t len, json_t **out, ohbox_error_t *err)
+{
+  *out = NULL;
+  json_error_t jerr;
+  json_t *j = json_loadb (text, len, JSON_REJECT_DUPLICATES, &jerr);
+  if (j == NULL)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse auth file `%s`: line %d: %s", path, jerr.line, jerr.text);
+  if (!json_is_object (j))
+    {
+      json_decref (j);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse auth file `%s`: expected a JSON object", path);
+    }
+  json_t *auths = json_object_get (j, "auths");
+  if (auths != NULL && !json_is_object (auths))
+    {
+      json_decref (j);
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse auth file `%s`: `auths` must be an object", path);
+    }
+  *out = j;
+  return 0;
+}
+
 /* Loads PATH. *OUT is NULL (and 0 returned) when the file does not exist and
  * MISSING_OK. */
 static int
@@ -188,24 +212,9 @@ load_file (const char *path, bool missing_ok, json_t **out, ohbox_error_t *err)
       ohbox_error_move (err, &read_err);
       return ohbox_error_prefix (err, "auth file");
     }
-  json_error_t jerr;
-  json_t *j = json_loadb (text, len, JSON_REJECT_DUPLICATES, &jerr);
+  int r = parse_doc (path, text, len, out, err);
   explicit_bzero (text, len);
-  if (j == NULL)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse auth file `%s`: line %d: %s", path, jerr.line, jerr.text);
-  if (!json_is_object (j))
-    {
-      json_decref (j);
-      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse auth file `%s`: expected a JSON object", path);
-    }
-  json_t *auths = json_object_get (j, "auths");
-  if (auths != NULL && !json_is_object (auths))
-    {
-      json_decref (j);
-      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "parse auth file `%s`: `auths` must be an object", path);
-    }
-  *out = j;
-  return 0;
+  return r;
 }
 
 /* Credentials of one "auths" entry. */
@@ -246,16 +255,9 @@ entry_credentials (const char *path, const char *key, json_t *entry, struct ohbo
 /* Looks NAME ("registry/repository") up in one file. Returns 0 with *OUT set
  * (or NULL when the file has no entry). */
 static int
-lookup_in_file (const char *path, bool missing_ok, const char *registry, const char *name,
-                struct ohbox_credentials **out, ohbox_error_t *err)
+lookup_in_doc (const char *path, json_t *j, const char *registry, const char *name, struct ohbox_credentials **out,
+               ohbox_error_t *err)
 {
-  *out = NULL;
-  cleanup_json json_t *j = NULL;
-  if (load_file (path, missing_ok, &j, err) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-
   json_t *auths = json_object_get (j, "auths");
   const char *best_key = NULL;
   json_t *best = NULL;
@@ -305,6 +307,19 @@ lookup_in_file (const char *path, bool missing_ok, const char *registry, const c
   return 0;
 }
 
+static int
+lookup_in_file (const char *path, bool missing_ok, const char *registry, const char *name,
+                struct ohbox_credentials **out, ohbox_error_t *err)
+{
+  *out = NULL;
+  cleanup_json json_t *j = NULL;
+  if (load_file (path, missing_ok, &j, err) < 0)
+    return -1;
+  if (j == NULL)
+    return 0;
+  return lookup_in_doc (path, j, registry, name, out, err);
+}
+
 static const char *
 home_dir (void)
 {
@@ -333,13 +348,32 @@ int
 ohbox_authfile_lookup (const char *authfile, const char *registry, const char *repository,
                        struct ohbox_credentials **out, ohbox_error_t *err)
 {
+  struct ohbox_auth_sources src = { .authfile = authfile };
+  return ohbox_authfile_lookup_in (&src, registry, repository, out, err);
+}
+
+int
+ohbox_authfile_lookup_in (const struct ohbox_auth_sources *src, const char *registry, const char *repository,
+                          struct ohbox_credentials **out, ohbox_error_t *err)
+{
   *out = NULL;
   size_t canon_len;
   const char *canon = canonical_host (registry, strlen (registry), &canon_len);
   cleanup_free char *reg = xstrndup (canon, canon_len);
   cleanup_free char *name = repository && repository[0] ? xasprintf ("%s/%s", reg, repository) : xstrdup (reg);
 
+  if (src->json != NULL)
+    {
+      const char *what = src->json_name ? src->json_name : "credentials in memory";
+      cleanup_json json_t *j = NULL;
+      if (parse_doc (what, src->json, strlen (src->json), &j, err) < 0
+          || lookup_in_doc (what, j, reg, name, out, err) < 0)
+        return -1;
+      if (*out)
+        return 0;
+    }
   /* An explicit --authfile must exist; the default locations are optional. */
+  const char *authfile = src->authfile;
   if (authfile != NULL && authfile[0] != '\0')
     {
       if (lookup_in_file (authfile, false, reg, name, out, err) < 0)
@@ -347,6 +381,8 @@ ohbox_authfile_lookup (const char *authfile, const char *registry, const char *r
       if (*out)
         return 0;
     }
+  if (src->no_defaults)
+    return 0;
 
   char *candidates[5] = { NULL };
   size_t n = 0;
@@ -376,6 +412,38 @@ ohbox_authfile_lookup (const char *authfile, const char *registry, const char *r
   for (size_t i = 0; i < n; i++)
     free (candidates[i]);
   return ret;
+}
+
+int
+ohbox_auth_json_add (json_t *doc, const char *key, const char *username, const char *password, ohbox_error_t *err)
+{
+  if (key == NULL || *key == '\0' || username == NULL || *username == '\0' || strchr (username, ':') || password == NULL
+      || strlen (username) + strlen (password) > MAX_AUTH_FIELD)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unusable credentials for `%.200s`", key ? key : "");
+  json_t *auths = json_object_get (doc, "auths");
+  if (auths == NULL)
+    {
+      auths = json_object ();
+      json_object_set_new (doc, "auths", auths);
+    }
+  if (!json_is_object (auths))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`auths` must be an object");
+  cleanup_free char *want = normalize_key (key);
+  const char *k;
+  json_t *v;
+  json_object_foreach (auths, k, v)
+    {
+      cleanup_free char *norm = normalize_key (k);
+      if (strcmp (norm, want) == 0)
+        return 0;
+    }
+  cleanup_free char *plain = xasprintf ("%s:%s", username, password);
+  char *b64 = base64_encode (plain, strlen (plain));
+  explicit_bzero (plain, strlen (plain));
+  json_object_set_new (auths, key, json_pack ("{s:s}", "auth", b64));
+  explicit_bzero (b64, strlen (b64));
+  free (b64);
+  return 0;
 }
 
 /* ---- writing ---- */

@@ -16,6 +16,9 @@
 #ifndef OHBOX_AUTHFILE_H
 #define OHBOX_AUTHFILE_H
 
+#include <jansson.h>
+#include <stdbool.h>
+
 #include "common/error.h"
 
 struct ohbox_credentials
@@ -28,9 +31,27 @@ struct ohbox_credentials
  * *out to NULL (and returns 0) when none are configured. */
 int ohbox_authfile_lookup (const char *authfile, const char *registry, const char *repository,
                            struct ohbox_credentials **out, ohbox_error_t *err);
+
+/* Where ohbox_authfile_lookup_in looks, in this order. */
+struct ohbox_auth_sources
+{
+  const char *json;      /* an auth.json document in memory (NULL: none) */
+  const char *json_name; /* what to call it in messages ("$DOCKER_AUTH_CONFIG") */
+  const char *authfile;  /* --authfile (NULL: none) */
+  bool no_defaults;      /* skip $REGISTRY_AUTH_FILE and the default files */
+};
+int ohbox_authfile_lookup_in (const struct ohbox_auth_sources *src, const char *registry, const char *repository,
+                              struct ohbox_credentials **out, ohbox_error_t *err);
 /* Parses "user:pass" (--creds); the password may contain ':'. */
 int ohbox_credentials_parse (const char *s, struct ohbox_credentials **out, ohbox_error_t *err);
 void ohbox_credentials_free (struct ohbox_credentials *c);
+
+/* Adds "KEY": {"auth": base64(USERNAME:PASSWORD)} to the "auths" of DOC
+ * (an auth.json document; "auths" made when missing) unless an entry for the
+ * same registry or repository (in any spelling) is there already: the
+ * first source of credentials wins. OHBOX_ERR_USAGE when they are unusable. */
+int ohbox_auth_json_add (json_t *doc, const char *key, const char *username, const char *password,
+                         ohbox_error_t *err);
 
 /* The file `ohbox login` writes: AUTHFILE, else $REGISTRY_AUTH_FILE, else
  * $XDG_RUNTIME_DIR/containers/auth.json (or /run/containers/<uid>/auth.json). */

@@ -290,6 +290,20 @@ ohbox_registry_new (const char *host, const struct ohbox_registry_options *opts,
       if (*end == '\0' && v >= 1 && v <= 3600)
         r->low_speed_timeout_s = v;
     }
+  r->request_timeout_s = opts->request_timeout_s > 0 ? opts->request_timeout_s : REG_DEFAULT_REQUEST_TIMEOUT_S;
+  const char *req = getenv ("OHBOX_REQUEST_TIMEOUT");
+  if (opts->request_timeout_s <= 0 && req && *req)
+    {
+      char *end;
+      long v = strtol (req, &end, 10);
+      if (*end == '\0' && v >= 1 && v <= 3600)
+        r->request_timeout_s = v;
+    }
+  r->deadline = opts->deadline;
+  r->timeout_s = opts->timeout_s;
+  r->auth_json = opts->auth_json ? xstrdup (opts->auth_json) : NULL;
+  r->auth_json_name = xstrdup (opts->auth_json_name ? opts->auth_json_name : "credentials in memory");
+  r->no_default_authfiles = opts->no_default_authfiles;
   r->user_agent = xstrdup (opts->user_agent ? opts->user_agent : "ohbox/" PACKAGE_VERSION);
 
   r->easy = curl_easy_init ();
@@ -324,11 +338,21 @@ ohbox_registry_free (struct ohbox_registry *r)
   free (r->client_key);
   ohbox_credentials_free (r->opt_creds);
   free (r->authfile);
+  if (r->auth_json)
+    explicit_bzero (r->auth_json, strlen (r->auth_json));
+  free (r->auth_json);
+  free (r->auth_json_name);
   free (r->user_agent);
   free (r->base_url);
   free (r->display);
   free (r->host);
   free (r);
+}
+
+bool
+ohbox_registry_used_credentials (const struct ohbox_registry *r)
+{
+  return r->creds_used;
 }
 
 /* ---- ping ---- */

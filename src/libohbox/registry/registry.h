@@ -18,6 +18,11 @@
  * redirected to a storage backend is fetched without it, and a 401 from
  * such a backend never starts the token flow.
  *
+ * A registry elsewhere cannot send us to this host: connections to
+ * loopback, link-local and unspecified addresses (by the address resolved,
+ * or a literal in a redirect or token realm) are refused unless the
+ * registry's own address (its ping) is loopback or link-local.
+ *
  * Errors: 401 -> OHBOX_ERR_AUTH ("unauthorized: authentication required for
  * REGISTRY/REPO; use --creds or ohbox login", or "credentials for REGISTRY
  * were refused ..." when some were sent); 403 -> OHBOX_ERR_AUTH; 404 ->
@@ -49,6 +54,20 @@ struct ohbox_registry_options
   unsigned retry_delay_ms;               /* first backoff; doubles; 0 -> 250 */
   long connect_timeout_s;                /* 0 -> 30 */
   long low_speed_timeout_s;              /* abort a transfer slower than 1 kB/s for this long; 0 -> 60 */
+  /* A request answered into memory (ping, token, manifest, config) that
+   * takes longer fails; 0 -> 300, or $OHBOX_REQUEST_TIMEOUT (1..3600). */
+  long request_timeout_s;
+  /* Every request, blob downloads included, ends by this ohbox_monotonic ()
+   * time (0: none); TIMEOUT_S is what it came from, for messages. */
+  double deadline;
+  double timeout_s;
+  /* Credentials in the auth.json format, in memory (a CI job's own),
+   * looked up after --creds and before the auth files. */
+  const char *auth_json;
+  const char *auth_json_name; /* what to call it in messages */
+  /* Only --creds, AUTH_JSON and AUTHFILE: never the default auth files of
+   * the user (a CI runner's host credentials). */
+  bool no_default_authfiles;
   const char *user_agent;                /* 0 -> "ohbox/VERSION" */
 };
 
@@ -59,6 +78,10 @@ struct ohbox_registry;
 int ohbox_registry_new (const char *host, const struct ohbox_registry_options *opts, struct ohbox_registry **out,
                         ohbox_error_t *err);
 void ohbox_registry_free (struct ohbox_registry *r);
+
+/* Did some request go with credentials (a Basic header, or a token the
+ * token server gave for them)? An image pulled so needed them (pull.c). */
+bool ohbox_registry_used_credentials (const struct ohbox_registry *r);
 
 /* GET /v2/ (answers 200 or 401 are both "alive"; a 401 tells how to
  * authenticate). The other requests ping first when it was not done. */

@@ -120,7 +120,11 @@ credentials_for (struct ohbox_registry *r, const char *repository, const struct 
       r->creds = NULL;
       free (r->creds_repo);
       r->creds_repo = NULL;
-      if (ohbox_authfile_lookup (r->authfile, r->host, repository, &r->creds, err) < 0)
+      struct ohbox_auth_sources src = { .json = r->auth_json,
+                                        .json_name = r->auth_json_name,
+                                        .authfile = r->authfile,
+                                        .no_defaults = r->no_default_authfiles };
+      if (ohbox_authfile_lookup_in (&src, r->host, repository, &r->creds, err) < 0)
         return -1;
       r->creds_repo = xstrdup (repository);
     }
@@ -330,6 +334,7 @@ reg_auth_header (struct ohbox_registry *r, const char *repository, char **out, b
         return -1;
       *out = xasprintf ("Authorization: Bearer %s", t->token);
       *creds_sent = t->with_creds;
+      r->creds_used |= t->with_creds;
       return 0;
     }
   if (r->challenge.scheme == OHBOX_AUTH_BASIC)
@@ -341,6 +346,7 @@ reg_auth_header (struct ohbox_registry *r, const char *repository, char **out, b
         {
           *out = basic_header (creds);
           *creds_sent = true;
+          r->creds_used = true;
         }
     }
   return 0;

@@ -211,6 +211,7 @@ start_transfer (struct fetch_ctx *ctx, struct fetch_item *it, ohbox_error_t *err
   if (it->no_range && ohbox_blob_writer_offset (it->w) > 0 && ohbox_blob_writer_reset (it->w, err) < 0)
     return fatal (ctx, it, err);
   it->x.range_from = ohbox_blob_writer_offset (it->w);
+  it->x.long_transfer = true;
   if (reg_xfer_prepare (&it->x, err) < 0)
     return fatal (ctx, it, err);
   /* Blobs are large: a bigger receive buffer than libcurl's 16 KiB
@@ -235,6 +236,12 @@ transient (struct fetch_ctx *ctx, struct fetch_item *it, char *why, ohbox_error_
     return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "download of blob %s from %s/%s failed after %u attempts: %s",
                         it->f->digest, ctx->r->display, ctx->repository, it->failures, reason);
   unsigned ms = reg_backoff_ms (ctx->r, it->failures, it->x.resp.retry_after_s);
+  if (reg_deadline_passed (ctx->r, ms))
+    {
+      cleanup_free char *what = xasprintf ("the download of blob %s failed (%s) with no time left to try again",
+                                           it->f->digest, reason);
+      return reg_deadline_error (ctx->r, what, err);
+    }
   it->not_before = ohbox_monotonic () + ms / 1000.0;
   return 0;
 }
@@ -418,6 +425,10 @@ run (struct fetch_ctx *ctx, ohbox_error_t *err)
         return -1;
       if (all_done (ctx))
         return 0;
+      /* Transfers end by themselves at the deadline (CURLOPT_TIMEOUT_MS);
+       * this catches the waits between them. */
+      if (ctx->active == 0 && reg_deadline_passed (ctx->r, 0))
+        return reg_deadline_error (ctx->r, "blobs were still waiting to be downloaded", err);
       if (ctx->active == 0)
         {
           if (idle_wait (ctx, err) < 0)

@@ -9,13 +9,32 @@
  * to a storage backend must never carry registry credentials (a leaked token
  * or password). Only http and https are allowed, for the request and any
  * redirect target, and an https registry cannot redirect to plain http
- * unless it was declared insecure. */
+ * unless it was declared insecure.
+ *
+ * A registry elsewhere may not send us to this host: every connection
+ * goes through open_socket, which refuses loopback, link-local (the cloud
+ * metadata address among them) and unspecified addresses once the first
+ * connection of the registry object (its ping) found the registry itself at
+ * another address. The resolved address is what counts, so a name that
+ * resolves to 127.0.0.1 is refused like the literal; a redirect or a token
+ * realm naming such an address literally is refused before any connection
+ * (also through an HTTP proxy, where the address connected to is the
+ * proxy's). A registry on loopback (a local mirror, the tests) keeps its
+ * redirects to loopback.
+ *
+ * Time: a request answered into memory must end within the request
+ * timeout, and every request within the client's deadline (a pull's
+ * --timeout): libcurl's low-speed limit alone lets a server that drips a
+ * few bytes a second hold a pull for hours. */
 #include "config.h"
 
+#include <arpa/inet.h>
 #include <errno.h>
 #include <jansson.h>
+#include <netinet/in.h>
 #include <string.h>
 #include <strings.h>
+#include <sys/socket.h>
 #include <time.h>
 
 #include "registry/registry_internal.h"
@@ -226,6 +245,160 @@ read_cb (char *buf, size_t size, size_t nitems, void *userdata)
   return want;
 }
 
+/* ---- addresses a registry elsewhere may not reach ---- */
+
+static const char *
+ipv4_kind (uint32_t a)
+{
+  if ((a >> 24) == 127)
+    return "loopback";
+  if ((a >> 24) == 0) /* 0.0.0.0/8: connecting there reaches this host */
+    return "unspecified";
+  if ((a >> 16) == 0xa9fe) /* 169.254/16, with the cloud metadata address */
+    return "link-local";
+  return NULL;
+}
+
+static const char *
+ipv6_kind (const struct in6_addr *a)
+{
+  static const uint8_t nat64[12] = { 0x00, 0x64, 0xff, 0x9b };
+  if (IN6_IS_ADDR_LOOPBACK (a))
+    return "loopback";
+  if (IN6_IS_ADDR_UNSPECIFIED (a))
+    return "unspecified";
+  if (IN6_IS_ADDR_LINKLOCAL (a))
+    return "link-local";
+  /* An IPv4 address in IPv6 clothing (mapped, or the NAT64 prefix). */
+  if (IN6_IS_ADDR_V4MAPPED (a) || memcmp (a->s6_addr, nat64, sizeof nat64) == 0)
+    {
+      uint32_t v4;
+      memcpy (&v4, a->s6_addr + 12, 4);
+      return ipv4_kind (ntohl (v4));
+    }
+  return NULL;
+}
+
+/* "loopback", "link-local", "unspecified", or NULL for any other address. */
+static const char *
+address_kind (const struct sockaddr *sa)
+{
+  if (sa->sa_family == AF_INET)
+    return ipv4_kind (ntohl (((const struct sockaddr_in *) sa)->sin_addr.s_addr));
+  if (sa->sa_family == AF_INET6)
+    return ipv6_kind (&((const struct sockaddr_in6 *) sa)->sin6_addr);
+  return NULL;
+}
+
+/* The same for a URL's host when it is an address literal or localhost. */
+static const char *
+literal_host_kind (const char *url)
+{
+  CURLU *u = curl_url ();
+  if (u == NULL)
+    abort ();
+  char *host = NULL;
+  const char *kind = NULL;
+  if (curl_url_set (u, CURLUPART_URL, url, 0) == CURLUE_OK && curl_url_get (u, CURLUPART_HOST, &host, 0) == CURLUE_OK)
+    {
+      size_t n = strlen (host);
+      struct in_addr v4;
+      struct in6_addr v6;
+      char inner[INET6_ADDRSTRLEN + 1] = "";
+      if (n >= 2 && host[0] == '[' && host[n - 1] == ']' && n - 2 < sizeof inner)
+        memcpy (inner, host + 1, n - 2);
+      if (inet_pton (AF_INET, host, &v4) == 1)
+        kind = ipv4_kind (ntohl (v4.s_addr));
+      else if (inner[0] && inet_pton (AF_INET6, inner, &v6) == 1)
+        kind = ipv6_kind (&v6);
+      else if (strcasecmp (host, "localhost") == 0 || (n > 10 && strcasecmp (host + n - 10, ".localhost") == 0))
+        kind = "loopback";
+    }
+  curl_free (host);
+  curl_url_cleanup (u);
+  return kind;
+}
+
+/* CURLOPT_OPENSOCKETFUNCTION: every connection libcurl makes, with the
+ * address it resolved. The first one of a registry object is its ping to
+ * the registry itself, which tells where the registry is. */
+static curl_socket_t
+open_socket (void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
+{
+  (void) purpose;
+  struct reg_xfer *x = clientp;
+  struct ohbox_registry *r = x->r;
+  const char *kind = address_kind (&a->addr);
+  if (r->addr_class == REG_ADDR_UNKNOWN)
+    r->addr_class = kind && strcmp (kind, "unspecified") != 0 ? REG_ADDR_LOCAL : REG_ADDR_REMOTE;
+  else if (kind && r->addr_class == REG_ADDR_REMOTE)
+    {
+      const void *in = a->addr.sa_family == AF_INET ? (const void *) &((const struct sockaddr_in *) &a->addr)->sin_addr
+                                                     : (const void *) &((const struct sockaddr_in6 *) &a->addr)->sin6_addr;
+      if (inet_ntop (a->addr.sa_family, in, x->refused_addr, sizeof x->refused_addr) == NULL)
+        snprintf (x->refused_addr, sizeof x->refused_addr, "?");
+      x->refused_kind = kind;
+      return CURL_SOCKET_BAD;
+    }
+  return socket (a->family, a->socktype | SOCK_CLOEXEC, a->protocol);
+}
+
+/* ---- time ---- */
+
+/* "30m", "1h30m", "2.5s": a duration for messages. */
+static void
+format_duration (double s, char *buf, size_t size)
+{
+  if (s < 60 || s != (double) (long) s)
+    {
+      snprintf (buf, size, "%gs", s);
+      return;
+    }
+  long v = (long) s;
+  int n = 0;
+  if (v >= 3600)
+    n += snprintf (buf + n, size - (size_t) n, "%ldh", v / 3600);
+  if (v % 3600 >= 60 && (size_t) n < size)
+    n += snprintf (buf + n, size - (size_t) n, "%ldm", v % 3600 / 60);
+  if (v % 60 && (size_t) n < size)
+    snprintf (buf + n, size - (size_t) n, "%lds", v % 60);
+}
+
+bool
+reg_deadline_passed (struct ohbox_registry *r, unsigned ms)
+{
+  return r->deadline > 0 && ohbox_monotonic () + ms / 1000.0 >= r->deadline;
+}
+
+int
+reg_deadline_error (struct ohbox_registry *r, const char *what, ohbox_error_t *err)
+{
+  char limit[64];
+  format_duration (r->timeout_s, limit, sizeof limit);
+  ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "%s did not finish within the pull's deadline of %s%s%s", r->display, limit,
+               what ? ": " : "", what ? what : "");
+  return ohbox_error_hint (err, "a slow or stalled registry; a larger --timeout gives it more time");
+}
+
+/* CURLOPT_TIMEOUT_MS for the hop about to start: the request timeout for
+ * an answer into memory, and never beyond the deadline (at least 1 ms: 0
+ * would mean none). */
+static long
+hop_timeout_ms (struct reg_xfer *x)
+{
+  struct ohbox_registry *r = x->r;
+  double ms = x->long_transfer ? 0 : (double) r->request_timeout_s * 1000;
+  if (r->deadline > 0)
+    {
+      double left = (r->deadline - ohbox_monotonic ()) * 1000;
+      if (left < 1)
+        left = 1;
+      if (ms == 0 || left < ms)
+        ms = left;
+    }
+  return ms > 0 ? (long) ms + 1 : 0;
+}
+
 #define SETOPT(opt, val)                                                                                       \
   do                                                                                                           \
     {                                                                                                          \
@@ -262,6 +435,14 @@ reg_xfer_prepare (struct reg_xfer *x, ohbox_error_t *err)
   cleanup_free char *origin = reg_url_origin (x->url);
   if (origin == NULL)
     return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "invalid URL `%.200s`", x->url);
+  const char *internal = r->addr_class == REG_ADDR_REMOTE ? literal_host_kind (x->url) : NULL;
+  if (internal)
+    return ohbox_error (err, OHBOX_ERR_REGISTRY, 0,
+                        "refusing `%.200s`, a %s address: the registry %s is not on this host, and may not send "
+                        "ohbox to this host's own services",
+                        x->url, internal, r->display);
+  if (r->deadline > 0 && ohbox_monotonic () >= r->deadline)
+    return reg_deadline_error (r, NULL, err);
   bool same_origin = x->auth_origin != NULL && strcmp (origin, x->auth_origin) == 0;
   if (x->authorization && same_origin)
     x->headers = curl_slist_append (x->headers, x->authorization);
@@ -312,6 +493,14 @@ reg_xfer_prepare (struct reg_xfer *x, ohbox_error_t *err)
   SETOPT (CURLOPT_WRITEDATA, x);
   SETOPT (CURLOPT_PRIVATE, x);
   SETOPT (CURLOPT_SHARE, r->share);
+  SETOPT (CURLOPT_OPENSOCKETFUNCTION, open_socket);
+  SETOPT (CURLOPT_OPENSOCKETDATA, x);
+  x->refused_addr[0] = '\0';
+  x->refused_kind = NULL;
+  x->timeout_ms = hop_timeout_ms (x);
+  x->started = ohbox_monotonic ();
+  if (x->timeout_ms > 0)
+    SETOPT (CURLOPT_TIMEOUT_MS, x->timeout_ms);
 
   char range[64];
   if (x->range_from > 0)
@@ -355,11 +544,22 @@ is_tls_alert (struct reg_xfer *x, CURLcode rc)
          && strstr (x->errbuf, "SSL routines") != NULL && strstr (x->errbuf, " alert ") != NULL;
 }
 
+/* CURLE_OPERATION_TIMEDOUT is also the low-speed limit (a stall, worth
+ * another attempt); these are the request timeout and the deadline. */
+static bool
+hop_timed_out (struct reg_xfer *x, CURLcode rc)
+{
+  return rc == CURLE_OPERATION_TIMEDOUT && x->timeout_ms > 0
+         && (ohbox_monotonic () - x->started) * 1000 >= (double) x->timeout_ms - 20;
+}
+
 enum reg_outcome
 reg_xfer_outcome (struct reg_xfer *x, CURLcode rc, bool retry_connect)
 {
   if (x->cb_err != NULL)
     return REG_ABORTED;
+  if (rc != CURLE_OK && (x->refused_kind != NULL || hop_timed_out (x, rc)))
+    return REG_FAIL;
   if (rc != CURLE_OK && is_tls_alert (x, rc))
     return REG_FAIL;
   if (rc != CURLE_OK)
@@ -480,6 +680,22 @@ is_tls_error (CURLcode rc)
 int
 reg_xfer_net_error (struct reg_xfer *x, CURLcode rc, ohbox_error_t *err)
 {
+  struct ohbox_registry *r = x->r;
+  if (x->refused_kind)
+    return ohbox_error (err, OHBOX_ERR_REGISTRY, 0,
+                        "refusing to connect to %s (%s) for `%.200s`: the registry %s is not on this host, and may not "
+                        "send ohbox to this host's own services",
+                        x->refused_addr, x->refused_kind, x->url, r->display);
+  if (hop_timed_out (x, rc))
+    {
+      cleanup_free char *what = xasprintf ("GET `%.200s` was still under way", x->url);
+      if (r->deadline > 0 && ohbox_monotonic () >= r->deadline - 0.05)
+        return reg_deadline_error (r, what, err);
+      char limit[64];
+      format_duration ((double) r->request_timeout_s, limit, sizeof limit);
+      return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "GET `%.200s`: %s did not answer within %s", x->url,
+                          r->display, limit);
+    }
   const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror (rc);
   ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "GET `%.200s`: %s", x->url, detail);
   if (is_tls_alert (x, rc) && strstr (x->errbuf, "certificate") != NULL)
@@ -576,14 +792,27 @@ reg_run (struct reg_xfer *x, bool retry_connect, ohbox_error_t *err)
             return -1;
           continue;
         case REG_RETRY:
-          if (attempt >= x->r->max_attempts)
-            {
-              if (rc != CURLE_OK)
-                return reg_xfer_net_error (x, rc, err);
-              /* The final 5xx/429 answer is the caller's to report. */
-              return 0;
-            }
-          reg_sleep_ms (reg_backoff_ms (x->r, attempt, x->resp.retry_after_s));
+          {
+            unsigned ms = reg_backoff_ms (x->r, attempt, x->resp.retry_after_s);
+            if (attempt < x->r->max_attempts && reg_deadline_passed (x->r, ms))
+              {
+                /* No time for another attempt: say why the last one failed. */
+                cleanup_error ohbox_error_t last = NULL;
+                if (rc != CURLE_OK)
+                  reg_xfer_net_error (x, rc, &last);
+                cleanup_free char *what = last ? xstrdup (last->msg)
+                                               : xasprintf ("GET `%.200s` answered HTTP %ld", x->url, x->resp.status);
+                return reg_deadline_error (x->r, what, err);
+              }
+            if (attempt >= x->r->max_attempts)
+              {
+                if (rc != CURLE_OK)
+                  return reg_xfer_net_error (x, rc, err);
+                /* The final 5xx/429 answer is the caller's to report. */
+                return 0;
+              }
+            reg_sleep_ms (ms);
+          }
           attempt++;
           reg_xfer_restart (x);
           continue;

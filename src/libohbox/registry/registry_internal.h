@@ -26,6 +26,19 @@
 #define REG_MAX_RETRY_AFTER_S 10
 /* Bound of one backoff delay. */
 #define REG_MAX_BACKOFF_MS 10000
+/* One request answered into memory (ping, token, manifest, config) must
+ * end within this many seconds ($OHBOX_REQUEST_TIMEOUT replaces it). */
+#define REG_DEFAULT_REQUEST_TIMEOUT_S 300
+
+/* Where the registry itself was found, by the address of the first
+ * connection made to it (its ping): a registry elsewhere may not send us to
+ * this host's own services (registry_http.c, open_socket). */
+enum reg_addr_class
+{
+  REG_ADDR_UNKNOWN,
+  REG_ADDR_LOCAL,  /* loopback or link-local: anything goes */
+  REG_ADDR_REMOTE, /* elsewhere: no loopback, link-local or unspecified address */
+};
 
 struct reg_token
 {
@@ -43,13 +56,21 @@ struct ohbox_registry
   bool insecure;
 
   char *authfile;
+  char *auth_json;           /* credentials in memory (registry.h) */
+  char *auth_json_name;
+  bool no_default_authfiles; /* never the user's auth files */
   struct ohbox_credentials *opt_creds; /* --creds */
   unsigned max_parallel;
   unsigned max_attempts;
   unsigned retry_delay_ms;
   long connect_timeout_s;
   long low_speed_timeout_s;
+  long request_timeout_s;
+  double deadline;   /* ohbox_monotonic () time every request must end by; 0: none */
+  double timeout_s;  /* what DEADLINE came from, for messages */
   char *user_agent;
+  enum reg_addr_class addr_class;
+  bool creds_used; /* some request went with credentials (registry.h) */
 
   /* TLS material from the certificate directory: when it has CAs, CA_BLOB
    * is the system bundle followed by them (CURLOPT_CAINFO_BLOB). */
@@ -99,6 +120,14 @@ struct reg_xfer
 {
   struct ohbox_registry *r;
   CURL *easy;
+  /* A transfer whose length has no fixed bound (a blob download or
+   * upload): only the deadline limits it, not the request timeout. */
+  bool long_transfer;
+  double started;    /* ohbox_monotonic () when the current hop began */
+  long timeout_ms;   /* CURLOPT_TIMEOUT_MS of the current hop, 0: none */
+  /* The address open_socket refused, and what it is ("loopback", ...). */
+  char refused_addr[64];
+  const char *refused_kind;
   char *start_url;      /* the request as made (retries start here again) */
   char *url;            /* the current hop (after redirects) */
   char *authorization;  /* "Authorization: ..." header line, or NULL */
@@ -156,6 +185,11 @@ void reg_xfer_restart (struct reg_xfer *x);
 int reg_xfer_net_error (struct reg_xfer *x, CURLcode rc, ohbox_error_t *err);
 /* Delay before attempt ATTEMPT + 1, honouring Retry-After. */
 unsigned reg_backoff_ms (struct ohbox_registry *r, unsigned attempt, long retry_after_s);
+/* Has the registry's deadline passed, or will it have in MS milliseconds? */
+bool reg_deadline_passed (struct ohbox_registry *r, unsigned ms);
+/* Fills ERR for a pull that reached its deadline (OHBOX_ERR_REGISTRY),
+ * naming the registry, the deadline and WHAT was under way (may be NULL). */
+int reg_deadline_error (struct ohbox_registry *r, const char *what, ohbox_error_t *err);
 void reg_sleep_ms (unsigned ms);
 /* " (CODE: message)" from a distribution error body, or "". */
 char *reg_error_detail (const struct reg_response *resp);

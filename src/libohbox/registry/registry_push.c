@@ -30,6 +30,9 @@ push_request (struct ohbox_registry *r, const char *repository, const char *meth
       x.body = body;
       x.body_fd = body_fd;
       x.body_len = body_len;
+      /* A blob's upload takes as long as it takes: only the deadline
+       * bounds it, not the request timeout of small answers. */
+      x.long_transfer = body_fd >= 0;
       /* A 2xx body (a HEAD's Content-Length is the blob's) is not needed:
        * without on_data it is dropped; an error body's start is kept. */
       int ret = reg_run (&x, true, err);

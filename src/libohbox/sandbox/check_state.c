@@ -22,6 +22,7 @@
 #include "network/netlink.h"
 #include "network/network.h"
 #include "network/nft.h"
+#include "sandbox/linux.h"
 #include "sandbox/sandbox_internal.h"
 #include "common/utils.h"
 
@@ -105,6 +106,63 @@ check_exited (struct ohbox_check_ctx *c, const char *id, int dfd, const char *wh
         ohbox_check_repaired (f, delete_veth (id, &e), &e);
     }
   return 0;
+}
+
+/* A sandbox's monitor may still be alive (only its state directory went):
+ * once its command is killed it destroys the cgroup too, under our feet. */
+static int
+destroy_orphan_cgroup (const struct ohbox_cgroup_host *host, const char *id, struct ohbox_cgroup *cg,
+                       ohbox_error_t *err)
+{
+  if (ohbox_cgroup_destroy (cg, err) == 0)
+    return 0;
+  struct ohbox_cgroup *again = NULL;
+  ohbox_error_t e = NULL;
+  bool gone = ohbox_cgroup_open (host, id, &again, &e) < 0 && e->kind == OHBOX_ERR_NOT_FOUND;
+  ohbox_cgroup_free (again);
+  ohbox_error_release (&e);
+  if (!gone)
+    return -1;
+  ohbox_error_release (err);
+  return 0;
+}
+
+void
+ohbox_check_sandbox_gone (struct ohbox_check_ctx *c, const char *id)
+{
+  const struct ohbox_cgroup_host *host;
+  struct ohbox_cgroup *cg = NULL;
+  ohbox_error_t e = NULL;
+  json_t *veth = NULL;
+  cleanup_free char *vwhere = xasprintf ("/sys/class/net/ohb%.12s", id);
+  if (veth_exists (id))
+    veth = ohbox_check_add (c, "leftover-veth", vwhere, true, "host veth of sandbox `%.12s`, whose state is gone",
+                            id);
+  /* The cgroup's name is the sandbox's id, unique whatever the state root
+   * (random, 256 bits): no other sandbox's. Destroying it ends what still
+   * runs in it. */
+  if (ohbox_runtime_cgroup_host (c->rt, &host, &e) == 0 && ohbox_cgroup_open (host, id, &cg, &e) == 0)
+    {
+      const char *p = ohbox_cgroup_path (cg, 0);
+      json_t *f = ohbox_check_add (c, "orphan-cgroup", p ? p : id, true,
+                                   "cgroup of sandbox `%.12s`, whose state is gone", id);
+      if (c->repair)
+        ohbox_check_repaired (f, destroy_orphan_cgroup (host, id, cg, &e), &e);
+      ohbox_cgroup_free (cg);
+    }
+  ohbox_error_release (&e);
+  /* Gone with the sandbox's network namespace when its processes ended
+   * (or its monitor, still alive, took it away meanwhile). */
+  if (veth && c->repair)
+    {
+      int r = veth_exists (id) ? delete_veth (id, &e) : 0;
+      if (r < 0 && !veth_exists (id))
+        {
+          ohbox_error_release (&e);
+          r = 0;
+        }
+      ohbox_check_repaired (veth, r, &e);
+    }
 }
 
 static int
@@ -235,6 +293,35 @@ check_leases (struct ohbox_check_ctx *c, ohbox_error_t *err)
   json_decref (stale);
   (void) err;
   return ret;
+}
+
+/* Root's id range leases (linux.h) whose sandbox of this state root is
+ * gone: the range would stay out of the pool until a start happens to
+ * reclaim it. */
+static void
+userns_lease_found (const char *lease, const char *owner, void *data)
+{
+  struct ohbox_check_ctx *c = data;
+  size_t rootlen = strlen (c->rt->root);
+  struct stat st;
+  if (strncmp (owner, c->rt->root, rootlen) != 0 || owner[rootlen] != '/' || !is_sandbox_id (owner + rootlen + 1)
+      || stat (owner, &st) == 0)
+    return;
+  json_t *f = ohbox_check_add (c, "stale-id-lease", lease, true, "id range of sandbox `%.12s`, which is gone",
+                               owner + rootlen + 1);
+  if (c->repair)
+    {
+      ohbox_error_t e = NULL;
+      ohbox_check_repaired (f, ohbox_userns_drop_lease (lease, owner, &e), &e);
+    }
+}
+
+static int
+check_userns_leases (struct ohbox_check_ctx *c, ohbox_error_t *err)
+{
+  if (geteuid () != 0)
+    return 0;
+  return ohbox_userns_leases (userns_lease_found, c, err);
 }
 
 /* Undoes mountinfo's octal escapes in place. */
@@ -396,7 +483,7 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
         return -1;
     }
   check_names (c);
-  if (check_leases (c, err) < 0)
+  if (check_leases (c, err) < 0 || check_userns_leases (c, err) < 0)
     return -1;
   check_port_elements (c);
   return 0;

@@ -10,6 +10,7 @@
 #include "sandbox/exec_internal.h"
 #include "security/capabilities.h"
 #include "sandbox/linux.h"
+#include "sandbox/relay.h"
 #include "sandbox/sandbox_internal.h"
 #include "security/seccomp.h"
 #include "common/utils.h"
@@ -338,25 +339,37 @@ status_to_code (int status)
 
 static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2 };
 
-/* Without a terminal: wait for the command, forwarding signals. */
+#define RELAY_BUF 16384
+
+/* Without a terminal: wait for the command, forwarding signals and
+ * relaying the caller's terminals (relay.h). */
 static void
-wait_forwarding (int pidfd, int sigfd)
+wait_forwarding (int pidfd, int sigfd, struct ohbox_relay *relay)
 {
+  cleanup_free char *buf = ohbox_relay_active (relay) ? xmalloc (RELAY_BUF) : NULL;
   for (;;)
     {
-      struct pollfd p[2] = { { .fd = pidfd, .events = POLLIN }, { .fd = sigfd, .events = POLLIN } };
-      if (poll (p, 2, -1) < 0)
+      struct pollfd p[5] = { { .fd = pidfd, .events = POLLIN }, { .fd = sigfd, .events = POLLIN } };
+      int n = 2;
+      ohbox_relay_poll (relay, p, &n);
+      if (poll (p, n, -1) < 0)
         {
           if (errno == EINTR)
             continue;
-          return;
+          break;
         }
+      if (buf)
+        ohbox_relay_handle (relay, p, buf, RELAY_BUF);
       if (p[0].revents)
-        return;
+        break;
       struct signalfd_siginfo si;
       if (p[1].revents && read (sigfd, &si, sizeof si) == (ssize_t) sizeof si && si.ssi_signo != SIGWINCH)
         syscall (SYS_pidfd_send_signal, pidfd, (int) si.ssi_signo, NULL, 0);
     }
+  /* What it wrote last; processes it left behind that still hold its
+   * output are not waited for. */
+  if (buf)
+    ohbox_relay_finish (relay, buf, RELAY_BUF, 100);
 }
 
 /* -t, detached: a holder keeps the terminal open until the command ends
@@ -460,6 +473,8 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
   int ns_fds[N_NS];
   int ns_flags = 0;
   int stdio[3] = { -1, -1, -1 };
+  struct ohbox_relay relay;
+  ohbox_relay_init (&relay);
   int master = -1, sigfd = -1, cmd_pidfd = -1, ref_pidfd = -1;
   int hp[2] = { -1, -1 }, cp[2] = { -1, -1 };
   pid_t cmd = -1;
@@ -527,6 +542,9 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
       stdio[1] = 1;
       stdio[2] = 2;
     }
+  /* Without -t the caller's terminal is never the command's. */
+  if (!o->tty && ohbox_relay_setup (&relay, stdio, err) < 0)
+    goto out;
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hp) < 0 || pipe2 (cp, O_CLOEXEC) < 0)
     {
       ohbox_error_errno (err, "pipe");
@@ -614,7 +632,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
         }
     }
   else
-    wait_forwarding (cmd_pidfd, sigfd);
+    wait_forwarding (cmd_pidfd, sigfd, &relay);
   int status = 0;
   while (waitpid (cmd, &status, 0) < 0 && errno == EINTR)
     ;
@@ -653,6 +671,7 @@ out:
   for (int i = 0; i < 3; i++)
     if (stdio[i] > 2)
       close (stdio[i]);
+  ohbox_relay_close (&relay);
   if (master >= 0)
     close (master);
   for (size_t i = 0; i < N_NS; i++)

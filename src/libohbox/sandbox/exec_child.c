@@ -150,6 +150,8 @@ ohbox_exec_helper_main (struct child_ctx *c)
   /* Nothing in the sandbox may ptrace us before the execve (CVE-2016-9962);
    * the command's process inherits it, execve resets it. */
   prctl (PR_SET_DUMPABLE, 0);
+  /* Nor read the host's command line from its /proc/PID/cmdline meanwhile. */
+  ohbox_hide_host_args ("ohbox-exec");
   /* Into the cgroup while we still may open the host's cgroup files (we
    * are single-threaded: on v1 the move through `tasks` moves us whole). */
   struct ohbox_cgroup_join join;

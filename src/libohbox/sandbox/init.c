@@ -14,7 +14,14 @@
  * the host's, which no sandbox process has. The command's process is also
  * non-dumpable until its execve replaces the image. And with the default
  * user namespace, sandbox root is an unprivileged host uid that cannot write
- * the root-owned binary anyway. tests/integration/run-attacks.sh checks it. */
+ * the root-owned binary anyway. tests/integration/run-attacks.sh checks it.
+ *
+ * Its command line and environment are the host's ohbox's (store path,
+ * volumes, the caller's variables): /proc/1/cmdline is readable by every
+ * process of the sandbox, dumpable or not. The child points the kernel's
+ * view of both elsewhere before anything of the sandbox runs
+ * (ohbox_hide_host_args), or where the kernel does not let it, PID 1 wipes
+ * them once it forked the command. */
 #include "config.h"
 #include "sandbox/linux.h"
 #include "common/utils.h"
@@ -24,13 +31,92 @@
 #include <fcntl.h>
 #include <signal.h>
 #include <string.h>
+#include <linux/prctl.h>
+#include <sys/mman.h>
+#include <sys/prctl.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 
 #define PASSWD_MAX (4 * 1024 * 1024)
 #define MAX_GROUPS 256
 
+/* Fields 26.. of /proc/self/stat (Linux >= 3.5), by their numbers. */
+static bool
+read_stat_fields (unsigned long v[52])
+{
+  char buf[2048];
+  cleanup_close int fd = open ("/proc/self/stat", O_RDONLY | O_CLOEXEC);
+  ssize_t n = fd >= 0 ? read (fd, buf, sizeof buf - 1) : -1;
+  if (n <= 0)
+    return false;
+  buf[n] = '\0';
+  /* After the command name (which may hold anything): ") S ", field 4 on. */
+  char *p = strrchr (buf, ')');
+  if (p == NULL || strlen (p) < 4)
+    return false;
+  p += 4;
+  for (int field = 4; field < 52; field++)
+    {
+      char *end;
+      errno = 0;
+      v[field] = strtoul (p, &end, 10);
+      if (end == p || errno)
+        return false;
+      p = end + (*end == ' ');
+    }
+  return true;
+}
+
+bool
+ohbox_hide_host_args (const char *title)
+{
+  unsigned long v[52];
+  if (!read_stat_fields (v))
+    return false;
+  prctl (PR_SET_NAME, title);
+  /* The kernel reads the arguments only from anonymous memory. */
+  size_t len = strlen (title) + 1;
+  char *buf = mmap (NULL, (size_t) sysconf (_SC_PAGESIZE), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+  if (buf == MAP_FAILED)
+    return false;
+  memcpy (buf, title, len);
+  /* Everything as it is but where the arguments and the environment are;
+   * PR_SET_MM_MAP needs no privilege for that (CONFIG_CHECKPOINT_RESTORE). */
+  struct prctl_mm_map m = {
+    .start_code = v[26],
+    .end_code = v[27],
+    .start_stack = v[28],
+    .start_data = v[45],
+    .end_data = v[46],
+    .start_brk = v[47],
+    .brk = (unsigned long) syscall (SYS_brk, 0),
+    .arg_start = (unsigned long) buf,
+    .arg_end = (unsigned long) buf + len,
+    .env_start = (unsigned long) buf + len,
+    .env_end = (unsigned long) buf + len,
+    .exe_fd = (uint32_t) -1,
+  };
+  if (prctl (PR_SET_MM, PR_SET_MM_MAP, &m, sizeof m, 0) == 0)
+    return true;
+  munmap (buf, (size_t) sysconf (_SC_PAGESIZE));
+  return false;
+}
+
+/* Without PR_SET_MM_MAP: the strings themselves are wiped, in the init
+ * only, once the command's process (which may still use some of them:
+ * the spec points into ohbox's arguments) has its own copy. */
+static void
+wipe_host_args (void)
+{
+  unsigned long v[52];
+  if (!read_stat_fields (v) || v[49] < v[48] || v[51] < v[50])
+    return;
+  memset ((void *) v[50], 0, v[51] - v[50]);
+  memset ((void *) v[48], 0, v[49] - v[48]);
+}
+
 __attribute__ ((noreturn)) void
-ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd)
+ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd, bool wipe_args)
 {
   sigset_t all, old;
   sigfillset (&all);
@@ -49,6 +135,8 @@ ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd)
     }
   if (child < 0)
     _exit (OHBOX_EXIT_RUNTIME);
+  if (wipe_args)
+    wipe_host_args ();
   /* Nothing of the runtime stays open in PID 1: the sync socket goes (the
    * command holds it until its execve), and stdio too (the command has its
    * own copies), so that readers see EOF when the command's side closes. */

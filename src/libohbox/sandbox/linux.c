@@ -59,6 +59,7 @@ enum
   MSG_GO = 1,
   MSG_ERROR = 2,
   MSG_NS = 3, /* child -> parent: its user, then its network namespace (after_clone) */
+  MSG_READY = 4, /* command -> parent: set up, waiting for the last GO (before_start) */
 };
 
 struct sync_msg
@@ -74,6 +75,7 @@ struct exec_ctx
 {
   const struct ohbox_linux_spec *spec;
   struct ohbox_caps_plan *caps;
+  struct ohbox_caps_plan *ldconfig_caps; /* root's, for the linker cache (NULL: none to rebuild) */
   char **env;
   int sync_fd;
 };
@@ -141,6 +143,62 @@ env_get (char **env, const char *name)
   return NULL;
 }
 
+/* Rebuilds the sandbox's linker cache with the device libraries' folders:
+ * the image's own ldconfig, as the sandbox's root, with root's capability
+ * set of the sandbox and its seccomp filter, after pivot_root (it sees only
+ * the sandbox).  An image without ldconfig (busybox, musl) keeps its cache;
+ * a failing one prints its complaint on the command's stderr; neither stops
+ * the command. */
+static void
+rebuild_linker_cache (const struct exec_ctx *ctx)
+{
+  const struct ohbox_linux_spec *spec = ctx->spec;
+  static const char *const candidates[] = { "/sbin/ldconfig", "/usr/sbin/ldconfig" };
+  const char *ldconfig = NULL;
+  for (size_t i = 0; i < 2 && ldconfig == NULL; i++)
+    if (access (candidates[i], X_OK) == 0)
+      ldconfig = candidates[i];
+  if (ldconfig == NULL)
+    return;
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      const char *step = NULL;
+      if (ohbox_caps_apply (ctx->ldconfig_caps, &step) < 0
+          || (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0))
+        _exit (OHBOX_EXIT_RUNTIME);
+      size_t n = 0;
+      while (spec->ldconfig_dirs[n])
+        n++;
+      char **argv = calloc (n + 2, sizeof (char *));
+      if (argv == NULL)
+        _exit (OHBOX_EXIT_RUNTIME);
+      argv[0] = (char *) "ldconfig";
+      memcpy (argv + 1, spec->ldconfig_dirs, n * sizeof (char *));
+      char *const envp[] = { (char *) "PATH=/usr/sbin:/usr/bin:/sbin:/bin", NULL };
+      execve (ldconfig, argv, envp);
+      _exit (OHBOX_EXIT_NOEXEC);
+    }
+  while (pid > 0 && waitpid (pid, NULL, 0) < 0 && errno == EINTR)
+    ;
+}
+
+/* The groups devices bring (CDI additionalGids) besides the user's own. */
+static void
+add_groups (struct ohbox_user_ids *ids, const uint32_t *gids, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      bool have = ids->gid == gids[i];
+      for (size_t j = 0; j < ids->n_groups && !have; j++)
+        have = ids->groups[j] == gids[i];
+      if (have)
+        continue;
+      ids->groups = xrealloc (ids->groups, (ids->n_groups + 1) * sizeof *ids->groups);
+      ids->groups[ids->n_groups++] = gids[i];
+    }
+}
+
 /* The command's process: after this, only the image's code runs. */
 static void
 exec_command (void *arg)
@@ -166,6 +224,8 @@ exec_command (void *arg)
   if (sync > 3)
     close_range (3, sync - 1, 0);
   close_range (sync + 1, ~0U, 0);
+  if (ctx->ldconfig_caps)
+    rebuild_linker_cache (ctx);
   const char *step = NULL;
   if (ohbox_caps_apply (ctx->caps, &step) < 0)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set up capabilities (%s)", step);
@@ -174,6 +234,8 @@ exec_command (void *arg)
   /* The last GO: the parent's after_clone (the network) is done, which ran
    * meanwhile. Before the seccomp filter, which may not allow recvmsg. */
   struct sync_msg m;
+  if (spec->before_start)
+    send_msg (sync, MSG_READY, 0, 0, 0, NULL, -1);
   if (recv_msg (sync, &m, NULL) <= 0 || m.type != MSG_GO)
     _exit (OHBOX_EXIT_RUNTIME);
   if (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0)
@@ -253,6 +315,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
 {
   cleanup_error ohbox_error_t err = NULL;
   prctl (PR_SET_PDEATHSIG, SIGKILL);
+  bool hidden = ohbox_hide_host_args ("ohbox-init");
   struct sync_msg m;
   int mfd = -1;
   if (spec->after_clone)
@@ -328,6 +391,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   struct ohbox_user_ids ids;
   if (ohbox_user_lookup (mfd, spec->user, &ids, &err) < 0)
     child_fail (sync, &err);
+  add_groups (&ids, spec->additional_gids, spec->n_additional_gids);
   struct ohbox_caps_sets sets;
   ohbox_caps_sets_for_user (spec->caps, spec->caps_added, ids.uid == 0, &sets);
   struct ohbox_caps_user cu = { .uid = ids.uid,
@@ -336,8 +400,17 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
                                 .n_groups = ids.n_groups,
                                 .set_groups = !(spec->userns && spec->userns_plan->single) };
   struct exec_ctx ctx = { .spec = spec, .sync_fd = sync };
-  if (ohbox_caps_plan_new (&sets, &cu, spec->no_new_privs ? OHBOX_CAPS_NO_NEW_PRIVS : 0, &ctx.caps, &err) < 0)
+  unsigned caps_flags = spec->no_new_privs ? OHBOX_CAPS_NO_NEW_PRIVS : 0;
+  if (ohbox_caps_plan_new (&sets, &cu, caps_flags, &ctx.caps, &err) < 0)
     child_fail (sync, &err);
+  if (spec->ldconfig_dirs && spec->ldconfig_dirs[0])
+    {
+      struct ohbox_caps_sets root_sets;
+      ohbox_caps_sets_for_user (spec->caps, spec->caps_added, true, &root_sets);
+      struct ohbox_caps_user root = { .uid = 0, .gid = 0, .set_groups = cu.set_groups };
+      if (ohbox_caps_plan_new (&root_sets, &root, caps_flags, &ctx.ldconfig_caps, &err) < 0)
+        child_fail (sync, &err);
+    }
   ctx.env = env_with_home (spec->env, ids.home);
   /* Our cgroup (joined above) becomes our cgroup namespace's root. */
   if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)
@@ -362,7 +435,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   if (spec->netns && !spec->join_netns && loopback_up (&err) < 0)
     child_fail (sync, &err);
   close (mfd);
-  ohbox_init_run (exec_command, &ctx, sync);
+  ohbox_init_run (exec_command, &ctx, sync, !hidden);
 }
 
 static pid_t
@@ -631,6 +704,21 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
         }
     }
   ohbox_trace ("parent: network attached");
+  if (spec->before_start)
+    {
+      /* The sandbox is set up (mounts, pivot_root, its command's process
+       * waits): what must run before its command does, runs now. */
+      n = recv_msg (sync, &m, NULL);
+      if (n >= (ssize_t) offsetof (struct sync_msg, text) && m.type == MSG_ERROR)
+        goto child_error;
+      if (n <= 0 || m.type != MSG_READY)
+        {
+          ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init died during setup");
+          goto fail;
+        }
+      if (spec->before_start (pid, spec->before_start_data, err) < 0)
+        goto fail;
+    }
   send_msg (sync, MSG_GO, 0, 0, 0, NULL, -1);
   n = recv_msg (sync, &m, NULL);
   if (n == 0)

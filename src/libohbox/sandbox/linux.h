@@ -20,12 +20,26 @@
 
 #define OHBOX_IDMAP_MAX 8 /* newuidmap accepts more; /etc/subuid rarely has more than one range per user */
 
-/* When /etc/subuid has no range for root, root's sandboxes map their ids
- * 0..65535 to host ids OHBOX_USERNS_DEFAULT_START.. (a range no
- * distribution allocates: useradd starts subordinate ids at 100000 and
- * hands out 65536 per user). Documented in ohbox-run(1). */
+/* Root's sandboxes get a range of OHBOX_USERNS_BLOCK ids of their own
+ * (ids 0..65535 inside), leased per sandbox so that no two running
+ * sandboxes are ever the same host user (on a shared volume, a shared
+ * network namespace's sockets, signals): as podman's --userns=auto. The
+ * pool: the ranges /etc/subuid and /etc/subgid give "root" (or uid 0), cut
+ * into blocks; without such a range, OHBOX_USERNS_POOL_BLOCKS blocks from
+ * host id OHBOX_USERNS_DEFAULT_START on (a range no distribution
+ * allocates: useradd starts subordinate ids at 100000 and hands out 65536
+ * per user), whose first block, which every sandbox shared before ranges
+ * were leased, is never handed out. A configured range too small for two
+ * blocks is shared by every sandbox, with a warning. Documented in
+ * ohbox-run(1). */
 #define OHBOX_USERNS_DEFAULT_START 1879048192u /* 0x70000000 */
 #define OHBOX_USERNS_DEFAULT_COUNT 65536u
+#define OHBOX_USERNS_BLOCK 65536u
+#define OHBOX_USERNS_POOL_BLOCKS 4096u /* 0x70000000 .. 0x7fffffff */
+/* Where leases are: LEASES/<block> is a symlink to the owning sandbox's
+ * state directory (host-wide for root, whatever the state root; a lease
+ * whose owner is gone is reclaimed). */
+#define OHBOX_USERNS_LEASES "/run/ohbox/userns"
 
 struct ohbox_idmap_range
 {
@@ -47,6 +61,15 @@ struct ohbox_userns_plan
   bool use_helpers;   /* rootless with subordinate ids: newuidmap/newgidmap */
   bool single;        /* rootless without: one id, setgroups denied */
   char *warning;      /* for the caller to print (single-id fallback) */
+  /* Root: the pool (the ranges of uids and gids its blocks are cut from),
+   * its blocks POOL_FIRST..POOL_BLOCKS-1 to lease, and the block leased, or
+   * -1 (then UIDS and GIDS map the whole configured range, or the first
+   * default block). */
+  struct ohbox_idmap pool_uids;
+  struct ohbox_idmap pool_gids;
+  uint32_t pool_first;
+  uint32_t pool_blocks;
+  int64_t lease;
 };
 
 /* Plans the maps for the calling user: SUBUID/SUBGID are the files' paths
@@ -59,6 +82,18 @@ int ohbox_subid_parse (const char *text, const char *name, uint32_t id, uint32_t
                        struct ohbox_idmap *map);
 /* The host id of ID inside, or (uint32_t) -1 when unmapped. */
 uint32_t ohbox_idmap_to_host (const struct ohbox_idmap *map, uint32_t id);
+/* Root: leases a free block of the pool for the sandbox whose state
+ * directory is OWNER and maps PLAN to it (nothing when the pool is one
+ * block: then PLAN maps that, shared). OHBOX_ERR_STORE when every block is
+ * leased. */
+int ohbox_userns_lease (struct ohbox_userns_plan *plan, const char *owner, ohbox_error_t *err);
+/* Gives back the leases OWNER holds (none: fine). */
+int ohbox_userns_release (const char *owner, ohbox_error_t *err);
+/* Calls FN with each lease's path and the state directory it names. */
+int ohbox_userns_leases (void (*fn) (const char *lease, const char *owner, void *data), void *data,
+                         ohbox_error_t *err);
+/* Removes the lease at LEASE (a path FN got) if it still names OWNER. */
+int ohbox_userns_drop_lease (const char *lease, const char *owner, ohbox_error_t *err);
 /* Writes the maps of process PID (its user namespace). */
 int ohbox_userns_write_maps (pid_t pid, const struct ohbox_userns_plan *plan, ohbox_error_t *err);
 
@@ -71,11 +106,24 @@ struct ohbox_mount_spec
   bool read_only;
   bool idmap; /* ids mapped through the sandbox's user namespace (:idmap) */
   bool tmpfs;
+  /* A device node given with --device, --gpus or CDI: the only binds
+   * through which device nodes can be opened (every other bind is nodev). */
+  bool device;
+  /* Root's sandboxes with a user namespace: the device is a node made
+   * afresh (RDEV, MODE) in a detached tmpfs of the sandbox's own, owned by
+   * HOST_UID:HOST_GID (the sandbox's ids the node belongs to, as the host
+   * sees them), instead of a bind of the host's node, which the sandbox's
+   * root would see as nobody's. */
+  bool mknod;
+  dev_t rdev;
+  mode_t mode; /* S_IFCHR or S_IFBLK and the permission bits */
+  uid_t host_uid;
+  gid_t host_gid;
   int fd; /* the source as a detached tree the parent cloned, or -1 */
 };
 
 /* In the parent, before clone: clones each bind source as a detached tree
- * (read-only when asked). The child may lack the right to even look the
+ * (read-only when asked; nodev unless it is a device). The child may lack the right to even look the
  * source up (its root is an unprivileged host uid), and the path is
  * resolved once, by the caller's credentials. */
 int ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err);
@@ -124,6 +172,12 @@ struct ohbox_linux_spec
    * NULL. */
   int (*right_after_clone) (int userns_fd, int netns_fd, void *data, ohbox_error_t *err);
   void *after_clone_data;
+  /* Called in the parent once the sandbox is set up (its mounts made, its
+   * root pivoted, its command's process waiting to execve) and its network
+   * attached, before the command runs; may be NULL (then there is no such
+   * wait). */
+  int (*before_start) (pid_t pid, void *data, ohbox_error_t *err);
+  void *before_start_data;
 
   const struct ohbox_snapshot *snap;
   bool read_only;
@@ -137,6 +191,14 @@ struct ohbox_linux_spec
   const struct ohbox_seccomp_filter *seccomp; /* NULL: unconfined */
 
   const struct ohbox_cgroup *cgroup; /* NULL: none */
+
+  /* Devices (devices/devices.h): groups the command's user joins besides
+   * its own, and library folders the sandbox's linker cache is rebuilt with
+   * (its own ldconfig, run as the sandbox's root with the sandbox's
+   * capabilities and seccomp filter, before the command). */
+  const uint32_t *additional_gids;
+  size_t n_additional_gids;
+  char **ldconfig_dirs; /* NULL-terminated or NULL */
 };
 
 struct ohbox_linux_proc
@@ -160,8 +222,18 @@ int ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_p
 
 /* init.c: runs as PID 1 after the rootfs is ready: forks the command
  * (EXEC_FN with ARG, which never returns), forwards signals to it, reaps
- * every process, and exits with the command's status (128+N for a signal). */
-__attribute__ ((noreturn)) void ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd);
+ * every process, and exits with the command's status (128+N for a signal).
+ * WIPE_ARGS: ohbox_hide_host_args failed, wipe the arguments and the
+ * environment in PID 1's memory once the command is forked. */
+__attribute__ ((noreturn)) void ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd,
+                                                bool wipe_args);
+
+/* init.c: makes the process's /proc/PID/cmdline show TITLE alone and its
+ * /proc/PID/environ nothing (a clone or fork of ohbox inside a sandbox
+ * would show the host's command line, paths and variables), without
+ * touching its memory; names the process TITLE. False where the kernel
+ * does not allow it (no CONFIG_CHECKPOINT_RESTORE). */
+bool ohbox_hide_host_args (const char *title);
 
 /* init.c: finds USER in the rootfs (ROOTFD, resolved in-root) and fills
  * uid, gid, home and the supplementary groups (xmalloc'd). */

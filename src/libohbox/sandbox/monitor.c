@@ -1,7 +1,8 @@
 /* monitor.c: the per-sandbox monitor loop (see sandbox.h): waits on the
  * init's pidfd, copies a detached sandbox's output into a bounded log,
  * forwards signals in the foreground, proxies a terminal, then records the
- * exit status and cleans up; kills the sandbox at its --timeout. It
+ * exit status and cleans up; kills the sandbox at its --timeout; relays
+ * the caller's terminals without -t (relay.h). It
  * allocates nothing per event: its memory is what the fork left it plus one
  * 16 KiB buffer (and, for on_output in the foreground, two line buffers). */
 #include "config.h"
@@ -329,7 +330,7 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   int client = -1;
   for (;;)
     {
-      struct pollfd p[8];
+      struct pollfd p[12];
       int n = 0;
       p[n++] = (struct pollfd){ .fd = m->pidfd, .events = POLLIN };
       int log_i = -1, sig_i = -1, in_i = -1, line_i[2] = { -1, -1 }, listen_i = -1, client_i = -1;
@@ -364,6 +365,8 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
           in_i = n;
           p[n++] = (struct pollfd){ .fd = 0, .events = POLLIN };
         }
+      if (m->relay)
+        ohbox_relay_poll (m->relay, p, &n);
       int wait_ms = timeout_step (m, &timed_out, &killed);
       int pr = poll (p, n, wait_ms);
       if (pr < 0)
@@ -377,6 +380,8 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       for (int i = 0; i < 2; i++)
         if (line_i[i] >= 0 && p[line_i[i]].revents)
           lines_pump (m, &ls, i, buf);
+      if (m->relay)
+        ohbox_relay_handle (m->relay, p, buf, LOG_BUF);
       /* A client that went away first: one that detaches and attaches
        * again at once must not find itself busy. */
       if (client_i >= 0 && p[client_i].revents)
@@ -424,6 +429,9 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
         if (poll (&q, 1, 0) <= 0)
           break;
       }
+  /* Every writer is gone with the PID namespace: EOF comes. */
+  if (m->relay)
+    ohbox_relay_finish (m->relay, buf, LOG_BUF, 1000);
   for (int i = 0; i < 2; i++)
     while (m->on_output && m->line_fd[i] >= 0)
       {
@@ -482,6 +490,18 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   cleanup_free char *now = ohbox_now_rfc3339 ();
   json_t *f = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", code, "finished_at", now,
                          "paused", 0, "timed_out", timed_out);
+  if (m->devices && m->devices->n_hooks > 0)
+    {
+      /* OCI: a poststop hook that fails is a warning, and the rest goes on. */
+      cleanup_free char *dir = xasprintf ("%s/%s", m->rt->root, m->id);
+      json_t *st = json_pack ("{s:s, s:s, s:s, s:s, s:{}}", "ociVersion", "1.0.2", "id", m->id, "status", "stopped",
+                              "bundle", dir, "annotations");
+      cleanup_free char *state = json_dumps (st, JSON_COMPACT);
+      json_decref (st);
+      cleanup_error ohbox_error_t hook_err = NULL;
+      if (ohbox_device_hooks_run (m->devices, OHBOX_HOOK_POSTSTOP, state, &hook_err) < 0)
+        json_object_set_new (f, "hook_warning", json_string (hook_err->msg));
+    }
   if (ohbox_state_update (m->dirfd, f, ret < 0 ? NULL : err) < 0)
     ret = -1;
   json_decref (f);

@@ -21,6 +21,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <linux/openat2.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
 #include <sys/stat.h>
@@ -265,19 +266,101 @@ readonly_path (int rootfd, const char *path, ohbox_error_t *err)
   return 0;
 }
 
-int
-ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err)
+/* Device nodes for a root sandbox (see ohbox_mount_spec.mknod), each a
+ * detached mount of one file.  Safe: the tmpfs they are made in is never
+ * reachable by anyone else (detached, or for a moment attached on a fresh
+ * 0700 directory of root's), the nodes are the ones the caller asked for
+ * by name, and the sandbox's device cgroup allows only them. */
+static int
+make_devfs (ohbox_error_t *err)
 {
+  cleanup_close int fsfd = fsopen ("tmpfs", FSOPEN_CLOEXEC);
+  if (fsfd < 0 || fsconfig (fsfd, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0
+      || fsconfig (fsfd, FSCONFIG_SET_STRING, "size", "64k", 0) < 0
+      || fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
+    return ohbox_error_errno (err, "make a tmpfs for device nodes");
+  int devfs = fsmount (fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
+  if (devfs < 0)
+    return ohbox_error_errno (err, "mount a tmpfs for device nodes");
+  return devfs;
+}
+
+/* Linux before 6.15 clones no file of a detached mount (EINVAL): attach it
+ * on a fresh directory of root's for the clones, then detach it. */
+static int
+clone_nodes_attached (int devfs, struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err)
+{
+  if (mkdir ("/run/ohbox", 0755) < 0 && errno != EEXIST)
+    return ohbox_error_errno (err, "mkdir /run/ohbox");
+  char dir[] = "/run/ohbox/devnodes.XXXXXX";
+  if (mkdtemp (dir) == NULL)
+    return ohbox_error_errno (err, "make a directory for device nodes");
+  int rc = 0;
+  if (move_mount (devfs, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    rc = ohbox_error_errno (err, "attach the device nodes' tmpfs");
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    {
+      if (!mounts[i].mknod || mounts[i].fd >= 0)
+        continue;
+      cleanup_free char *path = xasprintf ("%s/%zu", dir, i);
+      mounts[i].fd = open_tree (AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+      if (mounts[i].fd < 0)
+        rc = ohbox_error_errno (err, "clone device node `%s`", mounts[i].target);
+    }
+  umount2 (dir, MNT_DETACH);
+  rmdir (dir);
+  return rc;
+}
+
+static int
+prepare_device_nodes (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err)
+{
+  cleanup_close int devfs = -1;
+  bool detached_clones = true;
   for (size_t i = 0; i < n; i++)
     {
       struct ohbox_mount_spec *m = &mounts[i];
-      if (m->tmpfs)
+      if (!m->mknod)
+        continue;
+      if (devfs < 0 && (devfs = make_devfs (err)) < 0)
+        return -1;
+      char name[24];
+      snprintf (name, sizeof name, "%zu", i);
+      if (mknodat (devfs, name, m->mode, m->rdev) < 0 || fchownat (devfs, name, m->host_uid, m->host_gid, 0) < 0
+          || fchmodat (devfs, name, m->mode & 07777, 0) < 0)
+        return ohbox_error_errno (err, "make device node `%s` (of `%s`)", m->target, m->source);
+      if (detached_clones)
+        {
+          m->fd = open_tree (devfs, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
+          if (m->fd < 0 && errno != EINVAL)
+            return ohbox_error_errno (err, "clone device node `%s`", m->target);
+          detached_clones = m->fd >= 0;
+        }
+    }
+  return detached_clones ? 0 : clone_nodes_attached (devfs, mounts, n, err);
+}
+
+int
+ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err)
+{
+  if (prepare_device_nodes (mounts, n, err) < 0)
+    return -1;
+  for (size_t i = 0; i < n; i++)
+    {
+      struct ohbox_mount_spec *m = &mounts[i];
+      if (m->tmpfs || m->mknod)
         continue;
       m->fd = open_tree (AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
       if (m->fd < 0)
         return ohbox_error_errno (err, "bind mount source `%s`", m->source);
       if (m->read_only && set_read_only (m->fd, true, m->source, err) < 0)
         return -1;
+      /* A volume is data, never a way to a device: a node reached through
+       * it (`-v /dev:/x`, a node on a shared disk) cannot be opened.
+       * Devices come with --device, as binds of their own. */
+      struct mount_attr nodev = { .attr_set = MOUNT_ATTR_NODEV };
+      if (!m->device && mount_setattr (m->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &nodev, sizeof nodev) < 0)
+        return ohbox_error_errno (err, "make volume `%s` nodev", m->source);
     }
   return 0;
 }

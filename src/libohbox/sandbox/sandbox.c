@@ -21,6 +21,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
@@ -155,6 +156,10 @@ build_env (const struct ohbox_run_options *o, json_t *rc, const char *hostname, 
   for (size_t i = 0; i < ni; i++)
     env_set (&v, &n, img[i]);
   strv_free (img);
+  /* Over the image's (a CUDA image's NVIDIA_VISIBLE_DEVICES=all), under the
+   * caller's own -e. */
+  for (size_t i = 0; o->devices && i < o->devices->n_env; i++)
+    env_set (&v, &n, o->devices->env[i]);
   for (size_t i = 0; o->env && o->env[i]; i++)
     {
       if (n >= OHBOX_SANDBOX_MAX_ENV)
@@ -175,10 +180,51 @@ build_env (const struct ohbox_run_options *o, json_t *rc, const char *hostname, 
   return 0;
 }
 
+/* The devices' nodes (binds that may be opened, idmapped where root's
+ * sandbox has a user namespace) and their mounts (read-only unless the
+ * spec says "rw"), after the volumes in M[*N]. */
+static int
+add_device_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec *m, size_t *n, ohbox_error_t *err)
+{
+  const struct ohbox_device_edits *dev = o->devices;
+  for (size_t i = 0; dev && i < dev->n_nodes; i++, (*n)++)
+    {
+      const struct ohbox_device_node *d = &dev->nodes[i];
+      /* host_uid/host_gid hold the sandbox's ids until set_device_owners
+       * maps them. */
+      m[*n] = (struct ohbox_mount_spec){ .source = xstrdup (d->host_path),
+                                         .target = xstrdup (d->path),
+                                         .device = true,
+                                         .mknod = !o->userns_host && geteuid () == 0,
+                                         .rdev = makedev (d->major, d->minor),
+                                         .mode = (d->type == 'b' ? S_IFBLK : S_IFCHR) | (d->file_mode & 07777),
+                                         .host_uid = d->uid,
+                                         .host_gid = d->gid,
+                                         .fd = -1 };
+    }
+  for (size_t i = 0; dev && i < dev->n_mounts; i++, (*n)++)
+    {
+      const struct ohbox_device_mount *dm = &dev->mounts[i];
+      if (dm->type != NULL && strcmp (dm->type, "bind") != 0 && strcmp (dm->type, "none") != 0)
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "device mount `%s`: type `%s` (only bind mounts)",
+                            dm->container_path, dm->type);
+      bool rw = false;
+      for (size_t k = 0; dm->options[k]; k++)
+        rw = strcmp (dm->options[k], "rw") == 0 ? true : strcmp (dm->options[k], "ro") == 0 ? false : rw;
+      m[*n] = (struct ohbox_mount_spec){ .source = xstrdup (dm->host_path),
+                                         .target = xstrdup (dm->container_path),
+                                         .read_only = !rw,
+                                         .fd = -1 };
+    }
+  return 0;
+}
+
 static int
 parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, size_t *ret_n, ohbox_error_t *err)
 {
-  size_t total = strv_len (o->volumes) + strv_len (o->tmpfs);
+  const struct ohbox_device_edits *dev = o->devices;
+  size_t n_dev = dev ? dev->n_nodes + dev->n_mounts : 0;
+  size_t total = strv_len (o->volumes) + strv_len (o->tmpfs) + n_dev;
   if (total > OHBOX_SANDBOX_MAX_MOUNTS)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many mounts (at most %d)", OHBOX_SANDBOX_MAX_MOUNTS);
   struct ohbox_mount_spec *m = xcalloc (total + 1, sizeof *m);
@@ -243,9 +289,88 @@ parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, 
       m[n].fd = -1;
       n++;
     }
+  if (add_device_mounts (o, m, &n, err) < 0)
+    {
+      free (m);
+      return -1;
+    }
   *ret = m;
   *ret_n = n;
   return 0;
+}
+
+/* The owners of the device nodes root makes: the sandbox's ids as the
+ * host sees them (an id the sandbox does not map: its root). */
+static void
+set_device_owners (struct ohbox_mount_spec *m, size_t n, const struct ohbox_userns_plan *plan)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      if (!m[i].mknod)
+        continue;
+      uint32_t u = ohbox_idmap_to_host (&plan->uids, m[i].host_uid), g = ohbox_idmap_to_host (&plan->gids, m[i].host_gid);
+      m[i].host_uid = u != (uint32_t) -1 ? u : ohbox_idmap_to_host (&plan->uids, 0);
+      m[i].host_gid = g != (uint32_t) -1 ? g : ohbox_idmap_to_host (&plan->gids, 0);
+    }
+}
+
+/* The OCI state a device's hook gets on its stdin. */
+static char *
+hook_state (const char *id, const char *status, pid_t pid, const char *bundle)
+{
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:s, s:{}}", "ociVersion", "1.0.2", "id", id, "status", status, "pid",
+                         (int) pid, "bundle", bundle, "annotations");
+  char *text = json_dumps (j, JSON_COMPACT);
+  json_decref (j);
+  return text;
+}
+
+struct start_hooks
+{
+  const struct ohbox_run_options *o;
+  const char *id;
+  const char *dir; /* the sandbox's state directory: the state's bundle */
+};
+
+/* The devices' hooks before the command runs (linux.h before_start): in
+ * OCI's order, all three from the host's namespaces, the sandbox's root at
+ * /proc/PID/root (ohbox-run(1) says how this differs from runc). */
+static int
+run_start_hooks (pid_t pid, void *data, ohbox_error_t *err)
+{
+  const struct start_hooks *h = data;
+  static const enum ohbox_hook_stage stages[] = { OHBOX_HOOK_PRESTART, OHBOX_HOOK_CREATE_RUNTIME,
+                                                  OHBOX_HOOK_CREATE_CONTAINER, OHBOX_HOOK_START_CONTAINER };
+  cleanup_free char *state = hook_state (h->id, "created", pid, h->dir);
+  for (size_t i = 0; i < sizeof stages / sizeof stages[0]; i++)
+    if (ohbox_device_hooks_run (h->o->devices, stages[i], state, err) < 0)
+      return -1;
+  return 0;
+}
+
+/* Root's sandboxes may open the nodes ohbox puts in every /dev and the
+ * devices given, nothing else (cgroup_devices.c).  Rootless ones cannot
+ * have device rules (the v1 lists and v2 filters need the host's
+ * CAP_SYS_ADMIN): there, the binds are the limit, as every other bind is
+ * nodev and the user namespace cannot make nodes. */
+static int
+limit_devices (const struct ohbox_run_options *o, const struct ohbox_cgroup *cg, ohbox_error_t *err)
+{
+  if (geteuid () != 0)
+    return 0;
+  const struct ohbox_device_edits *dev = o->devices;
+  size_t n = ohbox_n_default_device_rules + (dev ? dev->n_nodes : 0);
+  cleanup_free struct ohbox_device_rule *rules = xcalloc (n, sizeof *rules);
+  memcpy (rules, ohbox_default_device_rules, ohbox_n_default_device_rules * sizeof *rules);
+  for (size_t i = 0; dev && i < dev->n_nodes; i++)
+    {
+      struct ohbox_device_rule *r = &rules[ohbox_n_default_device_rules + i];
+      r->type = dev->nodes[i].type;
+      r->major = dev->nodes[i].major;
+      r->minor = dev->nodes[i].minor;
+      memcpy (r->access, dev->nodes[i].access, sizeof r->access);
+    }
+  return ohbox_cgroup_set_devices (cg, rules, n, err);
 }
 
 /* What run_here() builds, released in one place. */
@@ -298,8 +423,11 @@ run_ctx_release (struct run_ctx *c)
   c->line_read[0] = c->line_read[1] = -1;
 }
 
+/* The command's stdio (C->stdio; its -t terminal in *TTY_MASTER), and
+ * where the caller's own is a terminal without -t, the RELAY (relay.h). */
 static int
-setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, ohbox_error_t *err)
+setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_master, struct ohbox_relay *relay,
+             ohbox_error_t *err)
 {
   *tty_master = -1;
   if (o->tty)
@@ -341,14 +469,18 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->stdio[2] = pe[1];
       c->line_read[0] = po[0];
       c->line_read[1] = pe[0];
-      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+      if (c->stdio[0] < 0)
+        return ohbox_error_errno (err, "open /dev/null");
+      return ohbox_relay_setup (relay, c->stdio, err);
     }
   if (!o->detach)
     {
       c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
       c->stdio[1] = 1;
       c->stdio[2] = 2;
-      return c->stdio[0] < 0 ? ohbox_error_errno (err, "open /dev/null") : 0;
+      if (c->stdio[0] < 0)
+        return ohbox_error_errno (err, "open /dev/null");
+      return ohbox_relay_setup (relay, c->stdio, err);
     }
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
@@ -380,6 +512,25 @@ stop_signal (const struct ohbox_run_options *o, json_t *rc, int *sig, ohbox_erro
   return 0;
 }
 
+/* What `ps --format json` shows of a sandbox's devices: the names asked
+ * for, and each node as "PATH (HOST_PATH c MAJOR:MINOR ACCESS)". */
+static json_t *
+devices_json (const struct ohbox_device_edits *d)
+{
+  json_t *names = json_array (), *nodes = json_array ();
+  for (size_t i = 0; i < d->n_names; i++)
+    json_array_append_new (names, json_string (d->names[i]));
+  for (size_t i = 0; i < d->n_nodes; i++)
+    {
+      const struct ohbox_device_node *n = &d->nodes[i];
+      json_array_append_new (nodes, json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path",
+                                               n->host_path, "type", &n->type, (size_t) 1, "major",
+                                               (json_int_t) n->major, "minor", (json_int_t) n->minor, "access",
+                                               n->access));
+    }
+  return json_pack ("{s:o, s:o}", "names", names, "nodes", nodes);
+}
+
 static int
 write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct run_ctx *c, struct ohbox_store *s,
               ohbox_error_t *err)
@@ -394,6 +545,10 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
                            "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
                            "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
+  if (o->storage_size)
+    json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
+  if (o->devices)
+    json_object_set_new (cfg, "devices", devices_json (o->devices));
   if (o->labels)
     {
       json_t *labels = json_object ();
@@ -465,6 +620,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   c.line_read[0] = c.line_read[1] = -1;
   c.stdio[0] = c.stdio[1] = c.stdio[2] = -1;
   int tty_master = -1;
+  struct ohbox_relay relay;
+  ohbox_relay_init (&relay);
   struct ohbox_linux_proc proc = { 0 };
   bool created = false;
   /* Declared here: a goto fail must not enter the scope of a cleanup variable. */
@@ -500,10 +657,6 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   ohbox_trace ("config, network plan");
   bool userns = !o->userns_host;
   bool rootless = geteuid () != 0;
-  /* Rootless, a bind source can only be cloned in the sandbox's own user
-   * and mount namespaces (the child does it, linux.c). */
-  if (!rootless && ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
-    goto fail;
   if (rootless && !userns)
     {
       ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");
@@ -517,13 +670,29 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
         goto fail;
       if (c.userns.warning)
         warn (o, "%s", c.userns.warning);
+      /* Root: ids of its own (linux.h), given back by ohbox_state_remove. */
+      cleanup_free char *owner = xasprintf ("%s/%s", rt->root, id);
+      if (!rootless && ohbox_userns_lease (&c.userns, owner, err) < 0)
+        goto fail;
       root_uid = ohbox_idmap_to_host (&c.userns.uids, 0);
       root_gid = ohbox_idmap_to_host (&c.userns.gids, 0);
+      set_device_owners (c.mounts, c.n_mounts, &c.userns);
     }
+  /* Root clones the bind sources here, by the caller's credentials, after
+   * the id lease (the device nodes it makes belong to the sandbox's ids).
+   * Rootless, a source can only be cloned in the sandbox's own user and
+   * mount namespaces (the child does it, linux.c). */
+  if (!rootless && ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
+    goto fail;
   const struct oci_image_config *ic = c.img->config;
-  if (ohbox_snapshot_prepare (rt->store, id, ic->diff_ids, ic->n_diff_ids, rootless ? geteuid () : root_uid,
-                              rootless ? getegid () : root_gid, &c.snap, err)
-      < 0)
+  int prepared;
+  {
+    cleanup_free char *state_dir = xasprintf ("%s/%s", rt->root, id);
+    prepared = ohbox_snapshot_prepare (rt->store, id, state_dir, ic->diff_ids, ic->n_diff_ids,
+                                       rootless ? geteuid () : root_uid, rootless ? getegid () : root_gid,
+                                       o->read_only ? 0 : o->storage_size, &c.snap, err);
+  }
+  if (prepared < 0)
     goto fail;
   if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)
     goto fail;
@@ -531,7 +700,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   const struct ohbox_cgroup_host *cgh;
   if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
     goto fail;
-  if (ohbox_cgroup_create (cgh, id, &o->limits, &c.cgroup, err) < 0)
+  if (ohbox_cgroup_create (cgh, id, &o->limits, &c.cgroup, err) < 0 || limit_devices (o, c.cgroup, err) < 0)
     goto fail;
   ohbox_trace ("cgroups");
   uint64_t caps, added;
@@ -548,7 +717,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
         goto fail;
     }
   ohbox_trace ("seccomp filter");
-  if (setup_stdio (o, &c, &tty_master, err) < 0)
+  if (setup_stdio (o, &c, &tty_master, &relay, err) < 0)
     goto fail;
   c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (c.rootdir_fd < 0)
@@ -573,6 +742,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   if (ohbox_exec_record (dfd, &xr, err) < 0
       || (c.seccomp && ohbox_seccomp_filter_save (dfd, OHBOX_EXEC_SECCOMP_FILE, c.seccomp, err) < 0))
     goto fail;
+  cleanup_free char *sandbox_dir = xasprintf ("%s/%s", rt->root, id);
+  struct start_hooks start_hooks = { .o = o, .id = id, .dir = sandbox_dir };
   struct ohbox_linux_spec spec = {
     .id = id,
     .argv = c.argv,
@@ -591,6 +762,8 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .after_clone = attach_network,
     .right_after_clone = attach_network_early,
     .after_clone_data = c.net,
+    .before_start = o->devices && o->devices->n_hooks > 0 ? run_start_hooks : NULL,
+    .before_start_data = &start_hooks,
     .snap = c.snap,
     .read_only = o->read_only,
     .mounts = c.mounts,
@@ -601,6 +774,9 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .no_new_privs = !o->allow_new_privs,
     .seccomp = c.seccomp,
     .cgroup = c.cgroup,
+    .additional_gids = o->devices ? o->devices->additional_gids : NULL,
+    .n_additional_gids = o->devices ? o->devices->n_additional_gids : 0,
+    .ldconfig_dirs = o->devices ? o->devices->ldconfig_dirs : NULL,
   };
   ohbox_trace ("stdio, exec record");
   if (ohbox_linux_start (&spec, &proc, err) < 0)
@@ -609,6 +785,14 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
       goto fail;
     }
   ohbox_trace ("parent: command running");
+  if (o->devices && o->devices->n_hooks > 0)
+    {
+      /* OCI: a poststart hook that fails is a warning; the sandbox runs. */
+      cleanup_free char *state = hook_state (id, "running", proc.pid, sandbox_dir);
+      cleanup_error ohbox_error_t hook_err = NULL;
+      if (ohbox_device_hooks_run (o->devices, OHBOX_HOOK_POSTSTART, state, &hook_err) < 0)
+        warn (o, "%s", hook_err->msg);
+    }
   double started = ohbox_monotonic ();
   /* From here on the store is only read through the sandbox's own mounts;
    * its layers file keeps GC away from them (snapshot.h). */
@@ -634,11 +818,13 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .started = started,
     .timeout = o->timeout,
     .line_fd = { c.line_read[0], c.line_read[1] },
+    .relay = ohbox_relay_active (&relay) ? &relay : NULL,
     .detached = report_fd >= 0,
     .attach_fd = -1,
     .on_output = report_fd < 0 ? o->on_output : NULL,
     .on_exited = report_fd < 0 ? o->on_exited : NULL,
     .event_data = o->event_data,
+    .devices = o->devices,
   };
   c.out_read = -1;
   c.line_read[0] = c.line_read[1] = -1;
@@ -698,6 +884,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     }
   if (raw)
     tcsetattr (0, TCSANOW, &saved);
+  ohbox_relay_close (&relay);
   if (tty_master >= 0)
     close (tty_master);
   close (m.pidfd);
@@ -719,6 +906,7 @@ fail:
     }
   if (c.out_read >= 0)
     close (c.out_read);
+  ohbox_relay_close (&relay);
   run_ctx_release (&c);
   if (created)
     {

@@ -1,9 +1,12 @@
 /* sandbox.h: sandboxes from images: run, and the lifecycle commands.
  *
  * No daemon. Each sandbox has a state directory STATE/<id>/ (STATE is
- * /run/ohbox for root, $XDG_RUNTIME_DIR/ohbox otherwise; a store other than
- * the default one gets STATE/stores/<hash of its path>/, so two stores never
- * see each other's sandboxes):
+ * ohbox_runtime_base_dir (): /run/ohbox for root, $XDG_RUNTIME_DIR/ohbox
+ * otherwise, else ~/.local/state/ohbox/run; a store other than the default
+ * one gets STATE/stores/<hash of its path>/, so two stores never see each
+ * other's sandboxes). STATE and every directory on the way to it belong to
+ * the caller or root, writable by nobody else (ohbox_private_dir_open):
+ * another local user cannot make or redirect it:
  *
  *   config.json   what was asked (image, command, name, --rm, store), written once
  *   state.json    status, init pid and its start time, exit code, times
@@ -34,6 +37,7 @@
 
 #include "cgroup/cgroup.h"
 #include "common/error.h"
+#include "devices/devices.h"
 #include "store/store.h"
 
 /* The user-mode network of a rootless bridge sandbox: pasta when it is
@@ -95,6 +99,14 @@ struct ohbox_run_options
   char **dns;                    /* --dns addresses (NULL-terminated or NULL) */
   char **add_hosts;              /* --add-host "NAME:IP" lines for /etc/hosts (NULL-terminated or NULL) */
   struct ohbox_cgroup_limits limits;
+  /* The writable layer holds at most this many bytes (0: no limit): a
+   * sandbox that fills it gets ENOSPC, the store's filesystem is not
+   * filled (root only: snapshot.h). */
+  uint64_t storage_size;
+  /* Devices given to the sandbox (--device, --gpus, CDI), resolved by the
+   * run policy; NULL: none.  Every sandbox may open only the nodes ohbox
+   * puts in its /dev and these (cgroup device rules, root only). */
+  const struct ohbox_device_edits *devices;
   char **cap_add; /* NULL-terminated or NULL */
   char **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
@@ -139,6 +151,10 @@ struct ohbox_run_options
 
 struct ohbox_runtime;
 
+/* Where the caller's runtime state lives: /run/ohbox for root, else
+ * $XDG_RUNTIME_DIR/ohbox, else $XDG_STATE_HOME/ohbox/run (default
+ * ~/.local/state/ohbox/run). Opened with ohbox_private_dir_open (utils.h). */
+char *ohbox_runtime_base_dir (void);
 /* The state root for sandboxes of the store at STORE_ROOT (see above);
  * $OHBOX_RUNROOT overrides it. */
 char *ohbox_runtime_default_state_root (const char *store_root);

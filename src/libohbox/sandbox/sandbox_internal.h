@@ -5,6 +5,7 @@
 #include <sys/types.h>
 
 #include "cgroup/cgroup.h"
+#include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
 
 #define OHBOX_ID_LEN 64
@@ -90,6 +91,7 @@ struct ohbox_monitor
   double started;    /* ohbox_monotonic () when the command started */
   double timeout;    /* seconds, 0: none (ohbox_run_options.timeout) */
   int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
+  struct ohbox_relay *relay; /* foreground: the caller's terminals relayed (relay.h), or NULL */
   bool detached;     /* -d: output goes to the log, stdio is /dev/null */
   int attach_fd;     /* -d -t: the listening attach.sock (ohbox attach), or -1 */
   struct ohbox_network *net; /* its host ports, let go of by the teardown (may be NULL) */
@@ -97,6 +99,9 @@ struct ohbox_monitor
   void (*on_output) (int stream, const char *line, size_t len, void *data);
   void (*on_exited) (const struct ohbox_run_exit *exit, void *data);
   void *event_data;
+  /* The devices' poststop hooks run once the sandbox is gone (a failure
+   * is kept in state.json as "hook_warning"); NULL: none. */
+  const struct ohbox_device_edits *devices;
 };
 /* Runs until the sandbox's init exited: logs, signals, exit status, cleanup
  * (--rm included). Returns the exit code (or -1 with ERR). */

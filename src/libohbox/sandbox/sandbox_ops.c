@@ -99,7 +99,7 @@ describe (int dirfd, const char *id)
     status = "created";
   json_t *j = json_object ();
   json_object_set_new (j, "id", json_string (id));
-  static const char *const cfg_keys[] = { "name", "image", "image_id", "command", "created" };
+  static const char *const cfg_keys[] = { "name", "image", "image_id", "command", "created", "devices" };
   for (size_t i = 0; i < sizeof cfg_keys / sizeof cfg_keys[0]; i++)
     {
       json_t *v = json_object_get (cfg, cfg_keys[i]);

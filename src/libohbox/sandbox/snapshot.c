@@ -29,13 +29,21 @@ ohbox_snapshot_free (struct ohbox_snapshot *snap)
   free (snap->dir);
   free (snap->upper);
   free (snap->work);
+  if (snap->upper_mnt_fd >= 0)
+    close (snap->upper_mnt_fd);
   free (snap);
 }
 
+/* ROOT/sandboxes/ID/OWNER_LINK: the sandbox's state directory. */
+#define OWNER_LINK "state"
+
 int
-ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff_ids, size_t n_diff_ids,
-                        uid_t uid, gid_t gid, struct ohbox_snapshot **ret, ohbox_error_t *err)
+ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner, char *const *diff_ids,
+                        size_t n_diff_ids, uid_t uid, gid_t gid, uint64_t upper_size, struct ohbox_snapshot **ret,
+                        ohbox_error_t *err)
 {
+  if (owner[0] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "state directory `%s` is not an absolute path", owner);
   if (n_diff_ids == 0)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "image has no layers: nothing to run");
   if (n_diff_ids > OHBOX_SNAPSHOT_MAX_LAYERS)
@@ -43,6 +51,7 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff
                         n_diff_ids, OHBOX_SNAPSHOT_MAX_LAYERS);
   int rootfd = ohbox_store_dirfd (s);
   struct ohbox_snapshot *snap = xcalloc (1, sizeof *snap);
+  snap->upper_mnt_fd = -1;
   snap->id = xstrdup (id);
   snap->lowers = xcalloc (n_diff_ids, sizeof (char *));
   struct ohbox_buf list = { 0 };
@@ -75,9 +84,23 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff
       ohbox_error_errno (err, "open `%s`", snap->dir);
       goto out;
     }
+  /* Whose layer it is, for `ohbox check` (the layer is removed before the
+   * state directory: a layer whose state is gone is a leftover). */
+  if (symlinkat (owner, dfd, OWNER_LINK) < 0)
+    {
+      ohbox_error_errno (err, "link `%s/" OWNER_LINK "` to `%s`", snap->dir, owner);
+      goto out;
+    }
   /* The layer list goes first: from now on GC keeps these layers. */
   if (ohbox_write_file_nosync (dfd, "layers", list.data, list.len, err) < 0)
     goto out;
+  if (upper_size > 0)
+    {
+      if (ohbox_snapshot_bound_upper (snap, dfd, upper_size, uid, gid, err) < 0)
+        goto out;
+      ret_val = 0;
+      goto out;
+    }
   if ((mkdirat (dfd, "upper", 0755) < 0 && errno != EEXIST) || (mkdirat (dfd, "work", 0700) < 0 && errno != EEXIST))
     {
       ohbox_error_errno (err, "mkdir in `%s`", snap->dir);
@@ -103,6 +126,26 @@ out:
     }
   *ret = snap;
   return 0;
+}
+
+int
+ohbox_snapshot_sandbox_gone (struct ohbox_store *s, const char *id, char **ret_owner)
+{
+  cleanup_free char *link = xasprintf (SANDBOXES_DIR "/%s/" OWNER_LINK, id);
+  char owner[PATH_MAX];
+  ssize_t n = readlinkat (ohbox_store_dirfd (s), link, owner, sizeof owner - 1);
+  if (n <= 0)
+    return -1;
+  owner[n] = '\0';
+  /* Only what prepare writes: an absolute path ending in /ID. */
+  size_t len = (size_t) n, idlen = strlen (id);
+  if (owner[0] != '/' || len <= idlen || owner[len - idlen - 1] != '/' || strcmp (owner + len - idlen, id) != 0)
+    return -1;
+  struct stat st;
+  bool gone = lstat (owner, &st) < 0 && errno == ENOENT;
+  if (ret_owner)
+    *ret_owner = xstrdup (owner);
+  return gone ? 1 : 0;
 }
 
 /* A detached clone of DIR, idmapped through USERNS_FD when >= 0. */
@@ -173,6 +216,30 @@ detach_lowers (const struct ohbox_snapshot *snap, size_t n)
     }
 }
 
+/* The same for a bounded writable layer's filesystem (snapshot_size.c),
+ * attached on SNAP->dir/upper-mnt: *RET_ATTACHED says it is. */
+static int
+attach_upper (const struct ohbox_snapshot *snap, bool *ret_attached, ohbox_error_t *err)
+{
+  cleanup_close int dfd = open (snap->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
+  if (dfd < 0)
+    return ohbox_error_errno (err, "open `%s`", snap->dir);
+  if (mkdirat (dfd, "upper-mnt", 0700) < 0 && errno != EEXIST)
+    return ohbox_error_errno (err, "create `%s/upper-mnt`", snap->dir);
+  if (move_mount (snap->upper_mnt_fd, "", dfd, "upper-mnt", MOVE_MOUNT_F_EMPTY_PATH) < 0)
+    return ohbox_error_errno (err, "attach the writable layer on `%s/upper-mnt`", snap->dir);
+  *ret_attached = true;
+  return 0;
+}
+
+static void
+detach_upper (const struct ohbox_snapshot *snap)
+{
+  cleanup_free char *path = xasprintf ("%s/upper-mnt", snap->dir);
+  umount2 (path, MNT_DETACH | UMOUNT_NOFOLLOW);
+  rmdir (path);
+}
+
 /* Linux < 6.8: one "lowerdir" string of /proc/self/fd/N paths (fsconfig
  * strings are limited to 256 bytes). */
 static int
@@ -205,6 +272,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
   int ret = -1;
   cleanup_close int fsfd = -1;
   size_t n_attached = 0;
+  bool upper_is_attached = false;
   int i;
   for (i = 0; i < n; i++)
     fds[i] = -1;
@@ -267,7 +335,17 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
     }
   if (!(flags & OHBOX_SNAPSHOT_READ_ONLY))
     {
-      if (set_string (fsfd, "upperdir", snap->upper, err) < 0 || set_string (fsfd, "workdir", snap->work, err) < 0)
+      const char *upper = snap->upper, *work = snap->work;
+      cleanup_free char *upper_attached = NULL, *work_attached = NULL;
+      /* Before Linux 6.13 a detached upper is refused as the lowers are. */
+      if (!by_fd && snap->upper_mnt_fd >= 0)
+        {
+          if (attach_upper (snap, &upper_is_attached, err) < 0)
+            goto out;
+          upper = upper_attached = xasprintf ("%s/upper-mnt/upper", snap->dir);
+          work = work_attached = xasprintf ("%s/upper-mnt/work", snap->dir);
+        }
+      if (set_string (fsfd, "upperdir", upper, err) < 0 || set_string (fsfd, "workdir", work, err) < 0)
         goto out;
       /* No sync of the upper layer: a sandbox never outlives a crash of its
        * host (its state is under /run, nothing restarts it, its writable
@@ -298,6 +376,8 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
   ret = 0;
 out:
   detach_lowers (snap, n_attached);
+  if (upper_is_attached)
+    detach_upper (snap);
   for (i = 0; i < n; i++)
     if (fds[i] >= 0)
       close (fds[i]);

@@ -2,9 +2,11 @@
  *
  * Layout: the read-only layers are the store's unpacked layer directories
  * (ROOT/layers/sha256/<hex>, in overlayfs lower-dir form); each sandbox gets
- * ROOT/sandboxes/<id>/{upper,work} and ROOT/sandboxes/<id>/layers, the list
+ * ROOT/sandboxes/<id>/{upper,work}, ROOT/sandboxes/<id>/layers, the list
  * of DiffIDs it uses, which the store's GC reads (ohbox_snapshot_layers_in_use)
- * so that a layer is never removed under a sandbox, even after `ohbox rmi`.
+ * so that a layer is never removed under a sandbox, even after `ohbox rmi`,
+ * and ROOT/sandboxes/<id>/state, a link to the sandbox's state directory
+ * (for `ohbox check`: the layer of a sandbox whose state is gone leaked).
  *
  * Mounting uses the new mount API only (fsopen/fsconfig/fsmount): the result
  * is a detached mount (an fd) that the sandbox's child attaches in its own
@@ -35,6 +37,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -46,21 +49,42 @@
 #define OHBOX_SNAPSHOT_USERXATTR (1u << 0) /* rootless: mount inside the user namespace */
 #define OHBOX_SNAPSHOT_READ_ONLY (1u << 1) /* mount the rootfs read-only (--read-only) */
 
+/* --storage-size: the smallest writable layer (ext4's own needs). */
+#define OHBOX_SNAPSHOT_MIN_SIZE (16 << 20)
+
 struct ohbox_snapshot
 {
   char *id;
   char *dir;     /* ROOT/sandboxes/<id> */
-  char *upper;   /* ROOT/sandboxes/<id>/upper */
-  char *work;    /* ROOT/sandboxes/<id>/work */
+  char *upper;   /* ROOT/sandboxes/<id>/upper (bounded: /proc/self/fd/N/upper) */
+  char *work;    /* ROOT/sandboxes/<id>/work (bounded: /proc/self/fd/N/work) */
+  int upper_mnt_fd; /* bounded: the detached mount holding upper and work, else -1 */
   char **lowers; /* layer dirs, top-most first (overlay order) */
   size_t n_lowers;
 };
 
 /* Creates ROOT/sandboxes/ID/{upper,work,layers} for the layers DIFF_IDS
- * (base first, as in the image config), the upper dir owned by UID:GID.
- * Every layer must be present in the store. */
-int ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, char *const *diff_ids, size_t n_diff_ids,
-                            uid_t uid, gid_t gid, struct ohbox_snapshot **ret, ohbox_error_t *err);
+ * (base first, as in the image config), the upper dir owned by UID:GID,
+ * and ROOT/sandboxes/ID/state, a symbolic link to OWNER, the absolute path
+ * of the sandbox's state directory (the layer's sandbox is gone when that
+ * is: ohbox_snapshot_sandbox_gone). Every layer must be present in the
+ * store. UPPER_SIZE > 0: the writable layer holds at most that many bytes
+ * (snapshot_size.c; root only). */
+int ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner, char *const *diff_ids,
+                            size_t n_diff_ids, uid_t uid, gid_t gid, uint64_t upper_size,
+                            struct ohbox_snapshot **ret, ohbox_error_t *err);
+/* Whether the sandbox whose writable layer is ROOT/sandboxes/ID is gone:
+ * 1 when the state directory the layer names no longer exists, 0 when it
+ * does, -1 when the layer names none (made by an older ohbox, or not a
+ * sandbox's layer). *RET_OWNER (may be NULL) gets that directory's path
+ * (for 0 and 1). The state root of the caller plays no part: a sandbox
+ * started with another OHBOX_RUNROOT or XDG_RUNTIME_DIR is not taken for
+ * gone. */
+int ohbox_snapshot_sandbox_gone (struct ohbox_store *s, const char *id, char **ret_owner);
+/* snapshot_size.c: SNAP's upper and work on a filesystem of SIZE bytes of
+ * their own, in DIRFD (SNAP->dir), the upper owned by UID:GID. */
+int ohbox_snapshot_bound_upper (struct ohbox_snapshot *snap, int dirfd, uint64_t size, uid_t uid, gid_t gid,
+                                ohbox_error_t *err);
 void ohbox_snapshot_free (struct ohbox_snapshot *snap);
 
 /* Builds the root filesystem as a detached mount and returns its fd in

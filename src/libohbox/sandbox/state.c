@@ -2,12 +2,14 @@
 #include "config.h"
 #include "sandbox/sandbox_internal.h"
 #include "network/network.h"
+#include "sandbox/linux.h"
 #include "sandbox/snapshot.h"
 #include "common/digest.h"
 #include "common/utils.h"
 
 #include <errno.h>
 #include <fcntl.h>
+#include <pwd.h>
 #include <string.h>
 #include <sys/file.h>
 #include <sys/random.h>
@@ -18,19 +20,38 @@
 #define NAME_MAX_LEN 128
 
 char *
+ohbox_runtime_base_dir (void)
+{
+  if (geteuid () == 0)
+    return xstrdup ("/run/ohbox");
+  const char *xdg = getenv ("XDG_RUNTIME_DIR");
+  if (xdg && xdg[0] == '/')
+    return xasprintf ("%s/ohbox", xdg);
+  /* No runtime directory (su, sudo -u, cron, CI runners, ssh without a
+   * session manager): not /tmp, where another local user could have made
+   * the directory first, but the user's own home. There it survives a
+   * reboot: its sandboxes are then found with their monitors gone and
+   * reconciled as after a crash (sandbox.h). */
+  const char *state = getenv ("XDG_STATE_HOME");
+  if (state && state[0] == '/')
+    return xasprintf ("%s/ohbox/run", state);
+  const char *home = getenv ("HOME");
+  if (home && home[0] == '/')
+    return xasprintf ("%s/.local/state/ohbox/run", home);
+  struct passwd *pw = getpwuid (geteuid ());
+  if (pw && pw->pw_dir && pw->pw_dir[0] == '/')
+    return xasprintf ("%s/.local/state/ohbox/run", pw->pw_dir);
+  /* Checked like any state directory: refused if another user made it. */
+  return xasprintf ("/tmp/ohbox-run-%u", (unsigned) geteuid ());
+}
+
+char *
 ohbox_runtime_default_state_root (const char *store_root)
 {
   const char *env = getenv ("OHBOX_RUNROOT");
   if (env && *env)
     return xstrdup (env);
-  char *base;
-  if (geteuid () == 0)
-    base = xstrdup ("/run/ohbox");
-  else
-    {
-      const char *xdg = getenv ("XDG_RUNTIME_DIR");
-      base = xdg && *xdg ? xasprintf ("%s/ohbox", xdg) : xasprintf ("/tmp/ohbox-run-%u", (unsigned) geteuid ());
-    }
+  char *base = ohbox_runtime_base_dir ();
   cleanup_free char *def = ohbox_store_default_root ();
   if (store_root == NULL || strcmp (store_root, def) == 0)
     return base;
@@ -49,11 +70,9 @@ ohbox_runtime_open (struct ohbox_store *store, const char *state_root, struct oh
 {
   cleanup_free char *root = state_root ? xstrdup (state_root)
                                        : ohbox_runtime_default_state_root (ohbox_store_root (store));
-  if (ohbox_mkdir_p (AT_FDCWD, root, 0700, err) < 0)
-    return ohbox_error_prefix (err, "state directory");
-  int fd = open (root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
+  int fd = ohbox_private_dir_open (root, err);
   if (fd < 0)
-    return ohbox_error_errno (err, "open state directory `%s`", root);
+    return ohbox_error_prefix (err, "state directory");
   mkdirat (fd, "names", 0700);
   struct ohbox_runtime *rt = xcalloc (1, sizeof *rt);
   rt->store = store;
@@ -445,7 +464,7 @@ state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *er
   {
     /* Leases and published ports first: they name this directory. */
     cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
-    if (ohbox_network_release (dir, dfd, err) < 0)
+    if (ohbox_network_release (dir, dfd, err) < 0 || ohbox_userns_release (dir, err) < 0)
       {
         json_decref (cfg);
         return -1;

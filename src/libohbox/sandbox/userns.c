@@ -1,8 +1,9 @@
 /* userns.c: uid/gid maps of a sandbox's user namespace.
  *
- * Root's sandboxes: the range /etc/subuid gives "root" (or uid 0), else the
- * dedicated range OHBOX_USERNS_DEFAULT_START (65536 ids), written directly
- * to /proc/PID/uid_map. Unprivileged callers: 0 -> their own uid plus the
+ * Root's sandboxes: a block of 65536 ids of their own, leased from the
+ * pool (linux.h: the ranges /etc/subuid gives "root", else the dedicated
+ * range from OHBOX_USERNS_DEFAULT_START), written directly to
+ * /proc/PID/uid_map. Unprivileged callers: 0 -> their own uid plus the
  * subordinate range from 1 on, written by the setuid helpers newuidmap and
  * newgidmap; without a range (or the helpers), a single-id map 0 -> uid
  * with setgroups denied, and a warning (files owned by other ids show up as
@@ -15,6 +16,9 @@
 #include <fcntl.h>
 #include <pwd.h>
 #include <string.h>
+#include <dirent.h>
+#include <limits.h>
+#include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 
@@ -102,11 +106,80 @@ have_helper (const char *name)
   return false;
 }
 
+/* Blocks of OHBOX_USERNS_BLOCK ids in MAP's ranges. */
+static uint32_t
+count_blocks (const struct ohbox_idmap *map)
+{
+  uint64_t n = 0;
+  for (size_t i = 0; i < map->n; i++)
+    n += map->r[i].count / OHBOX_USERNS_BLOCK;
+  return n > UINT32_MAX ? UINT32_MAX : (uint32_t) n;
+}
+
+/* The host id block INDEX of MAP's ranges starts at. */
+static uint32_t
+block_start (const struct ohbox_idmap *map, uint32_t index)
+{
+  for (size_t i = 0; i < map->n; i++)
+    {
+      uint32_t n = map->r[i].count / OHBOX_USERNS_BLOCK;
+      if (index < n)
+        return map->r[i].outside + index * OHBOX_USERNS_BLOCK;
+      index -= n;
+    }
+  return (uint32_t) -1;
+}
+
+/* Root: the pool, and until a block is leased, the maps ohbox used before
+ * ranges were leased. */
+static void
+plan_root (const char *subuid, const char *subgid, const char *name, struct ohbox_userns_plan *plan)
+{
+  static const struct ohbox_idmap_range pool = { 0, OHBOX_USERNS_DEFAULT_START,
+                                                 OHBOX_USERNS_BLOCK * OHBOX_USERNS_POOL_BLOCKS };
+  static const struct ohbox_idmap_range legacy = { 0, OHBOX_USERNS_DEFAULT_START, OHBOX_USERNS_DEFAULT_COUNT };
+  bool dflt = false;
+  if (read_subids (subuid, name, 0, 0, &plan->uids) == 0)
+    {
+      plan->uids.r[0] = legacy;
+      plan->uids.n = 1;
+      plan->pool_uids.r[0] = pool;
+      plan->pool_uids.n = 1;
+      dflt = true;
+    }
+  else
+    plan->pool_uids = plan->uids;
+  if (read_subids (subgid, name, 0, 0, &plan->gids) == 0)
+    {
+      plan->gids.r[0] = legacy;
+      plan->gids.n = 1;
+      plan->pool_gids.r[0] = pool;
+      plan->pool_gids.n = 1;
+      dflt = true;
+    }
+  else
+    plan->pool_gids = plan->gids;
+  uint32_t nu = count_blocks (&plan->pool_uids), ng = count_blocks (&plan->pool_gids);
+  plan->pool_blocks = nu < ng ? nu : ng;
+  /* The default pool's first block is what every sandbox of an older ohbox
+   * maps to: never leased. */
+  plan->pool_first = dflt ? 1 : 0;
+  if (plan->pool_blocks < plan->pool_first + 2)
+    {
+      plan->pool_blocks = 0;
+      plan->warning = xasprintf ("the ranges of `root` in %s and %s hold fewer than two blocks of %u ids: every "
+                                 "sandbox shares them (and is the same host user as every other); give root more, "
+                                 "e.g. `root:100000:6553600`, for a range per sandbox",
+                                 subuid, subgid, OHBOX_USERNS_BLOCK);
+    }
+}
+
 int
 ohbox_userns_plan (const char *subuid, const char *subgid, struct ohbox_userns_plan *plan, ohbox_error_t *err)
 {
   (void) err;
   memset (plan, 0, sizeof *plan);
+  plan->lease = -1;
   uid_t uid = geteuid ();
   gid_t gid = getegid ();
   struct passwd *pw = getpwuid (uid);
@@ -117,16 +190,7 @@ ohbox_userns_plan (const char *subuid, const char *subgid, struct ohbox_userns_p
     subgid = "/etc/subgid";
   if (uid == 0)
     {
-      if (read_subids (subuid, name, 0, 0, &plan->uids) == 0)
-        {
-          plan->uids.r[0] = (struct ohbox_idmap_range){ 0, OHBOX_USERNS_DEFAULT_START, OHBOX_USERNS_DEFAULT_COUNT };
-          plan->uids.n = 1;
-        }
-      if (read_subids (subgid, name, 0, 0, &plan->gids) == 0)
-        {
-          plan->gids.r[0] = (struct ohbox_idmap_range){ 0, OHBOX_USERNS_DEFAULT_START, OHBOX_USERNS_DEFAULT_COUNT };
-          plan->gids.n = 1;
-        }
+      plan_root (subuid, subgid, name, plan);
       return 0;
     }
   plan->uids.r[0] = (struct ohbox_idmap_range){ 0, uid, 1 };
@@ -144,6 +208,141 @@ ohbox_userns_plan (const char *subuid, const char *subgid, struct ohbox_userns_p
                              "maps only your uid to root; add a range with `usermod --add-subuids` and "
                              "`--add-subgids` for more",
                              name ? name : "?", subuid, subgid);
+  return 0;
+}
+
+/* ---- leases of root's blocks ---- */
+
+/* The lease directory, locked (the lock's fd in *RET_LOCK). */
+static int
+open_leases (int *ret_lock, ohbox_error_t *err)
+{
+  int fd = ohbox_private_dir_open (OHBOX_USERNS_LEASES, err);
+  if (fd < 0)
+    return ohbox_error_prefix (err, "id range leases");
+  *ret_lock = ohbox_lock_file (fd, "lock", true, false, err);
+  if (*ret_lock < 0)
+    {
+      close (fd);
+      return ohbox_error_prefix (err, "lock the id range leases");
+    }
+  return fd;
+}
+
+/* Whether lease NAME names a state directory that is gone (its sandbox was
+ * removed by a removal that died, or by hand). */
+static bool
+lease_stale (int dirfd, const char *name)
+{
+  char target[PATH_MAX];
+  ssize_t n = readlinkat (dirfd, name, target, sizeof target - 1);
+  if (n <= 0)
+    return false;
+  target[n] = '\0';
+  struct stat st;
+  return stat (target, &st) < 0 && errno == ENOENT;
+}
+
+int
+ohbox_userns_lease (struct ohbox_userns_plan *plan, const char *owner, ohbox_error_t *err)
+{
+  if (plan->pool_blocks == 0)
+    return 0;
+  cleanup_close int lock = -1;
+  cleanup_close int dfd = open_leases (&lock, err);
+  if (dfd < 0)
+    return -1;
+  /* From a random block on: a sandbox's ids are not guessable from how
+   * many started before it, and a free block is found at once while the
+   * pool is far from full. */
+  uint32_t n = plan->pool_blocks - plan->pool_first, start = 0;
+  if (getrandom (&start, sizeof start, 0) != (ssize_t) sizeof start)
+    start = (uint32_t) getpid ();
+  for (uint32_t k = 0; k < n; k++)
+    {
+      uint32_t block = plan->pool_first + (start + k) % n;
+      char name[16];
+      snprintf (name, sizeof name, "%u", block);
+      if (symlinkat (owner, dfd, name) < 0)
+        {
+          if (errno != EEXIST)
+            return ohbox_error_errno (err, "lease id block %u in `%s`", block, OHBOX_USERNS_LEASES);
+          if (!lease_stale (dfd, name) || unlinkat (dfd, name, 0) < 0 || symlinkat (owner, dfd, name) < 0)
+            continue;
+        }
+      uint32_t u = block_start (&plan->pool_uids, block), g = block_start (&plan->pool_gids, block);
+      plan->uids.r[0] = (struct ohbox_idmap_range){ 0, u, OHBOX_USERNS_BLOCK };
+      plan->gids.r[0] = (struct ohbox_idmap_range){ 0, g, OHBOX_USERNS_BLOCK };
+      plan->uids.n = plan->gids.n = 1;
+      plan->lease = block;
+      return 0;
+    }
+  return ohbox_error (err, OHBOX_ERR_STORE, 0, "no free id range: all %u blocks of %u ids are leased to sandboxes "
+                      "(`ohbox ps -a` in every store; `ohbox check --repair` frees those of removed ones)",
+                      n, OHBOX_USERNS_BLOCK);
+}
+
+int
+ohbox_userns_release (const char *owner, ohbox_error_t *err)
+{
+  if (geteuid () != 0 || access (OHBOX_USERNS_LEASES, F_OK) < 0)
+    return 0;
+  cleanup_close int lock = -1;
+  cleanup_close int dfd = open_leases (&lock, err);
+  if (dfd < 0)
+    return -1;
+  cleanup_dir DIR *d = fdopendir (dup (dfd));
+  if (d == NULL)
+    return ohbox_error_errno (err, "read `%s`", OHBOX_USERNS_LEASES);
+  struct dirent *de;
+  size_t len = strlen (owner);
+  while ((de = readdir (d)) != NULL)
+    {
+      char target[PATH_MAX];
+      ssize_t n = readlinkat (dfd, de->d_name, target, sizeof target);
+      if (n == (ssize_t) len && memcmp (target, owner, len) == 0 && unlinkat (dfd, de->d_name, 0) < 0
+          && errno != ENOENT)
+        return ohbox_error_errno (err, "release id block `%s/%s`", OHBOX_USERNS_LEASES, de->d_name);
+    }
+  return 0;
+}
+
+int
+ohbox_userns_leases (void (*fn) (const char *lease, const char *owner, void *data), void *data, ohbox_error_t *err)
+{
+  cleanup_dir DIR *d = opendir (OHBOX_USERNS_LEASES);
+  if (d == NULL)
+    return errno == ENOENT ? 0 : ohbox_error_errno (err, "read `%s`", OHBOX_USERNS_LEASES);
+  struct dirent *de;
+  while ((de = readdir (d)) != NULL)
+    {
+      char target[PATH_MAX];
+      ssize_t n = readlinkat (dirfd (d), de->d_name, target, sizeof target - 1);
+      if (n <= 0)
+        continue;
+      target[n] = '\0';
+      cleanup_free char *lease = xasprintf ("%s/%s", OHBOX_USERNS_LEASES, de->d_name);
+      fn (lease, target, data);
+    }
+  return 0;
+}
+
+int
+ohbox_userns_drop_lease (const char *lease, const char *owner, ohbox_error_t *err)
+{
+  cleanup_close int lock = -1;
+  cleanup_close int dfd = open_leases (&lock, err);
+  if (dfd < 0)
+    return -1;
+  const char *name = strrchr (lease, '/');
+  name = name ? name + 1 : lease;
+  char target[PATH_MAX];
+  ssize_t n = readlinkat (dfd, name, target, sizeof target - 1);
+  if (n <= 0)
+    return 0;
+  target[n] = '\0';
+  if (strcmp (target, owner) == 0 && unlinkat (dfd, name, 0) < 0 && errno != ENOENT)
+    return ohbox_error_errno (err, "remove `%s`", lease);
   return 0;
 }
 

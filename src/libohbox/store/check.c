@@ -341,29 +341,45 @@ check_names (struct store_check *sc, ohbox_error_t *err)
 }
 
 /* ROOT/sandboxes/<id>: the writable layer of a sandbox, removed with its
- * state. One without state leaked (the state root of this runtime is the
- * one its sandbox had: both derive from the store's path). */
+ * state (first: a removal that dies leaves the state, which a later rm or
+ * check finishes). One whose state is gone leaked: a removal by hand, state
+ * lost with /run (a reboot keeps the store), the sandbox's processes maybe
+ * still running. The layer names its state directory
+ * (ohbox_snapshot_sandbox_gone); one of an older ohbox, which does not, is
+ * taken for this runtime's (its state root derives from the store's path). */
 static int
 check_sandbox_layers (struct store_check *sc, ohbox_error_t *err)
 {
   struct ohbox_check_ctx *c = sc->c;
   if (ohbox_snapshot_layers_in_use (c->s, store_mark_layer, sc->layers, err) < 0)
     return -1;
-  if (c->rt == NULL)
-    return 0;
   cleanup_dir DIR *d = NULL;
   if (open_dir (c->s, "sandboxes", &d, err) < 0)
     return -1;
   struct dirent *de;
   while (d && (de = readdir (d)) != NULL)
     {
-      struct stat st;
-      if (is_dot (de->d_name) || fstatat (c->rt->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) == 0)
+      if (is_dot (de->d_name))
         continue;
+      cleanup_free char *owner = NULL;
+      int gone = ohbox_snapshot_sandbox_gone (c->s, de->d_name, &owner);
+      if (gone < 0)
+        {
+          struct stat st;
+          if (c->rt == NULL)
+            continue;
+          gone = fstatat (c->rt->dirfd, de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0;
+          owner = xasprintf ("%s/%s", c->rt->root, de->d_name);
+        }
+      if (!gone)
+        continue;
+      /* Its processes first: they may still be writing to the layer. */
+      if (c->rt)
+        ohbox_check_sandbox_gone (c, de->d_name);
       cleanup_free char *where = xasprintf ("%s/sandboxes/%s", c->s->root, de->d_name);
       json_t *f = ohbox_check_add (c, "orphan-sandbox-layer", where, true, "writable layer of sandbox `%.12s`, "
-                                                                            "whose state in `%s` is gone",
-                                   de->d_name, c->rt->root);
+                                                                            "whose state `%s` is gone",
+                                   de->d_name, owner);
       if (c->repair)
         {
           ohbox_error_t e = NULL;

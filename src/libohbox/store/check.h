@@ -16,6 +16,7 @@
  *   unreferenced-blob    a blob no image uses (a killed pull or build)
  *   unreferenced-layer   an unpacked layer no image and no sandbox uses
  *   orphan-sandbox-layer ROOT/sandboxes/<id> whose sandbox state is gone
+ *   orphan-cgroup        the cgroup of such a sandbox (its processes are killed)
  *
  * State (STATE_ROOT, see sandbox.h):
  *   half-created-sandbox STATE/.new-* whose creator died
@@ -25,6 +26,7 @@
  *   leftover-veth        the host veth of an exited or removed sandbox
  *   dangling-sandbox-name STATE/names/<name> for a sandbox that is gone
  *   stale-lease          an address or port lease whose sandbox (in STATE) is gone
+ *   stale-id-lease       root's id range leased to a sandbox (in STATE) that is gone
  *   leftover-mount       a mount below the store or the state directory
  *
  * Cgroups and veths are host-wide and shared by every store: only those of
@@ -69,5 +71,8 @@ json_t *ohbox_check_add (struct ohbox_check_ctx *c, const char *kind, const char
 /* Records the result of a repair of F (R < 0: *ERR says why; released). */
 void ohbox_check_repaired (json_t *f, int r, ohbox_error_t *err);
 int ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err);
+/* The cgroup (its processes) and host veth of sandbox ID, whose state is
+ * gone (its writable layer says so): reported, removed with repair. */
+void ohbox_check_sandbox_gone (struct ohbox_check_ctx *c, const char *id);
 
 #endif

@@ -14,6 +14,7 @@
 #include <string.h>
 #include <sys/file.h>
 #include <sys/stat.h>
+#include <sys/statvfs.h>
 #include <unistd.h>
 
 #include "store/store_internal.h"
@@ -46,7 +47,7 @@ ohbox_store_default_root (void)
 }
 
 static const char *const store_dirs[] = {
-  "blobs", "blobs/sha256", "ingest", "layers", "layers/sha256", "images", "locks", "tmp", NULL,
+  "blobs", "blobs/sha256", "ingest", "layers", "layers/sha256", "images", "needs-auth", "locks", "tmp", NULL,
 };
 
 int
@@ -111,6 +112,54 @@ bool
 ohbox_store_privileged (const struct ohbox_store *s)
 {
   return s->privileged;
+}
+
+/* ---------------------------------------------------------------- space */
+
+#define MIN_FREE_FLOOR (256ULL * 1024)
+#define MIN_FREE_CAP (64ULL * 1024 * 1024)
+
+/* The margin of a filesystem of SIZE bytes (store.h). */
+static uint64_t
+min_free_of (uint64_t size)
+{
+  uint64_t m = size / 100;
+  return m < MIN_FREE_FLOOR ? MIN_FREE_FLOOR : m > MIN_FREE_CAP ? MIN_FREE_CAP : m;
+}
+
+int
+ohbox_store_check_space (struct ohbox_store *s, uint64_t need, const char *what, ohbox_error_t *err)
+{
+  struct statvfs st;
+  if (fstatvfs (s->dirfd, &st) < 0)
+    return ohbox_error_errno (err, "statvfs `%s`", s->root);
+  uint64_t avail = (uint64_t) st.f_bavail * st.f_frsize;
+  uint64_t margin = min_free_of ((uint64_t) st.f_blocks * st.f_frsize);
+  if (avail >= margin && avail - margin >= need)
+    return 0;
+  char a[32], n[32], m[32];
+  return ohbox_error (err, OHBOX_ERR_STORE, ENOSPC, "the store `%s` has %s free; %s take %s, and ohbox keeps %s free",
+                      s->root, ohbox_format_size (avail, a), what, ohbox_format_size (need, n),
+                      ohbox_format_size (margin, m));
+}
+
+void
+ohbox_store_budget_init (struct ohbox_store *s, uint64_t max, struct ohbox_unpack_budget *b)
+{
+  memset (b, 0, sizeof *b);
+  b->max = max;
+  b->fs_fd = s->dirfd;
+  b->fs_name = s->root;
+  struct statvfs st;
+  uint64_t size = fstatvfs (s->dirfd, &st) == 0 ? (uint64_t) st.f_blocks * st.f_frsize : 0;
+  b->min_free = min_free_of (size);
+  /* Often enough that the writes between two looks (a step, and the block
+   * each unpacking thread is writing) stay within the margin. */
+  b->check_every = b->min_free / 8;
+  if (b->check_every < 64 * 1024)
+    b->check_every = 64 * 1024;
+  if (b->check_every > 4 * 1024 * 1024)
+    b->check_every = 4 * 1024 * 1024;
 }
 
 /* ---------------------------------------------------------------- blobs */

@@ -5,6 +5,7 @@
  *   ROOT/layers/sha256/<hex>/      unpacked layer keyed by DiffID (overlay lower dir)
  *   ROOT/images/<hex>.json         image record, keyed by its manifest digest
  *   ROOT/refs.json                 names (registry/repo:tag and @digest) -> image id
+ *   ROOT/needs-auth/<hex>          the image's pull needed registry credentials
  *   ROOT/locks/                    per-blob, per-layer and metadata locks
  *   ROOT/tmp/                      half-unpacked layers, removed by GC
  *
@@ -108,9 +109,17 @@ int ohbox_store_remove_ref (struct ohbox_store *s, const char *name, ohbox_error
 /* Resolves what a user typed (a reference, an id or a unique id prefix of at
  * least 4 hex characters) to an image id. OHBOX_ERR_NOT_FOUND when nothing matches. */
 int ohbox_store_resolve (struct ohbox_store *s, const char *what, char **image_id, ohbox_error_t *err);
+/* The same for names only (what the user typed, or its normalised form,
+ * or NAME@DIGEST): never an id or id prefix. */
+int ohbox_store_resolve_name (struct ohbox_store *s, const char *what, char **image_id, ohbox_error_t *err);
+/* Images whose pull needed credentials (the registry wanted them and got
+ * them): a CI job without them must not get such an image from the store
+ * (ohbox-ci(1)). The mark stays until the image is removed. */
+int ohbox_store_mark_needs_credentials (struct ohbox_store *s, const char *id, ohbox_error_t *err);
+bool ohbox_store_needs_credentials (struct ohbox_store *s, const char *id);
 /* All names pointing at ID, as a JSON array of strings. */
 json_t *ohbox_store_names_of (struct ohbox_store *s, const char *id);
-/* Removes an image record and every name pointing at it. */
+/* Removes an image record, its needs-credentials mark and every name pointing at it. */
 int ohbox_store_remove_image (struct ohbox_store *s, const char *id, ohbox_error_t *err);
 
 struct ohbox_gc_stats
@@ -126,5 +135,15 @@ struct ohbox_gc_stats
  * Takes the store lock exclusively (waits for other ohbox processes). */
 int ohbox_store_gc (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *stats,
                     ohbox_error_t *err);
+
+/* ---- space ----
+ * A pull or an unpack leaves a margin free on the store's filesystem: 1% of
+ * its size, at least 256 KiB, at most 64 MiB. */
+/* NEED more bytes (WHAT: "the blobs to download") must fit with the margin:
+ * else OHBOX_ERR_STORE (ENOSPC) naming the store, the free space and NEED. */
+int ohbox_store_check_space (struct ohbox_store *s, uint64_t need, const char *what, ohbox_error_t *err);
+/* Fills B for the layers of one image (layer.h): at most MAX uncompressed
+ * bytes (0: no bound), and the store's free-space margin. */
+void ohbox_store_budget_init (struct ohbox_store *s, uint64_t max, struct ohbox_unpack_budget *b);
 
 #endif

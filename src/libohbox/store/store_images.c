@@ -279,7 +279,36 @@ ohbox_store_remove_image (struct ohbox_store *s, const char *id, ohbox_error_t *
   record_rel_path (id, rel);
   if (unlinkat (s->dirfd, rel, 0) < 0 && errno != ENOENT)
     return ohbox_error_errno (err, "remove image record `%s/%s`", s->root, rel);
+  snprintf (rel, sizeof rel, "needs-auth/%s", ohbox_digest_hex (id));
+  if (unlinkat (s->dirfd, rel, 0) < 0 && errno != ENOENT)
+    return ohbox_error_errno (err, "remove `%s/%s`", s->root, rel);
   return 0;
+}
+
+int
+ohbox_store_mark_needs_credentials (struct ohbox_store *s, const char *id, ohbox_error_t *err)
+{
+  if (ohbox_digest_validate (id, err) < 0)
+    return -1;
+  char rel[128];
+  snprintf (rel, sizeof rel, "needs-auth/%s", ohbox_digest_hex (id));
+  /* A store made before the mark existed lacks the directory. */
+  if (mkdirat (s->dirfd, "needs-auth", 0700) < 0 && errno != EEXIST)
+    return ohbox_error_errno (err, "create `%s/needs-auth`", s->root);
+  cleanup_close int fd = openat (s->dirfd, rel, O_WRONLY | O_CREAT | O_NOFOLLOW | O_CLOEXEC, 0600);
+  if (fd < 0)
+    return ohbox_error_errno (err, "create `%s/%s`", s->root, rel);
+  return 0;
+}
+
+bool
+ohbox_store_needs_credentials (struct ohbox_store *s, const char *id)
+{
+  if (!ohbox_digest_is_valid (id))
+    return false;
+  char rel[128];
+  snprintf (rel, sizeof rel, "needs-auth/%s", ohbox_digest_hex (id));
+  return faccessat (s->dirfd, rel, F_OK, AT_SYMLINK_NOFOLLOW) == 0;
 }
 
 struct prefix_ctx
@@ -343,23 +372,37 @@ resolve_name (struct ohbox_store *s, json_t *refs, const char *what)
 }
 
 int
+ohbox_store_resolve_name (struct ohbox_store *s, const char *what, char **image_id, ohbox_error_t *err)
+{
+  cleanup_close int lock = store_refs_lock (s, false, err);
+  if (lock < 0)
+    return -1;
+  cleanup_json json_t *refs = NULL;
+  if (store_refs_read (s, &refs, err) < 0)
+    return -1;
+  char *id = resolve_name (s, refs, what);
+  if (id && ohbox_digest_is_valid (id))
+    {
+      *image_id = id;
+      return 0;
+    }
+  free (id);
+  return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no image named `%s` in the store", what);
+}
+
+int
 ohbox_store_resolve (struct ohbox_store *s, const char *what, char **image_id, ohbox_error_t *err)
 {
   /* 1. A name. */
   {
-    cleanup_close int lock = store_refs_lock (s, false, err);
-    if (lock < 0)
-      return -1;
-    cleanup_json json_t *refs = NULL;
-    if (store_refs_read (s, &refs, err) < 0)
-      return -1;
-    char *id = resolve_name (s, refs, what);
-    if (id && ohbox_digest_is_valid (id))
+    cleanup_error ohbox_error_t e = NULL;
+    if (ohbox_store_resolve_name (s, what, image_id, &e) == 0)
+      return 0;
+    if (e->kind != OHBOX_ERR_NOT_FOUND)
       {
-        *image_id = id;
-        return 0;
+        ohbox_error_move (err, &e);
+        return -1;
       }
-    free (id);
   }
   /* 2. A full id or a unique prefix of one. */
   const char *hex = strncmp (what, "sha256:", 7) == 0 ? what + 7 : what;

@@ -88,6 +88,13 @@ unpack_into_tmp (struct ohbox_store *s, const char *blob_digest, const char *dif
   o.privileged = s->privileged;
   if (!*streamed)
     o.wait_more = NULL;
+  /* A layer unpacked alone (load, build) still keeps the store's margin free. */
+  struct ohbox_unpack_budget alone;
+  if (o.budget == NULL)
+    {
+      ohbox_store_budget_init (s, 0, &alone);
+      o.budget = &alone;
+    }
   char got[OHBOX_DIGEST_LEN + 1];
   if (ohbox_layer_unpack (blob_fd, dfd, &o, got, stats, err) < 0)
     return ohbox_error_prefix (err, "unpack layer %s into `%s/%s`", blob_digest, s->root, tmpname);

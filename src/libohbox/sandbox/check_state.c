@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -49,10 +50,12 @@ count_sandbox (struct ohbox_check_ctx *c)
 static bool
 veth_exists (const char *id)
 {
-  char path[64];
-  snprintf (path, sizeof path, "/sys/class/net/ohb%.12s", id);
-  struct stat st;
-  return lstat (path, &st) == 0;
+  /* Asked of the kernel in this process's network namespace, not of
+   * /sys/class/net, which shows the namespace of whoever mounted sysfs
+   * (the host's, in a namespace made with unshare --net alone). */
+  char name[IF_NAMESIZE];
+  snprintf (name, sizeof name, "ohb%.12s", id);
+  return if_nametoindex (name) != 0;
 }
 
 static int

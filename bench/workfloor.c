@@ -63,6 +63,7 @@
 
 static pid_t parent_pid, init_pid;
 static void cleanup (void);
+static void write_file (const char *path, const char *text);
 
 /* Exits 125 naming the failed step; the parent removes what it made. */
 __attribute__ ((format (printf, 1, 2), noreturn)) static void
@@ -241,9 +242,10 @@ static const char *const masked[] = { "/proc/acpi",        "/proc/asound",      
                                       "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",       "/sys/firmware",
                                       "/sys/devices/virtual/powercap" };
 static const char *const readonly[] = { "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger" };
-static const int default_caps[] = { CAP_CHOWN,   CAP_DAC_OVERRIDE,     CAP_FSETID,     CAP_FOWNER, CAP_MKNOD,
-                                    CAP_NET_RAW, CAP_SETGID,           CAP_SETUID,     CAP_SETFCAP, CAP_SETPCAP,
-                                    CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL, CAP_AUDIT_WRITE };
+static const int default_caps[] = { CAP_CHOWN,      CAP_DAC_OVERRIDE, CAP_FSETID,  CAP_FOWNER,
+                                    CAP_MKNOD,      CAP_SETGID,       CAP_SETUID,  CAP_SETFCAP,
+                                    CAP_SETPCAP,    CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL,
+                                    CAP_AUDIT_WRITE };
 
 static struct sock_filter insns[BPF_MAXINSNS];
 static struct sock_fprog filter = { .filter = insns };
@@ -306,6 +308,10 @@ sandbox (int sync, char **argv)
       die ("join %s", cgroups[i].path);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     die ("make / private");
+  /* ping sockets for every mapped gid (ohbox's default set has no NET_RAW) */
+  char range[32];
+  snprintf (range, sizeof range, "0 %u", N_IDS - 1);
+  write_file ("/proc/sys/net/ipv4/ping_group_range", range);
   if (syscall (SYS_move_mount, mfd, "", AT_FDCWD, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
     die ("attach the rootfs");
   mount_at (mfd, "/proc", "proc", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);

@@ -8,7 +8,7 @@
 set -eu
 
 # Build: autotools, compilers, and the -dev packages configure.ac checks.
-BUILD="autoconf automake libtool pkg-config gcc make clang xz-utils
+BUILD="autoconf automake libtool pkg-config gcc make clang clang-format xz-utils
   libcurl4-openssl-dev libjansson-dev libssl-dev libarchive-dev libyaml-dev libseccomp-dev
   libcap-dev libmnl-dev libnftables-dev libmicrohttpd-dev libvterm-dev libzstd-dev"
 # Tests (tests/lib, tests/integration): a real registry, skopeo/umoci to push

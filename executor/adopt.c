@@ -226,7 +226,7 @@ executor_adopt (struct executor *ex, json_t *body, int *status, char **detail)
   if (wd && (ohbox_mkdir_p (AT_FDCWD, wd, 0755, &err) < 0 || chdir (wd) < 0))
     {
       if (err == NULL)
-        ohbox_error_errno (&err, "chdir `%s`", wd);
+        ohbox_error_sys (&err, OHBOX_ERR_GENERIC, "chdir `%s`", wd);
       ret = fail (status, detail, 500, "cannot enter the working directory: %s", err->msg);
       ohbox_error_release (&err);
       goto out;

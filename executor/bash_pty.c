@@ -259,11 +259,11 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
   cleanup_free char *bash = find_bash (o->bash_path);
   s->master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
   if (s->master < 0)
-    return ohbox_error_errno (err, "open a pseudo-terminal (`/dev/ptmx`)");
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "open a pseudo-terminal (`/dev/ptmx`)");
   char *slave_name = s->slave_name;
   if (grantpt (s->master) < 0 || unlockpt (s->master) < 0
       || ptsname_r (s->master, slave_name, sizeof (s->slave_name)) != 0)
-    return ohbox_error_errno (err, "set up the pseudo-terminal");
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "set up the pseudo-terminal");
   struct winsize ws = { .ws_row = TERM_ROWS, .ws_col = TERM_COLS };
   ioctl (s->master, TIOCSWINSZ, &ws);
 
@@ -279,7 +279,7 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
   if (pid < 0)
     {
       free_strv (env);
-      return ohbox_error_errno (err, "fork the bash session");
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "fork the bash session");
     }
   if (pid == 0)
     {

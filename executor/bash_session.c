@@ -342,7 +342,7 @@ bash_session_start (const struct bash_opts *o, struct bash_session **out, ohbox_
   if (pipe2 (s->wake, O_CLOEXEC) < 0)
     {
       bash_session_free (s);
-      return ohbox_error_errno (err, "create a pipe");
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "create a pipe");
     }
   if (bash_spawn (s, o, err) < 0)
     {
@@ -365,7 +365,7 @@ bash_session_start (const struct bash_opts *o, struct bash_session **out, ohbox_
     {
       pthread_mutex_unlock (&s->lock);
       bash_session_free (s);
-      return ohbox_error_errno (err, "type the prompt setup into bash");
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "type the prompt setup into bash");
     }
   for (;;)
     {

@@ -265,6 +265,16 @@ editor_err_text (const char *fmt, ...)
   return r;
 }
 
+/* str(OSError): "[Errno 13] Permission denied: '/path'". */
+static char *
+py_oserror (int e, const char *path)
+{
+  json_t *j = json_string (path);
+  cleanup_free char *r = editor_py_repr (j);
+  json_decref (j);
+  return xasprintf ("[Errno %d] %s: %s", e, strerror (e), r);
+}
+
 static int
 path_exists (const char *p, struct stat *st)
 {
@@ -273,7 +283,7 @@ path_exists (const char *p, struct stat *st)
 
 /* validate_file, then the contents; NULL with *ERR set on failure. */
 char *
-editor_read_text (const char *path, char **err)
+editor_read_text (const char *path, enum editor_encoding *enc, char **err)
 {
   struct stat st;
   if (stat (path, &st) == 0 && S_ISREG (st.st_mode))
@@ -295,26 +305,39 @@ editor_read_text (const char *path, char **err)
   char *data = NULL;
   size_t len = 0;
   cleanup_error ohbox_error_t e = NULL;
-  if (ohbox_read_file_at (AT_FDCWD, path, MAX_FILE_SIZE + 1, &data, &len, &e) < 0)
+  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
+  if (fd < 0)
+    {
+      cleanup_free char *why = py_oserror (errno, path);
+      *err = editor_err_text ("Ran into %s while trying to read %s", why, path);
+      return NULL;
+    }
+  if (ohbox_read_fd (fd, path, MAX_FILE_SIZE + 1, &data, &len, &e) < 0)
     {
       *err = editor_err_text ("Ran into %s while trying to read %s", e->msg, path);
       return NULL;
     }
-  if (memchr (data, '\0', len))
-    data[len] = '\0'; /* text files only: NUL ends them here */
-  return data;
+  enum editor_encoding ignored;
+  return editor_decode (data, len, enc ? enc : &ignored);
 }
 
+/* open(path, 'w', encoding=ENC).write(TEXT); the error text or NULL. */
 static char *
-write_text (const char *path, const char *text)
+write_text (const char *path, const char *text, enum editor_encoding enc)
 {
+  size_t len;
+  cleanup_free char *why = NULL;
+  cleanup_free char *bytes = editor_encode (text, enc, &len, &why);
+  if (bytes == NULL)
+    return editor_err_text ("Ran into %s while trying to write to %s", why, path);
   int fd = open (path, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0644);
-  if (fd < 0 || ohbox_write_all (fd, text, strlen (text)) < 0)
+  if (fd < 0 || ohbox_write_all (fd, bytes, len) < 0)
     {
       int e = errno;
       if (fd >= 0)
         close (fd);
-      return editor_err_text ("Ran into [Errno %d] %s: '%s' while trying to write to %s", e, strerror (e), path, path);
+      why = py_oserror (e, path);
+      return editor_err_text ("Ran into %s while trying to write to %s", why, path);
     }
   close (fd);
   return NULL;
@@ -326,7 +349,8 @@ validate_path (struct editor *ed, const char *command, const char *path)
   struct stat st;
   if (path[0] != '/')
     {
-      cleanup_free char *suggest = xasprintf ("%s/%s", ed->root, path);
+      cleanup_free char *joined = xasprintf ("%s/%s", ed->root, path);
+      cleanup_free char *suggest = editor_py_path (joined);
       if (path_exists (suggest, &st))
         return editor_err_text ("Invalid `path` parameter: %s. The path should be an absolute path, starting with `/`. Maybe "
                          "you meant %s?",
@@ -359,8 +383,9 @@ validate_path (struct editor *ed, const char *command, const char *path)
 }
 
 char *
-editor_view (struct editor *ed, const char *path, json_t *view_range)
+editor_view (struct editor *ed, const char *given, json_t *view_range)
 {
+  cleanup_free char *path = editor_py_path (given);
   char *e = validate_path (ed, "view", path);
   if (e)
     return e;
@@ -376,19 +401,42 @@ struct edit_result
   char *new_content;
 };
 
+/* re.finditer(re.escape(NEEDLE), HAY): non-overlapping matches from the
+ * left, and an empty NEEDLE matches at every position, the end included.
+ * Returns their number, *FIRST the first one; LINES, if given, gets the
+ * sorted distinct line numbers as Python prints the list.  Linear time. */
 static size_t
-count_occurrences (const char *hay, const char *needle, const char **first)
+find_occurrences (const char *hay, const char *needle, const char **first, struct ohbox_buf *lines)
 {
-  size_t n = 0, nl = strlen (needle);
+  size_t hl = strlen (hay), nl = strlen (needle), n = 0;
+  long line = 1, last = 0;
+  const char *scanned = hay;
   *first = NULL;
-  if (nl == 0)
-    return 0;
-  for (const char *p = hay; (p = strstr (p, needle)) != NULL; p += nl)
+  if (lines)
+    ohbox_buf_append (lines, "[", 1);
+  for (const char *p = hay; p <= hay + hl;)
     {
-      if (n == 0)
-        *first = p;
-      n++;
+      const char *m = nl ? strstr (p, needle) : p;
+      if (m == NULL)
+        break;
+      if (n++ == 0)
+        *first = m;
+      if (lines)
+        {
+          for (; scanned < m; scanned++)
+            line += *scanned == '\n';
+          if (line != last)
+            {
+              char num[32];
+              int k = snprintf (num, sizeof (num), "%s%ld", last ? ", " : "", line);
+              ohbox_buf_append (lines, num, (size_t) k);
+              last = line;
+            }
+        }
+      p = m + (nl ? nl : 1);
     }
+  if (lines)
+    ohbox_buf_append (lines, "]", 1);
   return n;
 }
 
@@ -408,7 +456,8 @@ do_str_replace (struct editor *ed, const char *path, const char *old_str, const 
                 struct edit_result *r)
 {
   char *err = NULL;
-  char *content = editor_read_text (path, &err);
+  enum editor_encoding enc;
+  char *content = editor_read_text (path, &enc, &err);
   if (content == NULL)
     {
       r->output = err;
@@ -416,52 +465,32 @@ do_str_replace (struct editor *ed, const char *path, const char *old_str, const 
     }
   cleanup_free char *old_s = xstrdup (old_str), *new_s = xstrdup (new_str ? new_str : "");
   const char *first;
-  size_t n = count_occurrences (content, old_s, &first);
+  size_t n = find_occurrences (content, old_s, &first, NULL);
   if (n == 0)
     {
-      /* One retry with both strings stripped of surrounding whitespace. */
-      char *so = strip_dup (old_str);
-      if (*so && count_occurrences (content, so, &first) > 0)
-        {
-          free (old_s);
-          old_s = so;
-          char *sn = strip_dup (new_s);
-          free (new_s);
-          new_s = sn;
-          n = count_occurrences (content, old_s, &first);
-        }
-      else
-        free (so);
+      /* One retry with both strings stripped of surrounding whitespace; the
+       * messages from here on name the stripped old_str. */
+      free (old_s);
+      old_s = strip_dup (old_str);
+      char *sn = strip_dup (new_s);
+      free (new_s);
+      new_s = sn;
+      n = find_occurrences (content, old_s, &first, NULL);
     }
   if (n == 0)
     {
-      r->output = editor_err_text ("No replacement was performed, old_str `%s` did not appear verbatim in %s.", old_str, path);
+      r->output = editor_err_text ("No replacement was performed, old_str `%s` did not appear verbatim in %s.", old_s, path);
       free (content);
       return;
     }
   if (n > 1)
     {
-      struct ohbox_buf b = { 0 };
-      ohbox_buf_append (&b, "[", 1);
-      long last = -1;
-      size_t ol = strlen (old_s);
-      for (const char *p = content; (p = strstr (p, old_s)) != NULL; p += ol)
-        {
-          long line = 1;
-          for (const char *q = content; q < p; q++)
-            line += *q == '\n';
-          if (line == last)
-            continue;
-          char num[32];
-          int k = snprintf (num, sizeof (num), "%s%ld", last < 0 ? "" : ", ", line);
-          ohbox_buf_append (&b, num, (size_t) k);
-          last = line;
-        }
-      ohbox_buf_append (&b, "]", 1);
+      struct ohbox_buf lines = { 0 };
+      find_occurrences (content, old_s, &first, &lines);
       r->output = editor_err_text ("No replacement was performed. Multiple occurrences of old_str `%s` in lines %s. Please "
                             "ensure it is unique.",
-                            old_str, b.data);
-      free (b.data);
+                            old_s, lines.data);
+      free (lines.data);
       free (content);
       return;
     }
@@ -470,7 +499,7 @@ do_str_replace (struct editor *ed, const char *path, const char *old_str, const 
   for (size_t i = 0; i < idx; i++)
     replacement_line += content[i] == '\n';
   char *updated = xasprintf ("%.*s%s%s", (int) idx, content, new_s, content + idx + strlen (old_s));
-  char *werr = write_text (path, updated);
+  char *werr = write_text (path, updated, enc);
   if (werr)
     {
       r->output = werr;
@@ -500,7 +529,8 @@ static void
 do_insert (struct editor *ed, const char *path, long insert_line, const char *new_str, struct edit_result *r)
 {
   char *err = NULL;
-  char *content = editor_read_text (path, &err);
+  enum editor_encoding enc;
+  char *content = editor_read_text (path, &enc, &err);
   if (content == NULL)
     {
       r->output = err;
@@ -537,7 +567,7 @@ do_insert (struct editor *ed, const char *path, long insert_line, const char *ne
       q = nl + 1;
     }
   ohbox_buf_append (&b, p, strlen (p));
-  char *werr = write_text (path, b.data);
+  char *werr = write_text (path, b.data, enc);
   if (werr)
     {
       r->output = werr;
@@ -563,8 +593,10 @@ do_insert (struct editor *ed, const char *path, long insert_line, const char *ne
 }
 
 static void
-editor_run (struct editor *ed, const char *command, const char *path, json_t *args, struct edit_result *r)
+editor_run (struct editor *ed, const char *command, const char *given, json_t *args, struct edit_result *r)
 {
+  /* OHEditor works on (and names) pathlib.Path(path). */
+  cleanup_free char *path = editor_py_path (given);
   json_t *file_text = json_object_get (args, "file_text");
   json_t *old_str = json_object_get (args, "old_str");
   json_t *new_str = json_object_get (args, "new_str");
@@ -578,7 +610,7 @@ editor_run (struct editor *ed, const char *command, const char *path, json_t *ar
       const char *s = json_string_value (insert_line);
       errno = 0;
       line = strtol (s, &end, 10);
-      while (*end == ' ' || *end == '\n' || *end == '\t')
+      while (*end && strchr (" \t\n\r\v\f", *end))
         end++;
       if (end == s || *end || errno)
         {
@@ -588,12 +620,16 @@ editor_run (struct editor *ed, const char *command, const char *path, json_t *ar
     }
   else if (json_is_integer (insert_line))
     line = (long) json_integer_value (insert_line);
+  else if (json_is_boolean (insert_line))
+    line = json_is_true (insert_line); /* Python's bools are ints */
+  else if (json_is_real (insert_line))
+    line = (long) json_real_value (insert_line);
 
   r->output = validate_path (ed, command, path);
   if (r->output)
     return;
   if (strcmp (command, "view") == 0)
-    r->output = editor_do_view (path, json_object_get (args, "view_range"));
+    r->output = editor_do_view (path, NULL); /* the server's edit passes no view_range */
   else if (strcmp (command, "create") == 0)
     {
       if (!json_is_string (file_text))
@@ -601,7 +637,7 @@ editor_run (struct editor *ed, const char *command, const char *path, json_t *ar
           r->output = editor_err_text ("Parameter `file_text` is required for command: create.");
           return;
         }
-      r->output = write_text (path, json_string_value (file_text));
+      r->output = write_text (path, json_string_value (file_text), EDITOR_UTF8);
       if (r->output)
         return;
       hist_add (ed, path, json_string_value (file_text));
@@ -621,17 +657,25 @@ editor_run (struct editor *ed, const char *command, const char *path, json_t *ar
     }
   else if (strcmp (command, "insert") == 0)
     {
-      if (!json_is_string (insert_line) && !json_is_integer (insert_line))
+      if (insert_line == NULL || json_is_null (insert_line))
         r->output = editor_err_text ("Parameter `insert_line` is required for command: insert.");
       else if (!json_is_string (new_str))
         r->output = editor_err_text ("Parameter `new_str` is required for command: insert.");
+      else if (json_is_real (insert_line) && json_real_value (insert_line) != (double) line)
+        {
+          /* OHEditor takes a fraction and numbers the snippet's lines with
+           * fractions; it is refused here instead. */
+          cleanup_free char *shown = py_number_str (insert_line);
+          r->output = editor_err_text ("Invalid `insert_line` parameter: %s. It should be an integer.", shown);
+        }
       else
         do_insert (ed, path, line, json_string_value (new_str), r);
     }
   else if (strcmp (command, "undo_edit") == 0)
     {
       char *err = NULL;
-      char *current = editor_read_text (path, &err);
+      enum editor_encoding enc;
+      char *current = editor_read_text (path, &enc, &err);
       if (current == NULL)
         {
           r->output = err;
@@ -644,7 +688,7 @@ editor_run (struct editor *ed, const char *command, const char *path, json_t *ar
           free (current);
           return;
         }
-      r->output = write_text (path, old);
+      r->output = write_text (path, old, enc);
       if (r->output)
         {
           free (current);

@@ -14,17 +14,25 @@ ohbox_executor_SOURCES = \
 	executor/cmdsplit.c executor/cmdsplit.h \
 	executor/obs.c executor/obs.h \
 	executor/files.c \
-	executor/editor.c executor/editor.h executor/editor_view.c executor/editor_private.h \
+	executor/editor.c executor/editor.h executor/editor_view.c executor/editor_text.c executor/editor_private.h \
 	executor/diff.c \
 	executor/archive.c \
 	executor/ipython.c \
 	executor/users.c executor/users.h \
 	src/libohbox/common/error.c src/libohbox/common/error.h \
 	src/libohbox/common/utils.c src/libohbox/common/utils.h
-ohbox_executor_CFLAGS = $(AM_CFLAGS) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
+nodist_ohbox_executor_SOURCES = executor/ipython_driver.inc
+ohbox_executor_CFLAGS = $(AM_CFLAGS) -I$(top_builddir) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(ARCHIVE_CFLAGS)
 # libarchive is not linked: archive.c loads it on first use (its header only
 # gives the types).
 ohbox_executor_LDADD = $(MHD_LIBS) $(JANSSON_LIBS) $(VTERM_LIBS)
+
+# ipython.c embeds the Python side of run_ipython as a C string literal.
+executor/ipython_driver.inc: executor/ipython_driver.py
+	$(AM_V_GEN)$(MKDIR_P) executor && sed -e 's/\\/\\\\/g' -e 's/"/\\"/g' -e 's/^/"/' -e 's/$$/\\n"/' \
+	  $(top_srcdir)/executor/ipython_driver.py >$@.tmp && mv $@.tmp $@
+BUILT_SOURCES += executor/ipython_driver.inc
+CLEANFILES += executor/ipython_driver.inc
 
 # The closure directory (binary + every shared library it loads + the loader).
 # With executor-mhd-notls/ (below) it holds that libmicrohttpd: no GnuTLS.
@@ -52,7 +60,7 @@ tests_executor_test_executor_units_LDADD = $(JANSSON_LIBS) $(VTERM_LIBS) -lm
 
 # What `ohbox build` needs from an installed ohbox (src/libohbox/build/build_inputs.c
 # looks there): closure.sh, and the executor source tree whose digest is the
-# runtime images' source tag. Keep this list equal to executor/*.c, *.h, local.mk.
+# runtime images' source tag. Keep this list equal to executor/*.c, *.h, *.py, local.mk.
 dist_pkgdata_DATA = executor/closure.sh
 executorsrcdir = $(pkgdatadir)/executor-src
 dist_executorsrc_DATA = \
@@ -70,10 +78,12 @@ dist_executorsrc_DATA = \
 	executor/editor.c \
 	executor/editor.h \
 	executor/editor_private.h \
+	executor/editor_text.c \
 	executor/editor_view.c \
 	executor/executor.h \
 	executor/files.c \
 	executor/ipython.c \
+	executor/ipython_driver.py \
 	executor/local.mk \
 	executor/main.c \
 	executor/obs.c \

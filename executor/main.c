@@ -229,7 +229,7 @@ init_user (struct executor *ex, ohbox_error_t *err)
   if (ohbox_mkdir_p (AT_FDCWD, ex->work_dir, 0755, err) < 0)
     return ohbox_error_prefix (err, "create the working directory");
   if (!existed && ex->uid != 0 && chown (ex->work_dir, ex->uid, 0) < 0)
-    return ohbox_error_errno (err, "chown `%s`", ex->work_dir);
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "chown `%s`", ex->work_dir);
   return 0;
 }
 

@@ -169,8 +169,8 @@ users_create (const char *name, uid_t uid, ohbox_error_t *err)
         }
     }
   if (mkdir ("/home", 0755) < 0 && errno != EEXIST)
-    return ohbox_error_errno (err, "create `/home`");
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "create `/home`");
   if (mkdir (home, 0750) == 0 && chown (home, uid, 0) < 0)
-    return ohbox_error_errno (err, "chown `%s`", home);
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "chown `%s`", home);
   return 0;
 }

@@ -20,6 +20,7 @@ dist_man_MANS += \
 	man/ohbox-logs.1 \
 	man/ohbox-stats.1 \
 	man/ohbox-port.1 \
+	man/ohbox-network.1 \
 	man/ohbox-build.1 \
 	man/ohbox-push.1
 dist_man_MANS += man/ohbox-exec.1

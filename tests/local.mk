@@ -4,7 +4,7 @@ UNIT_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(CURL_CFLAGS) -I
 UNIT_LDADD = libohbox-internal.la $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(CRYPTO_LIBS)
 
 check_PROGRAMS += tests/unit/test-digest tests/unit/test-reference tests/unit/test-registries-conf \
-	tests/unit/test-authfile tests/unit/test-auth-challenge tests/unit/test-oci tests/unit/test-layer \
+	tests/unit/test-authfile tests/unit/test-auth-challenge tests/unit/test-oci tests/unit/test-oci-runtime tests/unit/test-layer \
 	tests/unit/test-store
 
 tests_unit_test_digest_SOURCES = tests/unit/test-digest.c tests/unit/unit.h
@@ -25,6 +25,9 @@ tests_unit_test_auth_challenge_LDADD = $(UNIT_LDADD)
 tests_unit_test_oci_SOURCES = tests/unit/test-oci.c tests/unit/unit.h
 tests_unit_test_oci_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_oci_LDADD = $(UNIT_LDADD)
+tests_unit_test_oci_runtime_SOURCES = tests/unit/test-oci-runtime.c tests/unit/unit.h
+tests_unit_test_oci_runtime_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_oci_runtime_LDADD = $(UNIT_LDADD)
 tests_unit_test_layer_SOURCES = tests/unit/test-layer.c tests/unit/unit.h
 tests_unit_test_layer_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_layer_LDADD = $(UNIT_LDADD)
@@ -67,6 +70,11 @@ check_PROGRAMS += tests/unit/test-network
 tests_unit_test_network_SOURCES = tests/unit/test-network.c tests/unit/unit.h
 tests_unit_test_network_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_network_LDADD = $(UNIT_LDADD)
+
+check_PROGRAMS += tests/unit/test-egress
+tests_unit_test_egress_SOURCES = tests/unit/test-egress.c tests/unit/unit.h
+tests_unit_test_egress_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_egress_LDADD = $(UNIT_LDADD)
 EXTRA_DIST += tests/escape
 
 # Libraries loaded on first use (dl.h).
@@ -94,3 +102,9 @@ check_PROGRAMS += tests/unit/test-cdi
 tests_unit_test_cdi_SOURCES = tests/unit/test-cdi.c tests/unit/unit.h
 tests_unit_test_cdi_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cdi_LDADD = $(UNIT_LDADD)
+
+# The typed sandbox state (sandbox/state.h): parse, serialise, every status.
+check_PROGRAMS += tests/unit/test-state
+tests_unit_test_state_SOURCES = tests/unit/test-state.c tests/unit/unit.h
+tests_unit_test_state_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_state_LDADD = $(UNIT_LDADD)

@@ -9,11 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "api/action.h"
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* The documented exit codes (man/ohbox-action.1). */
 #define ACTION_EXIT_ERROR_OBS 1 /* the executor answered with an error observation */
@@ -48,21 +44,7 @@ enum
 static int
 action_fail (ohbox_error_t *err)
 {
-  fprintf (stderr, "ohbox action: %s\n", (*err)->msg);
-  ohbox_error_release (err);
-  return ACTION_EXIT_RUNTIME;
-}
-
-static int __attribute__ ((format (printf, 1, 2)))
-action_usage (const char *fmt, ...)
-{
-  va_list ap;
-  va_start (ap, fmt);
-  fprintf (stderr, "ohbox action: ");
-  vfprintf (stderr, fmt, ap);
-  fprintf (stderr, "\nRun 'ohbox action --help' for usage.\n");
-  va_end (ap);
-  return ACTION_EXIT_RUNTIME;
+  return cli_fail_code (err, ACTION_EXIT_RUNTIME);
 }
 
 static int
@@ -130,25 +112,25 @@ cli_action (int argc, char **argv)
     switch (c)
       {
       case OPT_FORMAT:
-        if (cli_parse_format (optarg, &fmt) < 0)
-          return action_usage ("unknown --format `%s`: use table or json", optarg);
+        if (cli_format_option (optarg, &fmt) < 0)
+          return ACTION_EXIT_RUNTIME;
         break;
       case OPT_TIMEOUT:
         if (parse_seconds (optarg, &timeout) < 0)
-          return action_usage ("--timeout takes seconds (0 < s <= 86400), not `%s`", optarg);
+          return cli_usage_error_code (ACTION_EXIT_RUNTIME, "--timeout takes seconds (0 < s <= 86400), not `%s`", optarg);
         break;
       case OPT_CONNECT_TIMEOUT:
         if (parse_seconds (optarg, &ao.connect_timeout) < 0)
-          return action_usage ("--connect-timeout takes seconds (0 < s <= 86400), not `%s`", optarg);
+          return cli_usage_error_code (ACTION_EXIT_RUNTIME, "--connect-timeout takes seconds (0 < s <= 86400), not `%s`", optarg);
         break;
       case 'h':
         fputs (action_help, stdout);
         return 0;
       default:
-        return action_usage ("invalid option");
+        return cli_usage_error_code (ACTION_EXIT_RUNTIME, "invalid option");
       }
   if (argc - optind < 2)
-    return action_usage ("expected SANDBOX and an action");
+    return cli_usage_error_code (ACTION_EXIT_RUNTIME, "expected SANDBOX and an action");
   const char *what = argv[optind];
   cleanup_error ohbox_error_t err = NULL;
   json_t *action = NULL;

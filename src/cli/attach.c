@@ -7,10 +7,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "sandbox/exec.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* man/ohbox-attach.1: the command's status when it exits, 0 when detached,
  * 125 when ohbox failed. */
@@ -55,15 +51,11 @@ cli_attach (int argc, char **argv)
           fputs (attach_help, stdout);
           return 0;
         default:
-          fprintf (stderr, "Run 'ohbox attach --help' for usage.\n");
-          return ATTACH_EXIT_RUNTIME;
+          return cli_usage_hint (ATTACH_EXIT_RUNTIME);
         }
     }
   if (argc - optind != 1)
-    {
-      fprintf (stderr, "ohbox attach: expected SANDBOX\nRun 'ohbox attach --help' for usage.\n");
-      return ATTACH_EXIT_RUNTIME;
-    }
+    return cli_usage_error_code (ATTACH_EXIT_RUNTIME, "expected SANDBOX");
   const char *what = argv[optind];
   struct ohbox_store *store = NULL;
   struct ohbox_runtime *rt = NULL;
@@ -83,13 +75,10 @@ cli_attach (int argc, char **argv)
   if (store)
     ohbox_store_close (store);
   if (r < 0)
-    {
-      fprintf (stderr, "ohbox attach: %s\n", err->msg);
-      return ATTACH_EXIT_RUNTIME;
-    }
+    return cli_fail_code (&err, ATTACH_EXIT_RUNTIME);
   if (code < 0)
     {
-      fprintf (stderr, "ohbox attach: detached from `%s`; it goes on running\n", what);
+      cli_note ("detached from `%s`; it goes on running", what);
       return 0;
     }
   return code;

@@ -6,10 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "build/build.h"
 #include "cli.h"
-#include "registry/reference.h"
-#include "common/utils.h"
 
 static void
 build_usage (FILE *out)
@@ -43,7 +40,7 @@ static void
 print_notice (void *ud, const char *msg)
 {
   (void) ud;
-  fprintf (stderr, "ohbox build: %s\n", msg);
+  cli_note ("%s", msg);
 }
 
 int
@@ -108,17 +105,17 @@ cli_build (int argc, char **argv)
           break;
         case OPT_MAX_IMAGE:
           if (cli_parse_size (optarg, &po.max_image_size) < 0)
-            return cli_usage_error ("build", "--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
+            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
                                     optarg);
           break;
         case OPT_PULL_TIMEOUT:
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
-            return cli_usage_error ("build", "--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
+            return cli_usage_error ("--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
                                     optarg);
           break;
         case OPT_FORMAT:
-          if (cli_parse_format (optarg, &format) < 0)
-            return cli_usage_error ("build", "--format takes json or table, not `%s`", optarg);
+          if (cli_format_option (optarg, &format) < 0)
+            return OHBOX_ERR_USAGE;
           break;
         case 'q':
           quiet = true;
@@ -128,19 +125,19 @@ cli_build (int argc, char **argv)
           return 0;
         default:
           {
-            int r = cli_registry_option ("build", c, optarg, &ra);
+            int r = cli_registry_option (c, optarg, &ra);
             if (r != 1)
-              return r == 0 ? cli_usage_error ("build", "invalid option") : r;
+              return r == 0 ? cli_usage_error ("invalid option") : r;
           }
         }
     }
   if (optind + 1 != argc)
-    return cli_usage_error ("build", "expected exactly one BASE-IMAGE");
+    return cli_usage_error ("expected exactly one BASE-IMAGE");
   const char *base = argv[optind];
 
   po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  int rc = cli_registry_prepare ("build", &ra, true, &conf);
+  int rc = cli_registry_prepare (&ra, true, &conf);
   if (rc != 0)
     return rc;
   po.conf = conf;
@@ -148,12 +145,12 @@ cli_build (int argc, char **argv)
   bo.notice = print_notice;
 
   struct ohbox_store *store = NULL;
-  rc = cli_open_store ("build", &store);
+  rc = cli_open_store (&store);
   if (rc == 0)
     {
       struct ohbox_build_result res;
       if (ohbox_build (store, base, &bo, &res, &err) < 0)
-        rc = cli_fail ("build", &err);
+        rc = cli_fail (&err);
       else if (format == CLI_FORMAT_JSON)
         {
           json_t *j = ohbox_build_result_json (&res);

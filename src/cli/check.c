@@ -5,11 +5,7 @@
 #include <getopt.h>
 #include <stdio.h>
 
-#include "store/check.h"
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* Findings are left (none repaired, or some could not be): man/ohbox-check.1. */
 #define CHECK_EXIT_FINDINGS 6
@@ -76,8 +72,8 @@ cli_check (int argc, char **argv)
         repair = true;
         break;
       case 'f':
-        if (cli_parse_format (optarg, &format) < 0)
-          return cli_usage_error ("check", "--format takes json or table, not `%s`", optarg);
+        if (cli_format_option (optarg, &format) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         printf ("Usage: ohbox check [--repair] [--format json]\n\n"
@@ -90,19 +86,19 @@ cli_check (int argc, char **argv)
                 "other codes as ohbox(1) when the check itself failed.\n");
         return 0;
       default:
-        return cli_usage_error ("check", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (optind != argc)
-    return cli_usage_error ("check", "unexpected argument `%s`", argv[optind]);
+    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("check", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
   struct ohbox_runtime *rt = NULL;
   json_t *r = NULL;
   if (ohbox_runtime_open (store, NULL, &rt, &err) < 0 || ohbox_check (store, rt, repair, &r, &err) < 0)
-    rc = cli_fail ("check", &err);
+    rc = cli_fail (&err);
   else
     {
       if (format == CLI_FORMAT_JSON)

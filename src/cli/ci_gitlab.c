@@ -18,6 +18,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,13 +26,6 @@
 
 #include "ci_gitlab.h"
 #include "cli.h"
-#include "sandbox/exec.h"
-#include "image/image.h"
-#include "policy/run_policy.h"
-#include "registry/registries_conf.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* The job sandbox's command: it only has to stay alive until cleanup; the
  * scripts run beside it through exec. */
@@ -92,13 +86,11 @@ system_failure (void)
   return exit_code_from_env ("SYSTEM_FAILURE_EXIT_CODE", 2);
 }
 
-/* Prints the error (it goes to the job's log) and returns the system failure code. */
+/* The error (main prints it into the job's log) and the system failure code. */
 static int
-ci_fail (const char *stage, ohbox_error_t *err)
+ci_fail (ohbox_error_t *err)
 {
-  fprintf (stderr, "ohbox ci gitlab %s: %s\n", stage, (*err)->msg);
-  ohbox_error_release (err);
-  return system_failure ();
+  return cli_fail_code (err, system_failure ());
 }
 
 void
@@ -197,7 +189,7 @@ ci_config (void)
   if (ci_job_response (&response, &err) < 0 || ci_job_new (response, &job, &err) < 0)
     {
       json_decref (response);
-      return ci_fail ("config", &err);
+      return ci_fail (&err);
     }
   json_decref (response);
   /* job_env reaches the later stages as plain variables; the job's own
@@ -277,7 +269,7 @@ ci_ensure_image (struct prepare_opts *po, const char *image, char id[OHBOX_DIGES
     }
   struct ohbox_pull_result res = { 0 };
   fflush (stdout);
-  int rc = cli_pull_image ("pull", image, &po->po, CLI_FORMAT_TABLE, false, &res);
+  int rc = cli_pull_image (image, &po->po, CLI_FORMAT_TABLE, false, &res);
   fflush (stdout);
   if (rc != 0)
     return ohbox_error (err, rc, 0, "pull `%s` failed (see above)", image);
@@ -286,11 +278,27 @@ ci_ensure_image (struct prepare_opts *po, const char *image, char id[OHBOX_DIGES
   return 0;
 }
 
+void
+ci_warn (const char *fmt, ...)
+{
+  /* Warnings are the job's, whichever stage: "ohbox ci gitlab: warning: ...". */
+  const char *stage = cli_global.command;
+  cli_global.command = "ci gitlab";
+  va_list ap;
+  va_start (ap, fmt);
+  cleanup_free char *msg = NULL;
+  if (vasprintf (&msg, fmt, ap) < 0)
+    msg = NULL;
+  va_end (ap);
+  cli_warn ("%s", msg ? msg : fmt);
+  cli_global.command = stage;
+}
+
 static void
 quiet_warning (const char *msg, void *data)
 {
   (void) data;
-  fprintf (stderr, "ohbox ci gitlab: warning: %s\n", msg);
+  ci_warn ("%s", msg);
 }
 
 /* The run policy's plan for Q (run_policy.h), started detached. */
@@ -513,25 +521,25 @@ ci_prepare (int argc, char **argv)
   if (r == 1)
     return 0;
   if (r < 0 || ci_job_from_env (&job, &err) < 0)
-    return ci_fail ("prepare", &err);
+    return ci_fail (&err);
   const char *image = getenv ("CUSTOM_ENV_CI_JOB_IMAGE");
   if (image == NULL || *image == '\0')
     {
       ohbox_error (&err, OHBOX_ERR_USAGE, 0,
                    "the job names no image (`CUSTOM_ENV_CI_JOB_IMAGE` is empty): set `image:` in .gitlab-ci.yml");
-      return ci_fail ("prepare", &err);
+      return ci_fail (&err);
     }
   /* Leftovers: of this job (a prepare that ran before, the runner retrying
    * it), and of jobs whose runner died before their cleanup. */
   {
     struct ci_ctx c;
     if (ci_open (&c, &err) < 0)
-      return ci_fail ("prepare", &err);
+      return ci_fail (&err);
     ci_own_collect (&c);
     r = remove_job (&c, &job, NULL, &err);
     ci_close (&c);
     if (r < 0)
-      return ci_fail ("prepare", &err);
+      return ci_fail (&err);
   }
   json_t *response = NULL;
   struct ohbox_registries_conf *conf = NULL;
@@ -539,7 +547,7 @@ ci_prepare (int argc, char **argv)
     {
       prepare_release (&po, conf);
       json_decref (response);
-      return ci_fail ("prepare", &err);
+      return ci_fail (&err);
     }
   printf ("Using ohbox %s, sandbox %s, image %s\n", PACKAGE_VERSION, job.name, image);
   r = start_job (&po, &job, response, image, &err);
@@ -554,7 +562,7 @@ ci_prepare (int argc, char **argv)
       if (ci_open (&c, &e) == 0)
         remove_job (&c, &job, NULL, &e);
       ci_close (&c);
-      return ci_fail ("prepare", &err);
+      return ci_fail (&err);
     }
   return 0;
 }
@@ -566,14 +574,10 @@ sandbox_running (const char *id)
 {
   struct ci_ctx c;
   cleanup_error ohbox_error_t e = NULL;
-  json_t *j = NULL;
+  cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
   bool running = false;
-  if (ci_open (&c, &e) == 0 && ohbox_sandbox_inspect (c.rt, id, &j, &e) == 0)
-    {
-      const char *st = json_string_value (json_object_get (j, "status"));
-      running = st && (strcmp (st, "running") == 0 || strcmp (st, "paused") == 0);
-    }
-  json_decref (j);
+  if (ci_open (&c, &e) == 0 && ohbox_sandbox_inspect_info (c.rt, id, &info, &e) == 0)
+    running = info.status == OHBOX_STATUS_RUNNING || info.status == OHBOX_STATUS_PAUSED;
   ci_close (&c);
   return running;
 }
@@ -590,7 +594,7 @@ write_build_exit_code (int code)
   int len = snprintf (num, sizeof num, "%d\n", code);
   cleanup_close int fd = open (file, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (fd < 0 || ohbox_write_all (fd, num, (size_t) len) < 0)
-    fprintf (stderr, "ohbox ci gitlab run: write `%s`: %s\n", file, strerror (errno));
+    cli_note ("write `%s`: %s", file, strerror (errno));
 }
 
 /* The id of the job's sandbox, once it is known to be the job's. */
@@ -609,37 +613,37 @@ ci_run (int argc, char **argv)
   if (argc != 3)
     {
       ohbox_error (&err, OHBOX_ERR_USAGE, 0, "expected SCRIPT_PATH STAGE_NAME, as the runner passes them");
-      return ci_fail ("run", &err);
+      return ci_fail (&err);
     }
   const char *script = argv[1], *stage = argv[2];
   struct ci_job job;
   if (ci_job_from_env (&job, &err) < 0)
-    return ci_fail ("run", &err);
+    return ci_fail (&err);
   /* The script reaches the shell on its stdin: nothing is copied into the
    * sandbox, and the runner's file stays where the runner cleans it up. */
   int fd = open (script, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     {
       ohbox_error_errno (&err, "open the `%s` script `%s`", stage, script);
-      return ci_fail ("run", &err);
+      return ci_fail (&err);
     }
   if (dup2 (fd, 0) < 0)
     {
       close (fd);
       ohbox_error_errno (&err, "redirect stdin");
-      return ci_fail ("run", &err);
+      return ci_fail (&err);
     }
   close (fd);
   struct ci_ctx c;
   cleanup_free char *id = NULL;
   if (ci_open (&c, &err) < 0)
-    return ci_fail ("run", &err);
+    return ci_fail (&err);
   /* By id from here on: the name is checked once, and exec cannot be sent
    * to another sandbox given that name meanwhile. */
   if (owned_sandbox (&c, &job, &id, &err) < 0)
     {
       ci_close (&c);
-      return ci_fail ("run", &err);
+      return ci_fail (&err);
     }
   ohbox_store_unlock (c.store);
   int code = -1;
@@ -660,20 +664,19 @@ ci_run (int argc, char **argv)
   ci_close (&c);
   if (r < 0 && code == 127)
     {
-      fprintf (stderr, "ohbox ci gitlab run: the image has neither bash nor sh: %s\n", err->msg);
+      ohbox_error_prefix (&err, "the image has neither bash nor sh");
       write_build_exit_code (127);
-      return build_failure ();
+      return cli_fail_code (&err, build_failure ());
     }
   if (r < 0)
-    return ci_fail ("run", &err);
+    return ci_fail (&err);
   if (code == 0)
     return 0;
   /* A script that died because its sandbox went away is the system's failure. */
   if (!sandbox_running (id))
     {
-      fprintf (stderr, "ohbox ci gitlab run: sandbox `%s` is gone (the `%s` script ended with %d)\n", job.name,
-               stage, code);
-      return system_failure ();
+      return cli_error (system_failure (), "sandbox `%s` is gone (the `%s` script ended with %d)", job.name, stage,
+                        code);
     }
   write_build_exit_code (code);
   return build_failure ();
@@ -689,20 +692,20 @@ ci_cleanup (int argc, char **argv)
   if (argc != 1)
     {
       ohbox_error (&err, OHBOX_ERR_USAGE, 0, "cleanup takes no arguments");
-      return ci_fail ("cleanup", &err);
+      return ci_fail (&err);
     }
   struct ci_job job;
   if (ci_job_from_env (&job, &err) < 0)
-    return ci_fail ("cleanup", &err);
+    return ci_fail (&err);
   struct ci_ctx c;
   if (ci_open (&c, &err) < 0)
-    return ci_fail ("cleanup", &err);
+    return ci_fail (&err);
   size_t n = 0;
   int r = remove_job (&c, &job, &n, &err);
   ci_close (&c);
   printf ("Removed %zu sandbox%s of %s\n", n, n == 1 ? "" : "es", job.name);
   if (r < 0)
-    return ci_fail ("cleanup", &err);
+    return ci_fail (&err);
   return 0;
 }
 
@@ -715,10 +718,7 @@ cli_ci (int argc, char **argv)
       return 0;
     }
   if (argc < 3 || strcmp (argv[1], "gitlab") != 0)
-    {
-      fprintf (stderr, "ohbox ci: expected `gitlab config|prepare|run|cleanup`\nRun 'ohbox ci --help' for usage.\n");
-      return system_failure ();
-    }
+    return cli_usage_error_code (system_failure (), "expected `gitlab config|prepare|run|cleanup`");
   const char *stage = argv[2];
   int sub_argc = argc - 2;
   char **sub_argv = argv + 2;
@@ -727,6 +727,10 @@ cli_ci (int argc, char **argv)
       fputs (ci_help, stdout);
       return 0;
     }
+  /* Errors are reported as "ohbox ci gitlab STAGE: ..." */
+  static char name[32];
+  snprintf (name, sizeof name, "ci gitlab %.16s", stage);
+  cli_global.command = name;
   if (strcmp (stage, "config") == 0)
     return ci_config ();
   if (strcmp (stage, "prepare") == 0)
@@ -735,6 +739,6 @@ cli_ci (int argc, char **argv)
     return ci_run (sub_argc, sub_argv);
   if (strcmp (stage, "cleanup") == 0)
     return ci_cleanup (sub_argc, sub_argv);
-  fprintf (stderr, "ohbox ci gitlab: unknown stage `%s`: use config, prepare, run or cleanup\n", stage);
-  return system_failure ();
+  cli_global.command = "ci gitlab";
+  return cli_error (system_failure (), "unknown stage `%s`: use config, prepare, run or cleanup", stage);
 }

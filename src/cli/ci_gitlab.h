@@ -8,11 +8,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 
-#include "cgroup/cgroup.h"
-#include "common/digest.h"
-#include "common/error.h"
-#include "image/pull.h"
-#include "sandbox/sandbox.h"
+#include "api/frontend.h"
 
 #define CI_DRIVER_NAME "ohbox"
 #define CI_BUILDS_DIR "/builds"
@@ -118,5 +114,8 @@ int ci_load_services (json_t *response, json_t **ret, struct hostnames *hosts, o
 /* Starts each service in the job sandbox's network namespace. */
 int ci_start_services (struct prepare_opts *po, const struct ci_job *job, double expires, json_t *services,
                        ohbox_error_t *err);
+
+/* "ohbox ci gitlab: warning: ..." now, from any stage. */
+void ci_warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
 
 #endif

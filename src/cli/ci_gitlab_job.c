@@ -25,9 +25,6 @@
 
 #include "ci_gitlab.h"
 #include "cli.h"
-#include "common/utils.h"
-#include "registry/authfile.h"
-#include "store/store.h"
 
 #define OWN_DIR "ci-gitlab"
 #define OWN_RECORD_MAX (64 * 1024)
@@ -320,7 +317,7 @@ add_docker_auth_config (json_t *doc, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                         "the job's `DOCKER_AUTH_CONFIG` is not a Docker config.json document (`{\"auths\": {...}}`)");
   if (json_object_get (j, "credHelpers") || json_object_get (j, "credsStore"))
-    fprintf (stderr, "ohbox ci gitlab: warning: DOCKER_AUTH_CONFIG names credential helpers, which are not run\n");
+    ci_warn ("DOCKER_AUTH_CONFIG names credential helpers, which are not run");
   const char *key;
   json_t *v;
   json_object_foreach (auths, key, v)

@@ -10,8 +10,6 @@
 #include <string.h>
 
 #include "ci_gitlab.h"
-#include "policy/run_policy.h"
-#include "common/utils.h"
 
 /* "KEY=VALUE" strings from the runner's [{"key","value"}] list. */
 static char **

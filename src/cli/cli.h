@@ -8,7 +8,7 @@
 #include <stdbool.h>
 #include <stdint.h>
 
-#include "common/error.h"
+#include "api/frontend.h"
 
 /* Exit codes (man/ohbox.1, EXIT STATUS): 0 success, else the error kind. */
 #define OHBOX_EXIT_OK 0
@@ -23,25 +23,55 @@ struct cli_global
 {
   const char *root;         /* --root, else the default store */
   const char *registries_conf; /* --registries-conf */
+  const char *command;      /* what errors are reported as: "pull", "ci gitlab run" */
 };
 
 extern struct cli_global cli_global;
 
 typedef int (*cli_command_fn) (int argc, char **argv);
 
-/* Prints "ohbox COMMAND: MESSAGE" to stderr and returns the exit code for the error's kind. */
-int cli_fail (const char *command, ohbox_error_t *err);
-/* Prints a usage error for COMMAND and returns 2. */
-int cli_usage_error (const char *command, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* Errors (the CLI's contract; HACKING.md, "Errors"): a command returns
+ * its exit code; on failure it hands its ohbox_error_t to cli_fail (or
+ * cli_fail_code, cli_usage_error) and returns what that returns. main
+ * prints the error once, after the command, as "ohbox COMMAND: MESSAGE"
+ * (COMMAND is cli_global.command). A command that goes on after an error
+ * (one per SANDBOX argument, a pull inside another command) reports it at
+ * once with cli_report_now. Nothing else in the CLI prints errors. */
+
+/* Keeps ERR (taken) for main to print; returns the exit code of its kind. */
+int cli_fail (ohbox_error_t *err);
+/* The same with exit code CODE (ohbox run, exec, action: 125). */
+int cli_fail_code (ohbox_error_t *err, int code);
+/* A usage error (printed with "Run 'ohbox COMMAND --help' for usage."); returns 2. */
+int cli_usage_error (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* The same with exit code CODE. */
+int cli_usage_error_code (int code, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* An error of the CLI's own (no library error behind it): kept for main
+ * like cli_fail; returns CODE. */
+int cli_error (int code, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+/* After getopt printed what was wrong: "Run 'ohbox COMMAND --help' for
+ * usage." now; returns CODE. */
+int cli_usage_hint (int code);
+/* Prints ERR (taken) now, as main would; returns the exit code of its kind. */
+int cli_report_now (ohbox_error_t *err);
+/* "ohbox COMMAND: warning: ..." now. */
+void cli_warn (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* "ohbox COMMAND: ..." now: what the user must know that is no error. */
+void cli_note (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+/* main: prints the error a command left, if any. */
+void cli_report_pending (void);
 /* Parses "table" / "json"; returns -1 on unknown values. */
 int cli_parse_format (const char *s, enum cli_format *out);
+/* --format ARG, for every command that has it: 0, or -1 with the usage
+ * error ("--format takes json or table, not `ARG`") kept for main. */
+int cli_format_option (const char *arg, enum cli_format *out);
 /* Prints JSON to stdout, indented, with a trailing newline. */
 void cli_print_json (json_t *j);
 /* The store root to use. */
 const char *cli_store_root (void);
 struct ohbox_store;
-/* Opens the store; on failure prints the error and returns its exit code. */
-int cli_open_store (const char *command, struct ohbox_store **out);
+/* Opens the store; 0, or the exit code of the error (cli_fail). */
+int cli_open_store (struct ohbox_store **out);
 /* "true"/"false" (also 1/0, yes/no). */
 int cli_parse_bool (const char *s, bool *out);
 /* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year); -1 when invalid. */
@@ -78,13 +108,13 @@ struct cli_registry_args
   struct ohbox_credentials *parsed;  /* what ro->creds points to */
 };
 /* 1 when OPT was one of the options above (stored in A), 0 when it is not,
- * 2 (a usage error, printed) when its value is wrong. */
-int cli_registry_option (const char *command, int opt, const char *arg, struct cli_registry_args *a);
+ * 2 (a usage error, cli_usage_error) when its value is wrong. */
+int cli_registry_option (int opt, const char *arg, struct cli_registry_args *a);
 struct ohbox_registries_conf;
 /* After the options: --creds parsed into A->ro->creds and, WITH_CONF,
  * registries.conf (--registries-conf) loaded into *RET_CONF. 0, or the
- * exit code of the error it printed. Freed by cli_registry_release. */
-int cli_registry_prepare (const char *command, struct cli_registry_args *a, bool with_conf,
+ * exit code of the error (cli_fail). Freed by cli_registry_release. */
+int cli_registry_prepare (struct cli_registry_args *a, bool with_conf,
                           struct ohbox_registries_conf **ret_conf);
 void cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf);
 
@@ -92,10 +122,11 @@ int cli_pull (int argc, char **argv);
 struct ohbox_pull_options;
 struct ohbox_pull_result;
 /* `ohbox pull IMAGE` with PO ready (registries.conf and credentials in it):
- * progress and the result on stdout as the command prints them, errors as
- * "ohbox COMMAND: ...". 0, or the exit code of the error. RET (may be NULL)
- * gets the result (ohbox_pull_result_clear). */
-int cli_pull_image (const char *command, const char *image, struct ohbox_pull_options *po, enum cli_format format,
+ * progress and the result on stdout as the command prints them, an error
+ * at once as "ohbox pull: ..." (cli_report_now: callers go on). 0, or the
+ * exit code of the error. RET (may be NULL) gets the result
+ * (ohbox_pull_result_clear). */
+int cli_pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format,
                     bool quiet, struct ohbox_pull_result *ret);
 int cli_images (int argc, char **argv);
 int cli_inspect (int argc, char **argv);
@@ -117,6 +148,7 @@ int cli_wait (int argc, char **argv);
 int cli_logs (int argc, char **argv);
 int cli_stats (int argc, char **argv);
 int cli_port (int argc, char **argv);
+int cli_network (int argc, char **argv);
 /* exec.c */
 int cli_exec (int argc, char **argv);
 /* action.c */

@@ -7,38 +7,147 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "registry/authfile.h"
 #include "cli.h"
-#include "registry/registries_conf.h"
-#include "registry/registry.h"
-#include "store/store.h"
+
+/* The error a command left for main (cli_fail), and whether it is a usage error. */
+static ohbox_error_t pending;
+static bool pending_usage;
+
+static const char *
+command_name (void)
+{
+  return cli_global.command ? cli_global.command : "";
+}
+
+static void
+print_error (const ohbox_error_t e, bool usage)
+{
+  fflush (stdout);
+  fprintf (stderr, "ohbox %s: %s\n", command_name (), e ? e->msg : "failed");
+  if (usage)
+    fprintf (stderr, "Run 'ohbox %s --help' for usage.\n", command_name ());
+}
+
+void
+cli_report_pending (void)
+{
+  if (pending == NULL)
+    return;
+  print_error (pending, pending_usage);
+  ohbox_error_release (&pending);
+}
+
+static void
+keep (ohbox_error_t *err, bool usage)
+{
+  /* A second error before main: the first one is printed now, in order. */
+  cli_report_pending ();
+  ohbox_error_move (&pending, err);
+  pending_usage = usage;
+}
 
 int
-cli_fail (const char *command, ohbox_error_t *err)
+cli_fail_code (ohbox_error_t *err, int code)
 {
-  int code = OHBOX_ERR_GENERIC;
-  if (err && *err)
+  if (err == NULL || *err == NULL)
     {
-      fprintf (stderr, "ohbox %s: %s\n", command, (*err)->msg);
-      code = (*err)->kind;
-      ohbox_error_release (err);
+      ohbox_error_t e = NULL;
+      ohbox_error (&e, OHBOX_ERR_GENERIC, 0, "failed");
+      keep (&e, false);
+      return code;
     }
-  else
-    fprintf (stderr, "ohbox %s: failed\n", command);
-  fflush (stdout);
+  keep (err, false);
   return code;
 }
 
 int
-cli_usage_error (const char *command, const char *fmt, ...)
+cli_fail (ohbox_error_t *err)
+{
+  return cli_fail_code (err, err && *err ? (*err)->kind : OHBOX_ERR_GENERIC);
+}
+
+int
+cli_report_now (ohbox_error_t *err)
+{
+  int code = cli_fail (err);
+  cli_report_pending ();
+  return code;
+}
+
+static int
+usage_v (int code, const char *fmt, va_list ap)
+{
+  ohbox_error_t e = NULL;
+  ohbox_error_v (&e, OHBOX_ERR_USAGE, 0, fmt, ap);
+  keep (&e, true);
+  return code;
+}
+
+int
+cli_usage_error (const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  fprintf (stderr, "ohbox %s: ", command);
-  vfprintf (stderr, fmt, ap);
-  fprintf (stderr, "\nRun 'ohbox %s --help' for usage.\n", command);
+  int code = usage_v (OHBOX_ERR_USAGE, fmt, ap);
   va_end (ap);
-  return OHBOX_ERR_USAGE;
+  return code;
+}
+
+int
+cli_usage_error_code (int code, const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  usage_v (code, fmt, ap);
+  va_end (ap);
+  return code;
+}
+
+int
+cli_error (int code, const char *fmt, ...)
+{
+  ohbox_error_t e = NULL;
+  va_list ap;
+  va_start (ap, fmt);
+  ohbox_error_v (&e, OHBOX_ERR_USAGE, 0, fmt, ap);
+  va_end (ap);
+  keep (&e, false);
+  return code;
+}
+
+int
+cli_usage_hint (int code)
+{
+  cli_report_pending ();
+  fprintf (stderr, "Run 'ohbox %s --help' for usage.\n", command_name ());
+  return code;
+}
+
+static void
+say (const char *what, const char *fmt, va_list ap)
+{
+  fflush (stdout);
+  fprintf (stderr, "ohbox %s: %s", command_name (), what);
+  vfprintf (stderr, fmt, ap);
+  fputc ('\n', stderr);
+}
+
+void
+cli_warn (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  say ("warning: ", fmt, ap);
+  va_end (ap);
+}
+
+void
+cli_note (const char *fmt, ...)
+{
+  va_list ap;
+  va_start (ap, fmt);
+  say ("", fmt, ap);
+  va_end (ap);
 }
 
 int
@@ -51,6 +160,15 @@ cli_parse_format (const char *s, enum cli_format *out)
   else
     return -1;
   return 0;
+}
+
+int
+cli_format_option (const char *arg, enum cli_format *out)
+{
+  if (cli_parse_format (arg, out) == 0)
+    return 0;
+  cli_usage_error ("--format takes json or table, not `%s`", arg);
+  return -1;
 }
 
 void
@@ -72,11 +190,11 @@ cli_store_root (void)
 }
 
 int
-cli_open_store (const char *command, struct ohbox_store **out)
+cli_open_store (struct ohbox_store **out)
 {
   ohbox_error_t err = NULL;
   if (ohbox_store_open (cli_store_root (), out, &err) < 0)
-    return cli_fail (command, &err);
+    return cli_fail (&err);
   return 0;
 }
 
@@ -151,7 +269,7 @@ cli_parse_size (const char *s, uint64_t *out)
 }
 
 int
-cli_registry_option (const char *command, int opt, const char *arg, struct cli_registry_args *a)
+cli_registry_option (int opt, const char *arg, struct cli_registry_args *a)
 {
   bool verify;
   switch (opt)
@@ -167,7 +285,7 @@ cli_registry_option (const char *command, int opt, const char *arg, struct cli_r
       return 1;
     case CLI_OPT_TLS_VERIFY:
       if (cli_parse_bool (arg, &verify) < 0)
-        return cli_usage_error (command, "--tls-verify takes true or false, not `%s`", arg);
+        return cli_usage_error ("--tls-verify takes true or false, not `%s`", arg);
       /* false also allows plain HTTP: registry.h, insecure. */
       a->ro->insecure = !verify;
       a->tls_verify_explicit = true;
@@ -178,19 +296,19 @@ cli_registry_option (const char *command, int opt, const char *arg, struct cli_r
 }
 
 int
-cli_registry_prepare (const char *command, struct cli_registry_args *a, bool with_conf,
+cli_registry_prepare (struct cli_registry_args *a, bool with_conf,
                       struct ohbox_registries_conf **ret_conf)
 {
   ohbox_error_t err = NULL;
   if (ret_conf)
     *ret_conf = NULL;
   if (a->creds && ohbox_credentials_parse (a->creds, &a->parsed, &err) < 0)
-    return cli_fail (command, &err);
+    return cli_fail (&err);
   a->ro->creds = a->parsed;
   if (with_conf && ohbox_registries_conf_load (cli_global.registries_conf, ret_conf, &err) < 0)
     {
       cli_registry_release (a, NULL);
-      return cli_fail (command, &err);
+      return cli_fail (&err);
     }
   return 0;
 }

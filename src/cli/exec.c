@@ -8,10 +8,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "sandbox/exec.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* The documented exit codes (man/ohbox-exec.1): the command's status, or
  * 125 when ohbox failed, 126/127 when the command could not be executed. */
@@ -54,9 +50,7 @@ static const struct option opts[] = {
 static int
 exec_fail (ohbox_error_t *err, int code)
 {
-  fprintf (stderr, "ohbox exec: %s\n", (*err)->msg);
-  ohbox_error_release (err);
-  return code;
+  return cli_fail_code (err, code);
 }
 
 int
@@ -83,7 +77,7 @@ cli_exec (int argc, char **argv)
           {
             if (n_env >= EXEC_MAX_ENV)
               {
-                fprintf (stderr, "ohbox exec: too many -e options (at most %d)\n", EXEC_MAX_ENV);
+                cli_error (EXEC_EXIT_RUNTIME, "too many -e options (at most %d)", EXEC_MAX_ENV);
                 goto out;
               }
             char *kv = NULL;
@@ -115,13 +109,13 @@ cli_exec (int argc, char **argv)
           rc = 0;
           goto out;
         default:
-          fprintf (stderr, "Run 'ohbox exec --help' for usage.\n");
+          cli_usage_hint (EXEC_EXIT_RUNTIME);
           goto out;
         }
     }
   if (argc - optind < 2)
     {
-      fprintf (stderr, "ohbox exec: expected SANDBOX and COMMAND\nRun 'ohbox exec --help' for usage.\n");
+      cli_usage_error_code (EXEC_EXIT_RUNTIME, "expected SANDBOX and COMMAND");
       goto out;
     }
   o.argv = argv + optind + 1;
@@ -150,7 +144,7 @@ cli_exec (int argc, char **argv)
     rc = exec_fail (&err, code > 0 ? code : EXEC_EXIT_RUNTIME);
   else if (code < 0)
     {
-      fprintf (stderr, "ohbox exec: detached; the command goes on running in `%s`\n", argv[optind]);
+      cli_note ("detached; the command goes on running in `%s`", argv[optind]);
       rc = 0;
     }
   else

@@ -7,9 +7,6 @@
 #include <time.h>
 
 #include "cli.h"
-#include "registry/reference.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 static void
 images_usage (FILE *out)
@@ -80,8 +77,8 @@ cli_images (int argc, char **argv)
     switch (c)
       {
       case 'f':
-        if (cli_parse_format (optarg, &format) < 0)
-          return cli_usage_error ("images", "--format takes json or table, not `%s`", optarg);
+        if (cli_format_option (optarg, &format) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'q':
         quiet = true;
@@ -93,13 +90,13 @@ cli_images (int argc, char **argv)
         images_usage (stdout);
         return 0;
       default:
-        return cli_usage_error ("images", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (optind != argc)
-    return cli_usage_error ("images", "unexpected argument `%s`", argv[optind]);
+    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
 
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("images", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
@@ -107,7 +104,7 @@ cli_images (int argc, char **argv)
   if (ohbox_store_list_images (store, &list, &err) < 0)
     {
       ohbox_store_close (store);
-      return cli_fail ("images", &err);
+      return cli_fail (&err);
     }
   size_t i;
   json_t *rec;

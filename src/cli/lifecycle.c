@@ -11,9 +11,6 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 struct session
 {
@@ -22,18 +19,18 @@ struct session
 };
 
 static int
-session_open (const char *command, struct session *s)
+session_open (struct session *s)
 {
   ohbox_error_t err = NULL;
   memset (s, 0, sizeof *s);
   if (ohbox_store_open (cli_store_root (), &s->store, &err) < 0)
-    return cli_fail (command, &err);
+    return cli_fail (&err);
   /* Lifecycle commands never write the store: let GC run meanwhile. */
   ohbox_store_unlock (s->store);
   if (ohbox_runtime_open (s->store, NULL, &s->rt, &err) < 0)
     {
       ohbox_store_close (s->store);
-      return cli_fail (command, &err);
+      return cli_fail (&err);
     }
   return 0;
 }
@@ -47,7 +44,7 @@ session_close (struct session *s)
 
 /* Parses the options of a command taking SANDBOX... and a help text. */
 static int
-simple_opts (int argc, char **argv, const char *name, const char *help, const char *shortopts,
+simple_opts (int argc, char **argv, const char *help, const char *shortopts,
              const struct option *longopts, int (*on_opt) (int c, const char *arg, void *data), void *data)
 {
   int c;
@@ -58,11 +55,12 @@ simple_opts (int argc, char **argv, const char *name, const char *help, const ch
           fputs (help, stdout);
           return -1;
         }
-      if (c == '?' || on_opt == NULL || on_opt (c, optarg, data) < 0)
-        {
-          cli_usage_error (name, "invalid option");
-          return -2;
-        }
+      /* ON_OPT returns -1 for a wrong value, -2 when it reported it itself. */
+      int r = c == '?' || on_opt == NULL ? -1 : on_opt (c, optarg, data);
+      if (r == -1)
+        cli_usage_error ("invalid option");
+      if (r < 0)
+        return -2;
     }
   return 0;
 }
@@ -71,12 +69,12 @@ simple_opts (int argc, char **argv, const char *name, const char *help, const ch
 typedef int (*each_fn) (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err);
 
 static int
-for_each_sandbox (const char *command, int argc, char **argv, each_fn fn, void *data, bool print)
+for_each_sandbox (int argc, char **argv, each_fn fn, void *data, bool print)
 {
   if (optind >= argc)
-    return cli_usage_error (command, "expected at least one SANDBOX");
+    return cli_usage_error ("expected at least one SANDBOX");
   struct session s;
-  int rc = session_open (command, &s);
+  int rc = session_open (&s);
   if (rc)
     return rc;
   for (int i = optind; i < argc; i++)
@@ -85,7 +83,8 @@ for_each_sandbox (const char *command, int argc, char **argv, each_fn fn, void *
       cleanup_free char *id = NULL;
       if (ohbox_sandbox_resolve (s.rt, argv[i], &id, &err) < 0 || fn (s.rt, id, data, &err) < 0)
         {
-          int r = cli_fail (command, &err);
+          /* One report per SANDBOX, as it happens. */
+          int r = cli_report_now (&err);
           if (rc == 0)
             rc = r;
           continue;
@@ -99,11 +98,27 @@ for_each_sandbox (const char *command, int argc, char **argv, each_fn fn, void *
 
 /* ---- ps ---- */
 
-static const char *
-str_or (json_t *j, const char *key, const char *def)
+/* One line of the ps table. */
+static void
+print_ps_row (const struct ohbox_sandbox_info *info)
 {
-  const char *s = json_string_value (json_object_get (j, key));
-  return s ? s : def;
+  char cmd[25] = "";
+  size_t len = 0;
+  for (size_t k = 0; info->config.command && info->config.command[k]; k++)
+    {
+      int n = snprintf (cmd + len, sizeof cmd - len, "%s%s", k ? " " : "", info->config.command[k]);
+      if (n < 0 || (size_t) n >= sizeof cmd - len)
+        break;
+      len += (size_t) n;
+    }
+  char status[32];
+  if (info->status == OHBOX_STATUS_EXITED)
+    snprintf (status, sizeof status, "exited (%d)",
+              ohbox_sandbox_record_exited (&info->record) ? info->record.exit_code : 0);
+  else
+    snprintf (status, sizeof status, "%s", ohbox_status_name (info->status));
+  printf ("%-12.12s  %-24.24s  %-24s  %-20.20s  %-12s  %s\n", info->id, info->config.image ?: "", cmd,
+          info->config.created ?: "", status, info->config.name ?: "");
 }
 
 int
@@ -129,62 +144,47 @@ cli_ps (int argc, char **argv)
         quiet = true;
         break;
       case 'f':
-        if (cli_parse_format (optarg, &fmt) < 0)
-          return cli_usage_error ("ps", "unknown format `%s`: use table or json", optarg);
+        if (cli_format_option (optarg, &fmt) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         printf ("Usage: ohbox ps [-a|--all] [-q|--quiet] [--format table|json]\n\n"
                 "List running sandboxes (with -a also exited ones).\n");
         return 0;
       default:
-        return cli_usage_error ("ps", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   struct session s;
-  int rc = session_open ("ps", &s);
+  int rc = session_open (&s);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
-  json_t *list = NULL;
-  if (ohbox_sandbox_list (s.rt, all, &list, &err) < 0)
+  struct ohbox_sandbox_info *list = NULL;
+  size_t n = 0;
+  if (ohbox_sandbox_list_info (s.rt, all, &list, &n, &err) < 0)
     {
       session_close (&s);
-      return cli_fail ("ps", &err);
+      return cli_fail (&err);
     }
-  size_t i;
-  json_t *j;
   if (fmt == CLI_FORMAT_JSON)
-    cli_print_json (list);
+    {
+      json_t *arr = json_array ();
+      for (size_t i = 0; i < n; i++)
+        json_array_append_new (arr, ohbox_sandbox_info_to_json (&list[i]));
+      cli_print_json (arr);
+      json_decref (arr);
+    }
   else if (quiet)
-    json_array_foreach (list, i, j) printf ("%.12s\n", str_or (j, "id", ""));
+    for (size_t i = 0; i < n; i++)
+      printf ("%.12s\n", list[i].id);
   else
     {
       printf ("%-12s  %-24s  %-24s  %-20s  %-12s  %s\n", "SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS",
               "NAME");
-      json_array_foreach (list, i, j)
-      {
-        char cmd[25] = "";
-        size_t k;
-        json_t *a;
-        size_t len = 0;
-        json_array_foreach (json_object_get (j, "command"), k, a)
-        {
-          int n = snprintf (cmd + len, sizeof cmd - len, "%s%s", k ? " " : "", json_string_value (a));
-          if (n < 0 || (size_t) n >= sizeof cmd - len)
-            break;
-          len += (size_t) n;
-        }
-        char status[32];
-        const char *st = str_or (j, "status", "?");
-        if (strcmp (st, "exited") == 0)
-          snprintf (status, sizeof status, "exited (%lld)",
-                    (long long) json_integer_value (json_object_get (j, "exit_code")));
-        else
-          snprintf (status, sizeof status, "%s", st);
-        printf ("%-12.12s  %-24.24s  %-24s  %-20.20s  %-12s  %s\n", str_or (j, "id", ""), str_or (j, "image", ""),
-                cmd, str_or (j, "created", ""), status, str_or (j, "name", ""));
-      }
+      for (size_t i = 0; i < n; i++)
+        print_ps_row (&list[i]);
     }
-  json_decref (list);
+  ohbox_sandbox_infos_free (list, n);
   session_close (&s);
   return 0;
 }
@@ -218,15 +218,14 @@ cli_stop (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   int timeout = 10;
-  int r = simple_opts (argc, argv, "stop",
-                       "Usage: ohbox stop [-t|--time SECONDS] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv, "Usage: ohbox stop [-t|--time SECONDS] SANDBOX...\n\n"
                        "Stop sandboxes: the stop signal (run --stop-signal, the image's StopSignal,\n"
                        "else SIGTERM) to the command, SIGKILL to everything left after SECONDS\n"
                        "(default 10).\n",
                        "t:h", opts, opt_int, &timeout);
   if (r < 0)
     return r == -1 ? 0 : 2;
-  return for_each_sandbox ("stop", argc, argv, do_stop, &timeout, true);
+  return for_each_sandbox (argc, argv, do_stop, &timeout, true);
 }
 
 static int
@@ -251,13 +250,12 @@ cli_kill (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   int sig = SIGKILL;
-  int r = simple_opts (argc, argv, "kill",
-                       "Usage: ohbox kill [-s|--signal SIGNAL] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv, "Usage: ohbox kill [-s|--signal SIGNAL] SANDBOX...\n\n"
                        "Send SIGNAL (name or number, default KILL) to the sandbox's command.\n",
                        "s:h", opts, opt_signal, &sig);
   if (r < 0)
     return r == -1 ? 0 : 2;
-  return for_each_sandbox ("kill", argc, argv, do_kill, &sig, true);
+  return for_each_sandbox (argc, argv, do_kill, &sig, true);
 }
 
 /* ---- rm ---- */
@@ -286,13 +284,12 @@ cli_rm (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   bool force = false;
-  int r = simple_opts (argc, argv, "rm",
-                       "Usage: ohbox rm [-f|--force] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv, "Usage: ohbox rm [-f|--force] SANDBOX...\n\n"
                        "Remove exited sandboxes (with -f, kill running ones first).\n",
                        "fh", opts, opt_flag, &force);
   if (r < 0)
     return r == -1 ? 0 : 2;
-  return for_each_sandbox ("rm", argc, argv, do_rm, &force, true);
+  return for_each_sandbox (argc, argv, do_rm, &force, true);
 }
 
 /* ---- pause, unpause ---- */
@@ -310,14 +307,12 @@ pause_cmd (int argc, char **argv, bool pause)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  const char *name = pause ? "pause" : "unpause";
-  int r = simple_opts (argc, argv, name,
-                       pause ? "Usage: ohbox pause SANDBOX...\n\nFreeze every process of the sandboxes.\n"
+  int r = simple_opts (argc, argv, pause ? "Usage: ohbox pause SANDBOX...\n\nFreeze every process of the sandboxes.\n"
                              : "Usage: ohbox unpause SANDBOX...\n\nThaw paused sandboxes.\n",
                        "h", opts, NULL, NULL);
   if (r < 0)
     return r == -1 ? 0 : 2;
-  return for_each_sandbox (name, argc, argv, do_pause, &pause, true);
+  return for_each_sandbox (argc, argv, do_pause, &pause, true);
 }
 
 int
@@ -353,14 +348,13 @@ cli_wait (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  int r = simple_opts (argc, argv, "wait",
-                       "Usage: ohbox wait SANDBOX...\n\n"
+  int r = simple_opts (argc, argv, "Usage: ohbox wait SANDBOX...\n\n"
                        "Block until the sandboxes exit; print each exit code.\n",
                        "h", opts, NULL, NULL);
   if (r < 0)
     return r == -1 ? 0 : 2;
   int code = 0;
-  return for_each_sandbox ("wait", argc, argv, do_wait, &code, false);
+  return for_each_sandbox (argc, argv, do_wait, &code, false);
 }
 
 /* ---- logs ---- */
@@ -381,16 +375,15 @@ cli_logs (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   bool follow = false;
-  int r = simple_opts (argc, argv, "logs",
-                       "Usage: ohbox logs [-f|--follow] SANDBOX\n\n"
+  int r = simple_opts (argc, argv, "Usage: ohbox logs [-f|--follow] SANDBOX\n\n"
                        "Print the output of a detached sandbox (stdout and stderr, merged);\n"
                        "with -f, keep printing until it exits.\n",
                        "fh", opts, opt_flag, &follow);
   if (r < 0)
     return r == -1 ? 0 : 2;
   if (argc - optind != 1)
-    return cli_usage_error ("logs", "expected one SANDBOX");
-  return for_each_sandbox ("logs", argc, argv, do_logs, &follow, false);
+    return cli_usage_error ("expected one SANDBOX");
+  return for_each_sandbox (argc, argv, do_logs, &follow, false);
 }
 
 /* ---- stats ---- */
@@ -441,7 +434,7 @@ opt_format (int c, const char *arg, void *data)
 {
   if (c == 'n')
     return 0; /* one sample is all ohbox stats prints */
-  return cli_parse_format (arg, (enum cli_format *) data);
+  return cli_format_option (arg, (enum cli_format *) data) < 0 ? -2 : 0;
 }
 
 int
@@ -454,13 +447,12 @@ cli_stats (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   enum cli_format fmt = CLI_FORMAT_TABLE;
-  int r = simple_opts (argc, argv, "stats",
-                       "Usage: ohbox stats [--format table|json] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv, "Usage: ohbox stats [--format table|json] SANDBOX...\n\n"
                        "Print memory, CPU and process counts of sandboxes, from their cgroups.\n",
                        "h", opts, opt_format, &fmt);
   if (r < 0)
     return r == -1 ? 0 : 2;
   if (fmt == CLI_FORMAT_TABLE)
     printf ("%-12s  %23s  %13s  %s\n", "SANDBOX ID", "MEMORY / LIMIT", "CPU", "PIDS");
-  return for_each_sandbox ("stats", argc, argv, do_stats, &fmt, false);
+  return for_each_sandbox (argc, argv, do_stats, &fmt, false);
 }

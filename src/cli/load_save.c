@@ -7,14 +7,9 @@
 #include <string.h>
 
 #include "cli.h"
-#include "image/image.h"
-#include "image/oci_layout.h"
-#include "registry/reference.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 static int
-simple_options (const char *command, int argc, char **argv, const char *help, const char **platform)
+simple_options (int argc, char **argv, const char *help, const char **platform)
 {
   static const struct option opts[] = {
     { "platform", required_argument, NULL, 'p' },
@@ -27,14 +22,14 @@ simple_options (const char *command, int argc, char **argv, const char *help, co
       {
       case 'p':
         if (platform == NULL)
-          return cli_usage_error (command, "invalid option --platform");
+          return cli_usage_error ("invalid option --platform");
         *platform = optarg;
         break;
       case 'h':
         fputs (help, stdout);
         return -1;
       default:
-        return cli_usage_error (command, "invalid option");
+        return cli_usage_error ("invalid option");
       }
   return 0;
 }
@@ -43,7 +38,7 @@ int
 cli_load (int argc, char **argv)
 {
   const char *platform = NULL;
-  int r = simple_options ("load", argc, argv,
+  int r = simple_options (argc, argv,
                           "Usage: ohbox load [--platform OS/ARCH[/VARIANT]] oci:DIR[:TAG] [NAME]\n\n"
                           "Import an image from an OCI image layout, verifying every digest. The image is\n"
                           "named NAME, or localhost/<directory name>:<TAG or latest>.\n",
@@ -51,12 +46,12 @@ cli_load (int argc, char **argv)
   if (r != 0)
     return r < 0 ? 0 : r;
   if (optind >= argc || argc - optind > 2)
-    return cli_usage_error ("load", "expected oci:DIR[:TAG] and an optional NAME");
+    return cli_usage_error ("expected oci:DIR[:TAG] and an optional NAME");
   ohbox_error_t err = NULL;
   cleanup_free char *dir = NULL;
   cleanup_free char *tag = NULL;
   if (ohbox_oci_layout_parse_ref (argv[optind], &dir, &tag, &err) < 0)
-    return cli_fail ("load", &err);
+    return cli_fail (&err);
   cleanup_free char *wanted = NULL;
   if (optind + 1 < argc)
     wanted = xstrdup (argv[optind + 1]);
@@ -67,17 +62,17 @@ cli_load (int argc, char **argv)
     }
   struct ohbox_reference *ref = NULL;
   if (ohbox_reference_parse (wanted, &ref, &err) < 0)
-    return cli_fail ("load", &err);
+    return cli_fail (&err);
   cleanup_free char *name = ohbox_reference_string (ref);
   ohbox_reference_free (ref);
 
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("load", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   cleanup_free char *id = NULL;
   if (ohbox_oci_layout_load (store, dir, tag, name, platform, &id, &err) < 0)
-    rc = cli_fail ("load", &err);
+    rc = cli_fail (&err);
   else
     printf ("loaded %s %s\n", name, id);
   ohbox_store_close (store);
@@ -116,7 +111,7 @@ default_tag (struct ohbox_store *store, const char *what, const char *id)
 int
 cli_save (int argc, char **argv)
 {
-  int r = simple_options ("save", argc, argv,
+  int r = simple_options (argc, argv,
                           "Usage: ohbox save IMAGE oci:DIR[:TAG]\n\n"
                           "Export an image as an OCI image layout (read by skopeo and podman as oci:DIR:TAG).\n"
                           "Other images already in DIR are kept; TAG defaults to the image's tag.\n",
@@ -124,25 +119,25 @@ cli_save (int argc, char **argv)
   if (r != 0)
     return r < 0 ? 0 : r;
   if (argc - optind != 2)
-    return cli_usage_error ("save", "expected IMAGE and oci:DIR[:TAG]");
+    return cli_usage_error ("expected IMAGE and oci:DIR[:TAG]");
   ohbox_error_t err = NULL;
   cleanup_free char *dir = NULL;
   cleanup_free char *tag = NULL;
   if (ohbox_oci_layout_parse_ref (argv[optind + 1], &dir, &tag, &err) < 0)
-    return cli_fail ("save", &err);
+    return cli_fail (&err);
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("save", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   cleanup_free char *id = NULL;
   if (ohbox_store_resolve (store, argv[optind], &id, &err) < 0)
-    rc = cli_fail ("save", &err);
+    rc = cli_fail (&err);
   else
     {
       if (tag == NULL)
         tag = default_tag (store, argv[optind], id);
       if (ohbox_oci_layout_save (store, id, dir, tag, &err) < 0)
-        rc = cli_fail ("save", &err);
+        rc = cli_fail (&err);
       else
         printf ("saved %s %s to oci:%s:%s\n", argv[optind], id, dir, tag);
     }

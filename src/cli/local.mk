@@ -18,6 +18,7 @@ ohbox_SOURCES = \
 	src/cli/build.c \
 	src/cli/push.c
 ohbox_SOURCES += src/cli/port.c
+ohbox_SOURCES += src/cli/network.c
 ohbox_SOURCES += src/cli/exec.c
 ohbox_SOURCES += src/cli/action.c
 ohbox_SOURCES += src/cli/ci_gitlab.c src/cli/ci_gitlab.h src/cli/ci_gitlab_job.c src/cli/ci_gitlab_services.c

@@ -7,11 +7,7 @@
 #include <termios.h>
 #include <unistd.h>
 
-#include "registry/authfile.h"
 #include "cli.h"
-#include "registry/reference.h"
-#include "registry/registry.h"
-#include "common/utils.h"
 
 /* Reads one line from stdin (the password), without echo on a terminal. */
 static char *
@@ -103,21 +99,21 @@ cli_login (int argc, char **argv)
         return 0;
       default:
         {
-          int r = cli_registry_option ("login", c, optarg, &ra);
+          int r = cli_registry_option (c, optarg, &ra);
           if (r != 1)
-            return r == 0 ? cli_usage_error ("login", "invalid option") : r;
+            return r == 0 ? cli_usage_error ("invalid option") : r;
         }
       }
   if (argc - optind != 1)
-    return cli_usage_error ("login", "expected one REGISTRY");
+    return cli_usage_error ("expected one REGISTRY");
   if (password_arg && password_stdin)
-    return cli_usage_error ("login", "--password and --password-stdin cannot be used together");
+    return cli_usage_error ("--password and --password-stdin cannot be used together");
   cleanup_free char *host = registry_key (argv[optind]);
   cleanup_free char *user = NULL;
   if (username)
     user = xstrdup (username);
   else if (password_stdin || !isatty (STDIN_FILENO))
-    return cli_usage_error ("login", "--username is required when the password comes from stdin");
+    return cli_usage_error ("--username is required when the password comes from stdin");
   else
     {
       fprintf (stderr, "Username: ");
@@ -129,23 +125,23 @@ cli_login (int argc, char **argv)
   else
     password = read_secret (password_stdin ? NULL : "Password: ");
   if (user == NULL || *user == '\0' || password == NULL)
-    return cli_usage_error ("login", "a username and a password are required");
+    return cli_usage_error ("a username and a password are required");
 
   struct ohbox_credentials creds = { .username = user, .password = password };
   ro.creds = &creds;
   ohbox_error_t err = NULL;
   struct ohbox_registry *r = NULL;
   if (ohbox_registry_new (ohbox_registry_endpoint_host (host), &ro, &r, &err) < 0)
-    return cli_fail ("login", &err);
+    return cli_fail (&err);
   int rc = 0;
   if (ohbox_registry_check_credentials (r, &err) < 0)
-    rc = cli_fail ("login", &err);
+    rc = cli_fail (&err);
   ohbox_registry_free (r);
   if (rc)
     return rc;
   cleanup_free char *path = ohbox_authfile_default_path (ro.authfile);
   if (ohbox_authfile_store (path, host, &creds, &err) < 0)
-    return cli_fail ("login", &err);
+    return cli_fail (&err);
   printf ("Login Succeeded\n");
   return 0;
 }
@@ -171,20 +167,19 @@ cli_logout (int argc, char **argv)
                 "Remove the stored credentials for REGISTRY from auth.json.\n");
         return 0;
       default:
-        return cli_usage_error ("logout", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (argc - optind != 1)
-    return cli_usage_error ("logout", "expected one REGISTRY");
+    return cli_usage_error ("expected one REGISTRY");
   cleanup_free char *host = registry_key (argv[optind]);
   cleanup_free char *path = ohbox_authfile_default_path (authfile);
   ohbox_error_t err = NULL;
   int r = ohbox_authfile_remove (path, host, &err);
   if (r < 0)
-    return cli_fail ("logout", &err);
+    return cli_fail (&err);
   if (r == 0)
     {
-      fprintf (stderr, "ohbox logout: not logged in to %s (no entry in %s)\n", host, path);
-      return OHBOX_ERR_NOT_FOUND;
+    return cli_error (OHBOX_ERR_NOT_FOUND, "not logged in to %s (no entry in %s)", host, path);
     }
   printf ("Removed login credentials for %s\n", host);
   return 0;

@@ -40,6 +40,7 @@ static const struct command commands[] = {
   { "wait", cli_wait, "Wait for sandboxes to exit and print their exit codes" },
   { "logs", cli_logs, "Print the output of a detached sandbox" },
   { "port", cli_port, "List the published ports of a sandbox" },
+  { "network", cli_network, "Create, list, inspect and remove named networks" },
   { "stats", cli_stats, "Print memory, CPU and process usage of sandboxes" },
   { "build", cli_build, "Build (or reuse) the runtime image for a base image" },
   { "push", cli_push, "Push an image to a registry" },
@@ -113,7 +114,10 @@ main (int argc, char **argv)
         int sub_argc = argc - optind;
         char **sub_argv = argv + optind;
         optind = 0;
-        return cmd->fn (sub_argc, sub_argv);
+        cli_global.command = cmd->name;
+        int rc = cmd->fn (sub_argc, sub_argv);
+        cli_report_pending ();
+        return rc;
       }
   fprintf (stderr, "ohbox: unknown command `%s`; run 'ohbox --help' for the list\n", name);
   return 2;

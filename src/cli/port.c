@@ -9,9 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 static const char port_help[] =
   "Usage: ohbox port [OPTIONS] SANDBOX [CTRPORT[/tcp|/udp]]\n\n"
@@ -33,17 +30,17 @@ cli_port (int argc, char **argv)
     switch (c)
       {
       case 'f':
-        if (cli_parse_format (optarg, &fmt) < 0)
-          return cli_usage_error ("port", "unknown --format `%s`: use table or json", optarg);
+        if (cli_format_option (optarg, &fmt) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         fputs (port_help, stdout);
         return 0;
       default:
-        return cli_usage_error ("port", "see 'ohbox port --help'");
+        return cli_usage_error ("see 'ohbox port --help'");
       }
   if (argc - optind < 1 || argc - optind > 2)
-    return cli_usage_error ("port", "give a sandbox (and optionally a container port)");
+    return cli_usage_error ("give a sandbox (and optionally a container port)");
   const char *filter = argc - optind == 2 ? argv[optind + 1] : NULL;
   long want_port = 0;
   const char *want_proto = NULL;
@@ -55,7 +52,7 @@ cli_port (int argc, char **argv)
         want_proto = end + 1;
       if (want_port < 1 || want_port > 65535 || (*end && *end != '/')
           || (want_proto && strcmp (want_proto, "tcp") && strcmp (want_proto, "udp")))
-        return cli_usage_error ("port", "invalid port `%s`: use PORT[/tcp|/udp]", filter);
+        return cli_usage_error ("invalid port `%s`: use PORT[/tcp|/udp]", filter);
     }
   cleanup_error ohbox_error_t err = NULL;
   struct ohbox_store *store = NULL;
@@ -64,12 +61,12 @@ cli_port (int argc, char **argv)
   json_t *net = NULL;
   int rc = 0;
   if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
-    return cli_fail ("port", &err);
+    return cli_fail (&err);
   ohbox_store_unlock (store);
   if (ohbox_runtime_open (store, NULL, &rt, &err) < 0 || ohbox_sandbox_resolve (rt, argv[optind], &id, &err) < 0
       || ohbox_sandbox_network (rt, id, &net, &err) < 0)
     {
-      rc = cli_fail ("port", &err);
+      rc = cli_fail (&err);
       goto out;
     }
   bool active = json_is_true (json_object_get (net, "active"));
@@ -100,8 +97,7 @@ cli_port (int argc, char **argv)
     }
   if (filter && json_array_size (shown) == 0)
     {
-      fprintf (stderr, "ohbox port: no public port `%s` published for `%s`\n", filter, argv[optind]);
-      rc = OHBOX_ERR_NOT_FOUND;
+      rc = cli_error (OHBOX_ERR_NOT_FOUND, "no public port `%s` published for `%s`", filter, argv[optind]);
     }
   json_decref (shown);
 out:

@@ -9,8 +9,6 @@
 #include <sys/ioctl.h>
 #include <unistd.h>
 
-#include "common/utils.h"
-
 struct layer_view
 {
   char short_digest[20];

@@ -7,7 +7,7 @@
 #include <stdbool.h>
 #include <stdio.h>
 
-#include "image/pull.h"
+#include "api/frontend.h"
 
 enum progress_mode
 {

@@ -5,8 +5,6 @@
 #include <stdio.h>
 
 #include "cli.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 int
 cli_prune (int argc, char **argv)
@@ -22,8 +20,8 @@ cli_prune (int argc, char **argv)
     switch (c)
       {
       case 'f':
-        if (cli_parse_format (optarg, &format) < 0)
-          return cli_usage_error ("prune", "--format takes json or table, not `%s`", optarg);
+        if (cli_format_option (optarg, &format) < 0)
+          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         printf ("Usage: ohbox prune [--format json]\n\n"
@@ -32,18 +30,18 @@ cli_prune (int argc, char **argv)
                 "other ohbox processes using the store.\n");
         return 0;
       default:
-        return cli_usage_error ("prune", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (optind != argc)
-    return cli_usage_error ("prune", "unexpected argument `%s`", argv[optind]);
+    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("prune", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
   struct ohbox_gc_stats st;
   if (ohbox_store_gc (store, true, &st, &err) < 0)
-    rc = cli_fail ("prune", &err);
+    rc = cli_fail (&err);
   else if (format == CLI_FORMAT_JSON)
     {
       json_t *j = json_pack ("{s:I, s:I, s:I, s:I, s:I}", "images", (json_int_t) st.images_removed, "blobs",

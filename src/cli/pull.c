@@ -10,9 +10,6 @@
 
 #include "cli.h"
 #include "progress.h"
-#include "image/pull.h"
-#include "registry/reference.h"
-#include "common/utils.h"
 
 static void
 pull_usage (FILE *out)
@@ -34,6 +31,9 @@ pull_usage (FILE *out)
            "  --format json                 print the result as JSON\n"
            "  -h, --help                    this help\n");
 }
+
+static int pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format, bool quiet,
+                       struct ohbox_pull_result *ret);
 
 int
 cli_pull (int argc, char **argv)
@@ -77,28 +77,28 @@ cli_pull (int argc, char **argv)
             char *end = NULL;
             long n = strtol (optarg, &end, 10);
             if (*end || n < 1 || n > 64)
-              return cli_usage_error ("pull", "--parallel takes a number from 1 to 64, not `%s`", optarg);
+              return cli_usage_error ("--parallel takes a number from 1 to 64, not `%s`", optarg);
             po.registry.max_parallel = (unsigned) n;
             break;
           }
         case OPT_MAX_LAYER:
           if (cli_parse_size (optarg, &po.max_layer_size) < 0)
-            return cli_usage_error ("pull", "--max-layer-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
+            return cli_usage_error ("--max-layer-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
                                     optarg);
           break;
         case OPT_MAX_IMAGE:
           if (cli_parse_size (optarg, &po.max_image_size) < 0)
-            return cli_usage_error ("pull", "--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
+            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
                                     optarg);
           break;
         case OPT_TIMEOUT:
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
-            return cli_usage_error ("pull", "--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
+            return cli_usage_error ("--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
                                     optarg);
           break;
         case OPT_FORMAT:
-          if (cli_parse_format (optarg, &format) < 0)
-            return cli_usage_error ("pull", "--format takes json or table, not `%s`", optarg);
+          if (cli_format_option (optarg, &format) < 0)
+            return OHBOX_ERR_USAGE;
           break;
         case 'q':
           quiet = true;
@@ -108,34 +108,47 @@ cli_pull (int argc, char **argv)
           return 0;
         default:
           {
-            int r = cli_registry_option ("pull", c, optarg, &ra);
+            int r = cli_registry_option (c, optarg, &ra);
             if (r != 1)
-              return r == 0 ? cli_usage_error ("pull", "invalid option") : r;
+              return r == 0 ? cli_usage_error ("invalid option") : r;
           }
         }
     }
   if (optind + 1 != argc)
-    return cli_usage_error ("pull", "expected exactly one IMAGE");
+    return cli_usage_error ("expected exactly one IMAGE");
   const char *image = argv[optind];
 
   po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  int rc = cli_registry_prepare ("pull", &ra, true, &conf);
+  int rc = cli_registry_prepare (&ra, true, &conf);
   if (rc != 0)
     return rc;
   po.conf = conf;
-  rc = cli_pull_image ("pull", image, &po, format, quiet, NULL);
+  rc = cli_pull_image (image, &po, format, quiet, NULL);
   cli_registry_release (&ra, conf);
   return rc;
 }
 
 int
-cli_pull_image (const char *command, const char *image, struct ohbox_pull_options *po, enum cli_format format,
-                bool quiet, struct ohbox_pull_result *ret)
+cli_pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format, bool quiet,
+                struct ohbox_pull_result *ret)
+{
+  /* Reported at once and as `ohbox pull`, whichever command pulls. */
+  const char *caller = cli_global.command;
+  cli_global.command = "pull";
+  int rc = pull_image (image, po, format, quiet, ret);
+  cli_report_pending ();
+  cli_global.command = caller;
+  return rc;
+}
+
+static int
+pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format, bool quiet,
+            struct ohbox_pull_result *ret)
 {
   ohbox_error_t err = NULL;
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store (command, &store);
+  int rc = cli_open_store (&store);
   if (rc != 0)
     return rc;
   struct progress *prog = progress_new (stdout, quiet || format == CLI_FORMAT_JSON);
@@ -150,7 +163,7 @@ cli_pull_image (const char *command, const char *image, struct ohbox_pull_option
     }
   ohbox_error_release (&err);
   if (ohbox_pull (store, image, po, &res, &err) < 0)
-    rc = cli_fail (command, &err);
+    rc = cli_fail (&err);
   else
     {
       progress_finish (prog);

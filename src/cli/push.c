@@ -8,8 +8,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "registry/registry_push.h"
-#include "common/utils.h"
 
 static void
 push_usage (FILE *out)
@@ -53,8 +51,8 @@ cli_push (int argc, char **argv)
       switch (c)
         {
         case OPT_FORMAT:
-          if (cli_parse_format (optarg, &format) < 0)
-            return cli_usage_error ("push", "--format takes json or table, not `%s`", optarg);
+          if (cli_format_option (optarg, &format) < 0)
+            return OHBOX_ERR_USAGE;
           break;
         case 'q':
           quiet = true;
@@ -64,27 +62,27 @@ cli_push (int argc, char **argv)
           return 0;
         default:
           {
-            int r = cli_registry_option ("push", c, optarg, &ra);
+            int r = cli_registry_option (c, optarg, &ra);
             if (r != 1)
-              return r == 0 ? cli_usage_error ("push", "invalid option") : r;
+              return r == 0 ? cli_usage_error ("invalid option") : r;
           }
         }
     }
   if (optind + 1 != argc && optind + 2 != argc)
-    return cli_usage_error ("push", "expected IMAGE [DESTINATION]");
+    return cli_usage_error ("expected IMAGE [DESTINATION]");
   const char *image = argv[optind];
   const char *dest = optind + 2 == argc ? argv[optind + 1] : NULL;
 
-  int rc = cli_registry_prepare ("push", &ra, false, NULL);
+  int rc = cli_registry_prepare (&ra, false, NULL);
   if (rc != 0)
     return rc;
   struct ohbox_store *store = NULL;
-  rc = cli_open_store ("push", &store);
+  rc = cli_open_store (&store);
   if (rc == 0)
     {
       struct ohbox_push_result res;
       if (ohbox_push (store, image, dest, &po, &res, &err) < 0)
-        rc = cli_fail ("push", &err);
+        rc = cli_fail (&err);
       else if (format == CLI_FORMAT_JSON)
         {
           json_t *j = json_pack ("{s:s, s:s, s:I, s:I, s:I}", "destination", res.dest, "digest", res.digest,

@@ -6,9 +6,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "registry/reference.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* Removes one name or image; prints what it removed. */
 static int
@@ -74,25 +71,25 @@ cli_rmi (int argc, char **argv)
                 "(with --force if it has several names). Blobs and layers no image uses are then removed.\n");
         return 0;
       default:
-        return cli_usage_error ("rmi", "invalid option");
+        return cli_usage_error ("invalid option");
       }
   if (optind >= argc)
-    return cli_usage_error ("rmi", "expected at least one IMAGE");
+    return cli_usage_error ("expected at least one IMAGE");
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store ("rmi", &store);
+  int rc = cli_open_store (&store);
   if (rc)
     return rc;
   for (int i = optind; i < argc; i++)
     {
       ohbox_error_t err = NULL;
       if (remove_one (store, argv[i], force, &err) < 0 && rc == 0)
-        rc = cli_fail ("rmi", &err);
+        rc = cli_fail (&err);
       ohbox_error_release (&err);
     }
   ohbox_error_t err = NULL;
   struct ohbox_gc_stats stats;
   if (ohbox_store_gc (store, false, &stats, &err) < 0 && rc == 0)
-    rc = cli_fail ("rmi", &err);
+    rc = cli_fail (&err);
   ohbox_store_close (store);
   return rc;
 }

@@ -9,11 +9,6 @@
 #include <string.h>
 
 #include "cli.h"
-#include "api/action.h"
-#include "policy/run_policy.h"
-#include "sandbox/sandbox.h"
-#include "store/store.h"
-#include "common/utils.h"
 
 /* Exit codes of `ohbox run` (ohbox-run(1)): the command's own, or these. */
 #define RUN_EXIT_RUNTIME 125
@@ -40,10 +35,16 @@ static const char run_help[] =
   "      --network MODE           bridge (default; as root a veth on ohbox0 with NAT,\n"
   "                               rootless slirp4netns, or pasta without it, else\n"
   "                               none), none (loopback only), host, container:NAME\n"
-  "                               (share that sandbox's network); rootless also pasta\n"
-  "                               or slirp4netns to choose the user-mode network.\n"
-  "                               The image never chooses it; a runtime image's\n"
-  "                               executor is published on 127.0.0.1 only\n"
+  "                               (share that sandbox's network), NAME (a network\n"
+  "                               made with `ohbox network create`, root); rootless\n"
+  "                               also pasta or slirp4netns to choose the user-mode\n"
+  "                               network. The image never chooses it; a runtime\n"
+  "                               image's executor is published on 127.0.0.1 only\n"
+  "      --egress public|all|none|CIDR[,CIDR...]\n"
+  "                               where a root bridge sandbox may connect: public\n"
+  "                               (default: not private, shared, link-local or\n"
+  "                               metadata addresses), public and these ranges, all\n"
+  "                               (warned), none (published ports only)\n"
   "  -p, --publish [IP:][HOST:]CTR[/tcp|/udp]\n"
   "                               publish a port (ranges A-B; HOST a range with one\n"
   "                               CTR: pick a free host port of it; no HOST: any)\n"
@@ -143,7 +144,7 @@ static void
 print_warning (const char *msg, void *data)
 {
   (void) data;
-  fprintf (stderr, "ohbox run: warning: %s\n", msg);
+  cli_warn ("%s", msg);
 }
 
 /* --format json: one JSON object per line on stdout, flushed at once so
@@ -212,11 +213,9 @@ on_exited (const struct ohbox_run_exit *ex, void *data)
 static int
 run_fail (ohbox_error_t *err, int code)
 {
-  fprintf (stderr, "ohbox run: %s\n", (*err)->msg);
-  if (json_events)
+  if (json_events && *err)
     emit (json_pack ("{s:s, s:s, s:i}", "event", "error", "message", (*err)->msg, "exit_code", code));
-  ohbox_error_release (err);
-  return code;
+  return cli_fail_code (err, code);
 }
 
 enum
@@ -245,6 +244,7 @@ enum
   OPT_FORMAT,
   OPT_ADD_HOST,
   OPT_DRY_RUN,
+  OPT_EGRESS,
   OPT_DEVICE,
   OPT_GPUS,
   OPT_CDI_SPEC_DIR,
@@ -289,12 +289,11 @@ static void
 print_executor (const char *url, const char *key, const struct ohbox_plan_executor *x)
 {
   if (url)
-    fprintf (stderr, "ohbox run: executor at %s, session API key %s\n", url, key);
+    cli_note ("executor at %s, session API key %s", url, key);
   else
-    fprintf (stderr,
-             "ohbox run: executor on port %d of the sandbox's network namespace (not reachable from the host), "
-             "session API key %s\n",
-             x->port, key);
+    cli_note ("executor on port %d of the sandbox's network namespace (not reachable from the host), "
+              "session API key %s",
+              x->port, key);
 }
 
 struct run_events
@@ -409,6 +408,7 @@ cli_run (int argc, char **argv)
     { "executor-port", required_argument, NULL, OPT_EXECUTOR_PORT },
     { "timeout", required_argument, NULL, OPT_TIMEOUT },
     { "add-host", required_argument, NULL, OPT_ADD_HOST },
+    { "egress", required_argument, NULL, OPT_EGRESS },
     { "format", required_argument, NULL, OPT_FORMAT },
     { "dry-run", no_argument, NULL, OPT_DRY_RUN },
     { "device", required_argument, NULL, OPT_DEVICE },
@@ -486,6 +486,9 @@ cli_run (int argc, char **argv)
         case OPT_NETWORK:
           q.network = optarg;
           break;
+        case OPT_EGRESS:
+          q.egress = optarg;
+          break;
         case 'p':
           strv_add (&pub, optarg);
           break;
@@ -501,7 +504,7 @@ cli_run (int argc, char **argv)
             long port = strtol (optarg, &end, 10);
             if (*end || port < 1 || port > 65535)
               {
-                fprintf (stderr, "ohbox run: --executor-port takes a port number, not `%s`\n", optarg);
+                cli_error (RUN_EXIT_RUNTIME, "--executor-port takes a port number, not `%s`", optarg);
                 goto out;
               }
             q.executor_port = (int) port;
@@ -513,18 +516,15 @@ cli_run (int argc, char **argv)
         case OPT_TIMEOUT:
           if (cli_parse_duration (optarg, &q.timeout) < 0)
             {
-              fprintf (stderr, "ohbox run: invalid --timeout `%s`: use e.g. 30, 30s, 10m, 1h, 500ms\n", optarg);
+              cli_error (RUN_EXIT_RUNTIME, "invalid --timeout `%s`: use e.g. 30, 30s, 10m, 1h, 500ms", optarg);
               goto out;
             }
           break;
         case OPT_FORMAT:
           {
             enum cli_format f;
-            if (cli_parse_format (optarg, &f) < 0)
-              {
-                fprintf (stderr, "ohbox run: unknown --format `%s`: use table or json\n", optarg);
-                goto out;
-              }
+            if (cli_format_option (optarg, &f) < 0)
+              goto out;
             json_events = f == CLI_FORMAT_JSON;
             break;
           }
@@ -551,7 +551,7 @@ cli_run (int argc, char **argv)
             int64_t v;
             if (ohbox_cgroup_parse_size (optarg, &v, &err) < 0 || v <= 0)
               {
-                fprintf (stderr, "ohbox run: invalid --storage-size `%s`: use e.g. 512m, 10g\n", optarg);
+                cli_error (RUN_EXIT_RUNTIME, "invalid --storage-size `%s`: use e.g. 512m, 10g", optarg);
                 goto out;
               }
             q.storage_size = (uint64_t) v;
@@ -581,7 +581,7 @@ cli_run (int argc, char **argv)
             q.allow_new_privs = true;
           else
             {
-              fprintf (stderr, "ohbox run: unknown --security-opt `%s`; see 'ohbox run --help'\n", optarg);
+              cli_error (RUN_EXIT_RUNTIME, "unknown --security-opt `%s`; see 'ohbox run --help'", optarg);
               goto out;
             }
           break;
@@ -591,7 +591,7 @@ cli_run (int argc, char **argv)
         case OPT_USERNS:
           if (strcmp (optarg, "host") != 0)
             {
-              fprintf (stderr, "ohbox run: --userns `%s` is not supported: only `host`\n", optarg);
+              cli_error (RUN_EXIT_RUNTIME, "--userns `%s` is not supported: only `host`", optarg);
               goto out;
             }
           q.userns_host = true;
@@ -601,7 +601,7 @@ cli_run (int argc, char **argv)
           rc = 0;
           goto out;
         default:
-          fprintf (stderr, "Run 'ohbox run --help' for usage.\n");
+          cli_usage_hint (RUN_EXIT_RUNTIME);
           goto out;
         }
       if (limit && ohbox_cgroup_limits_set_option (&q.limits, limit, optarg, &err) < 0)
@@ -609,7 +609,7 @@ cli_run (int argc, char **argv)
     }
   if (optind >= argc)
     {
-      fprintf (stderr, "ohbox run: expected IMAGE\nRun 'ohbox run --help' for usage.\n");
+      cli_usage_error_code (RUN_EXIT_RUNTIME, "expected IMAGE");
       goto out;
     }
   q.image = argv[optind];

@@ -11,13 +11,7 @@
 #include <unistd.h>
 
 #include "cli.h"
-#include "common/strv.h"
-#include "devices/devices.h"
-#include "cgroup/cgroup.h"
-#include "common/utils.h"
-#include "registry/registries_conf.h"
-#include "serve/serve.h"
-#include "store/store.h"
+#include "serve/serve.h" /* the server itself (src/serve), not a library module */
 
 #define KEY_FILE_MAX 4096
 #define KEY_MIN 16
@@ -56,6 +50,8 @@ static const char serve_help[] =
   "      --gpus GPUS            GPUs every sandbox gets, as ohbox run --gpus\n"
   "      --cdi-spec-dir DIR     CDI specs from DIR (repeatable; default /etc/cdi and\n"
   "                             /var/run/cdi)\n"
+  "      --egress POLICY        where sandboxes may connect, as ohbox run --egress\n"
+  "                             (default public)\n"
   "      --tls-verify=false     registries over plain HTTP or unverified TLS\n"
   "      --cert-dir DIR         CA certificates for registries (certs.d layout)\n"
   "      --authfile FILE        registry credentials (auth.json)\n"
@@ -92,13 +88,13 @@ read_key (const char *path, char **ret)
   ohbox_error_t err = NULL;
   struct stat st;
   if (stat (path, &st) < 0)
-    return cli_usage_error ("serve", "--api-key-file `%s`: %s", path, strerror (errno));
+    return cli_usage_error ("--api-key-file `%s`: %s", path, strerror (errno));
   if (st.st_mode & S_IROTH)
-    return cli_usage_error ("serve", "--api-key-file `%s` is readable by every user: chmod o-r it", path);
+    return cli_usage_error ("--api-key-file `%s` is readable by every user: chmod o-r it", path);
   char *text = NULL;
   size_t len;
   if (ohbox_read_file_at (AT_FDCWD, path, KEY_FILE_MAX, &text, &len, &err) < 0)
-    return cli_fail ("serve", &err);
+    return cli_fail (&err);
   /* The first line, blanks around it dropped. */
   char *s = text;
   while (*s == ' ' || *s == '\t' || *s == '\n' || *s == '\r')
@@ -112,7 +108,7 @@ read_key (const char *path, char **ret)
   if (n < KEY_MIN || !printable)
     {
       free (text);
-      return cli_usage_error ("serve", "--api-key-file `%s`: the key must be at least %d printable characters "
+      return cli_usage_error ("--api-key-file `%s`: the key must be at least %d printable characters "
                                        "without spaces (e.g. `openssl rand -hex 32`)",
                               path, KEY_MIN);
     }
@@ -222,6 +218,7 @@ enum
   OPT_DEVICE,
   OPT_GPUS,
   OPT_CDI_SPEC_DIR,
+  OPT_EGRESS,
 };
 
 static void
@@ -285,6 +282,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
     { "device", required_argument, NULL, OPT_DEVICE },
     { "gpus", required_argument, NULL, OPT_GPUS },
     { "cdi-spec-dir", required_argument, NULL, OPT_CDI_SPEC_DIR },
+    { "egress", required_argument, NULL, OPT_EGRESS },
     CLI_REGISTRY_OPTIONS,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -313,7 +311,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
           break;
         case OPT_LISTEN:
           if (parse_listen (optarg, &cp->listen_addr, &cp->listen_port) < 0)
-            return cli_usage_error ("serve", "--listen takes ADDR:PORT (e.g. 127.0.0.1:8000, [::1]:8000), not `%s`",
+            return cli_usage_error ("--listen takes ADDR:PORT (e.g. 127.0.0.1:8000, [::1]:8000), not `%s`",
                                     optarg);
           listen_given = true;
           break;
@@ -322,45 +320,45 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
           break;
         case OPT_URL:
           if (strncmp (optarg, "http://", 7) != 0 && strncmp (optarg, "https://", 8) != 0)
-            return cli_usage_error ("serve", "--url takes an http:// or https:// URL, not `%s`", optarg);
+            return cli_usage_error ("--url takes an http:// or https:// URL, not `%s`", optarg);
           cp->public_url = xstrdup (optarg);
           break;
         case OPT_POOL:
           {
             int r = parse_pool (optarg, cp);
             if (r == -2)
-              return cli_usage_error ("serve", "at most %d --pool", SERVE_MAX_POOLS);
+              return cli_usage_error ("at most %d --pool", SERVE_MAX_POOLS);
             if (r < 0)
-              return cli_usage_error ("serve", "--pool takes IMAGE=N (1 to 1000), not `%s`", optarg);
+              return cli_usage_error ("--pool takes IMAGE=N (1 to 1000), not `%s`", optarg);
             break;
           }
         case OPT_MAX:
           cp->max_sandboxes = (unsigned) strtoul (optarg, &end, 10);
           if (*end || end == optarg || strtol (optarg, NULL, 10) < 0)
-            return cli_usage_error ("serve", "--max-sandboxes takes a number, not `%s`", optarg);
+            return cli_usage_error ("--max-sandboxes takes a number, not `%s`", optarg);
           break;
         case OPT_IDLE:
           if (cli_parse_duration (optarg, &cp->pause_idle) < 0)
-            return cli_usage_error ("serve", "--pause-idle takes a duration (90, 90s, 10m, 1h), not `%s`", optarg);
+            return cli_usage_error ("--pause-idle takes a duration (90, 90s, 10m, 1h), not `%s`", optarg);
           break;
         case OPT_START_TIMEOUT:
           if (cli_parse_duration (optarg, &cp->start_timeout) < 0)
-            return cli_usage_error ("serve", "--start-timeout takes a duration (90, 90s, 10m), not `%s`", optarg);
+            return cli_usage_error ("--start-timeout takes a duration (90, 90s, 10m), not `%s`", optarg);
           break;
         case OPT_RESOURCES:
           if (parse_resources (optarg, cp) < 0)
-            return cli_usage_error ("serve", "--resources takes cpus=N,memory=SIZE,pids=N (any of them) or none, "
+            return cli_usage_error ("--resources takes cpus=N,memory=SIZE,pids=N (any of them) or none, "
                                              "not `%s`", optarg);
           break;
         case OPT_WORK_PORTS:
           if (parse_ports (optarg, cp) < 0)
-            return cli_usage_error ("serve", "--work-ports takes up to %d ports, comma-separated, not `%s`",
+            return cli_usage_error ("--work-ports takes up to %d ports, comma-separated, not `%s`",
                                     SERVE_MAX_WORK_PORTS, optarg);
           break;
         case OPT_SANDBOX_PORT:
           cp->sandbox_port = (int) strtol (optarg, &end, 10);
           if (*end || end == optarg || cp->sandbox_port < 1 || cp->sandbox_port > 65535)
-            return cli_usage_error ("serve", "--sandbox-port takes a port number, not `%s`", optarg);
+            return cli_usage_error ("--sandbox-port takes a port number, not `%s`", optarg);
           break;
         case OPT_PREFIX:
           free (cp->registry_prefix);
@@ -373,7 +371,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
             if (ohbox_cgroup_parse_size (optarg, &v, &err) < 0 || v <= 0)
               {
                 ohbox_error_release (&err);
-                return cli_usage_error ("serve", "--max-build-context takes a size (e.g. 256m), not `%s`", optarg);
+                return cli_usage_error ("--max-build-context takes a size (e.g. 256m), not `%s`", optarg);
               }
             cp->max_build_context = (uint64_t) v;
             break;
@@ -387,7 +385,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
         case OPT_CONN_LIMIT:
           cp->connection_limit = (unsigned) strtoul (optarg, &end, 10);
           if (*end || end == optarg || cp->connection_limit < 1)
-            return cli_usage_error ("serve", "--connection-limit takes a positive number, not `%s`", optarg);
+            return cli_usage_error ("--connection-limit takes a positive number, not `%s`", optarg);
           break;
         case OPT_DEVICE:
           ohbox_strv_push (&cp->devices, &n_devices, xstrdup (optarg));
@@ -398,30 +396,33 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
         case OPT_CDI_SPEC_DIR:
           ohbox_strv_push (&cp->cdi_spec_dirs, &n_cdi_dirs, xstrdup (optarg));
           break;
+        case OPT_EGRESS:
+          cp->egress = optarg;
+          break;
         case 'h':
           fputs (serve_help, stdout);
           return 0;
         default:
           {
-            int r = cli_registry_option ("serve", opt, optarg, &ra);
+            int r = cli_registry_option (opt, optarg, &ra);
             if (r != 1)
-              return r == 0 ? cli_usage_error ("serve", "invalid option") : r;
+              return r == 0 ? cli_usage_error ("invalid option") : r;
           }
         }
     }
   if (optind != argc)
-    return cli_usage_error ("serve", "unexpected argument `%s`", argv[optind]);
+    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
   if (cp->socket_path && listen_given)
-    return cli_usage_error ("serve", "--socket and --listen: give one");
+    return cli_usage_error ("--socket and --listen: give one");
   if (key_file && (rc = read_key (key_file, &cp->api_key)) != 0)
     return rc;
   if (cp->api_key == NULL && cp->socket_path == NULL)
-    return cli_usage_error ("serve", "an API key is required (--api-key-file FILE, e.g. made with `openssl rand "
+    return cli_usage_error ("an API key is required (--api-key-file FILE, e.g. made with `openssl rand "
                                      "-hex 32`), or --socket PATH to serve only a unix socket without one");
   if (cp->socket_path == NULL && strcmp (cp->listen_addr, "127.0.0.1") != 0 && strcmp (cp->listen_addr, "::1") != 0)
-    fprintf (stderr, "ohbox serve: warning: listening on %s, not loopback: every host that reaches it can try the "
-                     "API key, and the traffic is plain HTTP (put a TLS proxy in front)\n",
-             cp->listen_addr);
+    cli_warn ("listening on %s, not loopback: every host that reaches it can try the API key, and the traffic is "
+              "plain HTTP (put a TLS proxy in front)",
+              cp->listen_addr);
   /* The devices are resolved now, so that a wrong one stops the server
    * before it listens rather than every /start; each start resolves them
    * again (a driver's nodes may change). */
@@ -431,31 +432,37 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
     if (ohbox_devices_resolve ((const char *const *) cp->devices, (const char *const *) cp->cdi_spec_dirs, cp->gpus,
                                &check, &err)
         < 0)
-      return cli_fail ("serve", &err);
+      return cli_fail (&err);
     ohbox_device_edits_free (&check);
+    struct ohbox_egress egress;
+    if (ohbox_egress_parse (cp->egress, &egress, &err) < 0)
+      return cli_fail (&err);
+    cleanup_free char *weaker = ohbox_egress_warning (&egress);
+    if (weaker)
+      cli_warn ("--egress %s: %s", cp->egress, weaker);
   }
   if (log_file)
     {
       cp->log_fd = open (log_file, O_WRONLY | O_CREAT | O_APPEND | O_CLOEXEC, 0600);
       if (cp->log_fd < 0)
-        return cli_usage_error ("serve", "--log `%s`: %s", log_file, strerror (errno));
+        return cli_usage_error ("--log `%s`: %s", log_file, strerror (errno));
     }
   cp->pull.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  rc = cli_registry_prepare ("serve", &ra, true, &conf);
+  rc = cli_registry_prepare (&ra, true, &conf);
   if (rc != 0)
     return rc;
   cp->pull.conf = conf;
   cp->store_root = cli_store_root ();
   /* The store exists (and is usable) before anything listens. */
   struct ohbox_store *store = NULL;
-  rc = cli_open_store ("serve", &store);
+  rc = cli_open_store (&store);
   if (rc == 0)
     {
       ohbox_store_close (store);
       ohbox_error_t err = NULL;
       if (serve_main (cp, &err) < 0)
-        rc = cli_fail ("serve", &err);
+        rc = cli_fail (&err);
     }
   cli_registry_release (&ra, conf);
   return rc;

@@ -24,6 +24,7 @@ libohbox_internal_la_SOURCES = \
 	src/libohbox/image/pull.c src/libohbox/image/pull.h \
 	src/libohbox/image/oci_layout.c src/libohbox/image/oci_layout.h \
 	oci/image_spec.c oci/image_spec.h \
+	oci/runtime_spec.c oci/runtime_spec.h oci/runtime_spec_default.c \
 	src/libohbox/cgroup/cgroup.c src/libohbox/cgroup/cgroup.h src/libohbox/cgroup/cgroup_internal.h \
 	src/libohbox/cgroup/cgroup_detect.c src/libohbox/cgroup/cgroup_limits.c src/libohbox/cgroup/cgroup_utils.c \
 	src/libohbox/cgroup/cgroup_v1.c src/libohbox/cgroup/cgroup_v2.c src/libohbox/cgroup/cgroup_devices.c
@@ -49,7 +50,7 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/sandbox/linux.c src/libohbox/sandbox/linux.h \
 	src/libohbox/sandbox/mounts.c src/libohbox/sandbox/userns.c src/libohbox/sandbox/init.c \
 	src/libohbox/sandbox/sandbox.c src/libohbox/sandbox/sandbox.h src/libohbox/sandbox/sandbox_internal.h \
-	src/libohbox/sandbox/sandbox_ops.c src/libohbox/sandbox/state.c src/libohbox/sandbox/monitor.c \
+	src/libohbox/sandbox/sandbox_ops.c src/libohbox/sandbox/state.c src/libohbox/sandbox/state_record.c src/libohbox/sandbox/state.h src/libohbox/sandbox/monitor.c \
 	src/libohbox/sandbox/relay.c src/libohbox/sandbox/relay.h
 # `ohbox exec` (exec.h).
 libohbox_internal_la_SOURCES += src/libohbox/sandbox/exec.c src/libohbox/sandbox/exec.h src/libohbox/sandbox/exec_internal.h src/libohbox/sandbox/exec_child.c \
@@ -72,6 +73,9 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/network/network_ports.c \
 	src/libohbox/network/netlink.c src/libohbox/network/netlink.h \
 	src/libohbox/network/nft.c src/libohbox/network/nft.h \
+	src/libohbox/network/nfnl.c src/libohbox/network/nfnl.h \
+	src/libohbox/network/egress.c src/libohbox/network/egress.h \
+	src/libohbox/network/network_bridge.c src/libohbox/network/network_named.c \
 	src/libohbox/network/rootless_net.c \
 	src/libohbox/network/rootless_pasta.c
 
@@ -80,7 +84,7 @@ libohbox_internal_la_SOURCES += src/libohbox/policy/run_policy.c src/libohbox/po
 	src/libohbox/policy/run_plan.c src/libohbox/policy/host_probe.c
 
 # The action protocol's client (action.h): `ohbox action` and ohbox_action().
-libohbox_internal_la_SOURCES += src/libohbox/api/action.c src/libohbox/api/action.h
+libohbox_internal_la_SOURCES += src/libohbox/api/action.c src/libohbox/api/action.h src/libohbox/api/frontend.h
 
 # libohbox.so: the public API (ohbox.h, libohbox(3)) over libohbox-internal,
 # exporting only what libohbox.sym lists. -version-info CURRENT:REVISION:AGE

@@ -458,7 +458,7 @@ dockerfile_from (int ctxfd, char **ret, size_t *others, ohbox_error_t *err)
 {
   int fd = ohbox_openat_beneath (ctxfd, "Dockerfile", O_RDONLY | O_CLOEXEC, 0, 0);
   if (fd < 0)
-    return ohbox_error_errno (err, "the build context has no Dockerfile (a regular file at its top)");
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "the build context has no Dockerfile (a regular file at its top)");
   cleanup_free char *text = NULL;
   size_t len;
   int r = ohbox_read_fd (fd, "the Dockerfile", DOCKERFILE_MAX, &text, &len, err);
@@ -547,14 +547,14 @@ build_job (struct serve *srv, json_t *job, void (*log) (const char *line), ohbox
   const char *dir = json_string_value (json_object_get (job, "dir"));
   cleanup_close int dfd = dir ? open (dir, O_DIRECTORY | O_RDONLY | O_CLOEXEC) : -1;
   if (dfd < 0)
-    return ohbox_error_errno (err, "open the build's directory");
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "open the build's directory");
   /* Held while it works: a server started again sees the build running. */
   cleanup_close int lock = ohbox_lock_file (dfd, "lock", false, false, err);
   if (lock < 0)
     return -1;
   cleanup_close int tgz = openat (dfd, "context.tar.gz", O_RDONLY | O_CLOEXEC);
   if (tgz < 0 || mkdirat (dfd, "context", 0700) < 0)
-    return ohbox_error_errno (err, "open the build context");
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "open the build context");
   cleanup_close int ctx = openat (dfd, "context", O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   struct stat st;
   fstat (tgz, &st);

@@ -358,7 +358,7 @@ listen_socket (struct serve *srv, bool *v6, ohbox_error_t *err)
       strcpy (sa.sun_path, c->socket_path);
       int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
       if (fd < 0)
-        return ohbox_error_errno (err, "socket");
+        return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "socket");
       struct stat st;
       /* A socket left by a server that died (one per state directory: the
        * lock says none runs). */
@@ -377,7 +377,7 @@ listen_socket (struct serve *srv, bool *v6, ohbox_error_t *err)
           int e = errno;
           close (fd);
           errno = e;
-          return ohbox_error_errno (err, "listen on `%s`", c->socket_path);
+          return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "listen on `%s`", c->socket_path);
         }
       return fd;
     }
@@ -403,7 +403,7 @@ listen_socket (struct serve *srv, bool *v6, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--listen `%s` is not an IPv4 or IPv6 address", c->listen_addr);
   int fd = socket (ss.ss_family, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
-    return ohbox_error_errno (err, "socket");
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "socket");
   int one = 1;
   setsockopt (fd, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
   if (*v6)
@@ -413,7 +413,7 @@ listen_socket (struct serve *srv, bool *v6, ohbox_error_t *err)
       int e = errno;
       close (fd);
       errno = e;
-      return ohbox_error_errno (err, "listen on %s%s%s:%d", *v6 ? "[" : "", c->listen_addr, *v6 ? "]" : "",
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "listen on %s%s%s:%d", *v6 ? "[" : "", c->listen_addr, *v6 ? "]" : "",
                                 c->listen_port);
     }
   if (c->listen_port == 0)

@@ -99,7 +99,7 @@ take_lock (struct serve *srv, ohbox_error_t *err)
     return ohbox_error_prefix (err, "state directory");
   cleanup_close int dfd = open (root, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open `%s`", root);
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "open `%s`", root);
   int fd = ohbox_lock_file (dfd, SERVE_LOCK, true, true, err);
   if (fd == -2)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,

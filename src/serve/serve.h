@@ -90,6 +90,9 @@ struct serve_config
   char **devices;
   char **cdi_spec_dirs;
   const char *gpus;
+  /* Where root's sandboxes may connect (ohbox-run(1) --egress); NULL: the
+   * default (public). */
+  const char *egress;
   /* Registry options for pulls and builds (ohbox pull's --tls-verify,
    * --cert-dir, --authfile, registries.conf). */
   struct ohbox_pull_options pull;

@@ -165,6 +165,7 @@ start_job (struct serve *srv, const struct ohbox_host_abilities *host, json_t *r
     .devices = srv->cfg->devices,
     .cdi_spec_dirs = srv->cfg->cdi_spec_dirs,
     .gpus = srv->cfg->gpus,
+    .egress = srv->cfg->egress,
   };
   struct ohbox_run_plan plan;
   json_t *warnings = json_array ();
@@ -307,7 +308,7 @@ starter_main (struct serve *srv, int ctl)
         }
       if (pid < 0)
         {
-          ohbox_error_errno (&err, "fork a worker");
+          ohbox_error_sys (&err, OHBOX_ERR_GENERIC, "fork a worker");
           int save = dup (1);
           if (save >= 0 && dup2 (sock, 1) >= 0)
             {
@@ -327,14 +328,14 @@ starter_spawn (struct serve *srv, ohbox_error_t *err)
 {
   int sv[2];
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-    return ohbox_error_errno (err, "socketpair");
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "socketpair");
   fflush (NULL);
   pid_t pid = fork ();
   if (pid < 0)
     {
       close (sv[0]);
       close (sv[1]);
-      return ohbox_error_errno (err, "fork the starter");
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "fork the starter");
     }
   if (pid == 0)
     {
@@ -368,7 +369,7 @@ starter_job (struct starter *st, json_t *job, int *ret_fd, ohbox_error_t *err)
 {
   int sv[2];
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) < 0)
-    return ohbox_error_errno (err, "socketpair");
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "socketpair");
   pthread_mutex_lock (&st->lock);
   ssize_t n = ohbox_send_with_fd (st->sock, "j", 1, sv[1]);
   pthread_mutex_unlock (&st->lock);
@@ -376,13 +377,13 @@ starter_job (struct starter *st, json_t *job, int *ret_fd, ohbox_error_t *err)
   if (n != 1)
     {
       close (sv[0]);
-      return ohbox_error_errno (err, "hand the job to the starter");
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "hand the job to the starter");
     }
   cleanup_free char *text = json_dumps (job, JSON_COMPACT);
   if (text == NULL || ohbox_write_all (sv[0], text, strlen (text)) < 0 || shutdown (sv[0], SHUT_WR) < 0)
     {
       close (sv[0]);
-      return ohbox_error_errno (err, "send the job to its worker");
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "send the job to its worker");
     }
   *ret_fd = sv[0];
   return 0;
@@ -396,7 +397,7 @@ starter_result (int fd, void (*line_cb) (json_t *line, void *data), void *data, 
   if (f == NULL)
     {
       close (fd);
-      return ohbox_error_errno (err, "read the worker's answer");
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "read the worker's answer");
     }
   char *line = NULL;
   size_t cap = 0, total = 0;

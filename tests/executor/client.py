@@ -471,8 +471,8 @@ def test_editor_create_view_replace_insert_undo():
     eq(o['content'], f"Here's the result of running `cat -n` on {p}:\n     1\tx = 1\n     2\ty = 2\n     3\t\n", 'view')
     eq(o['extras'], {'path': p, 'impl_source': 'oh_aci'}, 'read extras')
     o = act('read', {'path': p, 'impl_source': 'oh_aci', 'view_range': [2, 10]})
-    eq(o['content'], f"Here's the result of running `cat -n` on {p}:\n     2\ty = 2\n\nNOTE: We only show up to 2 "
-                     "since there's only 2 lines in this file\n", 'view_range clamped')
+    eq(o['content'], "NOTE: We only show up to 2 since there're only 2 lines in this file.\n"
+                     f"Here's the result of running `cat -n` on {p}:\n     2\ty = 2\n", 'view_range clamped')
     o = edit('str_replace', p, old_str='x = 1', new_str='x = 2')
     check(o['content'].startswith(f'The file {p} has been edited. Here\'s the result of running `cat -n` on a '
                                   f'snippet of {p}:\n     1\tx = 2\n'), o['content'])
@@ -503,6 +503,68 @@ def test_editor_create_view_replace_insert_undo():
        f'The path {WORK}/ed/none.py does not exist. Please provide a valid path.', 'missing')
 
 
+def parity_files(root, files):
+    for rel, c in files.items():
+        path = os.path.join(root, rel)
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        if isinstance(c, dict) and 'hex' in c:
+            data = bytes.fromhex(c['hex'])
+        elif isinstance(c, dict):
+            data = b'x' * c['size']
+        else:
+            data = c.encode()
+        with open(path, 'wb') as f:
+            f.write(data)
+
+
+def test_editor_matches_openhands_aci():
+    """Every error path (and the edits between them) answers what openhands-aci 0.3.2 answered on the same files."""
+    with open(os.path.join(os.path.dirname(os.path.abspath(__file__)), 'editor-parity.json'), encoding='utf-8') as f:
+        spec = json.load(f)
+    d = f'{WORK}/parity'
+    shutil.rmtree(d, ignore_errors=True)
+    parity_files(d, spec['files'])
+    os.makedirs(f'{d}/loop/inner')
+    os.symlink('..', f'{d}/loop/inner/back')
+    fill = lambda v: v.replace('{D}', d).replace('{W}', WORK) if isinstance(v, str) else v
+    bad = []
+    for i, step in enumerate(spec['steps']):
+        a = {k: fill(v) for k, v in step.items() if k not in ('kind', 'expect')}
+        if step['kind'] == 'read':
+            o = act('read', {'path': a['path'], 'start': 0, 'end': -1, 'thought': '', 'security_risk': -1,
+                             'impl_source': 'oh_aci', 'view_range': a['view_range']})
+            got = ('[error] ' if o['observation'] == 'error' else '') + o['content']
+        else:
+            got = edit(a.pop('command'), a.pop('path'), **a)['content']
+        if got != fill(step['expect']):
+            bad.append(f'step {i} {json.dumps(step)[:160]}: got {got[:300]!r}')
+    for rel, want in spec['files_after'].items():
+        with open(f'{d}/{rel}', 'rb') as f:
+            if f.read() != want.encode('latin-1'):
+                bad.append(f'{rel} differs after the steps')
+    shutil.rmtree(d, ignore_errors=True)
+    check(not bad, '\n'.join(bad))
+
+
+def test_editor_encodings_and_newlines():
+    """Files that are not UTF-8 are read as Latin-1 and written back in it; CRLF reads as LF."""
+    d = f'{WORK}/enc'
+    os.makedirs(d, exist_ok=True)
+    p = f'{d}/latin1.txt'
+    with open(p, 'wb') as f:
+        f.write('caf\xe9 au lait\r\nna\xefve\n'.encode('latin-1'))
+    o = edit('str_replace', p, old_str='caf\xe9', new_str='th\xe9')
+    check(o['content'].startswith(f'The file {p} has been edited.'), o['content'])
+    with open(p, 'rb') as f:
+        eq(f.read(), 'th\xe9 au lait\nna\xefve\n'.encode('latin-1'), 'written back in Latin-1, newlines as read')
+    o = edit('str_replace', p, old_str='au', new_str='\u2603\u2603')
+    eq(o['content'], "ERROR:\nRan into 'latin-1' codec can't encode characters in position 4-5: ordinal not in "
+                     f"range(256) while trying to write to {p}", 'unencodable text')
+    with open(p, 'rb') as f:
+        eq(f.read(), 'th\xe9 au lait\nna\xefve\n'.encode('latin-1'), 'file untouched by a failed write')
+    eq(edit('undo_edit', p)['content'].split('\n')[1:3], ['     1\tcaf\xe9 au lait', '     2\tna\xefve'], 'undo')
+
+
 def test_editor_directory_view():
     os.makedirs(f'{WORK}/tree/sub/deep/deeper', exist_ok=True)
     os.makedirs(f'{WORK}/tree/.hidden', exist_ok=True)
@@ -515,35 +577,112 @@ def test_editor_directory_view():
                      f"directory are excluded. You can use 'ls -la {t}' to see them.", 'listing')
 
 
+FALLBACK_NOTE = ('[IPython is not installed in this Python: the cell ran as plain Python, with %pip, %cd, !cmd and '
+                 '%%bash translated]')
+
+
+def ipython_expected(python):
+    """'ipython' or 'fallback': what the caller says the sandbox's python3 has
+    (OHBOX_EXPECT_IPYTHON), else what the executor's interpreter on this host has."""
+    want = os.environ.get('OHBOX_EXPECT_IPYTHON')
+    if want:
+        return want
+    import subprocess
+    return 'ipython' if subprocess.call([python, '-c', 'import IPython'], stderr=subprocess.DEVNULL) == 0 else 'fallback'
+
+
+def cell(code, timeout=120.0):
+    return act('run_ipython', {'code': code, 'include_extra': False}, timeout=timeout)
+
+
 def test_ipython():
+    """run_ipython: IPython's InteractiveShell where the sandbox's python3 has
+    IPython, plain Python with %pip, %cd, !cmd and %%bash where it has not."""
     o = act('run_ipython', {'code': 'import os\nx = 20\nx + 1', 'thought': '', 'include_extra': True,
                             'confirmation_state': 'confirmed', 'security_risk': -1, 'kernel_init_code': ''})
-    if o['observation'] == 'error':
-        check('python3' in o['content'], o['content'])
-        raise Skip('no python3 for run_ipython: ' + o['content'])
+    if o['observation'] == 'error' and os.environ.get('OHBOX_EXPECT_IPYTHON') == 'none':
+        eq(o['content'], 'run_ipython needs python3 in the sandbox, and none was found in PATH', 'no python3')
+        return
     eq(list(o.keys()), ['message', 'observation', 'content', 'extras', 'success'], 'keys')
     eq(o['observation'], 'run_ipython', 'observation')
     eq(sorted(o['extras'].keys()), ['code', 'image_urls'], 'extras')
     eq(o['success'], True, 'success')
     lines = o['content'].split('\n')
-    eq(lines[0], '21', 'final expression value')
-    eq(lines[1], f'[Jupyter current working directory: {WORK}]', 'cwd line')
-    check(lines[2].startswith('[Jupyter Python interpreter: '), 'interpreter line')
-    o = act('run_ipython', {'code': 'print(x * 2)\nos.getcwd()', 'include_extra': False})
-    eq(o['content'], "40\n'" + WORK + "'", 'globals persist; print then value')
+    python = lines[-1][len('[Jupyter Python interpreter: '):-1]
+    check(lines[-1].startswith('[Jupyter Python interpreter: /') and os.path.basename(python).startswith('python'),
+          lines[-1])
+    if os.environ.get('OHBOX_EXPECT_PYTHON'):
+        eq(python, os.environ['OHBOX_EXPECT_PYTHON'], 'interpreter path')
+    mode = ipython_expected(python)
+    note = [] if mode == 'ipython' else [FALLBACK_NOTE]
+    eq(lines, ['21'] + note + [f'[Jupyter current working directory: {WORK}]', lines[-1]], 'value, note, extras')
+    tail = '' if mode == 'ipython' else '\n' + FALLBACK_NOTE
+    o = cell('print(x * 2)\nos.getcwd()')
+    eq(o['content'], "40\n'" + WORK + "'" + tail, 'globals persist; print then value')
     run('cd /tmp')
-    eq(act('run_ipython', {'code': 'os.getcwd()', 'include_extra': False})['content'], "'/tmp'", 'follows bash cwd')
+    eq(cell('os.getcwd()')['content'], "'/tmp'" + tail, 'follows bash cwd')
     run(f'cd {WORK}')
-    o = act('run_ipython', {'code': '1/0', 'include_extra': False})
-    check('ZeroDivisionError: division by zero' in o['content'] and 'Traceback' in o['content'], o['content'])
-    eq(act('run_ipython', {'code': 'y = 1', 'include_extra': False})['content'],
-       '[Code executed successfully with no output]', 'no output')
+    o = cell('1/0')
+    check('ZeroDivisionError: division by zero' in o['content'] and
+          ('Cell In' in o['content'] and '----> 1 1/0' in o['content'] if mode == 'ipython' else 'Traceback' in o['content']), o['content'])
+    eq(cell('y = 1')['content'], '[Code executed successfully with no output]' + tail, 'no output')
+    # The magics agents use.
+    eq(cell('!echo bang $((6*7))')['content'], 'bang 42' + tail, '!cmd')
+    eq(cell('%%bash\necho from bash\nfor i in 1 2; do echo $i; done')['content'], 'from bash\n1\n2' + tail, '%%bash')
+    eq(cell('files = !printf "a\\nb\\n"\nfiles')['content'], "['a', 'b']" + tail, 'x = !cmd')
+    d = cell('import tempfile\ntempfile.mkdtemp(prefix="ipy")')['content'].split('\n')[0].strip("'")
+    check(d.startswith('/') and 'ipy' in d, d)
+    o = act('run_ipython', {'code': f'%cd {d}', 'include_extra': True})
+    eq(o['content'].split('\n')[0], d, '%cd prints the new directory')
+    # The cwd line is the bash session's, as in OpenHands' server.
+    check(f'\n[Jupyter current working directory: {WORK}]\n' in o['content'], o['content'])
+    eq(cell('os.getcwd()')['content'], f"'{d}'" + tail, '%cd moved the kernel')
+    cell(f'os.chdir("/")\nos.rmdir("{d}")')
+    o = cell('%pip --help')
+    restart = 'Note: you may need to restart the kernel to use updated packages.'
+    if o['content'].startswith(f'{python}: No module named pip'):
+        # As OpenHands' own kernel answers where pip is missing: %pip ran `python -m pip`
+        # (IPython runs it on a pty: CRLF).
+        nl = '\r\n' if mode == 'ipython' else '\n'
+        eq(o['content'], f'{python}: No module named pip{nl}{restart}' + tail, '%pip without pip')
+    else:
+        check('Usage:' in o['content'] and 'pip <command> [options]' in o['content'] and restart in o['content'],
+              '%pip --help: ' + o['content'][:300])
+        # A local wheel (no network): %pip installs it and the next cell imports it.
+        o = cell('import tempfile, zipfile\nw = tempfile.mkdtemp(prefix="whl")\n'
+                 'whl = w + "/ohboxdemo-1.0-py3-none-any.whl"\n'
+                 'with zipfile.ZipFile(whl, "w") as z:\n'
+                 '    z.writestr("ohboxdemo.py", "VALUE = 42\\n")\n'
+                 '    z.writestr("ohboxdemo-1.0.dist-info/METADATA", "Metadata-Version: 2.1\\nName: ohboxdemo\\nVersion: 1.0\\n")\n'
+                 '    z.writestr("ohboxdemo-1.0.dist-info/WHEEL", "Wheel-Version: 1.0\\nGenerator: ohbox-test\\n'
+                 'Root-Is-Purelib: true\\nTag: py3-none-any\\n")\n'
+                 '    z.writestr("ohboxdemo-1.0.dist-info/RECORD", "ohboxdemo.py,,\\nohboxdemo-1.0.dist-info/METADATA,,\\n'
+                 'ohboxdemo-1.0.dist-info/WHEEL,,\\nohboxdemo-1.0.dist-info/RECORD,,\\n")\n'
+                 'w')
+        w = o['content'].split('\n')[0].strip("'")
+        o = cell(f'%pip install --no-index --no-deps --disable-pip-version-check --target {w}/site '
+                 f'{w}/ohboxdemo-1.0-py3-none-any.whl')
+        check('Successfully installed ohboxdemo-1.0' in o['content'] and restart in o['content'], o['content'])
+        eq(cell(f'import sys, shutil\nsys.path.insert(0, "{w}/site")\nimport ohboxdemo\nshutil.rmtree("{w}")\n'
+                'ohboxdemo.VALUE')['content'], '42' + tail, 'the installed wheel imports')
+    if mode == 'ipython':
+        eq(cell('get_ipython().__class__.__mro__[1].__name__')['content'], "'InteractiveShell'", 'a real IPython shell')
+        eq(cell('from IPython.display import display\ndisplay(5)\n"last"')['content'], "5'last'", 'display_data')
+        o = cell('%time 2 + 3')
+        check('Wall time:' in o['content'] and o['content'].endswith('5'), o['content'])
+        cell('6 * 7')
+        eq(cell('Out[max(Out)] + 1')['content'], '43', 'IPython output history')
+    else:
+        o = cell('%timeit 1')
+        check(o['content'].startswith('Traceback') and 'NameError: magic %timeit is not available: IPython is not '
+              'installed in this Python' in o['content'], o['content'])
     t = time.time()
-    o = act('run_ipython', {'code': 'import time\ntime.sleep(30)', 'include_extra': False}, timeout=1.0)
+    o = cell('import time\ntime.sleep(30)', timeout=1.0)
     check(time.time() - t < 4, 'interrupted at the timeout')
     check('KeyboardInterrupt' in o['content'] and '[Execution timed out (1.0 seconds).]' in o['content'],
           o['content'])
-    eq(act('run_ipython', {'code': 'x', 'include_extra': False})['content'], '20', 'state kept after interrupt')
+    eq(cell('x')['content'], '20' + tail, 'state kept after interrupt')
+    run(f'cd {WORK}')
 
 
 def test_browse_unknown_and_malformed():
@@ -716,7 +855,8 @@ ALL = {
             test_run_hidden_and_static, test_alive_answers_during_long_action,
             test_flood_and_many_processes_do_not_take_the_server_down],
     'files': [test_write_and_read_default, test_read_errors_binary_and_media,
-              test_editor_create_view_replace_insert_undo, test_editor_directory_view],
+              test_editor_create_view_replace_insert_undo, test_editor_matches_openhands_aci,
+              test_editor_encodings_and_newlines, test_editor_directory_view],
     'ipython': [test_ipython],
     'queue': [test_queue_full_answers_503],
 }

@@ -101,6 +101,8 @@ test_cdi_json_and_yaml ()
   local id=$out
   assert_ok ohbox ps --format json
   assert_jq "$out" '.[0].devices.names == ["test.ohbox/gauge=g0"] and .[0].devices.nodes[0].path == "/dev/gauge" and .[0].devices.nodes[0].major == 1 and .[0].devices.nodes[0].minor == 7'
+  assert_ok ohbox inspect "${id:0:12}"
+  assert_jq "$out" '.id == "'"$id"'" and .devices.names == ["test.ohbox/gauge=g0"] and .devices.nodes[0].access == "rwm"'
   assert_ok ohbox rm -f "$id"
   # The dry run shows what the devices add.
   assert_ok ohbox run --dry-run --cdi-spec-dir "$SPECS" --device test.ohbox/card=all "$BB"

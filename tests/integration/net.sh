@@ -131,11 +131,15 @@ VETHS_BEFORE=$(ip -o link show | sed -n 's/^[0-9]*: \(ohb[0-9a-f]\{12\}\)[@:].*/
 test_two_sandboxes ()
 {
   load_bb
-  assert_ok ohbox run -d --name a "$BB" httpd -f -p 80 -h /etc
+  local port
+  port=$(t_free_port)
+  assert_ok ohbox run -d --name a -p "$port:80" "$BB" httpd -f -p 80 -h /etc
   local a=$out ip_a
   ip_a=$(sb_ip "$a")
   assert_match "$ip_a" '^10\.213\.'
-  assert_ok ohbox run --rm "$BB" sh -c "ip -4 -o addr show eth0; wget -qO- http://$ip_a/hostname"
+  # (one reaches the other through the host's published port only:
+  # net-isolation.sh)
+  assert_ok ohbox run --rm "$BB" sh -c "ip -4 -o addr show eth0; wget -qO- http://10.213.0.1:$port/hostname"
   assert_match "$out" "inet 10\.213\."
   assert_not_contains "$out" "$ip_a/"
   assert_contains "$out" "${a:0:12}"
@@ -298,7 +302,9 @@ s = socket.socket(); s.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
 s.bind(('$gw', $port)); s.listen()
 c, a = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.0 200 OK\r\n\r\nhost-here\n'); c.close()"
   t_wait_until 5 sh -c "ss -ltn | grep -q '$gw:$port '"
-  assert_ok ohbox run --rm "$BB" wget -qO- "http://host.ohbox.internal:$port/"
+  # (the host's services are out of reach unless --egress all says so:
+  # net-isolation.sh host_services)
+  assert_ok ohbox run --rm --egress all "$BB" wget -qO- "http://host.ohbox.internal:$port/"
   assert_eq "$out" "host-here"
 }
 
@@ -467,7 +473,9 @@ test_loopback_guard ()
   require_cmd curl
   load_bb
   assert_ok ohbox run --rm "$BB" true
-  local ns=${T_NS}g port
+  # (a port name outside ohbox's "ohb" prefix: the bridge table would
+  # drop this namespace's frames as a sandbox's with no address leased)
+  local ns=lgrd$$ port
   port=$(t_free_port)
   trap "ip netns del $ns 2>/dev/null || true; ip link del ${ns}h 2>/dev/null || true" EXIT
   ip netns add "$ns"
@@ -485,23 +493,24 @@ s = socket.socket(); s.bind(('127.0.0.2', $port)); s.listen()
 while True:
     c, a = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.0 200 OK\r\n\r\nleaked\n'); c.close()"
   t_wait_until 5 sh -c "ss -ltn | grep -q '127.0.0.2:$port '"
-  # the namespace reaches the host (on the gateway address)...
+  # the namespace reaches the host (a published port on the gateway
+  # address: the host's own services are not for sandboxes)...
   local gport
   gport=$(t_free_port)
-  t_start "$T_WORK/glistener.log" "$T_PY" -c "import socket
-s = socket.socket(); s.bind(('10.213.0.1', $gport)); s.listen()
-c, a = s.accept(); c.recv(4096); c.sendall(b'HTTP/1.0 200 OK\r\n\r\ngw\n'); c.close()"
-  t_wait_until 5 sh -c "ss -ltn | grep -q '10.213.0.1:$gport '"
-  assert_ok ip netns exec "$ns" curl -sf -m 2 "http://10.213.0.1:$gport/"
-  assert_eq "$out" "gw"
+  assert_ok ohbox run -d -p "$gport:80" "$BB" httpd -f -p 80 -h /etc
+  local id=$out
+  t_wait_until 5 curl -sf -m 1 -o /dev/null "http://127.0.0.1:$gport/hostname"
+  assert_ok ip netns exec "$ns" curl -sf -m 2 "http://10.213.0.1:$gport/hostname"
+  assert_eq "$out" "${id:0:12}"
   # ...but nothing reaches the host's loopback
   assert_exit 28 ip netns exec "$ns" curl -s -m 2 "http://127.0.0.2:$port/"
   nft list chain inet ohbox guard >/dev/null
+  ohbox rm -f "$id" >/dev/null
 }
 
-# A start checks over netlink that ohbox's nftables table is whole (no
-# libnftables for that) and makes it again when it was deleted, entirely or
-# in part, without duplicating rules.
+# A start checks over netlink that ohbox's nftables tables are whole (no
+# libnftables for that) and makes them again when one was deleted, entirely or
+# in part, or is an older version's (no marker chain), duplicating nothing.
 test_nft_table_made_again ()
 {
   require_cmd curl
@@ -516,13 +525,67 @@ test_nft_table_made_again ()
   assert_ok curl -sf -m 2 "http://127.0.0.1:$p/hostname"
   assert_eq "$out" "${id:0:12}"
   assert_ok ohbox rm -f "$id"
-  nft delete chain inet ohbox guard
-  assert_ok ohbox run --rm "$BB" true
-  assert_ok nft list chain inet ohbox guard
-  assert_eq "$(nft list chain inet ohbox postrouting | grep -c masquerade)" "3" "masquerade rules"
+  local rules
+  rules=$({ nft list table inet ohbox; nft list table bridge ohbox; } | sort)
+  # part of it; the bridge table; the marker of this version's rules (a
+  # host with an older ohbox's table): made again, nothing duplicated
+  local what
+  for what in "chain inet ohbox guard" "table bridge ohbox" "chain inet ohbox v2" "chain bridge ohbox v2"; do
+    nft delete $what
+    assert_ok ohbox run --rm "$BB" true
+    # (line by line: a chain made again comes last)
+    assert_eq "$({ nft list table inet ohbox; nft list table bridge ohbox; } | sort)" "$rules" \
+      "the tables after \`nft delete $what\`"
+  done
   # and a start that finds the table whole does not load libnftables
   assert_no_match "$(LD_DEBUG=files "$OHBOX_BIN" --root "$T_ROOT" run --rm "$BB" true 2>&1)" 'libnftables' \
     "libraries a bridge start loads"
+  assert_no_leftovers
+}
+
+# The sandboxes' filter elements (table bridge ohbox's ports and uplink;
+# table inet ohbox's dns, egress, noegress) and permanent neighbour entries
+# that no lease accounts for, a named network whose bridge is gone, tables
+# an older ohbox made: `ohbox check` finds each, --repair mends it, and a
+# running sandbox's own are left alone.
+test_orphan_filter_elements ()
+{
+  load_bb
+  local net=ochk-$$ a=10.213.250.5 mac=02:6f:0a:d5:fa:05 br
+  assert_ok ohbox run -d "$BB" sleep 600
+  local id=$out
+  assert_ok ohbox network create "$net"
+  br=$(ohbox network inspect "$net" | jq -r '.[0].bridge')
+  trap "ohbox network rm $net >/dev/null 2>&1 || true; ip neigh del $a dev ohbox0 2>/dev/null || true" EXIT
+  nft add element bridge ohbox ports "{ \"ohb00000000f00d\" . $mac . $a }"
+  nft add element bridge ohbox uplink "{ \"ohb00000000f00d\" . $a . 02:6e:0a:d5:00:01 }"
+  nft add element inet ohbox dns "{ $a . 192.0.2.53 }"
+  nft add element inet ohbox egress "{ $a . 10.0.0.0/8 }"
+  nft add element inet ohbox noegress "{ $a }"
+  ip neigh replace "$a" lladdr "$mac" dev ohbox0 nud permanent
+  ip link del "$br"
+  nft delete chain inet ohbox v2
+  assert_exit 6 ohbox check --format json
+  local f=$out
+  assert_jq "$f" '[.findings[] | select(.kind == "orphan-sandbox-element")] | length == 5' "the orphan elements"
+  assert_jq "$f" 'all(.findings[] | select(.kind == "orphan-sandbox-element"); .what | contains("'"$a"'"))'
+  assert_jq "$f" 'any(.findings[]; .kind == "orphan-neighbour" and (.where | contains("'"$a"' dev ohbox0")))'
+  assert_jq "$f" 'any(.findings[]; .kind == "missing-network-bridge" and .where == "'"$br"'")'
+  assert_jq "$f" 'any(.findings[]; .kind == "incomplete-nft-tables")'
+  assert_jq "$f" '.found == 8' "findings"
+  assert_ok ohbox check --repair
+  assert_ok ohbox check
+  assert_no_match "$(nft list table inet ohbox; nft list table bridge ohbox)" "10\.213\.250\.5" "the tables after --repair"
+  assert_eq "$(ip neigh show "$a" dev ohbox0)" "" "the neighbour entry after --repair"
+  assert_ok ip link show "$br"
+  assert_ok nft list chain inet ohbox v2
+  # the running sandbox kept its own: it still reaches the internet
+  local ip
+  ip=$(sb_ip "$id")
+  assert_contains "$(nft list set bridge ohbox ports)" "$ip"
+  assert_contains "$(ip neigh show "$ip" dev ohbox0)" "PERMANENT"
+  assert_ok ohbox rm -f "$id"
+  assert_ok ohbox network rm "$net"
   assert_no_leftovers
 }
 
@@ -539,3 +602,4 @@ run_test concurrent_cycles test_concurrent_cycles
 run_test sigkill_mid_start test_sigkill_mid_start
 run_test release_killed_mid_way test_release_killed_mid_way
 run_test orphan_port_elements test_orphan_port_elements
+run_test orphan_filter_elements test_orphan_filter_elements

@@ -205,9 +205,45 @@ test_root_plans ()
   assert_eq "$out" "" "sandboxes after dry runs"
 }
 
+# Named networks and --egress are decided by the run policy for every
+# front door: the same plan (or refusal) through ohbox run and ohbox_run().
+test_network_plans ()
+{
+  root_images
+  same_plan root "$BB"
+  assert_jq "$plan" '.network.egress == "public" and .network.name == null and .warnings == []'
+  same_plan root --egress 198.51.100.0/24 "$BB"
+  assert_jq "$plan" '.network.egress == "198.51.100.0/24" and .warnings == []'
+  same_plan root --egress 10.1.0.0/16,192.168.7.0/24 "$BB"
+  assert_jq "$plan" '.network.egress == "10.1.0.0/16,192.168.7.0/24" and (.warnings | length) == 1'
+  same_plan root --egress all "$BB"
+  assert_jq "$plan" '.network.egress == "all" and (.warnings[0] | test("169.254.169.254"))'
+  same_plan root --egress none "$BB"
+  assert_jq "$plan" '.network.egress == "none"'
+  same_plan root --network mynet --egress none "$BB"
+  assert_jq "$plan" '.network.mode == "bridge" and .network.backend == "veth" and .network.name == "mynet"'
+  same_plan root --network none --egress all "$BB"
+  assert_contains "$refusal" "--egress needs --network bridge"
+  same_plan root --network host "$BB"
+  assert_jq "$plan" '.network.egress == null'
+  same_plan root --egress 10.0.0.1/8 "$BB"
+  assert_contains "$refusal" "--egress"
+  same_plan root --egress 300.1.2.3/8 "$BB"
+  assert_contains "$refusal" "--egress"
+  # (the library's network_name is only ever a name: its own words)
+  assert_exit 125 ohbox run --dry-run --network -bad- "$BB"
+  assert_contains "$err" "unknown --network"
+  assert_exit 1 "$PLAN" "$T_ROOT" --network -bad- "$BB"
+  assert_contains "$err" "invalid network name"
+}
+
 test_rootless_plans ()
 {
   user_images
+  same_plan pasta --egress all "$BB"
+  assert_contains "$refusal" "--egress needs root"
+  same_plan pasta --network mynet "$BB"
+  assert_contains "$refusal" "named networks need root"
   same_plan pasta "$BB"
   assert_jq "$plan" '.caller.rootless == true and .host.pasta == true and .host.slirp4netns == false
     and .network.mode == "bridge" and .network.backend == "pasta"'
@@ -363,6 +399,7 @@ test_rootless_runtime_host_network_refused ()
 }
 
 run_test root_plans test_root_plans
+run_test network_plans test_network_plans
 run_test rootless_plans test_rootless_plans
 run_test root_sandboxes test_root_sandboxes
 run_test rootless_sandboxes test_rootless_sandboxes

@@ -452,6 +452,8 @@ test_devices ()
   trap sv_cleanup EXIT
   assert_exit 2 "$OHBOX_BIN" --root "$SV_ROOT" serve --socket "$T_WORK/never.sock" --device /etc/hostname
   assert_contains "$err" "is not a device node"
+  assert_exit 2 "$OHBOX_BIN" --root "$SV_ROOT" serve --socket "$T_WORK/never.sock" --egress 10.0.0.1/8
+  assert_contains "$err" "invalid --egress"
   sv_start --device /dev/full:/dev/served:r
   sv_new_session dv
   sv_run_action "$SV_ID" 'stat -c "%n %t:%T" /dev/served'

@@ -28,6 +28,12 @@
 #       IMG_V2S2_MANIFEST. NS defaults to "test".
 #   img_build_debian     optional (benchmarks): debootstrap --variant=minbase
 #       bookworm from the apt mirror, as the layout $IMG_DEBIAN (tag bookworm), cached.
+#       IMG_DEBIAN_MANIFEST IMG_DEBIAN_LAYER
+#   img_build_debian_agent   optional: the same with --include of
+#       $IMG_DEBIAN_AGENT_PACKAGES (python3, python-is-python3, git, sudo, procps,
+#       python3-ipython, ca-certificates), an agent's base image as OpenHands
+#       runs them, as the layout $IMG_DEBIAN_AGENT (tag bookworm), cached.
+#       IMG_DEBIAN_AGENT_MANIFEST IMG_DEBIAN_AGENT_LAYER
 #
 # The cache lives in $OHBOX_TEST_WORK/cache/images-KEY, KEY being a hash of this
 # file, the busybox binary and the tool versions: edit the builder and the
@@ -382,43 +388,83 @@ _img_debian_mirror ()
   echo "${m:-http://deb.debian.org/debian}"
 }
 
-# img_build_debian: $IMG_DEBIAN, an OCI layout (tag bookworm, one gzip layer)
-# of a debootstrap minbase, built once (~1 min) and cached.
-img_build_debian ()
+# _img_debootstrap NAME TAG INCLUDE: the OCI layout $cache/NAME-KEY/NAME (tag TAG,
+# one gzip layer) of `debootstrap --variant=minbase [--include=INCLUDE] bookworm`,
+# built once under a lock shared by every worktree and cached; sets IMG_DEB_DIR
+# to the cache directory (its meta.env has IMG_DEB_MANIFEST and IMG_DEB_LAYER).
+_img_debootstrap ()
 {
-  local cache=$OHBOX_TEST_WORK/cache mirror key dir
-  command -v debootstrap >/dev/null || { echo "img_build_debian: debootstrap is not installed" >&2; return 1; }
+  local name=$1 tag=$2 include=$3 cache=$OHBOX_TEST_WORK/cache mirror key dir
+  command -v debootstrap >/dev/null || { echo "img_build_$name: debootstrap is not installed" >&2; return 1; }
   mirror=$(_img_debian_mirror)
-  key=$(printf 'debian-minbase-v1 bookworm %s\n' "$mirror" | sha256sum | cut -c1-16)
-  dir=$cache/debian-$key
+  if [ "$name" = debian ]; then
+    # The key of the first builder, kept so that existing caches stay valid.
+    key=$(printf 'debian-minbase-v1 bookworm %s\n' "$mirror" | sha256sum | cut -c1-16)
+  else
+    key=$(printf '%s-minbase-v1 bookworm %s include=%s\n' "$name" "$mirror" "$include" | sha256sum | cut -c1-16)
+  fi
+  dir=$cache/$name-$key
   mkdir -p "$cache" || return 1
   if [ ! -f "$dir/meta.env" ]; then
     (
       flock 8 || exit 1
       [ -f "$dir/meta.env" ] && exit 0
-      tmp=$(mktemp -d "$cache/.debian-$key.XXXXXX") || exit 1
+      tmp=$(mktemp -d "$cache/.$name-$key.XXXXXX") || exit 1
       trap 'rm -rf "$tmp"' EXIT
-      debootstrap --variant=minbase bookworm "$tmp/rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 || {
+      debootstrap --variant=minbase ${include:+--include="$include"} bookworm "$tmp/rootfs" "$mirror" \
+        >"$tmp/debootstrap.log" 2>&1 || {
         tail -n 20 "$tmp/debootstrap.log" >&2
         exit 1
       }
       rm -rf "$tmp/rootfs/var/cache/apt/archives/"*.deb "$tmp/rootfs/var/lib/apt/lists/"* \
         "$tmp/rootfs/var/log/"*.log "$tmp/rootfs/debootstrap"
-      img_layout_init "$tmp/debian" || exit 1
-      img_add_layer "$tmp/debian" "$tmp/rootfs" gzip || exit 1
+      img_layout_init "$tmp/$name" || exit 1
+      img_add_layer "$tmp/$name" "$tmp/rootfs" gzip || exit 1
       local ld
       ld=$(_img_desc "$LAYER_MT" "$LAYER_DIGEST" "$LAYER_SIZE") || exit 1
-      img_add_image "$tmp/debian" amd64 "" debian-minbase "$(_img_layers_json "$ld")" "[\"$LAYER_DIFF\"]" || exit 1
-      img_set_refs "$tmp/debian" \
-        "bookworm=$(_img_desc "$IMG_OCI_MANIFEST" "$MANIFEST_DIGEST" "$MANIFEST_SIZE" amd64)" || exit 1
-      printf 'IMG_DEBIAN_MANIFEST=%s\nIMG_DEBIAN_LAYER=%s\n' "$MANIFEST_DIGEST" "$LAYER_DIGEST" >"$tmp/meta.env"
+      img_add_image "$tmp/$name" amd64 "" "$name-minbase" "$(_img_layers_json "$ld")" "[\"$LAYER_DIFF\"]" || exit 1
+      img_set_refs "$tmp/$name" \
+        "$tag=$(_img_desc "$IMG_OCI_MANIFEST" "$MANIFEST_DIGEST" "$MANIFEST_SIZE" amd64)" || exit 1
+      printf 'IMG_DEB_MANIFEST=%s\nIMG_DEB_LAYER=%s\n' "$MANIFEST_DIGEST" "$LAYER_DIGEST" >"$tmp/meta.env"
       rm -rf "$tmp/rootfs"
       rm -rf "$dir"
       mv "$tmp" "$dir"
       trap - EXIT
-    ) 8>"$cache/.debian.lock" || { echo "img_build_debian: failed" >&2; return 1; }
+    ) 8>"$cache/.$name.lock" || { echo "img_build_$name: failed" >&2; return 1; }
   fi
-  IMG_DEBIAN=$dir/debian
+  IMG_DEB_DIR=$dir
+}
+
+# _img_deb_meta DIR: IMG_DEB_MANIFEST and IMG_DEB_LAYER from DIR/meta.env (the
+# first builder's cache wrote them as IMG_DEBIAN_*).
+_img_deb_meta ()
+{
+  local IMG_DEBIAN_MANIFEST='' IMG_DEBIAN_LAYER=''
+  IMG_DEB_MANIFEST='' IMG_DEB_LAYER=''
   # shellcheck disable=SC1091
-  . "$dir/meta.env"
+  . "$1/meta.env" || return 1
+  IMG_DEB_MANIFEST=${IMG_DEB_MANIFEST:-$IMG_DEBIAN_MANIFEST}
+  IMG_DEB_LAYER=${IMG_DEB_LAYER:-$IMG_DEBIAN_LAYER}
+}
+
+# img_build_debian: $IMG_DEBIAN, an OCI layout (tag bookworm, one gzip layer)
+# of a debootstrap minbase, built once (~1 min) and cached.
+img_build_debian ()
+{
+  _img_debootstrap debian bookworm "" || return 1
+  _img_deb_meta "$IMG_DEB_DIR" || return 1
+  IMG_DEBIAN=$IMG_DEB_DIR/debian
+  IMG_DEBIAN_MANIFEST=$IMG_DEB_MANIFEST IMG_DEBIAN_LAYER=$IMG_DEB_LAYER
+}
+
+# img_build_debian_agent: $IMG_DEBIAN_AGENT, an OCI layout (tag bookworm, one
+# gzip layer) of a debootstrap minbase with what an agent's base image has
+# (python3 as python, git, sudo, procps, IPython), built once (~2 min) and cached.
+IMG_DEBIAN_AGENT_PACKAGES=python3,python-is-python3,git,sudo,procps,python3-ipython,ca-certificates
+img_build_debian_agent ()
+{
+  _img_debootstrap debian-agent bookworm "$IMG_DEBIAN_AGENT_PACKAGES" || return 1
+  _img_deb_meta "$IMG_DEB_DIR" || return 1
+  IMG_DEBIAN_AGENT=$IMG_DEB_DIR/debian-agent
+  IMG_DEBIAN_AGENT_MANIFEST=$IMG_DEB_MANIFEST IMG_DEBIAN_AGENT_LAYER=$IMG_DEB_LAYER
 }

@@ -1,15 +1,16 @@
 /* libohbox-plan.c: one run request through the public API of libohbox, for
  * tests/integration/policy.sh to compare with `ohbox run`:
  *
- *   libohbox-plan STORE [--network MODE] [--executor-port N] [--api-key K]
- *                 [--storage-size SIZE] [--device D]... [--cdi-spec-dir DIR]...
- *                 [--gpus GPUS]
+ *   libohbox-plan STORE [--network MODE|NAME] [--egress SPEC]
+ *                 [--executor-port N] [--api-key K] [--storage-size SIZE]
+ *                 [--device D]... [--cdi-spec-dir DIR]... [--gpus GPUS]
  *                 [-e K=V]... [--run [--rm]] IMAGE [ARG...]
  *
  * Without --run: prints ohbox_run_plan()'s JSON (what `ohbox run --dry-run
  * --format json` prints for the same request). With --run: ohbox_run()
  * detached, prints "id: ID" and each warning as "warning: MESSAGE". MODE:
- * default, none, host or bridge. Exit status 0, or 1 with "error CODE:
+ * default, none, host or bridge; any other word names a network made with
+ * `ohbox network create` (network_name). Exit status 0, or 1 with "error CODE:
  * MESSAGE" on stderr. */
 #include <ohbox.h>
 
@@ -62,9 +63,11 @@ main (int argc, char **argv)
                 found = 1;
               }
           if (!found)
-            return fprintf (stderr, "unknown network %s\n", next), 2;
+            ro.network_name = next;
           i++;
         }
+      else if (strcmp (argv[i], "--egress") == 0 && next)
+        ro.egress = argv[++i];
       else if (strcmp (argv[i], "--executor-port") == 0 && next)
         ro.executor_port = atoi (argv[++i]);
       else if (strcmp (argv[i], "--api-key") == 0 && next)

@@ -121,23 +121,37 @@ with open(sys.argv[1], "r+b") as f:
     f.write(bytes([b[0] ^ 0xFF]))' "$1" "$2"
 }
 
-# nft_orphan_elements [NETROOT]: the sandbox addresses that a published
-# port's DNAT element (table inet ohbox) still points at although no address
-# lease names them: elements a release left that nothing would delete.
+# nft_orphan_elements [NETROOT]: the sandbox addresses that an element of
+# ohbox's tables (a published port's DNAT in `table inet ohbox`; a
+# sandbox's dns, egress, noegress there; its port, uplink, open in `table
+# bridge ohbox`) or a permanent neighbour entry on one of ohbox's bridges
+# still names although no address lease does: what a release left that
+# nothing would delete.
 nft_orphan_elements ()
 {
   local netroot=${1:-${OHBOX_NETROOT:-/run/ohbox/net}} e
-  for e in $(nft -j list table inet ohbox 2>/dev/null |
-    jq -r '.nftables[] | select(.map) | .map.elem[]? | .[1].concat[0]' 2>/dev/null | sort -u); do
+  for e in $({
+    nft -j list table inet ohbox 2>/dev/null |
+      jq -r '.nftables[] | (select(.map) | .map.elem[]? | .[1].concat[0]),
+        (select(.set.name == "dns" or .set.name == "egress") | .set.elem[]? | .concat[0]),
+        (select(.set.name == "noegress") | .set.elem[]?)' 2>/dev/null
+    nft -j list table bridge ohbox 2>/dev/null |
+      jq -r '.nftables[] | (select(.set.name == "ports") | .set.elem[]? | .concat[2]),
+        (select(.set.name == "uplink" or .set.name == "open") | .set.elem[]? | .concat[1])' 2>/dev/null
+    ip -j neigh show nud permanent 2>/dev/null |
+      jq -r '.[] | select(.dev == "ohbox0" or (.dev | startswith("ohbn"))) | .dst' 2>/dev/null
+  } | grep -E '^[0-9.]+$' | sort -u); do
     [ -L "$netroot/ip/$e" ] || echo "$e"
   done
 }
 
 # The capabilities root in a sandbox has by default: Docker's default set
-# (moby's oci/caps DefaultCapabilities; src/libohbox/security/capabilities.c).
+# (moby's oci/caps DefaultCapabilities) without NET_RAW, which forges frames
+# on the bridge (src/libohbox/security/capabilities.c; ping works through
+# net.ipv4.ping_group_range).
 # The shell tests write the set here and nowhere else: changing ohbox's
 # default set is changing this line (and tests/unit/test-capabilities.c).
-T_DEFAULT_CAPS="CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD NET_RAW SETGID SETUID SETFCAP SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE"
+T_DEFAULT_CAPS="CHOWN DAC_OVERRIDE FSETID FOWNER MKNOD SETGID SETUID SETFCAP SETPCAP NET_BIND_SERVICE SYS_CHROOT KILL AUDIT_WRITE"
 
 # capability(7) numbers, in order from 0: the kernel's ABI.
 _T_CAP_NAMES="CHOWN DAC_OVERRIDE DAC_READ_SEARCH FOWNER FSETID KILL SETGID SETUID SETPCAP LINUX_IMMUTABLE

@@ -100,7 +100,20 @@ census ()
   ip -o link show | sed -n 's/^[0-9]*: \(ohb[0-9a-f]\{12\}\)[@:].*/\1/p' | sort >"$d/veths"
   nft -j list table inet ohbox 2>/dev/null |
     jq -r '.nftables[] | select(.map) | .map.name as $m | .map.elem[]? | "\($m) \(.[0].concat | map(tostring) | join(".")) -> \(.[1].concat | map(tostring) | join(":"))"' \
-      2>/dev/null | sort >"$d/nft"
+      2>/dev/null >"$d/nft.tmp"
+  # the sandboxes' filter elements and their hosts' permanent neighbour
+  # entries, each with the sandbox address it is for
+  nft -j list table inet ohbox 2>/dev/null |
+    jq -r '.nftables[] | select(.set.name == "dns" or .set.name == "egress" or .set.name == "noegress") | .set as $s |
+      $s.elem[]? | "inet \($s.name) \(tojson) -> \(if type == "object" then .concat[0] else . end):"' \
+      2>/dev/null >>"$d/nft.tmp"
+  nft -j list table bridge ohbox 2>/dev/null |
+    jq -r '.nftables[] | select(.set.name == "ports" or .set.name == "uplink" or .set.name == "open") | .set as $s |
+      $s.elem[]? | "bridge \($s.name) \(tojson) -> \(if $s.name == "ports" then .concat[2] else .concat[1] end):"' \
+      2>/dev/null >>"$d/nft.tmp"
+  ip -o neigh show nud permanent 2>/dev/null |
+    awk '$3 == "ohbox0" || $3 ~ /^ohbn/ { print "neighbour " $0 " -> " $1 ":" }' >>"$d/nft.tmp"
+  sort "$d/nft.tmp" >"$d/nft" && rm -f "$d/nft.tmp"
   nft -a list table inet ohbox 2>/dev/null | grep -c '# handle' >"$d/nft-rules" || true
   local l
   for l in "$NETROOT"/ip/* "$NETROOT"/port/*; do
@@ -369,7 +382,7 @@ TABLE=$S/table.txt
   row "mounts (host /proc/self/mountinfo)" mounts
   row "cgroup dirs (v1 controllers + unified)" cgroups
   row "veths (ohb<id>)" veths
-  row "nft elements (table inet ohbox)" nft
+  row "nft elements and neighbour entries" nft
   row "address and port leases ($NETROOT)" leases
   # Processes (found by this soak's paths and cgroups), the state root and
   # the store: every line counts.
@@ -395,7 +408,7 @@ TABLE=$S/table.txt
   hw "mountinfo lines" "wc -l" mounts
   hw "cgroup dirs under ohbox/" "wc -l" cgroups
   hw "nft rules in table inet ohbox" cat nft-rules
-  hw "nft map elements" "wc -l" nft
+  hw "nft elements and neighbour entries" "wc -l" nft
 } >"$TABLE"
 
 for kind in mounts cgroups veths nft leases; do

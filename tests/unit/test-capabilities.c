@@ -18,8 +18,12 @@
 #include "unit.h"
 #include "common/utils.h"
 
-/* Docker's default set as `capsh --decode` prints it for a container. */
+/* Docker's default set as `capsh --decode` prints it for a container, and
+ * ohbox's: the same without CAP_NET_RAW (13), which forges frames on the
+ * bridge (issue 14). */
 #define DOCKER_DEFAULT_MASK UINT64_C (0xa80425fb)
+#define CAP_NUM_NET_RAW 13
+#define OHBOX_DEFAULT_MASK (DOCKER_DEFAULT_MASK & ~OHBOX_CAP_BIT (CAP_NUM_NET_RAW))
 
 #define CAP_NUM_CHOWN 0
 #define CAP_NUM_KILL 5
@@ -67,7 +71,8 @@ test_default_set (void)
       expected |= OHBOX_CAP_BIT (c);
     }
   CHECK (expected == DOCKER_DEFAULT_MASK, "%llx", (unsigned long long) expected);
-  CHECK (ohbox_caps_default () == DOCKER_DEFAULT_MASK, "%llx", (unsigned long long) ohbox_caps_default ());
+  CHECK (ohbox_caps_default () == OHBOX_DEFAULT_MASK, "%llx", (unsigned long long) ohbox_caps_default ());
+  CHECK ((ohbox_caps_default () & OHBOX_CAP_BIT (CAP_NUM_NET_RAW)) == 0, "no CAP_NET_RAW by default");
   /* Every kernel this runs on has at least CAP_AUDIT_READ (37). */
   CHECK ((ohbox_caps_all () & OHBOX_CAP_BIT (37)) != 0);
   CHECK ((ohbox_caps_all () & DOCKER_DEFAULT_MASK) == DOCKER_DEFAULT_MASK);
@@ -118,6 +123,13 @@ test_tweak (void)
     CHECK (ohbox_caps_tweak (def, add, 1, drop, 1, &caps, &added, &err) == 0);
     CHECK (caps == (ohbox_caps_all () & ~OHBOX_CAP_BIT (CAP_NUM_KILL)));
     CHECK (added == caps);
+  }
+  {
+    /* --cap-add NET_RAW gives back what Docker's default has. */
+    cleanup_error ohbox_error_t err = NULL;
+    const char *add[] = { "NET_RAW" };
+    CHECK (ohbox_caps_tweak (def, add, 1, NULL, 0, &caps, &added, &err) == 0);
+    CHECK (caps == DOCKER_DEFAULT_MASK && added == OHBOX_CAP_BIT (CAP_NUM_NET_RAW));
   }
   {
     /* An added name wins over the same name dropped (Docker's order). */
@@ -317,9 +329,9 @@ test_apply_root_default (void)
   ohbox_caps_plan_free (plan);
   CHECK (rc == 0, "%s", why);
   CHECK (st.uid == 0);
-  CHECK (st.bnd == DOCKER_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
-  CHECK (st.eff == DOCKER_DEFAULT_MASK, "CapEff %llx", (unsigned long long) st.eff);
-  CHECK (st.prm == DOCKER_DEFAULT_MASK, "CapPrm %llx", (unsigned long long) st.prm);
+  CHECK (st.bnd == OHBOX_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
+  CHECK (st.eff == OHBOX_DEFAULT_MASK, "CapEff %llx", (unsigned long long) st.eff);
+  CHECK (st.prm == OHBOX_DEFAULT_MASK, "CapPrm %llx", (unsigned long long) st.prm);
   CHECK (st.inh == 0 && st.amb == 0, "CapInh %llx CapAmb %llx", (unsigned long long) st.inh,
          (unsigned long long) st.amb);
   CHECK (st.nnp == 1, "NoNewPrivs %d", st.nnp);
@@ -445,7 +457,7 @@ test_non_root_default (void)
   CHECK (st.uid == 1000 && st.gid == 1001, "uid %u gid %u", st.uid, st.gid);
   CHECK_STR (st.groups, "2000 2001");
   /* Like Docker: the bounding set, nothing usable. */
-  CHECK (st.bnd == DOCKER_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
+  CHECK (st.bnd == OHBOX_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
   CHECK (st.eff == 0 && st.prm == 0 && st.inh == 0 && st.amb == 0, "Eff %llx Prm %llx",
          (unsigned long long) st.eff, (unsigned long long) st.prm);
 }
@@ -506,7 +518,7 @@ test_non_root_cap_add (void)
   CHECK (st.eff == nbs && st.prm == nbs && st.amb == nbs && st.inh == nbs, "Eff %llx Prm %llx Amb %llx Inh %llx",
          (unsigned long long) st.eff, (unsigned long long) st.prm, (unsigned long long) st.amb,
          (unsigned long long) st.inh);
-  CHECK (st.bnd == DOCKER_DEFAULT_MASK);
+  CHECK (st.bnd == OHBOX_DEFAULT_MASK);
   CHECK (bind_rc == 0, "bind to port %d with CAP_NET_BIND_SERVICE gave %d", port, bind_rc);
   if (port <= 0)
     {

@@ -113,7 +113,12 @@ test_explicit_network (void)
   ohbox_run_plan_clear (&p);
   req.network = "container:";
   CHECK (plan (&req, false, &root, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+  /* Any other valid name is a named network's (ohbox network create),
+   * looked up when the sandbox starts; an invalid one is a usage error. */
   req.network = "bridgee";
+  CHECK (plan (&req, false, &root, &p, NULL) == 0 && p.network_name && strcmp (p.network_name, "bridgee") == 0);
+  ohbox_run_plan_clear (&p);
+  req.network = "no/such";
   CHECK (plan (&req, false, &root, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
   /* -p only where ports are published */
   char *pub[] = { (char *) "8080:80", NULL };

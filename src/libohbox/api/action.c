@@ -54,17 +54,18 @@ ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox
   if (!ohbox_state_monitor_alive (dfd))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running; start a new one with `ohbox run -d`",
                         what);
-  json_t *j = NULL;
+  struct ohbox_sandbox_record rec;
   ohbox_error_t e = NULL;
   /* A frozen executor would take the request and never answer. */
-  if (ohbox_state_read_json (dfd, "state.json", &j, &e) == 0 && json_is_true (json_object_get (j, "paused")))
+  if (ohbox_state_load_record (dfd, &rec, &e) == 0)
     {
-      json_decref (j);
-      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused; `ohbox unpause` it first", what);
+      bool paused = rec.paused;
+      ohbox_sandbox_record_clear (&rec);
+      if (paused)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused; `ohbox unpause` it first", what);
     }
-  json_decref (j);
-  j = NULL;
   ohbox_error_release (&e);
+  json_t *j = NULL;
   if (ohbox_state_read_json (dfd, EXECUTOR_FILE, &j, &e) < 0)
     {
       bool missing = e->kind == OHBOX_ERR_NOT_FOUND;

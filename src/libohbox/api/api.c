@@ -16,6 +16,7 @@
 
 #include "build/build.h"
 #include "image/pull.h"
+#include "network/network.h"
 #include "policy/run_policy.h"
 #include "sandbox/linux.h"
 
@@ -24,7 +25,10 @@ _Static_assert ((int) OHBOX_E_GENERIC == (int) OHBOX_ERR_GENERIC && (int) OHBOX_
                     && (int) OHBOX_E_REGISTRY == (int) OHBOX_ERR_REGISTRY
                     && (int) OHBOX_E_INTEGRITY == (int) OHBOX_ERR_INTEGRITY
                     && (int) OHBOX_E_STORE == (int) OHBOX_ERR_STORE
-                    && (int) OHBOX_E_UNSUPPORTED == (int) OHBOX_ERR_UNSUPPORTED,
+                    && (int) OHBOX_E_UNSUPPORTED == (int) OHBOX_ERR_UNSUPPORTED
+                    && (int) OHBOX_E_SANDBOX == (int) OHBOX_ERR_SANDBOX && (int) OHBOX_E_NETWORK == (int) OHBOX_ERR_NETWORK
+                    && (int) OHBOX_E_CGROUP == (int) OHBOX_ERR_CGROUP
+                    && (int) OHBOX_E_SECURITY == (int) OHBOX_ERR_SECURITY,
                 "the public error codes are the internal kinds");
 
 /* Option structs larger than this are a caller's bug, not a newer ABI. */
@@ -329,6 +333,15 @@ run_request (const ohbox_run_opts *o, struct ohbox_run_request *q, ohbox_error_t
   if ((unsigned) o->network >= sizeof networks / sizeof networks[0])
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: unknown network %d", (int) o->network);
   q->network = networks[o->network];
+  if (o->network_name && *o->network_name)
+    {
+      if (o->network != OHBOX_NETMODE_DEFAULT && o->network != OHBOX_NETMODE_BRIDGE)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run: network_name needs network DEFAULT or BRIDGE");
+      if (ohbox_network_name_check (o->network_name, err) < 0)
+        return ohbox_error_prefix (err, "ohbox_run");
+      q->network = o->network_name;
+    }
+  q->egress = o->egress;
   q->image = o->image;
   q->name = o->name;
   q->workdir = o->workdir;
@@ -508,8 +521,9 @@ ohbox_wait (ohbox_ctx *ctx, const char *id, int *ret_exit_code, ohbox_err **err)
 
 struct ohbox_listing
 {
-  json_t *arr;
-  char *text;
+  struct ohbox_sandbox_info *infos;
+  size_t n;
+  char *text; /* the JSON of `ohbox ps --format json` */
 };
 
 int
@@ -520,14 +534,19 @@ ohbox_list (ohbox_ctx *ctx, bool all, ohbox_listing **ret, ohbox_err **err)
   struct ohbox_runtime *rt;
   if (api_open (ctx, &store, &rt, &e) < 0)
     return api_fail (err, &e);
-  json_t *arr = NULL;
-  int r = ohbox_sandbox_list (rt, all, &arr, &e);
+  ohbox_listing *l = xcalloc (1, sizeof *l);
+  int r = ohbox_sandbox_list_info (rt, all, &l->infos, &l->n, &e);
   api_close (store, rt);
   if (r < 0)
-    return api_fail (err, &e);
-  ohbox_listing *l = xcalloc (1, sizeof *l);
-  l->arr = arr;
+    {
+      free (l);
+      return api_fail (err, &e);
+    }
+  json_t *arr = json_array ();
+  for (size_t i = 0; i < l->n; i++)
+    json_array_append_new (arr, ohbox_sandbox_info_to_json (&l->infos[i]));
   l->text = json_dumps (arr, JSON_COMPACT);
+  json_decref (arr);
   if (l->text == NULL)
     l->text = xstrdup ("[]");
   *ret = l;
@@ -537,44 +556,50 @@ ohbox_list (ohbox_ctx *ctx, bool all, ohbox_listing **ret, ohbox_err **err)
 size_t
 ohbox_listing_count (const ohbox_listing *l)
 {
-  return l ? json_array_size (l->arr) : 0;
+  return l ? l->n : 0;
 }
 
-static const char *
-listing_str (const ohbox_listing *l, size_t i, const char *key)
+static const struct ohbox_sandbox_info *
+listing_at (const ohbox_listing *l, size_t i)
 {
-  return l ? json_string_value (json_object_get (json_array_get (l->arr, i), key)) : NULL;
+  return l && i < l->n ? &l->infos[i] : NULL;
 }
 
 const char *
 ohbox_listing_id (const ohbox_listing *l, size_t i)
 {
-  return listing_str (l, i, "id");
+  const struct ohbox_sandbox_info *s = listing_at (l, i);
+  return s ? s->id : NULL;
 }
 
 const char *
 ohbox_listing_name (const ohbox_listing *l, size_t i)
 {
-  return listing_str (l, i, "name");
+  const struct ohbox_sandbox_info *s = listing_at (l, i);
+  return s ? s->config.name : NULL;
 }
 
 const char *
 ohbox_listing_image (const ohbox_listing *l, size_t i)
 {
-  return listing_str (l, i, "image");
+  const struct ohbox_sandbox_info *s = listing_at (l, i);
+  return s ? s->config.image : NULL;
 }
 
 const char *
 ohbox_listing_status (const ohbox_listing *l, size_t i)
 {
-  return listing_str (l, i, "status");
+  const struct ohbox_sandbox_info *s = listing_at (l, i);
+  return s ? ohbox_status_name (s->status) : NULL;
 }
 
 int
 ohbox_listing_exit_code (const ohbox_listing *l, size_t i)
 {
-  json_t *v = l ? json_object_get (json_array_get (l->arr, i), "exit_code") : NULL;
-  return json_is_integer (v) ? (int) json_integer_value (v) : -1;
+  const struct ohbox_sandbox_info *s = listing_at (l, i);
+  /* As ps shows it: only once the sandbox exited. */
+  return s && s->status == OHBOX_STATUS_EXITED && ohbox_sandbox_record_exited (&s->record) ? s->record.exit_code
+                                                                                           : -1;
 }
 
 const char *
@@ -588,7 +613,7 @@ ohbox_listing_free (ohbox_listing *l)
 {
   if (l == NULL)
     return;
-  json_decref (l->arr);
+  ohbox_sandbox_infos_free (l->infos, l->n);
   free (l->text);
   free (l);
 }

@@ -147,7 +147,7 @@ ohbox_exec (ohbox_ctx *ctx, const char *id, const ohbox_exec_opts *opts, ohbox_e
           int p[2];
           if (pipe2 (p, O_CLOEXEC) < 0)
             {
-              ohbox_error_errno (&e, "pipe for the output of the command");
+              ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "pipe for the output of the command");
               goto out;
             }
           cap.rfd[i] = p[0];
@@ -156,7 +156,7 @@ ohbox_exec (ohbox_ctx *ctx, const char *id, const ohbox_exec_opts *opts, ohbox_e
       cap.stop = eventfd (0, EFD_CLOEXEC);
       if (cap.stop < 0)
         {
-          ohbox_error_errno (&e, "eventfd");
+          ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "eventfd");
           goto out;
         }
       int pr = pthread_create (&reader, NULL, capture_main, &cap);

@@ -61,6 +61,10 @@ enum ohbox_code
   OHBOX_E_INTEGRITY = 6,   /* digest or size mismatch, unsafe or corrupt data */
   OHBOX_E_STORE = 7,       /* local storage: I/O, disk full, permissions, locks */
   OHBOX_E_UNSUPPORTED = 8, /* valid input ohbox does not support */
+  OHBOX_E_SANDBOX = 9,     /* the host refused or failed a sandbox step: namespaces, mounts, signals */
+  OHBOX_E_NETWORK = 10,    /* a sandbox's network: bridge, veth, nftables, ports, pasta */
+  OHBOX_E_CGROUP = 11,     /* cgroups: creating, limits, freezing, statistics */
+  OHBOX_E_SECURITY = 12,   /* seccomp, capabilities, no_new_privs */
 };
 
 typedef struct ohbox_err ohbox_err;
@@ -181,6 +185,14 @@ typedef struct ohbox_run_opts
   const char *const *devices;
   const char *const *cdi_spec_dirs;
   const char *gpus;
+  /* A network made with `ohbox network create` (root; NETWORK must be
+   * DEFAULT or BRIDGE); NULL: ohbox0. */
+  const char *network_name;
+  /* Where a root bridge sandbox may connect, as `ohbox run --egress`:
+   * "public" (NULL: the default: no private, shared, link-local or cloud
+   * metadata addresses), "all", "none" (published ports only) or IPv4
+   * ranges "A.B.C.D/N,..." besides the public ones. Weaker settings warn. */
+  const char *egress;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.

@@ -125,7 +125,9 @@ is_source_name (const char *n)
   size_t l = strlen (n);
   if (n[0] == '.')
     return false;
-  return strcmp (n, "local.mk") == 0 || (l > 2 && n[l - 2] == '.' && (n[l - 1] == 'c' || n[l - 1] == 'h'));
+  /* ipython_driver.py is compiled into the executor as a string. */
+  return strcmp (n, "local.mk") == 0 || (l > 2 && n[l - 2] == '.' && (n[l - 1] == 'c' || n[l - 1] == 'h'))
+         || (l > 3 && strcmp (n + l - 3, ".py") == 0);
 }
 
 static int
@@ -160,7 +162,7 @@ ohbox_build_source_digest (const char *dir, const char *extra, char out[65], ohb
   if (n == 0)
     {
       ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0,
-                   "executor source tree `%s` has no *.c, *.h or local.mk; set OHBOX_EXECUTOR_SRCDIR", dir);
+                   "executor source tree `%s` has no *.c, *.h, *.py or local.mk; set OHBOX_EXECUTOR_SRCDIR", dir);
       goto out;
     }
   qsort (names, n, sizeof *names, cmp_str);

@@ -190,7 +190,7 @@ rmdir_tree (const char *dir, int depth, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_GENERIC, ELOOP, "remove cgroup `%s`", dir);
   cleanup_dir DIR *d = opendir (dir);
   if (d == NULL)
-    return errno == ENOENT ? 0 : ohbox_error_errno (err, "open cgroup `%s`", dir);
+    return errno == ENOENT ? 0 : ohbox_error_sys (err, OHBOX_ERR_CGROUP, "open cgroup `%s`", dir);
   struct dirent *de;
   while ((de = readdir (d)) != NULL)
     {
@@ -207,7 +207,7 @@ rmdir_tree (const char *dir, int depth, ohbox_error_t *err)
       if (errno == ENOENT)
         return 0;
       if (errno != EBUSY || !ohbox_cg_backoff (deadline, &round))
-        return ohbox_error_errno (err, "remove cgroup `%s`", dir);
+        return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "remove cgroup `%s`", dir);
     }
   return 0;
 }
@@ -231,7 +231,7 @@ make_dir (const struct ohbox_cgroup_hier *x, const char *path, ohbox_error_t *er
             "one that crashed (ohbox reconciles leftovers on its next command)",
             path);
       if (e != ENOENT || attempt >= 3)
-        return ohbox_error (err, e == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_STORE, e, "create cgroup `%s`",
+        return ohbox_error (err, e == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_CGROUP, e, "create cgroup `%s`",
                             path);
       if ((x->version == 2 ? ohbox_cgroup_v2_enable (x->base, x->parent, want, err)
                            : ohbox_mkdir_p (AT_FDCWD, x->parent, 0755, err))
@@ -319,7 +319,7 @@ write_procs (const struct ohbox_cgroup_dir *d, const char *value, ohbox_error_t 
 {
   int fd = open (d->procs, O_WRONLY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", d->procs);
+    return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "open `%s`", d->procs);
   ssize_t w;
   do
     w = write (fd, value, strlen (value));
@@ -329,7 +329,7 @@ write_procs (const struct ohbox_cgroup_dir *d, const char *value, ohbox_error_t 
   if (w < 0)
     {
       errno = saved;
-      return ohbox_error_errno (err, "move process %s into cgroup `%s`", value, d->path);
+      return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "move process %s into cgroup `%s`", value, d->path);
     }
   return 0;
 }
@@ -375,7 +375,7 @@ ohbox_cgroup_join_open (const struct ohbox_cgroup *cg, struct ohbox_cgroup_join 
       j->fd[i] = open (cg->dirs[i].self, O_WRONLY | O_CLOEXEC);
       if (j->fd[i] < 0)
         {
-          ohbox_error_errno (err, "open `%s`", cg->dirs[i].self);
+          ohbox_error_sys (err, OHBOX_ERR_CGROUP, "open `%s`", cg->dirs[i].self);
           ohbox_cgroup_join_close (j);
           return -1;
         }
@@ -402,7 +402,7 @@ ohbox_cgroup_join (struct ohbox_cgroup_join *j, bool skip_v2, ohbox_error_t *err
         w = write (j->fd[i], "0", 1);
       while (w < 0 && errno == EINTR);
       if (w < 0)
-        ret = ohbox_error_errno (err, "move into cgroup `%s`", j->path[i]);
+        ret = ohbox_error_sys (err, OHBOX_ERR_CGROUP, "move into cgroup `%s`", j->path[i]);
     }
   ohbox_cgroup_join_close (j);
   return ret;

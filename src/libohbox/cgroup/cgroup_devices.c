@@ -175,7 +175,7 @@ set_v2 (const char *dir, const struct ohbox_device_rule *rules, size_t n, ohbox_
   if (fd < 0)
     {
       close (prog);
-      return ohbox_error_errno (err, "open cgroup `%s`", dir);
+      return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "open cgroup `%s`", dir);
     }
   /* ALLOW_MULTI: a program attached above (systemd's, a parent runtime's)
    * still runs; every program must allow. */

@@ -95,7 +95,7 @@ ohbox_cg_write (const char *dir, const char *file, const char *value, ohbox_erro
     return ohbox_error (err, OHBOX_ERR_GENERIC, ENAMETOOLONG, "write `%s/%s`", dir, file);
   cleanup_close int fd = open (path, O_WRONLY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "open `%s`", path);
   /* cgroup files take a value in one write(2): no retry on short writes. */
   size_t len = strlen (value);
   ssize_t w;
@@ -103,7 +103,7 @@ ohbox_cg_write (const char *dir, const char *file, const char *value, ohbox_erro
     w = write (fd, value, len);
   while (w < 0 && errno == EINTR);
   if (w < 0)
-    return ohbox_error_errno (err, "write `%s` to `%s`", value, path);
+    return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "write `%s` to `%s`", value, path);
   if ((size_t) w != len)
     return ohbox_error (err, OHBOX_ERR_GENERIC, EIO, "write `%s` to `%s`: short write", value, path);
   return 0;
@@ -113,7 +113,9 @@ int
 ohbox_cg_read (const char *dir, const char *file, size_t max, char **out, ohbox_error_t *err)
 {
   cleanup_free char *path = xasprintf ("%s/%s", dir, file);
-  return ohbox_read_file_at (AT_FDCWD, path, max, out, NULL, err);
+  if (ohbox_read_file_at (AT_FDCWD, path, max, out, NULL, err) < 0)
+    return ohbox_error_rekind (err, OHBOX_ERR_CGROUP);
+  return 0;
 }
 
 static int

@@ -78,7 +78,7 @@ ohbox_cgroup_v2_enable (const char *base, const char *dir, unsigned controllers,
       if (next)
         *next = '\0';
       if (mkdir (cur, 0755) < 0 && errno != EEXIST)
-        return ohbox_error_errno (err, "create cgroup `%s`", cur);
+        return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "create cgroup `%s`", cur);
       if (ensure_subtree (cur, controllers, err) < 0)
         return -1;
       if (next == NULL)
@@ -150,7 +150,7 @@ events_key (int fd, const char *path, const char *key, uint64_t *out, ohbox_erro
   char buf[1024];
   ssize_t r = pread (fd, buf, sizeof buf - 1, 0);
   if (r < 0)
-    return ohbox_error_errno (err, "read `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "read `%s`", path);
   buf[r] = '\0';
   size_t klen = strlen (key);
   for (char *line = buf; line; line = strchr (line, '\n') ? strchr (line, '\n') + 1 : NULL)
@@ -175,7 +175,7 @@ ohbox_cgroup_v2_freeze (const char *dir, bool freeze, int timeout_ms, ohbox_erro
   cleanup_free char *path = xasprintf ("%s/cgroup.events", dir);
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "open `%s`", path);
   if (ohbox_cg_write (dir, "cgroup.freeze", freeze ? "1" : "0", err) < 0)
     return -1;
   double deadline = ohbox_monotonic () + timeout_ms / 1000.0;
@@ -193,7 +193,7 @@ ohbox_cgroup_v2_freeze (const char *dir, bool freeze, int timeout_ms, ohbox_erro
       /* Wake up now and then anyway: a notification can slip in between
        * the read and the poll. */
       if (poll (&pfd, 1, left < 50 ? left : 50) < 0 && errno != EINTR)
-        return ohbox_error_errno (err, "poll `%s`", path);
+        return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "poll `%s`", path);
     }
   if (freeze)
     {
@@ -283,7 +283,7 @@ ohbox_cgroup_v2_wait_unpopulated (const char *dir, int timeout_ms, bool *empty, 
   if (fd < 0)
     {
       if (errno != ENOENT && errno != ENODEV)
-        return ohbox_error_errno (err, "open `%s`", path);
+        return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "open `%s`", path);
       *empty = true;
       return 0;
     }
@@ -301,7 +301,7 @@ ohbox_cgroup_v2_wait_unpopulated (const char *dir, int timeout_ms, bool *empty, 
        * longer than needed for the last process to exit. */
       struct pollfd pfd = { .fd = fd, .events = POLLPRI };
       if (poll (&pfd, 1, left < 20 ? left : 20) < 0 && errno != EINTR)
-        return ohbox_error_errno (err, "poll `%s`", path);
+        return ohbox_error_sys (err, OHBOX_ERR_CGROUP, "poll `%s`", path);
     }
 }
 

@@ -113,6 +113,26 @@ ohbox_error_errno (ohbox_error_t *err, const char *fmt, ...)
 }
 
 int
+ohbox_error_sys (ohbox_error_t *err, int kind, const char *fmt, ...)
+{
+  int saved = errno;
+  va_list ap;
+  va_start (ap, fmt);
+  ohbox_error_v (err, saved == ENOENT ? OHBOX_ERR_NOT_FOUND : kind, saved, fmt, ap);
+  va_end (ap);
+  errno = saved;
+  return -1;
+}
+
+int
+ohbox_error_rekind (ohbox_error_t *err, int kind)
+{
+  if (err && *err && (*err)->errno_value != 0 && (*err)->kind != OHBOX_ERR_NOT_FOUND)
+    (*err)->kind = kind;
+  return -1;
+}
+
+int
 ohbox_error_prefix (ohbox_error_t *err, const char *fmt, ...)
 {
   if (err == NULL || *err == NULL)

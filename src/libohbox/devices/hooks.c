@@ -94,12 +94,12 @@ run_hook (const struct ohbox_device_hook *h, const char *state, ohbox_error_t *e
    * costs an EPIPE (MSG_NOSIGNAL), not this process's SIGPIPE. */
   int in[2], errp[2];
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, in) < 0)
-    return ohbox_error_errno (err, "hook `%s`: socketpair", h->path);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "hook `%s`: socketpair", h->path);
   if (pipe2 (errp, O_CLOEXEC) < 0)
     {
       close (in[0]);
       close (in[1]);
-      return ohbox_error_errno (err, "hook `%s`: pipe", h->path);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "hook `%s`: pipe", h->path);
     }
   posix_spawn_file_actions_t fa;
   posix_spawn_file_actions_init (&fa);

@@ -9,6 +9,7 @@
 #include <libmnl/libmnl.h>
 #include <linux/if.h>
 #include <linux/if_link.h>
+#include <linux/neighbour.h>
 #include <linux/netfilter.h>
 #include <linux/netfilter/nf_tables.h>
 #include <linux/netfilter/nfnetlink.h>
@@ -38,9 +39,9 @@ ohbox_nl_open (int netns_fd, struct ohbox_nl **ret, ohbox_error_t *err)
     {
       self = open ("/proc/thread-self/ns/net", O_RDONLY | O_CLOEXEC);
       if (self < 0)
-        return ohbox_error_errno (err, "open this thread's network namespace");
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open this thread's network namespace");
       if (setns (netns_fd, CLONE_NEWNET) < 0)
-        return ohbox_error_errno (err, "enter the sandbox's network namespace");
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "enter the sandbox's network namespace");
     }
   /* A netlink socket stays in the namespace it was created in. */
   struct mnl_socket *s = mnl_socket_open2 (NETLINK_ROUTE, SOCK_CLOEXEC);
@@ -50,14 +51,14 @@ ohbox_nl_open (int netns_fd, struct ohbox_nl **ret, ohbox_error_t *err)
   if (s == NULL)
     {
       errno = saved;
-      return ohbox_error_errno (err, "open a netlink socket");
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open a netlink socket");
     }
   if (mnl_socket_bind (s, 0, MNL_SOCKET_AUTOPID) < 0)
     {
       saved = errno;
       mnl_socket_close (s);
       errno = saved;
-      return ohbox_error_errno (err, "bind a netlink socket");
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "bind a netlink socket");
     }
   struct ohbox_nl *nl = xcalloc (1, sizeof *nl);
   nl->sock = s;
@@ -160,10 +161,11 @@ ohbox_nl_bridge_ensure (struct ohbox_nl *nl, const char *name, bool *ret_created
 
 int
 ohbox_nl_veth_create (struct ohbox_nl *nl, const char *host_name, int master_index, const char *peer_name,
-                      int peer_netns_fd, ohbox_error_t *err)
+                      const uint8_t peer_mac[6], int peer_netns_fd, ohbox_error_t *err)
 {
   char buf[NL_REQ_SIZE];
-  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_flags = IFF_UP, .ifi_change = IFF_UP };
+  /* Down: the bridge forwards nothing from it until its filters are set. */
+  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC };
   struct nlmsghdr *nlh = msg_start (buf, RTM_NEWLINK, NLM_F_CREATE | NLM_F_EXCL, &ifi, sizeof ifi);
   mnl_attr_put_strz (nlh, IFLA_IFNAME, host_name);
   if (master_index > 0)
@@ -176,6 +178,8 @@ ohbox_nl_veth_create (struct ohbox_nl *nl, const char *host_name, int master_ind
   void *p = mnl_nlmsg_put_extra_header (nlh, sizeof pifi);
   memcpy (p, &pifi, sizeof pifi);
   mnl_attr_put_strz (nlh, IFLA_IFNAME, peer_name);
+  if (peer_mac)
+    mnl_attr_put (nlh, IFLA_ADDRESS, 6, peer_mac);
   if (peer_netns_fd >= 0)
     mnl_attr_put_u32 (nlh, IFLA_NET_NS_FD, (uint32_t) peer_netns_fd);
   mnl_attr_nest_end (nlh, peer);
@@ -184,6 +188,197 @@ ohbox_nl_veth_create (struct ohbox_nl *nl, const char *host_name, int master_ind
   int r = nl_talk (nl, nlh, NULL, NULL);
   if (r < 0)
     return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: create veth pair `%s`/`%s`", host_name, peer_name);
+  return 0;
+}
+
+int
+ohbox_nl_brport_hairpin (struct ohbox_nl *nl, int index, ohbox_error_t *err)
+{
+  /* IFLA_BRPORT_MODE hairpin: the bridge may send a frame back out of the
+   * port it came in on. With br_netfilter a sandbox's connection to its
+   * own published port on the host's address is DNAT'ed and bridged back
+   * to it that way (README: Network isolation). */
+  char buf[NL_REQ_SIZE];
+  struct ifinfomsg ifi = { .ifi_family = AF_BRIDGE, .ifi_index = index };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_SETLINK, 0, &ifi, sizeof ifi);
+  struct nlattr *pi = mnl_attr_nest_start (nlh, IFLA_PROTINFO | NLA_F_NESTED);
+  mnl_attr_put_u8 (nlh, IFLA_BRPORT_MODE, 1);
+  mnl_attr_nest_end (nlh, pi);
+  int r = nl_talk (nl, nlh, NULL, NULL);
+  if (r < 0)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: set hairpin mode on bridge port %d", index);
+  return 0;
+}
+
+struct link_mac
+{
+  uint8_t *mac;
+  bool found;
+};
+
+static int
+link_mac_cb (const struct nlmsghdr *nlh, void *data)
+{
+  struct link_mac *l = data;
+  const struct nlattr *a;
+  mnl_attr_for_each (a, nlh, sizeof (struct ifinfomsg))
+  {
+    if (mnl_attr_get_type (a) == IFLA_ADDRESS && mnl_attr_get_payload_len (a) == 6)
+      {
+        memcpy (l->mac, mnl_attr_get_payload (a), 6);
+        l->found = true;
+      }
+  }
+  return MNL_CB_OK;
+}
+
+int
+ohbox_nl_link_mac (struct ohbox_nl *nl, int index, uint8_t mac[6], ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = index };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_GETLINK, 0, &ifi, sizeof ifi);
+  struct link_mac l = { .mac = mac };
+  int r = nl_talk (nl, nlh, link_mac_cb, &l);
+  if (r < 0 || !l.found)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, r < 0 ? -r : 0, "netlink: read the MAC of link %d", index);
+  return 0;
+}
+
+int
+ohbox_nl_link_set_mac (struct ohbox_nl *nl, int index, const uint8_t mac[6], ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct ifinfomsg ifi = { .ifi_family = AF_UNSPEC, .ifi_index = index };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_NEWLINK, 0, &ifi, sizeof ifi);
+  mnl_attr_put (nlh, IFLA_ADDRESS, 6, mac);
+  int r = nl_talk (nl, nlh, NULL, NULL);
+  if (r < 0)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: set the MAC of link %d", index);
+  return 0;
+}
+
+int
+ohbox_nl_neigh_set (struct ohbox_nl *nl, int index, struct in_addr addr, const uint8_t mac[6], ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct ndmsg nd = { .ndm_family = AF_INET, .ndm_ifindex = index, .ndm_state = NUD_PERMANENT };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_NEWNEIGH, NLM_F_CREATE | NLM_F_REPLACE, &nd, sizeof nd);
+  mnl_attr_put (nlh, NDA_DST, sizeof addr, &addr);
+  mnl_attr_put (nlh, NDA_LLADDR, 6, mac);
+  int r = nl_talk (nl, nlh, NULL, NULL);
+  if (r < 0)
+    {
+      char s[INET_ADDRSTRLEN];
+      inet_ntop (AF_INET, &addr, s, sizeof s);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: add neighbour `%s` on link %d", s, index);
+    }
+  return 0;
+}
+
+int
+ohbox_nl_neigh_del (struct ohbox_nl *nl, int index, struct in_addr addr, ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct ndmsg nd = { .ndm_family = AF_INET, .ndm_ifindex = index };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_DELNEIGH, 0, &nd, sizeof nd);
+  mnl_attr_put (nlh, NDA_DST, sizeof addr, &addr);
+  int r = nl_talk (nl, nlh, NULL, NULL);
+  if (r < 0 && r != -ENOENT && r != -ENODEV)
+    {
+      char s[INET_ADDRSTRLEN];
+      inet_ntop (AF_INET, &addr, s, sizeof s);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: delete neighbour `%s` on link %d", s, index);
+    }
+  return 0;
+}
+
+struct neigh_list
+{
+  int index;
+  struct in_addr *addrs;
+  size_t n;
+};
+
+static int
+neigh_cb (const struct nlmsghdr *nlh, void *data)
+{
+  struct neigh_list *l = data;
+  const struct ndmsg *nd = mnl_nlmsg_get_payload (nlh);
+  if (nd->ndm_family != AF_INET || nd->ndm_ifindex != l->index || !(nd->ndm_state & NUD_PERMANENT))
+    return MNL_CB_OK;
+  const struct nlattr *a;
+  mnl_attr_for_each (a, nlh, sizeof *nd)
+  {
+    if (mnl_attr_get_type (a) == NDA_DST && mnl_attr_get_payload_len (a) == sizeof (struct in_addr))
+      {
+        l->addrs = xrealloc (l->addrs, (l->n + 1) * sizeof *l->addrs);
+        memcpy (&l->addrs[l->n++], mnl_attr_get_payload (a), sizeof (struct in_addr));
+      }
+  }
+  return MNL_CB_OK;
+}
+
+int
+ohbox_nl_neigh_permanent (struct ohbox_nl *nl, int index, struct in_addr **ret, size_t *ret_n, ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct ndmsg nd = { .ndm_family = AF_INET };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_GETNEIGH, NLM_F_DUMP, &nd, sizeof nd);
+  struct neigh_list l = { .index = index };
+  int r = nl_talk (nl, nlh, neigh_cb, &l);
+  if (r < 0)
+    {
+      free (l.addrs);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: list neighbours");
+    }
+  *ret = l.addrs;
+  *ret_n = l.n;
+  return 0;
+}
+
+struct route_list
+{
+  struct ohbox_nl_route4 *routes;
+  size_t n;
+};
+
+static int
+route_cb (const struct nlmsghdr *nlh, void *data)
+{
+  struct route_list *l = data;
+  const struct rtmsg *rtm = mnl_nlmsg_get_payload (nlh);
+  if (rtm->rtm_family != AF_INET || rtm->rtm_table != RT_TABLE_MAIN || rtm->rtm_dst_len == 0)
+    return MNL_CB_OK;
+  struct ohbox_nl_route4 r = { .prefix = rtm->rtm_dst_len };
+  const struct nlattr *a;
+  mnl_attr_for_each (a, nlh, sizeof *rtm)
+  {
+    if (mnl_attr_get_type (a) == RTA_DST && mnl_attr_get_payload_len (a) == sizeof (struct in_addr))
+      memcpy (&r.dst, mnl_attr_get_payload (a), sizeof r.dst);
+    else if (mnl_attr_get_type (a) == RTA_OIF)
+      r.oif = (int) mnl_attr_get_u32 (a);
+  }
+  l->routes = xrealloc (l->routes, (l->n + 1) * sizeof *l->routes);
+  l->routes[l->n++] = r;
+  return MNL_CB_OK;
+}
+
+int
+ohbox_nl_routes4 (struct ohbox_nl *nl, struct ohbox_nl_route4 **ret, size_t *ret_n, ohbox_error_t *err)
+{
+  char buf[NL_REQ_SIZE];
+  struct rtmsg rtm = { .rtm_family = AF_INET };
+  struct nlmsghdr *nlh = msg_start (buf, RTM_GETROUTE, NLM_F_DUMP, &rtm, sizeof rtm);
+  struct route_list l = { 0 };
+  int r = nl_talk (nl, nlh, route_cb, &l);
+  if (r < 0)
+    {
+      free (l.routes);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, -r, "netlink: list routes");
+    }
+  *ret = l.routes;
+  *ret_n = l.n;
   return 0;
 }
 
@@ -298,13 +493,13 @@ ohbox_nl_nft_chain_exists (int family, const char *table, const char *chain, boo
    * loading libnftables and fetching its rule cache (~2.5 ms a start). */
   struct ohbox_nl nl = { .sock = mnl_socket_open2 (NETLINK_NETFILTER, SOCK_CLOEXEC), .seq = (unsigned int) time (NULL) };
   if (nl.sock == NULL)
-    return ohbox_error_errno (err, "open a netfilter netlink socket");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open a netfilter netlink socket");
   if (mnl_socket_bind (nl.sock, 0, MNL_SOCKET_AUTOPID) < 0)
     {
       int e = errno;
       mnl_socket_close (nl.sock);
       errno = e;
-      return ohbox_error_errno (err, "bind a netfilter netlink socket");
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "bind a netfilter netlink socket");
     }
   nl.portid = mnl_socket_get_portid (nl.sock);
   char buf[NL_REQ_SIZE];

@@ -1,12 +1,15 @@
 /* netlink.h: the few rtnetlink operations ohbox's networking needs, over
- * libmnl: links (bridge, veth pair, up, delete), IPv4 addresses and the
- * default route. A socket can be opened inside another network namespace
- * (the sandbox's): every request on it then applies there. */
+ * libmnl: links (bridge, veth pair, up, delete, MAC, bridge port mode),
+ * IPv4 addresses, neighbours and routes. A socket can be opened inside
+ * another network namespace (the sandbox's): every request on it then
+ * applies there. */
 #ifndef OHBOX_NETLINK_H
 #define OHBOX_NETLINK_H
 
 #include <netinet/in.h>
 #include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -21,10 +24,33 @@ void ohbox_nl_close (struct ohbox_nl *nl);
 int ohbox_nl_link_index (struct ohbox_nl *nl, const char *name, int *ret, ohbox_error_t *err);
 /* Creates bridge NAME unless it exists; *RET_CREATED says which. */
 int ohbox_nl_bridge_ensure (struct ohbox_nl *nl, const char *name, bool *ret_created, ohbox_error_t *err);
-/* Creates the veth pair HOST_NAME (enslaved to MASTER_INDEX, up) and
- * PEER_NAME, the peer created directly in the namespace PEER_NETNS_FD. */
+/* Creates the veth pair HOST_NAME (enslaved to MASTER_INDEX, down) and
+ * PEER_NAME (with PEER_MAC unless NULL), the peer created directly in the
+ * namespace PEER_NETNS_FD. */
 int ohbox_nl_veth_create (struct ohbox_nl *nl, const char *host_name, int master_index, const char *peer_name,
-                          int peer_netns_fd, ohbox_error_t *err);
+                          const uint8_t peer_mac[6], int peer_netns_fd, ohbox_error_t *err);
+/* Sets hairpin mode on bridge port INDEX. */
+int ohbox_nl_brport_hairpin (struct ohbox_nl *nl, int index, ohbox_error_t *err);
+/* The MAC of link INDEX; sets it. */
+int ohbox_nl_link_mac (struct ohbox_nl *nl, int index, uint8_t mac[6], ohbox_error_t *err);
+int ohbox_nl_link_set_mac (struct ohbox_nl *nl, int index, const uint8_t mac[6], ohbox_error_t *err);
+/* A permanent neighbour entry ADDR -> MAC on link INDEX (replacing any). */
+int ohbox_nl_neigh_set (struct ohbox_nl *nl, int index, struct in_addr addr, const uint8_t mac[6],
+                        ohbox_error_t *err);
+/* Deletes the neighbour entry ADDR of link INDEX; a missing one is fine. */
+int ohbox_nl_neigh_del (struct ohbox_nl *nl, int index, struct in_addr addr, ohbox_error_t *err);
+/* The addresses of link INDEX's permanent IPv4 neighbour entries (*RET
+ * malloc'd). */
+int ohbox_nl_neigh_permanent (struct ohbox_nl *nl, int index, struct in_addr **ret, size_t *ret_n,
+                              ohbox_error_t *err);
+/* The IPv4 routes of the main table but the default ones. */
+struct ohbox_nl_route4
+{
+  struct in_addr dst;
+  int prefix;
+  int oif;
+};
+int ohbox_nl_routes4 (struct ohbox_nl *nl, struct ohbox_nl_route4 **ret, size_t *ret_n, ohbox_error_t *err);
 /* Sets link INDEX up. */
 int ohbox_nl_link_up (struct ohbox_nl *nl, int index, ohbox_error_t *err);
 /* Deletes link NAME; a missing link is fine. */

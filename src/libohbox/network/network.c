@@ -55,18 +55,15 @@ open_netroot (ohbox_error_t *err)
     return ohbox_error_prefix (err, "network state");
   if ((mkdirat (fd, "ip", 0700) < 0 && errno != EEXIST) || (mkdirat (fd, "port", 0700) < 0 && errno != EEXIST))
     {
-      ohbox_error_errno (err, "create `%s/ip` and `%s/port`", root, root);
+      ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `%s/ip` and `%s/port`", root, root);
       close (fd);
       return -1;
     }
   return fd;
 }
 
-/* The network state directory, locked (the lock's fd in *RET_LOCK): every
- * lease and every published port's element is taken or given back under
- * it. -1 when either fails. */
-static int
-open_netroot_locked (int *ret_lock, ohbox_error_t *err)
+int
+ohbox_netroot_open_locked (int *ret_lock, ohbox_error_t *err)
 {
   int fd = open_netroot (err);
   if (fd < 0)
@@ -123,86 +120,28 @@ allocate_ports (struct ohbox_network *n, int *netfd, int *lock, const struct ohb
       *lock = *netfd = -1;
       struct timespec ts = { 0, 20 * 1000 * 1000 };
       nanosleep (&ts, NULL);
-      *netfd = open_netroot_locked (lock, err);
+      *netfd = ohbox_netroot_open_locked (lock, err);
       if (*netfd < 0)
         return -1;
     }
 }
 
-/* $OHBOX_NETWORK_SUBNET or the default: network address and prefix. */
-static int
-subnet_get (struct in_addr *net, int *prefix, ohbox_error_t *err)
+int
+ohbox_netdef_default (struct ohbox_netdef *d, ohbox_error_t *err)
 {
+  memset (d, 0, sizeof *d);
   const char *s = getenv ("OHBOX_NETWORK_SUBNET");
   if (s == NULL || *s == '\0')
     s = OHBOX_NET_DEFAULT_SUBNET;
-  char buf[32];
-  const char *slash = strchr (s, '/');
-  int p = slash ? atoi (slash + 1) : 0;
-  if (slash == NULL || (size_t) (slash - s) >= sizeof buf || p < 16 || p > 24)
+  struct ohbox_cidr4 c;
+  if (ohbox_cidr4_parse (s, true, &c) < 0 || !strchr (s, '/') || c.prefix < 16 || c.prefix > 24)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "subnet `%s`: use A.B.C.D/N with N from 16 to 24", s);
-  memcpy (buf, s, (size_t) (slash - s));
-  buf[slash - s] = '\0';
-  if (inet_pton (AF_INET, buf, net) != 1)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "subnet `%s`: `%s` is not an IPv4 address", s, buf);
-  net->s_addr = htonl (ntohl (net->s_addr) & (0xffffffffu << (32 - p)));
-  *prefix = p;
+  snprintf (d->bridge, sizeof d->bridge, "%s", OHBOX_NET_BRIDGE);
+  d->net = c.net;
+  d->prefix = c.prefix;
+  d->gw.s_addr = htonl (ntohl (c.net.s_addr) + 1);
+  d->isolated = true;
   return 0;
-}
-
-static int
-write_sysctl (const char *path, const char *value, ohbox_error_t *err)
-{
-  char cur[16] = "";
-  cleanup_close int fd = open (path, O_RDWR | O_CLOEXEC);
-  if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", path);
-  ssize_t n = read (fd, cur, sizeof cur - 1);
-  if (n > 0 && strncmp (cur, value, strlen (value)) == 0)
-    return 0;
-  if (pwrite (fd, value, strlen (value), 0) < 0)
-    return ohbox_error_errno (err, "write `%s`", path);
-  return 0;
-}
-
-/* The bridge with the gateway address, up; forwarding; the nft table.
- * Under the network lock. */
-static int
-bridge_ensure (struct in_addr gw, int prefix, struct in_addr net, ohbox_error_t *err)
-{
-  struct ohbox_nl *nl = NULL;
-  if (ohbox_nl_open (-1, &nl, err) < 0)
-    return -1;
-  bool created, has;
-  int idx = 0, r = -1;
-  if (ohbox_nl_bridge_ensure (nl, OHBOX_NET_BRIDGE, &created, err) < 0
-      || ohbox_nl_link_index (nl, OHBOX_NET_BRIDGE, &idx, err) < 0)
-    goto out;
-  if (idx == 0)
-    {
-      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "bridge `%s` vanished while being set up", OHBOX_NET_BRIDGE);
-      goto out;
-    }
-  if (ohbox_nl_addr_has (nl, idx, gw, prefix, &has, err) < 0)
-    goto out;
-  if (!has && ohbox_nl_addr_add (nl, idx, gw, prefix, err) < 0)
-    goto out;
-  if (ohbox_nl_link_up (nl, idx, err) < 0)
-    goto out;
-  /* Egress and published ports are forwarded; route_localnet lets
-   * connections to 127.0.0.1 be DNATed onto the bridge. */
-  if (write_sysctl ("/proc/sys/net/ipv4/ip_forward", "1", err) < 0
-      || write_sysctl ("/proc/sys/net/ipv4/conf/" OHBOX_NET_BRIDGE "/route_localnet", "1", err) < 0)
-    goto out;
-  char sub[INET_ADDRSTRLEN + 4], a[INET_ADDRSTRLEN];
-  inet_ntop (AF_INET, &net, a, sizeof a);
-  snprintf (sub, sizeof sub, "%s/%d", a, prefix);
-  r = ohbox_nft_ensure (OHBOX_NET_BRIDGE, sub, err);
-out:
-  ohbox_nl_close (nl);
-  if (r < 0)
-    ohbox_error_prefix (err, "set up bridge `%s`", OHBOX_NET_BRIDGE);
-  return r;
 }
 
 /* The element of published port M in its map, as ohbox_nft_port_elements
@@ -233,10 +172,10 @@ append_nft_add (struct ohbox_buf *b, const struct ohbox_port_mapping *m, struct 
 }
 
 /* Whether ip/ADDR in NETFD is held by a sandbox that exists. A stale one
- * (its owner's state is gone, e.g. removed by hand) is unlinked after the
- * published ports' elements still pointing at ADDR are deleted: left, they
- * would send those host ports to whichever sandbox gets ADDR next. We hold
- * the network lock. */
+ * (its owner's state is gone, e.g. removed by hand) is unlinked after every
+ * element and neighbour entry of ADDR is deleted: left, they would send
+ * host ports to, or lend their filters to, whichever sandbox gets ADDR
+ * next. We hold the network lock. */
 static bool
 ip_lease_held (int netfd, const char *addr)
 {
@@ -248,32 +187,23 @@ ip_lease_held (int netfd, const char *addr)
   target[n] = '\0';
   if (access (target, F_OK) == 0)
     return true;
-  json_t *elems = NULL, *to_addr = json_array ();
-  if (ohbox_nft_port_elements (&elems, NULL) == 0)
-    {
-      size_t i;
-      json_t *e;
-      json_array_foreach (elems, i, e)
-      {
-        if (strcmp (json_string_value (json_object_get (e, "addr")), addr) == 0)
-          json_array_append (to_addr, e);
-      }
-      ohbox_nft_delete_elements (to_addr, NULL);
-    }
-  json_decref (elems);
-  json_decref (to_addr);
+  ohbox_port_purge (addr);
   unlinkat (netfd, name, 0);
   return false;
 }
 
 /* An address of the subnet for OWNER, under the network lock. */
 static int
-lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct in_addr *ret, ohbox_error_t *err)
+lease_ip (int netfd, const char *owner, const struct ohbox_netdef *d, struct in_addr *ret, ohbox_error_t *err)
 {
+  struct in_addr net = d->net;
+  int prefix = d->prefix;
   uint32_t size = 1u << (32 - prefix), first = 2, last = size - 2, start = first;
-  char *hint = NULL;
+  char *hint = NULL, hint_name[IFNAMSIZ + 8];
   size_t len;
-  if (ohbox_read_file_at (netfd, "next", 32, &hint, &len, NULL) == 0)
+  /* Each network its own: the default one keeps its old file. */
+  snprintf (hint_name, sizeof hint_name, d->name[0] ? "next.%s" : "next", d->bridge);
+  if (ohbox_read_file_at (netfd, hint_name, 32, &hint, &len, NULL) == 0)
     {
       unsigned long v = strtoul (hint, NULL, 10);
       if (v >= first && v <= last)
@@ -291,15 +221,15 @@ lease_ip (int netfd, const char *owner, struct in_addr net, int prefix, struct i
       if (ip_lease_held (netfd, name + 3))
         continue;
       if (symlinkat (owner, netfd, name) < 0)
-        return ohbox_error_errno (err, "lease address `%s`", name + 3);
+        return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "lease address `%s`", name + 3);
       char next[16];
       int n = snprintf (next, sizeof next, "%u", off + 1 > last ? first : off + 1);
-      ohbox_write_file_atomic (netfd, "next", next, (size_t) n, 0600, NULL);
+      ohbox_write_file_atomic (netfd, hint_name, next, (size_t) n, 0600, NULL);
       *ret = a;
       return 0;
     }
-  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "no free address in the sandbox subnet (/%d): remove sandboxes",
-                      prefix);
+  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "no free address in the subnet of network `%s` (/%d): remove sandboxes",
+                      d->name[0] ? d->name : "bridge", prefix);
 }
 
 static json_t *
@@ -346,6 +276,13 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
   size_t n_req;
   if (parse_publish (o, &reqs, &n_req, err) < 0)
     return -1;
+  /* The user-mode network is the user's own sockets: no filter of ours
+   * applies to it. */
+  if (o->network_name && *o->network_name)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--network %s: named networks need root", o->network_name);
+  if (o->egress && *o->egress)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "--egress needs root (a rootless sandbox's traffic leaves through the user's own sockets)");
   switch (o->rootless_net)
     {
     case OHBOX_ROOTLESS_NET_PASTA:
@@ -371,11 +308,11 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
   inet_pton (AF_INET, "10.0.2.2", &n->gw);
   n->prefix = 24;
   if (n->dirfd < 0)
-    return ohbox_error_errno (err, "dup");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "dup");
   if (n_req > 0)
     {
       cleanup_close int lock = -1;
-      cleanup_close int netfd = open_netroot_locked (&lock, err);
+      cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
       if (netfd < 0)
         return -1;
       if (allocate_ports (n, &netfd, &lock, reqs, n_req, err) < 0)
@@ -394,36 +331,50 @@ prepare_rootless (struct ohbox_network *n, int dirfd, const struct ohbox_run_opt
   return r;
 }
 
+/* The network D the sandbox joins: a named one, else ohbox0. */
+static int
+bridge_netdef (const struct ohbox_run_options *o, struct ohbox_netdef *d, ohbox_error_t *err)
+{
+  if (o->network_name && *o->network_name)
+    return ohbox_netdef_load (o->network_name, d, err);
+  return ohbox_netdef_default (d, err);
+}
+
 static int
 prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct ohbox_run_options *o,
                 ohbox_error_t *err)
 {
-  struct in_addr net;
   cleanup_free struct ohbox_publish *reqs = NULL;
   size_t n_req;
-  if (parse_publish (o, &reqs, &n_req, err) < 0)
+  if (parse_publish (o, &reqs, &n_req, err) < 0 || ohbox_egress_parse (o->egress, &n->port.egress, err) < 0)
     return -1;
-  if (subnet_get (&net, &n->prefix, err) < 0)
-    return -1;
-  n->gw.s_addr = htonl (ntohl (net.s_addr) + 1);
-  snprintf (n->veth, sizeof n->veth, "ohb%.12s", id);
+  snprintf (n->port.veth, sizeof n->port.veth, OHBOX_NFT_PORT_PREFIX "%.12s", id);
   cleanup_close int lock = -1;
-  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
   if (netfd < 0)
     return -1;
-  if (bridge_ensure (n->gw, n->prefix, net, err) < 0)
+  /* Under the lock: a network removed meanwhile is not joined. */
+  if (bridge_netdef (o, &n->def, err) < 0 || ohbox_bridge_ensure (&n->def, err) < 0)
     return -1;
-  if (lease_ip (netfd, n->state_dir, net, n->prefix, &n->ip, err) < 0)
+  n->gw = n->def.gw;
+  n->prefix = n->def.prefix;
+  if (lease_ip (netfd, n->state_dir, &n->def, &n->ip, err) < 0)
     return -1;
+  n->port.ip = n->ip;
+  ohbox_port_mac (n->ip, n->port.mac);
+  n->port.open = !n->def.isolated;
+  ohbox_bridge_mac (n->def.gw, n->port.gw_mac);
   if (allocate_ports (n, &netfd, &lock, reqs, n_req, err) < 0)
     return -1;
   n->n_ports = n->n_maps;
-  char ip[INET_ADDRSTRLEN], gw[INET_ADDRSTRLEN];
-  inet_ntop (AF_INET, &n->ip, ip, sizeof ip);
+  char gw[INET_ADDRSTRLEN];
   inet_ntop (AF_INET, &n->gw, gw, sizeof gw);
-  /* Recorded before the nft elements exist: release finds all it must undo. */
-  json_t *j = json_pack ("{s:s, s:s, s:s, s:i, s:s, s:o, s:b}", "mode", "bridge", "ip", ip, "gateway", gw, "prefix",
-                         n->prefix, "veth", n->veth, "ports", ports_json (n->maps, n->n_maps), "active", 1);
+  /* Recorded before the nft elements and the neighbour entry exist:
+   * release finds all it must undo. */
+  json_t *j = json_pack ("{s:s, s:s, s:s, s:s, s:i, s:o, s:b}", "mode", "bridge", "network",
+                         n->def.name[0] ? n->def.name : "bridge", "bridge", n->def.bridge, "gateway", gw, "prefix",
+                         n->prefix, "ports", ports_json (n->maps, n->n_maps), "active", 1);
+  ohbox_port_to_json (&n->port, j);
   int r = ohbox_state_write_json (dirfd, "network.json", j, err);
   json_decref (j);
   return r;
@@ -504,11 +455,15 @@ ohbox_network_prepare (struct ohbox_runtime *rt, const char *id, int dirfd, cons
   int r = 0;
   if (o->publish && o->publish[0] && n->mode != OHBOX_NETWORK_BRIDGE)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "-p needs --network bridge");
+  else if (o->egress && *o->egress && n->mode != OHBOX_NETWORK_BRIDGE)
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "--egress needs --network bridge or a named network");
   else if (n->mode == OHBOX_NETWORK_CONTAINER)
     r = prepare_join (n, rt, o, err);
   else
     {
-      if (n->mode == OHBOX_NETWORK_BRIDGE)
+      /* resolv.conf first: its resolvers are in the bridge's records. */
+      r = ohbox_network_plan_resolv (n, o, err);
+      if (r == 0 && n->mode == OHBOX_NETWORK_BRIDGE)
         r = geteuid () == 0 ? prepare_bridge (n, id, dirfd, o, err) : prepare_rootless (n, dirfd, o, err);
       if (r == 0)
         r = ohbox_network_write_etc (n, dirfd, o, hostname, err);
@@ -563,6 +518,56 @@ ohbox_network_attach_early (struct ohbox_network *n, int userns_fd, int netns_fd
   return 0;
 }
 
+/* No IPv6 on the host end of a sandbox's veth: a bridge port that would
+ * otherwise send router solicitations and MLD reports into the sandbox. */
+static void
+veth_no_ipv6 (const char *veth)
+{
+  char path[96];
+  snprintf (path, sizeof path, "/proc/sys/net/ipv6/conf/%s/disable_ipv6", veth);
+  cleanup_close int fd = open (path, O_WRONLY | O_CLOEXEC);
+  if (fd >= 0 && write (fd, "1", 1) < 0)
+    return; /* (IPv6 off on the host: nothing to turn off) */
+}
+
+/* The sandbox's veth on its bridge, in this order: the host end created
+ * down; hairpin mode; its anti-spoofing, DNS and egress elements and the
+ * host's neighbour entry; up. Nothing it sends is forwarded before its
+ * filters are in place. Then its own end: address, loopback, default route
+ * and a permanent neighbour entry for the gateway (the bridge forwards a
+ * sandbox's ARP requests to the host only); and the published ports. */
+static int
+attach_bridge (struct ohbox_network *n, int netns_fd, ohbox_error_t *err)
+{
+  struct ohbox_nl *host = NULL, *in = NULL;
+  int r = -1, br = 0, port = 0, eth = 0;
+  uint8_t gw_mac[6];
+  ohbox_bridge_mac (n->gw, gw_mac);
+  if (ohbox_nl_open (-1, &host, err) < 0)
+    return -1;
+  if (ohbox_nl_link_index (host, n->def.bridge, &br, err) < 0
+      || ohbox_nl_veth_create (host, n->port.veth, br, "eth0", n->port.mac, netns_fd, err) < 0
+      || ohbox_nl_link_index (host, n->port.veth, &port, err) < 0 || ohbox_nl_brport_hairpin (host, port, err) < 0)
+    goto out;
+  veth_no_ipv6 (n->port.veth);
+  if (ohbox_port_attach (&n->port, n->def.bridge, err) < 0 || ohbox_nl_link_up (host, port, err) < 0)
+    goto out;
+  if (ohbox_nl_open (netns_fd, &in, err) < 0 || ohbox_nl_link_up (in, 1, err) < 0
+      || ohbox_nl_link_index (in, "eth0", &eth, err) < 0 || ohbox_nl_addr_add (in, eth, n->ip, n->prefix, err) < 0
+      || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0
+      || ohbox_nl_neigh_set (in, eth, n->gw, gw_mac, err) < 0)
+    goto out;
+  if (publish_bridge (n, err) < 0)
+    goto out;
+  r = 0;
+out:
+  ohbox_nl_close (host);
+  ohbox_nl_close (in);
+  if (r < 0)
+    ohbox_error_prefix (err, "connect the sandbox to `%s`", n->def.bridge);
+  return r;
+}
+
 int
 ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int netns_fd, ohbox_error_t *err)
 {
@@ -605,27 +610,7 @@ ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int net
       return 0;
     }
   (void) pid;
-  int nsfd = netns_fd;
-  struct ohbox_nl *host = NULL, *in = NULL;
-  int r = -1, br = 0, eth = 0;
-  if (ohbox_nl_open (-1, &host, err) < 0)
-    return -1;
-  if (ohbox_nl_link_index (host, OHBOX_NET_BRIDGE, &br, err) < 0
-      || ohbox_nl_veth_create (host, n->veth, br, "eth0", nsfd, err) < 0)
-    goto out;
-  if (ohbox_nl_open (nsfd, &in, err) < 0 || ohbox_nl_link_up (in, 1, err) < 0
-      || ohbox_nl_link_index (in, "eth0", &eth, err) < 0 || ohbox_nl_addr_add (in, eth, n->ip, n->prefix, err) < 0
-      || ohbox_nl_link_up (in, eth, err) < 0 || ohbox_nl_route_default (in, eth, n->gw, err) < 0)
-    goto out;
-  if (publish_bridge (n, err) < 0)
-    goto out;
-  r = 0;
-out:
-  ohbox_nl_close (host);
-  ohbox_nl_close (in);
-  if (r < 0)
-    ohbox_error_prefix (err, "connect the sandbox to `%s`", OHBOX_NET_BRIDGE);
-  return r;
+  return attach_bridge (n, netns_fd, err);
 }
 
 void
@@ -658,6 +643,7 @@ ohbox_network_free (struct ohbox_network *n)
   free (n->maps);
   free (n->state_dir);
   free (n->etc_dir);
+  free (n->resolv);
   free (n);
 }
 
@@ -725,7 +711,7 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
       if (stat (ohbox_network_root (), &st) < 0)
         return 0;
       cleanup_close int lock = -1;
-      cleanup_close int netfd = open_netroot_locked (&lock, err);
+      cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
       if (netfd < 0)
         return -1;
       release_owned (netfd, "ip", state_dir);
@@ -749,7 +735,7 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
     inet_pton (AF_INET, ips, &ip);
   int r = 0;
   cleanup_close int lock = -1;
-  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
   if (netfd < 0)
     {
       json_decref (j);
@@ -785,8 +771,18 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
       char name[8 + INET_ADDRSTRLEN], target[PATH_MAX];
       snprintf (name, sizeof name, "ip/%s", ips);
       ssize_t n = readlinkat (netfd, name, target, sizeof target - 1);
-      if (n > 0 && (target[n] = '\0', strcmp (target, state_dir) == 0))
+      bool ours = n > 0 && (target[n] = '\0', strcmp (target, state_dir) == 0);
+      /* Its filters and neighbour entry, then the address. One that could
+       * not be deleted keeps the address leased: no sandbox gets it (and
+       * them) until the GC of the lease, stale once this sandbox is gone,
+       * deletes them (`ohbox check` reports it meanwhile). (Sandboxes of
+       * older versions recorded no MAC: they have neither.) */
+      struct ohbox_port port;
+      const char *bridge = json_string_value (json_object_get (j, "bridge")) ?: OHBOX_NET_BRIDGE;
+      ohbox_error_t e = NULL;
+      if (ours && (!ohbox_port_from_json (j, &port) || ohbox_port_detach (&port, bridge, &e) == 0))
         unlinkat (netfd, name, 0);
+      ohbox_error_release (&e);
     }
   if (lock >= 0)
     close (steal_fd (&lock));
@@ -837,7 +833,7 @@ ohbox_network_gc (ohbox_error_t *err)
   if (stat (ohbox_network_root (), &st) < 0)
     return 0;
   cleanup_close int lock = -1;
-  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
   if (netfd < 0)
     return -1;
   gc_dir (netfd, "ip");
@@ -845,14 +841,29 @@ ohbox_network_gc (ohbox_error_t *err)
   return 0;
 }
 
-/* Whether an ip lease names ADDR (held or stale). */
-static bool
-ip_leased (int netfd, const char *addr)
+bool
+ohbox_ip_leased (int netfd, struct in_addr addr, char *owner, size_t owner_size)
 {
   char name[8 + INET_ADDRSTRLEN];
-  struct stat st;
-  snprintf (name, sizeof name, "ip/%s", addr);
-  return fstatat (netfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+  memcpy (name, "ip/", 4);
+  inet_ntop (AF_INET, &addr, name + 3, INET_ADDRSTRLEN);
+  if (owner == NULL)
+    {
+      struct stat st;
+      return fstatat (netfd, name, &st, AT_SYMLINK_NOFOLLOW) == 0;
+    }
+  ssize_t n = readlinkat (netfd, name, owner, owner_size - 1);
+  if (n < 0)
+    return false;
+  owner[n] = '\0';
+  return true;
+}
+
+static bool
+addr_leased (int netfd, const char *addr, char *owner, size_t owner_size)
+{
+  struct in_addr a;
+  return netfd >= 0 && addr && inet_pton (AF_INET, addr, &a) == 1 && ohbox_ip_leased (netfd, a, owner, owner_size);
 }
 
 int
@@ -868,7 +879,50 @@ ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
   json_t *e;
   json_array_foreach (elems, i, e)
   {
-    if (netfd < 0 || !ip_leased (netfd, json_string_value (json_object_get (e, "addr"))))
+    if (!addr_leased (netfd, json_string_value (json_object_get (e, "addr")), NULL, 0))
+      json_array_append (orphans, e);
+  }
+  json_decref (elems);
+  *ret = orphans;
+  return 0;
+}
+
+/* Whether the bridge table's element E belongs to the sandbox that leases
+ * its address (state directory OWNER): the veth its network.json records. */
+static bool
+port_element_current (json_t *e, const char *owner)
+{
+  const char *key = json_string_value (json_object_get (e, "key"));
+  cleanup_close int dfd = open (owner, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  json_t *j = dfd >= 0 ? ohbox_network_read (dfd) : NULL;
+  const char *veth = json_string_value (json_object_get (j, "veth"));
+  bool current = veth && key && key[0] == '"' && strncmp (key + 1, veth, strlen (veth)) == 0
+                 && key[1 + strlen (veth)] == '"';
+  json_decref (j);
+  return current;
+}
+
+int
+ohbox_network_orphan_sandbox_elements (json_t **ret, ohbox_error_t *err)
+{
+  *ret = NULL;
+  json_t *elems = NULL;
+  if (ohbox_nft_sandbox_elements (&elems, err) < 0)
+    return -1;
+  cleanup_close int netfd = open (ohbox_network_root (), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  json_t *orphans = json_array ();
+  size_t i;
+  json_t *e;
+  json_array_foreach (elems, i, e)
+  {
+    char owner[PATH_MAX];
+    bool port = strcmp (json_string_value (json_object_get (e, "family")) ?: "", "bridge") == 0;
+    /* No lease for its address; or, for the bridge's (keyed by the veth),
+     * another veth than the lease's sandbox has (a stale lease's owner's
+     * state is gone: its elements are the GC's, which `check` runs for the
+     * stale lease). */
+    if (!addr_leased (netfd, json_string_value (json_object_get (e, "addr")), owner, sizeof owner)
+        || (port && access (owner, F_OK) == 0 && !port_element_current (e, owner)))
       json_array_append (orphans, e);
   }
   json_decref (elems);
@@ -879,30 +933,132 @@ ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
 int
 ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err)
 {
-  /* Listed again under the lock, which every deletion of an element
-   * holds: an orphan deleted since ELEMS was listed may have let a live
-   * sandbox add its own element with the same key (a delete names only
-   * the key), and its address may have been leased again meanwhile. */
+  /* Listed again under the lock, which every lease holds when taken: an
+   * orphan deleted since ELEMS was listed may have let a live sandbox add
+   * its own element with the same key (a delete names only the key), and
+   * its address may have been leased again meanwhile; a sandbox adds its
+   * elements only once it leases the address. */
   cleanup_close int lock = -1;
-  cleanup_close int netfd = open_netroot_locked (&lock, err);
+  cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
   if (netfd < 0)
     return -1;
-  json_t *now = NULL;
-  if (ohbox_network_orphan_elements (&now, err) < 0)
-    return -1;
+  json_t *ports = NULL, *sets = NULL;
+  if (ohbox_network_orphan_elements (&ports, err) < 0 || ohbox_network_orphan_sandbox_elements (&sets, err) < 0)
+    {
+      json_decref (ports);
+      return -1;
+    }
   json_t *drop = json_array ();
   size_t i, k;
   json_t *e, *o;
   json_array_foreach (elems, i, e)
   {
-    json_array_foreach (now, k, o)
+    json_array_foreach (ports, k, o)
+    {
+      if (json_equal (e, o))
+        json_array_append (drop, e);
+    }
+    json_array_foreach (sets, k, o)
     {
       if (json_equal (e, o))
         json_array_append (drop, e);
     }
   }
-  json_decref (now);
+  json_decref (ports);
+  json_decref (sets);
   int r = ohbox_nft_delete_elements (drop, err);
   json_decref (drop);
   return r;
+}
+
+int
+ohbox_network_orphan_neighbours (json_t **ret, ohbox_error_t *err)
+{
+  *ret = NULL;
+  struct ohbox_netdef *defs = NULL;
+  size_t n = 0;
+  struct ohbox_nl *nl = NULL;
+  if (ohbox_netdefs_all (&defs, &n, err) < 0)
+    return -1;
+  if (ohbox_nl_open (-1, &nl, err) < 0)
+    {
+      free (defs);
+      return -1;
+    }
+  cleanup_close int netfd = open (ohbox_network_root (), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  json_t *orphans = json_array ();
+  int r = 0;
+  for (size_t i = 0; i < n && r == 0; i++)
+    {
+      int idx = 0;
+      struct in_addr *addrs = NULL;
+      size_t n_addrs = 0;
+      if (ohbox_nl_link_index (nl, defs[i].bridge, &idx, err) < 0
+          || (idx > 0 && ohbox_nl_neigh_permanent (nl, idx, &addrs, &n_addrs, err) < 0))
+        r = -1;
+      for (size_t k = 0; k < n_addrs; k++)
+        if (netfd < 0 || !ohbox_ip_leased (netfd, addrs[k], NULL, 0))
+          {
+            char a[INET_ADDRSTRLEN];
+            inet_ntop (AF_INET, &addrs[k], a, sizeof a);
+            json_array_append_new (orphans, json_pack ("{s:s, s:s}", "bridge", defs[i].bridge, "addr", a));
+          }
+      free (addrs);
+    }
+  ohbox_nl_close (nl);
+  free (defs);
+  if (r < 0)
+    {
+      json_decref (orphans);
+      return -1;
+    }
+  *ret = orphans;
+  return 0;
+}
+
+int
+ohbox_network_drop_orphan_neighbour (json_t *e, ohbox_error_t *err)
+{
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
+  struct in_addr a;
+  const char *bridge = json_string_value (json_object_get (e, "bridge"));
+  if (netfd < 0)
+    return -1;
+  if (bridge == NULL || inet_pton (AF_INET, json_string_value (json_object_get (e, "addr")) ?: "", &a) != 1
+      || ohbox_ip_leased (netfd, a, NULL, 0))
+    return 0; /* leased again meanwhile: its sandbox's now */
+  struct ohbox_nl *nl = NULL;
+  int idx = 0, r = -1;
+  if (ohbox_nl_open (-1, &nl, err) == 0 && ohbox_nl_link_index (nl, bridge, &idx, err) == 0)
+    r = idx == 0 ? 0 : ohbox_nl_neigh_del (nl, idx, a, err);
+  ohbox_nl_close (nl);
+  return r;
+}
+
+int
+ohbox_network_missing_bridges (json_t **ret, ohbox_error_t *err)
+{
+  struct ohbox_netdef *defs = NULL;
+  size_t n = 0;
+  if (ohbox_netdefs_all (&defs, &n, err) < 0)
+    return -1;
+  json_t *missing = json_array ();
+  for (size_t i = 1; i < n; i++) /* (the default one is made on first use) */
+    if (!ohbox_bridge_exists (&defs[i]))
+      json_array_append_new (missing, json_pack ("{s:s, s:s}", "name", defs[i].name, "bridge", defs[i].bridge));
+  free (defs);
+  *ret = missing;
+  return 0;
+}
+
+int
+ohbox_network_repair_bridge (const char *name, ohbox_error_t *err)
+{
+  cleanup_close int lock = -1;
+  cleanup_close int netfd = ohbox_netroot_open_locked (&lock, err);
+  struct ohbox_netdef d;
+  if (netfd < 0 || ohbox_netdef_load (name, &d, err) < 0)
+    return -1;
+  return ohbox_bridge_ensure (&d, err);
 }

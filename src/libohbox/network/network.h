@@ -24,6 +24,27 @@
  * program cannot take it meanwhile and a port already used on the host is
  * refused at start.
  *
+ * Isolation (issue 14; rules and sets: nft.h): each sandbox's veth is an
+ * isolated port of ohbox0 (no frame from one sandbox reaches another) with
+ * anti-spoofing elements keyed by the veth (its MAC, derived from its
+ * address, and its address; ARP too), and the host keeps a permanent
+ * neighbour entry for every leased address. Sandboxes reach each other only
+ * through published ports on the host's addresses, or inside a named
+ * network (below). The host itself answers a sandbox only for established
+ * connections, DNS to its resolvers and ping to its gateway; egress follows
+ * --egress (egress.h). A sandbox's elements and neighbour entry follow from
+ * network.json's fields, recorded before they exist, added at start and
+ * deleted at release under the same discipline as published ports; `ohbox
+ * check` finds orphans (ohbox_network_check).
+ *
+ * Named networks (`ohbox network create NAME`, `--network NAME`): a bridge
+ * each ("ohbn" + 11 hex digits), a /24 of 10.214.0.0/16 that no network and
+ * no route of the host uses (or --subnet), ports not isolated: members reach
+ * each other (with the same anti-spoofing), nothing else does but through
+ * published ports. Definitions are kept in ohbox_network_defs_dir() across
+ * reboots; a bridge missing is made again by the next start (or `ohbox
+ * check --repair`). Root only.
+ *
  * Default subnet 10.213.0.0/16 (gateway 10.213.0.1 on ohbox0): outside
  * Docker's (172.17-31.x, 192.168.x), Podman's (10.88.x), Kubernetes'
  * (10.96.x, 10.244.x), libvirt's (192.168.122.x) and the low 10.0-10.10
@@ -47,6 +68,7 @@ struct ohbox_mount_spec;
 #define OHBOX_NET_DEFAULT_SUBNET "10.213.0.0/16"
 #define OHBOX_NET_MAX_PORTS 1024 /* published host ports per sandbox */
 #define OHBOX_NET_MAX_DNS 8
+#define OHBOX_NETWORK_NAME_MAX 64
 
 /* One -p argument, parsed. HOST_LO == 0: automatic host ports. */
 struct ohbox_publish
@@ -116,6 +138,44 @@ int ohbox_network_gc (ohbox_error_t *err);
 int ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err);
 /* Deletes those of ELEMS that still are orphans (under the network lock). */
 int ohbox_network_drop_orphan_elements (json_t *elems, ohbox_error_t *err);
+/* The sandboxes' elements (anti-spoofing, DNS, --egress: nft.h) that no
+ * live lease accounts for, as ohbox_nft_sandbox_elements gives them. */
+int ohbox_network_orphan_sandbox_elements (json_t **ret, ohbox_error_t *err);
+/* Permanent neighbour entries on ohbox's bridges for addresses no lease
+ * names: [{"bridge","addr"}]. */
+int ohbox_network_orphan_neighbours (json_t **ret, ohbox_error_t *err);
+/* Deletes the neighbour entry E (as above) if it still is an orphan. */
+int ohbox_network_drop_orphan_neighbour (json_t *e, ohbox_error_t *err);
+/* Named networks whose bridge is missing: [{"name","bridge"}]; and the
+ * repair: the bridge made again with its elements. */
+int ohbox_network_missing_bridges (json_t **ret, ohbox_error_t *err);
+int ohbox_network_repair_bridge (const char *name, ohbox_error_t *err);
+/* Whether the nft tables hold this version's whole rules (*RET true too
+ * when no bridge of ohbox exists: nothing needs them); and the repair:
+ * made or brought up to date, keeping every element. */
+int ohbox_network_tables_complete (bool *ret, ohbox_error_t *err);
+int ohbox_network_repair_tables (ohbox_error_t *err);
+
+/* network_named.c: named networks (above). */
+/* Whether NAME can name a network: 1 to OHBOX_NETWORK_NAME_MAX letters,
+ * digits, `_`, `.`, `-`, not a --network mode (bridge, none, host, ...). */
+int ohbox_network_name_check (const char *name, ohbox_error_t *err);
+/* Makes network NAME with SUBNET ("A.B.C.D/N", 16 <= N <= 28; NULL: a free
+ * /24); *RET (may be NULL) gets its definition. */
+int ohbox_network_create (const char *name, const char *subnet, json_t **ret, ohbox_error_t *err);
+/* Removes network NAME: refused (usage) while a sandbox holds an address
+ * of it; its bridge, elements and definition go. */
+int ohbox_network_remove (const char *name, ohbox_error_t *err);
+/* Every network, the default one ("bridge", ohbox0) first:
+ * [{"name","subnet","gateway","bridge","default","bridge_present",
+ *   "sandboxes": [{"id","ip"}], "id" and "created" (named ones)}]. */
+int ohbox_network_list (json_t **ret, ohbox_error_t *err);
+/* One network (NAME, or "bridge" for the default one), as above. */
+int ohbox_network_inspect (const char *name, json_t **ret, ohbox_error_t *err);
+/* Where named networks are defined: /var/lib/ohbox/networks, or
+ * $OHBOX_NETROOT/networks when that is set (tests, private namespaces). */
+const char *ohbox_network_defs_dir (void);
+
 /* network.json of a sandbox ({"mode","ip","gateway","ports":[...],"active"}),
  * or NULL when it has none. */
 json_t *ohbox_network_read (int dirfd);

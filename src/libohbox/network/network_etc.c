@@ -25,7 +25,7 @@ write_etc_file (int dirfd, const char *name, const char *text, ohbox_error_t *er
   if (ohbox_write_file_nosync (dirfd, name, text, strlen (text), err) < 0)
     return -1;
   if (fchmodat (dirfd, name, 0644, 0) < 0)
-    return ohbox_error_errno (err, "chmod `%s`", name);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "chmod `%s`", name);
   return 0;
 }
 
@@ -124,17 +124,41 @@ add_hosts (char **hosts, char **add, ohbox_error_t *err)
   return 0;
 }
 
+/* The IPv4 servers of resolv.conf TEXT into N->port.dns: the sandbox
+ * reaches them on port 53 whatever its --egress (egress.h). */
+static void
+resolvers_of (struct ohbox_network *n, const char *text)
+{
+  cleanup_free char *copy = xstrdup (text);
+  char *save = NULL;
+  n->port.n_dns = 0;
+  for (char *line = strtok_r (copy, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    {
+      char addr[INET6_ADDRSTRLEN + 1];
+      if (n->port.n_dns < OHBOX_NET_MAX_DNS && sscanf (line, "nameserver %46s", addr) == 1
+          && inet_pton (AF_INET, addr, &n->port.dns[n->port.n_dns]) == 1)
+        n->port.n_dns++;
+    }
+}
+
+int
+ohbox_network_plan_resolv (struct ohbox_network *n, const struct ohbox_run_options *o, ohbox_error_t *err)
+{
+  bool dns = o->dns && o->dns[0];
+  if (n->mode == OHBOX_NETWORK_BRIDGE && geteuid () != 0 && !dns)
+    n->resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns or pasta forwards it to the host's resolver */
+  else
+    n->resolv = make_resolv (o, n->mode == OHBOX_NETWORK_HOST, err);
+  if (n->resolv == NULL)
+    return -1;
+  resolvers_of (n, n->resolv);
+  return 0;
+}
+
 int
 ohbox_network_write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_run_options *o, const char *hostname,
                          ohbox_error_t *err)
 {
-  cleanup_free char *resolv = NULL;
-  if ((n->slirp || n->pasta) && !(o->dns && o->dns[0]))
-    resolv = xstrdup ("nameserver 10.0.2.3\n"); /* slirp4netns or pasta forwards it to the host's resolver */
-  else
-    resolv = make_resolv (o, n->mode == OHBOX_NETWORK_HOST, err);
-  if (resolv == NULL)
-    return -1;
   cleanup_free char *hosts = NULL;
   if (n->mode == OHBOX_NETWORK_HOST)
     {
@@ -160,7 +184,7 @@ ohbox_network_write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_
     return -1;
   cleanup_free char *hn = xasprintf ("%s\n", hostname);
   if (write_etc_file (dirfd, "hosts", hosts, err) < 0 || write_etc_file (dirfd, "hostname", hn, err) < 0
-      || write_etc_file (dirfd, "resolv.conf", resolv, err) < 0)
+      || write_etc_file (dirfd, "resolv.conf", n->resolv, err) < 0)
     return ohbox_error_prefix (err, "write the sandbox's /etc files");
   return 0;
 }
@@ -198,12 +222,12 @@ ohbox_network_etc_into_upper (struct ohbox_network *n, const char *upper, ohbox_
    * put anything there; still, nothing is followed. */
   cleanup_close int ufd = open (upper, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (ufd < 0)
-    return ohbox_error_errno (err, "open `%s`", upper);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s`", upper);
   if (mkdirat (ufd, "etc", 0755) < 0 && errno != EEXIST)
-    return ohbox_error_errno (err, "create `%s/etc`", upper);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `%s/etc`", upper);
   cleanup_close int efd = openat (ufd, "etc", O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (efd < 0)
-    return ohbox_error_errno (err, "open `%s/etc`", upper);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s/etc`", upper);
   for (size_t i = 0; i < 3; i++)
     {
       cleanup_free char *src = xasprintf ("%s/%s", n->etc_dir, files[i]);

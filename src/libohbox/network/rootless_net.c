@@ -86,10 +86,10 @@ ohbox_slirp_spawn (int userns, int netns, int log_dirfd, struct ohbox_net_helper
   cleanup_free char *api = xasprintf ("--api-socket=/proc/self/fd/%d/slirp.sock", log_dirfd);
   cleanup_close int logfd = openat (log_dirfd, "slirp4netns.log", O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC, 0600);
   if (logfd < 0)
-    return ohbox_error_errno (err, "create `slirp4netns.log`");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `slirp4netns.log`");
   if (pipe2 (ready, O_CLOEXEC) < 0 || pipe2 (ex, O_CLOEXEC) < 0)
     {
-      ohbox_error_errno (err, "pipe");
+      ohbox_error_sys (err, OHBOX_ERR_NETWORK, "pipe");
       goto fail;
     }
   char netpath[32], userpath[48], readyfd[16], exitfd[16];
@@ -100,7 +100,7 @@ ohbox_slirp_spawn (int userns, int netns, int log_dirfd, struct ohbox_net_helper
   pid_t child = fork ();
   if (child < 0)
     {
-      ohbox_error_errno (err, "fork " SLIRP_BIN);
+      ohbox_error_sys (err, OHBOX_ERR_NETWORK, "fork " SLIRP_BIN);
       goto fail;
     }
   if (child == 0)
@@ -176,7 +176,7 @@ ohbox_slirp_hostfwd (int dirfd, const struct ohbox_port_mapping *m, ohbox_error_
   snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/slirp.sock", dirfd);
   cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0 || connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
-    return ohbox_error_errno (err, "connect to " SLIRP_BIN "'s API socket");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "connect to " SLIRP_BIN "'s API socket");
   char hip[INET_ADDRSTRLEN];
   inet_ntop (AF_INET, &m->host_ip, hip, sizeof hip);
   json_t *req = json_pack ("{s:s, s:{s:s, s:s, s:i, s:i}}", "execute", "add_hostfwd", "arguments", "proto",
@@ -185,7 +185,7 @@ ohbox_slirp_hostfwd (int dirfd, const struct ohbox_port_mapping *m, ohbox_error_
   cleanup_free char *text = json_dumps (req, JSON_COMPACT);
   json_decref (req);
   if (ohbox_write_all (fd, text, strlen (text)) < 0 || shutdown (fd, SHUT_WR) < 0)
-    return ohbox_error_errno (err, "write to " SLIRP_BIN "'s API socket");
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "write to " SLIRP_BIN "'s API socket");
   cleanup_free char *answer = NULL;
   size_t len;
   if (ohbox_read_fd (fd, SLIRP_BIN "'s answer", SLIRP_API_MAX, &answer, &len, err) < 0)

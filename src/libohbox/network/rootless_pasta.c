@@ -114,21 +114,21 @@ ohbox_pasta_spawn (int userns, int netns, const char *state_dir, const struct oh
   cleanup_free char *log = xasprintf ("%s/pasta.log", state_dir);
   unlink (fifo);
   if (mkfifo (fifo, 0600) < 0)
-    return ohbox_error_errno (err, "create `%s`", fifo);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `%s`", fifo);
   /* Read and write: no EOF and no POLLHUP before pasta opened it. */
   cleanup_close int rfd = open (fifo, O_RDWR | O_NONBLOCK | O_CLOEXEC);
   if (rfd < 0)
-    return ohbox_error_errno (err, "open `%s`", fifo);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s`", fifo);
   cleanup_close int logfd = open (log, O_WRONLY | O_CREAT | O_TRUNC | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (logfd < 0)
-    return ohbox_error_errno (err, "create `%s`", log);
+    return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "create `%s`", log);
   char **argv = build_argv (userns, netns, state_dir, maps, n_maps);
   pid_t parent = getpid ();
   pid_t child = fork ();
   if (child < 0)
     {
       free_argv (argv);
-      return ohbox_error_errno (err, "fork " PASTA_BIN);
+      return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "fork " PASTA_BIN);
     }
   if (child == 0)
     {

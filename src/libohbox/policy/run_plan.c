@@ -81,9 +81,10 @@ static json_t *
 network_json (const struct ohbox_run_plan *p)
 {
   const struct ohbox_run_request *r = p->req;
-  return json_pack ("{s:s, s:o, s:b, s:o, s:o, s:o, s:o}", "mode", network_name (p->network), "backend",
+  return json_pack ("{s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o}", "mode", network_name (p->network), "backend",
                     str_or_null (ohbox_net_backend_name (p->backend)), "explicit", p->network_explicit, "container",
-                    str_or_null (p->network_container), "publish", strv_json (p->publish, false), "dns",
+                    str_or_null (p->network_container), "name", str_or_null (p->network_name), "egress",
+                    str_or_null (p->egress), "publish", strv_json (p->publish, false), "dns",
                     strv_json (r->dns, false), "add_hosts", strv_json (r->add_hosts, false));
 }
 
@@ -190,6 +191,7 @@ void
 ohbox_run_plan_clear (struct ohbox_run_plan *p)
 {
   free (p->image_id);
+  free (p->egress);
   vfree (p->publish);
   vfree (p->env);
   vfree (p->warnings);

@@ -12,8 +12,12 @@
 
 #include "build/runtime_image.h"
 #include "sandbox/snapshot.h"
-#include "network/network.h"
 #include "common/utils.h"
+#include "network/egress.h"
+#include "network/network.h"
+#include "security/capabilities.h"
+
+#include <linux/capability.h>
 
 static size_t
 vlen (char **v)
@@ -111,11 +115,48 @@ explicit_network (struct ohbox_run_plan *p, const char *net, const struct ohbox_
       p->network = OHBOX_NETWORK_BRIDGE;
       p->backend = pasta ? OHBOX_NET_BACKEND_PASTA : OHBOX_NET_BACKEND_SLIRP4NETNS;
     }
+  else if (ohbox_network_name_check (net, NULL) == 0)
+    {
+      /* A named network: its own bridge, root only. */
+      if (p->rootless)
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                            "--network %s: named networks need root (a rootless sandbox's network is the "
+                            "user-mode network: pasta or slirp4netns)",
+                            net);
+      p->network = OHBOX_NETWORK_BRIDGE;
+      p->backend = OHBOX_NET_BACKEND_VETH;
+      p->network_name = net;
+    }
   else
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                        "unknown --network `%s`: use bridge, none, host, container:NAME, or rootless pasta or "
-                        "slirp4netns",
+                        "unknown --network `%.80s`: use bridge, none, host, container:NAME, the name of a network "
+                        "(`ohbox network create`), or rootless pasta or slirp4netns",
                         net);
+  return 0;
+}
+
+/* Where a root bridge sandbox may connect: the request's --egress, else
+ * public; refused where no filter of ours sees the traffic. */
+static int
+plan_egress (struct ohbox_run_plan *p, ohbox_error_t *err)
+{
+  const char *spec = p->req->egress;
+  bool given = spec && *spec;
+  bool filtered = p->network == OHBOX_NETWORK_BRIDGE && p->backend == OHBOX_NET_BACKEND_VETH;
+  if (given && p->rootless)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "--egress needs root (a rootless sandbox's traffic leaves through the user's own sockets)");
+  if (given && !filtered)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--egress needs --network bridge or a named network");
+  if (!filtered)
+    return 0;
+  struct ohbox_egress e;
+  if (ohbox_egress_parse (spec, &e, err) < 0)
+    return -1;
+  cleanup_free char *weaker = ohbox_egress_warning (&e);
+  if (weaker)
+    plan_warn (p, "%s", weaker);
+  p->egress = ohbox_egress_format (&e);
   return 0;
 }
 
@@ -447,6 +488,13 @@ plan_checks (struct ohbox_run_plan *p, ohbox_error_t *err)
   if (ohbox_cgroup_limits_any (&req->limits) && !p->host->cgroup_limits)
     plan_warn (p, "%s", p->host->cgroup_warning ? p->host->cgroup_warning
                                                  : "this host's cgroups cannot carry the limits: they are not applied");
+  /* A bad name is the run's error (the same call, with its message). */
+  uint64_t caps = 0, added = 0;
+  if (ohbox_caps_tweak (ohbox_caps_default (), (const char *const *) req->cap_add, vlen (req->cap_add),
+                        (const char *const *) req->cap_drop, vlen (req->cap_drop), &caps, &added, NULL)
+          == 0
+      && (caps & OHBOX_CAP_BIT (CAP_NET_RAW)))
+    plan_warn (p, "CAP_NET_RAW: the sandbox can open raw sockets (ohbox's bridge still drops forged addresses)");
   return 0;
 }
 
@@ -474,6 +522,8 @@ fill_options (struct ohbox_run_plan *p)
   o->hostname = req->hostname;
   o->network = p->network;
   o->network_container = p->network_container;
+  o->network_name = p->network_name;
+  o->egress = p->egress;
   o->rootless_net = p->backend == OHBOX_NET_BACKEND_PASTA         ? OHBOX_ROOTLESS_NET_PASTA
                     : p->backend == OHBOX_NET_BACKEND_SLIRP4NETNS ? OHBOX_ROOTLESS_NET_SLIRP
                                                                   : OHBOX_ROOTLESS_NET_AUTO;
@@ -521,6 +571,8 @@ plan_request (struct ohbox_run_plan *p, const struct ohbox_run_request *req, con
     }
   else
     default_network (p, host);
+  if (plan_egress (p, err) < 0)
+    return -1;
   return check_publish (p, err);
 }
 

@@ -67,9 +67,19 @@
  *             dry run shows every node and mount; a name no spec defines,
  *             a malformed spec, a missing driver are the request's errors.
  *
- * Reserved for the engineers who add them: a named network (`--network
- * NAME`) and an egress policy (`--egress`) are a request field and a plan
- * field each, decided here like the rest. */
+ *   named     `--network NAME` (any other word: a network made with `ohbox
+ *   network   network create`, network.h): root only (a rootless sandbox's
+ *             network is the user's own sockets); a bridge network with
+ *             its own bridge; that it exists is checked at the start, under
+ *             the network lock.
+ *   egress    where a root bridge sandbox (ohbox0 or a named network) may
+ *             connect (egress.h): `public` unless the request says; a
+ *             weaker setting (a blocked range, all) is a warning; refused
+ *             for other networks and rootless (no filter of ours sees a
+ *             user-mode network's traffic).
+ *   NET_RAW   given back with --cap-add: a warning (the bridge still drops
+ *             forged addresses; raw sockets reach whatever the network
+ *             reaches). */
 #ifndef OHBOX_RUN_POLICY_H
 #define OHBOX_RUN_POLICY_H
 
@@ -116,9 +126,11 @@ struct ohbox_run_request
   bool detach, rm, interactive, tty, read_only;
   char **volumes, **tmpfs;
   /* The network as the caller gave it (`--network` text): NULL: not given;
-   * "bridge", "none", "host", "container:NAME", "pasta", "slirp4netns"
-   * (a named network joins these; an egress policy gets its own field). */
+   * "bridge", "none", "host", "container:NAME", "pasta", "slirp4netns",
+   * or the name of a network made with `ohbox network create`. */
   const char *network;
+  /* `--egress` text (egress.h): NULL: not given (public on a root bridge). */
+  const char *egress;
   char **publish; /* -p specs */
   char **dns, **add_hosts;
   struct ohbox_cgroup_limits limits;
@@ -208,8 +220,8 @@ struct ohbox_run_plan
   enum ohbox_net_backend backend;
   const char *network_container;
   bool network_explicit;
-  /* (A named network and the egress policy are decided here too, as fields
-   * beside these, when they come.) */
+  const char *network_name; /* a named network (bridge, root); NULL: ohbox0 or the user-mode network */
+  char *egress;             /* canonical --egress of a root bridge ("public", ...); NULL: not filtered */
   char **publish; /* the request's -p and the executor's */
   char **command;
   char **env;

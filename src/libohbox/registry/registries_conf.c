@@ -588,7 +588,7 @@ load_dropins (const char *dir, struct ohbox_registries_conf *c, ohbox_error_t *e
 {
   cleanup_dir DIR *d = opendir (dir);
   if (d == NULL)
-    return errno == ENOENT || errno == ENOTDIR ? 0 : ohbox_error_errno (err, "open `%s`", dir);
+    return errno == ENOENT || errno == ENOTDIR ? 0 : ohbox_error_sys (err, OHBOX_ERR_USAGE, "open `%s`", dir);
   char *names[DROPINS_MAX];
   size_t n = 0;
   int ret = -1;

@@ -142,11 +142,11 @@ load_cert_dir (struct ohbox_registry *r, const char *dir, struct ohbox_buf *extr
 {
   cleanup_close int dfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open certificate directory `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_REGISTRY, "open certificate directory `%s`", dir);
   struct dirent **names = NULL;
   int n = scandir (dir, &names, NULL, alphasort);
   if (n < 0)
-    return ohbox_error_errno (err, "read certificate directory `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_REGISTRY, "read certificate directory `%s`", dir);
   int ret = 0;
   if (n > MAX_CERT_FILES + 2)
     ret = ohbox_error (err, OHBOX_ERR_USAGE, 0, "certificate directory `%s` has more than %d entries", dir,

@@ -18,17 +18,15 @@
 static int
 status_of (struct ohbox_runtime *rt, const char *id, const char *what, ohbox_error_t *err)
 {
-  json_t *j = NULL;
-  if (ohbox_sandbox_inspect (rt, id, &j, err) < 0)
+  cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
+  if (ohbox_sandbox_inspect_info (rt, id, &info, err) < 0)
     return -1;
-  const char *status = json_string_value (json_object_get (j, "status"));
   int r = 0;
-  if (status && strcmp (status, "paused") == 0)
+  if (info.status == OHBOX_STATUS_PAUSED)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused: run `ohbox unpause %s` first", what, what);
-  else if (status == NULL || strcmp (status, "running") != 0)
+  else if (info.status != OHBOX_STATUS_RUNNING)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running (%s): attach needs a running sandbox", what,
-                     status ? status : "unknown");
-  json_decref (j);
+                     ohbox_status_name (info.status));
   return r;
 }
 
@@ -40,7 +38,7 @@ receive_master (int dfd, const char *what, int *ret_conn, ohbox_error_t *err)
   snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, OHBOX_ATTACH_SOCK);
   cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
   if (fd < 0)
-    return ohbox_error_errno (err, "create a socket");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create a socket");
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, errno, "connect to the monitor of sandbox `%s`", what);
   char answer = 0;
@@ -96,11 +94,11 @@ ohbox_sandbox_attach (struct ohbox_runtime *rt, const char *what, const char *de
   cleanup_close int dfd = -1;
   if (ohbox_state_open (rt, id, &dfd, err) < 0)
     return -1;
-  json_t *cfg = NULL;
-  if (ohbox_state_read_json (dfd, "config.json", &cfg, err) < 0)
+  struct ohbox_sandbox_config cfg;
+  if (ohbox_state_load_config (dfd, &cfg, err) < 0)
     return -1;
-  bool tty = json_is_true (json_object_get (cfg, "tty"));
-  json_decref (cfg);
+  bool tty = cfg.tty;
+  ohbox_sandbox_config_clear (&cfg);
   if (!tty)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                         "sandbox `%s` has no terminal: attach needs one started with `ohbox run -d -t`; use `ohbox "
@@ -129,7 +127,7 @@ ohbox_sandbox_attach (struct ohbox_runtime *rt, const char *what, const char *de
   if (sigfd < 0)
     {
       sigprocmask (SIG_SETMASK, &old, NULL);
-      return ohbox_error_errno (err, "signalfd");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signalfd");
     }
   int detached = ohbox_terminal_proxy (master, pidfd, sigfd, true, detach, (size_t) n_detach);
   close (sigfd);

@@ -11,9 +11,9 @@
 #include "store/check.h"
 
 #include <errno.h>
+#include <net/if.h>
 #include <fcntl.h>
 #include <limits.h>
-#include <net/if.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/mount.h>
@@ -50,9 +50,7 @@ count_sandbox (struct ohbox_check_ctx *c)
 static bool
 veth_exists (const char *id)
 {
-  /* Asked of the kernel in this process's network namespace, not of
-   * /sys/class/net, which shows the namespace of whoever mounted sysfs
-   * (the host's, in a namespace made with unshare --net alone). */
+  /* (this network namespace's links: /sys may show another's) */
   char name[IF_NAMESIZE];
   snprintf (name, sizeof name, "ohb%.12s", id);
   return if_nametoindex (name) != 0;
@@ -183,23 +181,22 @@ check_sandbox (struct ohbox_check_ctx *c, const char *id, ohbox_error_t *err)
   if (ohbox_state_monitor_alive (dfd) || ohbox_state_teardown_busy (dfd))
     return 0;
   cleanup_free char *where = xasprintf ("%s/%s", c->rt->root, id);
-  json_t *st = NULL, *cfg = NULL;
-  if (ohbox_state_read_json (dfd, "state.json", &st, &e) < 0)
-    ohbox_error_release (&e);
-  if (ohbox_state_read_json (dfd, "config.json", &cfg, &e) < 0)
-    ohbox_error_release (&e);
-  bool exited = st && json_is_integer (json_object_get (st, "exit_code"));
-  bool rm = cfg == NULL || json_is_true (json_object_get (cfg, "rm"));
-  const char *status = st ? json_string_value (json_object_get (st, "status")) : NULL;
-  cleanup_free char *status_copy = xstrdup (status ? status : "never started");
-  json_decref (st);
-  json_decref (cfg);
+  bool exited, rm;
+  ohbox_state_recorded_end (dfd, &exited, &rm);
   if (exited && !rm)
     return check_exited (c, id, dfd, where, err);
+  struct ohbox_sandbox_info info;
+  ohbox_state_describe (dfd, id, &info);
+  const char *status = info.record.doc == NULL                             ? "never started"
+                       : info.record.present & OHBOX_RECORD_STATUS       ? ohbox_status_name (info.record.status)
+                       : info.record.status_unknown                      ? info.record.status_unknown
+                                                                         : "never started";
   json_t *f = ohbox_check_add (c, "dead-sandbox", where, true,
-                               cfg == NULL ? "sandbox `%.12s` was killed while starting (%s): its monitor is gone"
-                                           : "the monitor of sandbox `%.12s` (%s) died before it finished",
-                               id, status_copy);
+                               info.config.doc == NULL
+                                   ? "sandbox `%.12s` was killed while starting (%s): its monitor is gone"
+                                   : "the monitor of sandbox `%.12s` (%s) died before it finished",
+                               id, status);
+  ohbox_sandbox_info_clear (&info);
   if (c->repair)
     {
       /* What ps, rm and wait do on meeting it: kill what is left in its
@@ -240,7 +237,7 @@ check_names (struct ohbox_check_ctx *c)
         {
           ohbox_error_t e = NULL;
           ohbox_check_repaired (f, unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT
-                                   ? ohbox_error_errno (&e, "remove `%s`", where) : 0, &e);
+                                   ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "remove `%s`", where) : 0, &e);
         }
     }
   return 0;
@@ -406,7 +403,7 @@ check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
            * new can reach it. Paths come from our own mount table. */
           ohbox_error_t e = NULL;
           ohbox_check_repaired (f, umount2 (mp, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL
-                                   ? ohbox_error_errno (&e, "unmount `%s`", mp) : 0, &e);
+                                   ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "unmount `%s`", mp) : 0, &e);
         }
     }
   json_decref (found);
@@ -452,6 +449,112 @@ check_port_elements (struct ohbox_check_ctx *c)
   json_decref (orphans);
 }
 
+/* The sandboxes' other nft elements (anti-spoofing in `table bridge
+ * ohbox`, DNS and --egress in `table inet ohbox`) that no live lease
+ * accounts for: left, they would lend their filters to whichever sandbox
+ * gets that address (or veth) next. */
+static void
+check_sandbox_elements (struct ohbox_check_ctx *c)
+{
+  json_t *orphans = NULL;
+  ohbox_error_t e = NULL;
+  if (ohbox_network_orphan_sandbox_elements (&orphans, &e) < 0)
+    {
+      ohbox_check_add (c, "unreadable-sandbox-elements", "tables inet and bridge " OHBOX_NFT_TABLE, false, "%s",
+                       e->msg);
+      ohbox_error_release (&e);
+      return;
+    }
+  size_t i;
+  json_t *o;
+  json_array_foreach (orphans, i, o)
+  {
+    cleanup_free char *where = xasprintf ("table %s " OHBOX_NFT_TABLE " set %s { %s }",
+                                          json_string_value (json_object_get (o, "family")),
+                                          json_string_value (json_object_get (o, "set")),
+                                          json_string_value (json_object_get (o, "key")));
+    json_t *f = ohbox_check_add (c, "orphan-sandbox-element", where, true,
+                                 "filter element of %s, an address no sandbox holds (or another veth's)",
+                                 json_string_value (json_object_get (o, "addr")));
+    if (c->repair)
+      {
+        json_t *one = json_pack ("[O]", o);
+        ohbox_check_repaired (f, ohbox_network_drop_orphan_elements (one, &e), &e);
+        json_decref (one);
+      }
+  }
+  json_decref (orphans);
+}
+
+/* Permanent neighbour entries on ohbox's bridges for addresses no lease
+ * names: the host would keep sending that address's traffic to a MAC no
+ * sandbox has (or the next one's, were MACs not derived from addresses). */
+static void
+check_neighbours (struct ohbox_check_ctx *c)
+{
+  json_t *orphans = NULL;
+  ohbox_error_t e = NULL;
+  if (ohbox_network_orphan_neighbours (&orphans, &e) < 0)
+    {
+      ohbox_check_add (c, "unreadable-neighbours", "the bridges' neighbour tables", false, "%s", e->msg);
+      ohbox_error_release (&e);
+      return;
+    }
+  size_t i;
+  json_t *o;
+  json_array_foreach (orphans, i, o)
+  {
+    cleanup_free char *where = xasprintf ("neighbour %s dev %s", json_string_value (json_object_get (o, "addr")),
+                                          json_string_value (json_object_get (o, "bridge")));
+    json_t *f = ohbox_check_add (c, "orphan-neighbour", where, true,
+                                 "permanent neighbour entry for an address no sandbox holds");
+    if (c->repair)
+      ohbox_check_repaired (f, ohbox_network_drop_orphan_neighbour (o, &e), &e);
+  }
+  json_decref (orphans);
+}
+
+/* Named networks whose bridge is gone (removed by hand, a reboot): the next
+ * start on them makes it again; --repair does it now. And tables that are
+ * not this version's whole rules while a bridge exists (an older ohbox's,
+ * or changed by hand): sandboxes would run unfiltered or cut off. */
+static void
+check_networks (struct ohbox_check_ctx *c)
+{
+  json_t *missing = NULL;
+  ohbox_error_t e = NULL;
+  bool complete = true;
+  if (ohbox_network_tables_complete (&complete, &e) < 0)
+    {
+      ohbox_check_add (c, "unreadable-nft-tables", "tables inet and bridge " OHBOX_NFT_TABLE, false, "%s", e->msg);
+      ohbox_error_release (&e);
+    }
+  else if (!complete)
+    {
+      json_t *f = ohbox_check_add (c, "incomplete-nft-tables", "tables inet and bridge " OHBOX_NFT_TABLE, true,
+                                   "the rules are missing or an older version's while a bridge of ohbox exists");
+      if (c->repair)
+        ohbox_check_repaired (f, ohbox_network_repair_tables (&e), &e);
+    }
+  if (ohbox_network_missing_bridges (&missing, &e) < 0)
+    {
+      ohbox_check_add (c, "unreadable-networks", ohbox_network_defs_dir (), false, "%s", e->msg);
+      ohbox_error_release (&e);
+      return;
+    }
+  size_t i;
+  json_t *o;
+  json_array_foreach (missing, i, o)
+  {
+    const char *name = json_string_value (json_object_get (o, "name"));
+    json_t *f = ohbox_check_add (c, "missing-network-bridge", json_string_value (json_object_get (o, "bridge")),
+                                 true, "bridge of named network `%s` does not exist", name);
+    if (c->repair)
+      ohbox_check_repaired (f, ohbox_network_repair_bridge (name, &e), &e);
+  }
+  json_decref (missing);
+}
+
 int
 ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
 {
@@ -459,10 +562,10 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
     return -1;
   cleanup_close int fd = openat (c->rt->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", c->rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", c->rt->root);
   cleanup_dir DIR *d = fdopendir (fd);
   if (d == NULL)
-    return ohbox_error_errno (err, "open `%s`", c->rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", c->rt->root);
   fd = -1;
   struct dirent *de;
   while ((de = readdir (d)) != NULL)
@@ -489,5 +592,13 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
   if (check_leases (c, err) < 0 || check_userns_leases (c, err) < 0)
     return -1;
   check_port_elements (c);
+  /* (host-wide, and only where ohbox's tables and bridges are its to
+   * read and change: root) */
+  if (geteuid () == 0)
+    {
+      check_networks (c);
+      check_sandbox_elements (c);
+      check_neighbours (c);
+    }
   return 0;
 }

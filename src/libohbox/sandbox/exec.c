@@ -48,7 +48,7 @@ ohbox_exec_record (int state_dirfd, const struct ohbox_exec_record *rec, ohbox_e
       if (profile == NULL)
         {
           json_decref (env);
-          return ohbox_error_errno (err, "seccomp profile `%s`", rec->seccomp_profile);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "seccomp profile `%s`", rec->seccomp_profile);
         }
     }
   else if (rec->seccomp_profile)
@@ -203,7 +203,7 @@ ns_plan (pid_t init, pid_t *ret_ref, int *ret_flags, int fds[N_NS], ohbox_error_
       ref = find_child (init);
       snprintf (path, sizeof path, "/proc/%d/ns/user", (int) ref);
       if (ref <= 0 || stat (path, &st) < 0)
-        return ohbox_error_errno (err, "look at the namespaces of the sandbox's init (pid %d)", (int) init);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "look at the namespaces of the sandbox's init (pid %d)", (int) init);
     }
   int flags = 0;
   for (size_t i = 0; i < N_NS; i++)
@@ -216,7 +216,7 @@ ns_plan (pid_t init, pid_t *ret_ref, int *ret_flags, int fds[N_NS], ohbox_error_
         {
           if (errno == ENOENT)
             continue; /* the kernel has no such namespace */
-          return ohbox_error_errno (err, "stat `%s`", path);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "stat `%s`", path);
         }
       if (stat (self, &mine) == 0 && mine.st_ino == theirs.st_ino && mine.st_dev == theirs.st_dev)
         continue;
@@ -225,7 +225,7 @@ ns_plan (pid_t init, pid_t *ret_ref, int *ret_flags, int fds[N_NS], ohbox_error_
         {
           fds[i] = open (path, O_RDONLY | O_CLOEXEC);
           if (fds[i] < 0)
-            return ohbox_error_errno (err, "open `%s`", path);
+            return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", path);
         }
     }
   *ret_flags = flags;
@@ -244,7 +244,7 @@ ref_pidfd_open (pid_t init, pid_t ref, ohbox_error_t *err)
 {
   int fd = (int) syscall (SYS_pidfd_open, ref, 0);
   if (fd < 0)
-    return ohbox_error_errno (err, "pidfd_open the sandbox's command (pid %d)", (int) ref);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pidfd_open the sandbox's command (pid %d)", (int) ref);
   char path[64];
   snprintf (path, sizeof path, "/proc/%d/status", (int) ref);
   cleanup_free char *text = NULL;
@@ -268,18 +268,16 @@ ref_pidfd_open (pid_t init, pid_t ref, ohbox_error_t *err)
 static int
 check_running (struct ohbox_runtime *rt, const char *id, const char *what, ohbox_error_t *err)
 {
-  json_t *j = NULL;
-  if (ohbox_sandbox_inspect (rt, id, &j, err) < 0)
+  cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
+  if (ohbox_sandbox_inspect_info (rt, id, &info, err) < 0)
     return -1;
-  const char *status = json_string_value (json_object_get (j, "status"));
   int r = 0;
-  if (status && strcmp (status, "paused") == 0)
+  if (info.status == OHBOX_STATUS_PAUSED)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused: run `ohbox unpause %s` first", what, what);
-  else if (status == NULL || strcmp (status, "running") != 0)
+  else if (info.status != OHBOX_STATUS_RUNNING)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0,
                      "sandbox `%s` is not running (%s): exec needs a running sandbox; start one with `ohbox run -d`",
-                     what, status ? status : "unknown");
-  json_decref (j);
+                     what, ohbox_status_name (info.status));
   return r;
 }
 
@@ -461,11 +459,11 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
                      what);
       return -1;
     }
-  json_t *st = NULL;
-  if (ohbox_state_read_json (dfd, "state.json", &st, err) < 0)
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dfd, &rec, err) < 0)
     return -1;
-  pid_t init = (pid_t) json_integer_value (json_object_get (st, "pid"));
-  json_decref (st);
+  pid_t init = rec.pid;
+  ohbox_sandbox_record_clear (&rec);
 
   struct exec_plan plan = { 0 };
   struct ohbox_seccomp_filter *seccomp = NULL;
@@ -526,7 +524,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
                                       : open ("/dev/null", (i ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
           if (stdio[i] < 0)
             {
-              ohbox_error_errno (err, "the command's fd %d", i);
+              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "the command's fd %d", i);
               goto out;
             }
         }
@@ -536,7 +534,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
       stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
       if (stdio[0] < 0)
         {
-          ohbox_error_errno (err, "open /dev/null");
+          ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/null");
           goto out;
         }
       stdio[1] = 1;
@@ -547,7 +545,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
     goto out;
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hp) < 0 || pipe2 (cp, O_CLOEXEC) < 0)
     {
-      ohbox_error_errno (err, "pipe");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
       goto out;
     }
   /* Blocked from before the fork: a signal meanwhile is forwarded, not lost. */
@@ -560,7 +558,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
   sigfd = signalfd (-1, &block, SFD_CLOEXEC);
   if (sigfd < 0)
     {
-      ohbox_error_errno (err, "signalfd");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signalfd");
       goto out;
     }
 
@@ -583,7 +581,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
   pid_t helper = fork_helper (cg, &c.in_v2_cgroup);
   if (helper < 0)
     {
-      ohbox_error_errno (err, "fork");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork");
       goto out;
     }
   if (helper == 0)
@@ -611,7 +609,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
     }
   if (cmd_pidfd < 0)
     {
-      ohbox_error_errno (err, "pidfd_open the command's process");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pidfd_open the command's process");
       goto out;
     }
   /* Only the command (and its children) may hold the terminal now: the

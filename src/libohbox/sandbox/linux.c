@@ -296,17 +296,53 @@ loopback_up (ohbox_error_t *err)
 {
   cleanup_close int s = socket (AF_INET, SOCK_DGRAM | SOCK_CLOEXEC, 0);
   if (s < 0)
-    return ohbox_error_errno (err, "open a socket to bring up `lo`");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open a socket to bring up `lo`");
   struct ifreq ifr;
   memset (&ifr, 0, sizeof ifr);
   snprintf (ifr.ifr_name, sizeof ifr.ifr_name, "lo");
   if (ioctl (s, SIOCGIFFLAGS, &ifr) < 0)
-    return ohbox_error_errno (err, "read the flags of `lo`");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "read the flags of `lo`");
   if (ifr.ifr_flags & IFF_UP)
     return 0;
   ifr.ifr_flags |= IFF_UP;
   if (ioctl (s, SIOCSIFFLAGS, &ifr) < 0)
-    return ohbox_error_errno (err, "bring up `lo`");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bring up `lo`");
+  return 0;
+}
+
+/* ICMP datagram ("ping") sockets for every group of the sandbox: CAP_NET_RAW
+ * is not in the default set (capabilities.c), and ping falls back to these.
+ * net.* sysctls belong to the opener's network namespace, so this changes
+ * only the sandbox's new one (ours alone, owned by our user namespace).
+ * Written through the host's /proc, before the pivot: the sandbox's own
+ * /proc/sys is read-only. The kernel takes ids of the writer's user
+ * namespace and refuses unmapped ones: the range ends at the last gid we
+ * map; 2147483647 is the sysctl's maximum. */
+static int
+ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
+{
+  uint32_t lo = 0, hi = 2147483647;
+  if (spec->userns)
+    {
+      const struct ohbox_idmap *g = &spec->userns_plan->gids;
+      lo = UINT32_MAX;
+      hi = 0;
+      for (size_t i = 0; i < g->n; i++)
+        {
+          if (g->r[i].count == 0)
+            continue;
+          uint64_t last = (uint64_t) g->r[i].inside + g->r[i].count - 1;
+          lo = g->r[i].inside < lo ? g->r[i].inside : lo;
+          hi = last > hi ? (last > 2147483647 ? 2147483647 : (uint32_t) last) : hi;
+        }
+      if (lo > hi)
+        return 0; /* no gid mapped: nobody to open one for */
+    }
+  char text[32];
+  int len = snprintf (text, sizeof text, "%u %u", lo, hi);
+  cleanup_close int fd = open ("/proc/sys/net/ipv4/ping_group_range", O_WRONLY | O_CLOEXEC);
+  if (fd < 0 || write (fd, text, (size_t) len) != len)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "set net.ipv4.ping_group_range to `%s` in the sandbox's network namespace", text);
   return 0;
 }
 
@@ -344,12 +380,12 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     {
       if (setresgid (0, 0, 0) < 0 || setresuid (0, 0, 0) < 0)
         {
-          ohbox_error_errno (&err, "become root in the user namespace");
+          ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "become root in the user namespace");
           child_fail (sync, &err);
         }
       if (!spec->userns_plan->single && setgroups (0, NULL) < 0)
         {
-          ohbox_error_errno (&err, "setgroups");
+          ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "setgroups");
           child_fail (sync, &err);
         }
       /* Changing credentials cleared the parent-death signal: set it again
@@ -364,7 +400,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     child_fail (sync, &err);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     {
-      ohbox_error_errno (&err, "make mounts private");
+      ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "make mounts private");
       child_fail (sync, &err);
     }
   /* Rootless volumes: cloned here, where we hold CAP_SYS_ADMIN over our
@@ -375,6 +411,8 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   if (spec->rootless
       && ohbox_mounts_prepare_binds ((struct ohbox_mount_spec *) spec->mounts, spec->n_mounts, &err) < 0)
     child_fail (sync, &err);
+  if (spec->netns && !spec->join_netns && ping_groups_open (spec, &err) < 0)
+    child_fail (sync, &err);
   if (mfd < 0
       && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
     child_fail (sync, &err);
@@ -382,7 +420,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
    * namespace (an fd opened before would still name the host's). */
   if (move_mount (mfd, "", AT_FDCWD, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
     {
-      ohbox_error_errno (&err, "attach the rootfs");
+      ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "attach the rootfs");
       child_fail (sync, &err);
     }
   if (ohbox_mounts_setup (spec, mfd, &err) < 0)
@@ -415,7 +453,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   /* Our cgroup (joined above) becomes our cgroup namespace's root. */
   if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)
     {
-      ohbox_error_errno (&err, "unshare the cgroup namespace");
+      ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "unshare the cgroup namespace");
       child_fail (sync, &err);
     }
   if (ohbox_mounts_cgroup (spec, mfd, &err) < 0)
@@ -425,7 +463,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   ohbox_trace ("child: pivot_root");
   if (spec->hostname && sethostname (spec->hostname, strlen (spec->hostname)) < 0)
     {
-      ohbox_error_errno (&err, "set hostname `%s`", spec->hostname);
+      ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "set hostname `%s`", spec->hostname);
       child_fail (sync, &err);
     }
   /* A new network namespace's loopback starts down: "loopback only"
@@ -603,7 +641,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
   int sv[2];
   memset (ret, 0, sizeof *ret);
   if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
-    return ohbox_error_errno (err, "socketpair");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "socketpair");
   uint64_t flags = CLONE_NEWNS | CLONE_NEWPID | CLONE_NEWUTS | CLONE_NEWIPC;
   if (spec->userns)
     flags |= CLONE_NEWUSER;
@@ -631,7 +669,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
       close (sv[0]);
       close (sv[1]);
       errno = e;
-      ohbox_error_errno (err, "%s", clone_step_text[step]);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "%s", clone_step_text[step]);
       if (step == STEP_CLONE && (e == ENOSPC || e == EPERM || e == EUSERS))
         ohbox_error_hint (err, "check user.max_user_namespaces and kernel.unprivileged_userns_clone");
       return -1;
@@ -666,7 +704,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
           userns_fd = open (path, O_RDONLY | O_CLOEXEC);
           if (userns_fd < 0)
             {
-              ohbox_error_errno (err, "open `%s`", path);
+              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", path);
               goto fail;
             }
         }

@@ -84,7 +84,7 @@ int ohbox_subid_parse (const char *text, const char *name, uint32_t id, uint32_t
 uint32_t ohbox_idmap_to_host (const struct ohbox_idmap *map, uint32_t id);
 /* Root: leases a free block of the pool for the sandbox whose state
  * directory is OWNER and maps PLAN to it (nothing when the pool is one
- * block: then PLAN maps that, shared). OHBOX_ERR_STORE when every block is
+ * block: then PLAN maps that, shared). OHBOX_ERR_SANDBOX when every block is
  * leased. */
 int ohbox_userns_lease (struct ohbox_userns_plan *plan, const char *owner, ohbox_error_t *err);
 /* Gives back the leases OWNER holds (none: fine). */

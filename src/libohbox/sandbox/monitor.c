@@ -157,7 +157,7 @@ ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
   snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", state_dirfd, OHBOX_ATTACH_SOCK);
   int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
   if (fd < 0)
-    return ohbox_error_errno (err, "create the attach socket");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create the attach socket");
   unlinkat (state_dirfd, OHBOX_ATTACH_SOCK, 0);
   mode_t old = umask (0077);
   int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
@@ -167,7 +167,7 @@ ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
     r = fchmodat (state_dirfd, OHBOX_ATTACH_SOCK, 0600, 0);
   if (r < 0 || listen (fd, 4) < 0)
     {
-      ohbox_error_errno (err, "listen on `%s`", OHBOX_ATTACH_SOCK);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "listen on `%s`", OHBOX_ATTACH_SOCK);
       close (fd);
       return -1;
     }
@@ -241,16 +241,15 @@ teardown (struct ohbox_monitor *m, int tlock, ohbox_error_t *err)
 {
   if (m->rm)
     {
-      json_t *cfg = NULL;
+      struct ohbox_sandbox_config cfg;
       ohbox_error_t e = NULL;
-      if (ohbox_state_read_json (m->dirfd, "config.json", &cfg, &e) == 0)
+      if (ohbox_state_load_config (m->dirfd, &cfg, &e) == 0)
         {
-          const char *name = json_string_value (json_object_get (cfg, "name"));
-          if (name)
-            ohbox_state_release_name (m->rt, m->id, name);
+          if (cfg.name)
+            ohbox_state_release_name (m->rt, m->id, cfg.name);
+          ohbox_sandbox_config_clear (&cfg);
         }
       ohbox_error_release (&e);
-      json_decref (cfg);
     }
   if (tlock < 0)
     return teardown_work (m, err); /* no lock to hand over: as before, inline */
@@ -487,9 +486,7 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   ohbox_error_t e = NULL;
   int tlock = ohbox_lock_file (m->dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, &e);
   ohbox_error_release (&e);
-  cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *f = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", code, "finished_at", now,
-                         "paused", 0, "timed_out", timed_out);
+  cleanup_error ohbox_error_t hook_err = NULL;
   if (m->devices && m->devices->n_hooks > 0)
     {
       /* OCI: a poststop hook that fails is a warning, and the rest goes on. */
@@ -498,13 +495,10 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
                               "bundle", dir, "annotations");
       cleanup_free char *state = json_dumps (st, JSON_COMPACT);
       json_decref (st);
-      cleanup_error ohbox_error_t hook_err = NULL;
-      if (ohbox_device_hooks_run (m->devices, OHBOX_HOOK_POSTSTOP, state, &hook_err) < 0)
-        json_object_set_new (f, "hook_warning", json_string (hook_err->msg));
+      ohbox_device_hooks_run (m->devices, OHBOX_HOOK_POSTSTOP, state, &hook_err);
     }
-  if (ohbox_state_update (m->dirfd, f, ret < 0 ? NULL : err) < 0)
+  if (ohbox_state_record_exit (m->dirfd, code, timed_out, hook_err ? hook_err->msg : NULL, ret < 0 ? NULL : err) < 0)
     ret = -1;
-  json_decref (f);
   /* For `ohbox wait`, which holds the lock file open: readable even after
    * --rm removed the directory. */
   {

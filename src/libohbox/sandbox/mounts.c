@@ -49,7 +49,7 @@ open_target (int rootfd, const char *path, bool dir, ohbox_error_t *err)
   if (fd >= 0)
     return fd;
   if (errno != ENOENT)
-    return ohbox_error_errno (err, "open `%s` in the rootfs", path);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s` in the rootfs", path);
   if (strlen (path) >= PATH_MAX)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "path `%.64s...` is too long", path);
   char buf[PATH_MAX];
@@ -91,7 +91,7 @@ open_target (int rootfd, const char *path, bool dir, ohbox_error_t *err)
               name = sep ? sep + 1 : buf;
             }
           if (pfd < 0)
-            return ohbox_error_errno (err, "open the parent of `%s` in the rootfs", buf);
+            return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the parent of `%s` in the rootfs", buf);
           int r;
           if (last && !dir)
             {
@@ -104,11 +104,11 @@ open_target (int rootfd, const char *path, bool dir, ohbox_error_t *err)
           else
             r = mkdirat (pfd, name, 0755);
           if (r < 0 && errno != EEXIST)
-            return ohbox_error_errno (err, "create `%s` in the rootfs", buf);
+            return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create `%s` in the rootfs", buf);
           fd = ohbox_openat_in_root (rootfd, buf, O_PATH | O_CLOEXEC, 0, 0);
         }
       if (fd < 0)
-        return ohbox_error_errno (err, "open `%s` in the rootfs", buf);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s` in the rootfs", buf);
       if (last)
         return fd;
       close (fd);
@@ -129,7 +129,7 @@ mount_fs_at (int rootfd, const char *target, const char *type, unsigned long fla
   char proc[64];
   snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
   if (mount (type, proc, type, flags, data) < 0)
-    return ohbox_error_errno (err, "mount %s on `%s`", type, target);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "mount %s on `%s`", type, target);
   return 0;
 }
 
@@ -141,7 +141,7 @@ attach_at (int rootfd, int mfd, const char *target, bool dir, ohbox_error_t *err
   if (fd < 0)
     return -1;
   if (move_mount (mfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-    return ohbox_error_errno (err, "attach mount on `%s`", target);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach mount on `%s`", target);
   return 0;
 }
 
@@ -150,7 +150,7 @@ set_read_only (int mfd, bool recursive, const char *what, ohbox_error_t *err)
 {
   struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
   if (mount_setattr (mfd, "", AT_EMPTY_PATH | (recursive ? AT_RECURSIVE : 0), &attr, sizeof attr) < 0)
-    return ohbox_error_errno (err, "make `%s` read-only", what);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make `%s` read-only", what);
   return 0;
 }
 
@@ -160,10 +160,10 @@ bind_host (int rootfd, const char *source, const char *target, bool read_only, o
 {
   cleanup_close int mfd = open_tree (AT_FDCWD, source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
   if (mfd < 0)
-    return ohbox_error_errno (err, "bind mount source `%s`", source);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind mount source `%s`", source);
   struct stat st;
   if (fstat (mfd, &st) < 0)
-    return ohbox_error_errno (err, "stat `%s`", source);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "stat `%s`", source);
   if (read_only && set_read_only (mfd, true, source, err) < 0)
     return -1;
   return attach_at (rootfd, mfd, target, S_ISDIR (st.st_mode), err);
@@ -200,10 +200,10 @@ setup_dev (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err)
   /* /dev is our fresh tmpfs: open it in-root once and create the links in it. */
   cleanup_close int devfd = ohbox_openat_in_root (rootfd, "/dev", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0);
   if (devfd < 0)
-    return ohbox_error_errno (err, "open /dev in the rootfs");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev in the rootfs");
   for (size_t i = 0; i < sizeof links / sizeof links[0]; i++)
     if (symlinkat (links[i][0], devfd, links[i][1]) < 0 && errno != EEXIST)
-      return ohbox_error_errno (err, "symlink /dev/%s", links[i][1]);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "symlink /dev/%s", links[i][1]);
   return 0;
 }
 
@@ -225,24 +225,24 @@ mask_path (int rootfd, const char *path, ohbox_error_t *err)
     {
       if (errno == ENOENT || errno == EACCES)
         return 0;
-      return ohbox_error_errno (err, "open masked path `%s`", path);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open masked path `%s`", path);
     }
   struct stat st;
   if (fstat (fd, &st) < 0)
-    return ohbox_error_errno (err, "stat `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "stat `%s`", path);
   char proc[64];
   snprintf (proc, sizeof proc, "/proc/self/fd/%d", fd);
   if (S_ISDIR (st.st_mode))
     {
       if (mount ("tmpfs", proc, "tmpfs", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, "size=0,mode=555") < 0)
-        return ohbox_error_errno (err, "mask `%s`", path);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "mask `%s`", path);
       return 0;
     }
   cleanup_close int mfd = open_tree (AT_FDCWD, "/dev/null", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (mfd < 0)
-    return ohbox_error_errno (err, "open_tree /dev/null");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open_tree /dev/null");
   if (move_mount (mfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-    return ohbox_error_errno (err, "mask `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "mask `%s`", path);
   return 0;
 }
 
@@ -254,15 +254,15 @@ readonly_path (int rootfd, const char *path, ohbox_error_t *err)
     {
       if (errno == ENOENT || errno == EACCES)
         return 0;
-      return ohbox_error_errno (err, "open read-only path `%s`", path);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open read-only path `%s`", path);
     }
   cleanup_close int mfd = open_tree (fd, "", OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE | AT_EMPTY_PATH);
   if (mfd < 0)
-    return ohbox_error_errno (err, "open_tree `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open_tree `%s`", path);
   if (set_read_only (mfd, true, path, err) < 0)
     return -1;
   if (move_mount (mfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-    return ohbox_error_errno (err, "bind `%s` read-only", path);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind `%s` read-only", path);
   return 0;
 }
 
@@ -278,10 +278,10 @@ make_devfs (ohbox_error_t *err)
   if (fsfd < 0 || fsconfig (fsfd, FSCONFIG_SET_STRING, "mode", "0755", 0) < 0
       || fsconfig (fsfd, FSCONFIG_SET_STRING, "size", "64k", 0) < 0
       || fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    return ohbox_error_errno (err, "make a tmpfs for device nodes");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make a tmpfs for device nodes");
   int devfs = fsmount (fsfd, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NOEXEC);
   if (devfs < 0)
-    return ohbox_error_errno (err, "mount a tmpfs for device nodes");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "mount a tmpfs for device nodes");
   return devfs;
 }
 
@@ -291,13 +291,13 @@ static int
 clone_nodes_attached (int devfs, struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *err)
 {
   if (mkdir ("/run/ohbox", 0755) < 0 && errno != EEXIST)
-    return ohbox_error_errno (err, "mkdir /run/ohbox");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "mkdir /run/ohbox");
   char dir[] = "/run/ohbox/devnodes.XXXXXX";
   if (mkdtemp (dir) == NULL)
-    return ohbox_error_errno (err, "make a directory for device nodes");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make a directory for device nodes");
   int rc = 0;
   if (move_mount (devfs, "", AT_FDCWD, dir, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-    rc = ohbox_error_errno (err, "attach the device nodes' tmpfs");
+    rc = ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach the device nodes' tmpfs");
   for (size_t i = 0; rc == 0 && i < n; i++)
     {
       if (!mounts[i].mknod || mounts[i].fd >= 0)
@@ -305,7 +305,7 @@ clone_nodes_attached (int devfs, struct ohbox_mount_spec *mounts, size_t n, ohbo
       cleanup_free char *path = xasprintf ("%s/%zu", dir, i);
       mounts[i].fd = open_tree (AT_FDCWD, path, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
       if (mounts[i].fd < 0)
-        rc = ohbox_error_errno (err, "clone device node `%s`", mounts[i].target);
+        rc = ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "clone device node `%s`", mounts[i].target);
     }
   umount2 (dir, MNT_DETACH);
   rmdir (dir);
@@ -328,12 +328,12 @@ prepare_device_nodes (struct ohbox_mount_spec *mounts, size_t n, ohbox_error_t *
       snprintf (name, sizeof name, "%zu", i);
       if (mknodat (devfs, name, m->mode, m->rdev) < 0 || fchownat (devfs, name, m->host_uid, m->host_gid, 0) < 0
           || fchmodat (devfs, name, m->mode & 07777, 0) < 0)
-        return ohbox_error_errno (err, "make device node `%s` (of `%s`)", m->target, m->source);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make device node `%s` (of `%s`)", m->target, m->source);
       if (detached_clones)
         {
           m->fd = open_tree (devfs, name, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
           if (m->fd < 0 && errno != EINVAL)
-            return ohbox_error_errno (err, "clone device node `%s`", m->target);
+            return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "clone device node `%s`", m->target);
           detached_clones = m->fd >= 0;
         }
     }
@@ -352,7 +352,7 @@ ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_err
         continue;
       m->fd = open_tree (AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
       if (m->fd < 0)
-        return ohbox_error_errno (err, "bind mount source `%s`", m->source);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind mount source `%s`", m->source);
       if (m->read_only && set_read_only (m->fd, true, m->source, err) < 0)
         return -1;
       /* A volume is data, never a way to a device: a node reached through
@@ -360,7 +360,7 @@ ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_err
        * Devices come with --device, as binds of their own. */
       struct mount_attr nodev = { .attr_set = MOUNT_ATTR_NODEV };
       if (!m->device && mount_setattr (m->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &nodev, sizeof nodev) < 0)
-        return ohbox_error_errno (err, "make volume `%s` nodev", m->source);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make volume `%s` nodev", m->source);
     }
   return 0;
 }
@@ -385,7 +385,7 @@ ohbox_mounts_idmap_binds (const struct ohbox_mount_spec *mounts, size_t n, int u
                                 "volume `%s`: its filesystem (or one mounted below it) cannot be idmapped; "
                                 "drop :idmap",
                                 m->source);
-          return ohbox_error_errno (err, "idmap volume `%s`", m->source);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "idmap volume `%s`", m->source);
         }
     }
   return 0;
@@ -411,7 +411,7 @@ ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
         {
           struct stat st;
           if (fstat (m->fd, &st) < 0)
-            return ohbox_error_errno (err, "stat volume `%s`", m->source);
+            return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "stat volume `%s`", m->source);
           r = attach_at (rootfd, m->fd, m->target, S_ISDIR (st.st_mode), err);
         }
       if (r < 0)
@@ -441,12 +441,12 @@ cgroup_bind (const char *dir, ohbox_error_t *err)
 {
   int mfd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (mfd < 0)
-    return ohbox_error_errno (err, "bind the sandbox's cgroup `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the sandbox's cgroup `%s`", dir);
   struct mount_attr attr
       = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
   if (mount_setattr (mfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
     {
-      ohbox_error_errno (err, "make the bind of `%s` read-only", dir);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make the bind of `%s` read-only", dir);
       close (mfd);
       return -1;
     }
@@ -469,12 +469,12 @@ cgroup_v2_view (int rootfd, const char *dir, ohbox_error_t *err)
   if (mount ("cgroup2", proc, "cgroup2", MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL) == 0)
     return 0;
   if (errno != EPERM)
-    return ohbox_error_errno (err, "mount cgroup2 on /sys/fs/cgroup");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "mount cgroup2 on /sys/fs/cgroup");
   cleanup_close int mfd = cgroup_bind (dir, err);
   if (mfd < 0)
     return -1;
   if (move_mount (mfd, "", fd, "", MOVE_MOUNT_F_EMPTY_PATH | MOVE_MOUNT_T_EMPTY_PATH) < 0)
-    return ohbox_error_errno (err, "attach the sandbox's cgroup on /sys/fs/cgroup");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach the sandbox's cgroup on /sys/fs/cgroup");
   return 0;
 }
 
@@ -494,7 +494,7 @@ cgroup_v1_view (const struct ohbox_cgroup *cg, int rootfd, ohbox_error_t *err)
     return -1;
   cleanup_close int cgfd = ohbox_openat_in_root (rootfd, "/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0);
   if (cgfd < 0)
-    return ohbox_error_errno (err, "open /sys/fs/cgroup in the rootfs");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /sys/fs/cgroup in the rootfs");
   int version;
   const char *name, *dir;
   for (size_t i = 0; (dir = ohbox_cgroup_dir_at (cg, i, &version, &name)) != NULL; i++)
@@ -502,12 +502,12 @@ cgroup_v1_view (const struct ohbox_cgroup *cg, int rootfd, ohbox_error_t *err)
       if (*name == '\0' || strchr (name, '/'))
         return ohbox_error (err, OHBOX_ERR_GENERIC, EINVAL, "bad cgroup hierarchy name `%s`", name);
       if (mkdirat (cgfd, name, 0755) < 0)
-        return ohbox_error_errno (err, "create /sys/fs/cgroup/%s", name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create /sys/fs/cgroup/%s", name);
       cleanup_close int mfd = cgroup_bind (dir, err);
       if (mfd < 0)
         return -1;
       if (move_mount (mfd, "", cgfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-        return ohbox_error_errno (err, "attach the sandbox's cgroup on /sys/fs/cgroup/%s", name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach the sandbox's cgroup on /sys/fs/cgroup/%s", name);
       /* "cpu,cpuacct": also reachable as cpu and cpuacct, as on the host. */
       if (strchr (name, ','))
         {
@@ -515,12 +515,12 @@ cgroup_v1_view (const struct ohbox_cgroup *cg, int rootfd, ohbox_error_t *err)
           char *save = NULL;
           for (char *c = strtok_r (copy, ",", &save); c; c = strtok_r (NULL, ",", &save))
             if (symlinkat (name, cgfd, c) < 0 && errno != EEXIST)
-              return ohbox_error_errno (err, "symlink /sys/fs/cgroup/%s", c);
+              return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "symlink /sys/fs/cgroup/%s", c);
         }
     }
   struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
   if (mount_setattr (cgfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
-    return ohbox_error_errno (err, "make /sys/fs/cgroup read-only");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make /sys/fs/cgroup read-only");
   return 0;
 }
 
@@ -553,21 +553,21 @@ int
 ohbox_mounts_pivot (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err)
 {
   if (fchdir (rootfd) < 0)
-    return ohbox_error_errno (err, "chdir to the rootfs");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "chdir to the rootfs");
   /* pivot_root(".", "."): the old root ends up stacked under the new one
    * and is detached right away (no temporary directory in the image). */
   if (syscall (SYS_pivot_root, ".", ".") < 0)
-    return ohbox_error_errno (err, "pivot_root");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pivot_root");
   if (umount2 (".", MNT_DETACH) < 0)
-    return ohbox_error_errno (err, "detach the host's root");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "detach the host's root");
   if (chdir ("/") < 0)
-    return ohbox_error_errno (err, "chdir /");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "chdir /");
   if (spec->read_only)
     {
       /* Only the root mount: /dev, /proc, tmpfs and volumes keep their own. */
       struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY };
       if (mount_setattr (AT_FDCWD, "/", 0, &attr, sizeof attr) < 0)
-        return ohbox_error_errno (err, "make the rootfs read-only");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make the rootfs read-only");
     }
   return 0;
 }

@@ -30,7 +30,7 @@ ohbox_relay_setup (struct ohbox_relay *r, int fds[3], ohbox_error_t *err)
       int p[2];
       if (pipe2 (p, O_CLOEXEC) < 0)
         {
-          ohbox_error_errno (err, "pipe for the command's fd %d", i);
+          ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe for the command's fd %d", i);
           ohbox_relay_close (r);
           return -1;
         }

@@ -268,7 +268,7 @@ parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, 
       if (realpath (s, abs) == NULL)
         {
           free (m);
-          return ohbox_error_errno (err, "volume source `%s`", s);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "volume source `%s`", s);
         }
       m[n].source = xstrdup (abs);
       m[n].fd = -1;
@@ -435,12 +435,12 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       /* -d -t: the monitor keeps the master for `ohbox attach`. */
       int master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (master < 0 || grantpt (master) < 0 || unlockpt (master) < 0)
-        return ohbox_error_errno (err, "allocate a pseudo-terminal");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "allocate a pseudo-terminal");
       int slave = open (ptsname (master), O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (slave < 0)
         {
           close (master);
-          return ohbox_error_errno (err, "open the pseudo-terminal");
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the pseudo-terminal");
         }
       struct winsize ws;
       if (ioctl (0, TIOCGWINSZ, &ws) == 0)
@@ -457,12 +457,12 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       /* Line events: two pipes the monitor splits into lines. */
       int po[2], pe[2];
       if (pipe2 (po, O_CLOEXEC) < 0)
-        return ohbox_error_errno (err, "pipe");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
       if (pipe2 (pe, O_CLOEXEC) < 0)
         {
           close (po[0]);
           close (po[1]);
-          return ohbox_error_errno (err, "pipe");
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
         }
       c->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
       c->stdio[1] = po[1];
@@ -470,7 +470,7 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->line_read[0] = po[0];
       c->line_read[1] = pe[0];
       if (c->stdio[0] < 0)
-        return ohbox_error_errno (err, "open /dev/null");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/null");
       return ohbox_relay_setup (relay, c->stdio, err);
     }
   if (!o->detach)
@@ -479,12 +479,12 @@ setup_stdio (const struct ohbox_run_options *o, struct run_ctx *c, int *tty_mast
       c->stdio[1] = 1;
       c->stdio[2] = 2;
       if (c->stdio[0] < 0)
-        return ohbox_error_errno (err, "open /dev/null");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/null");
       return ohbox_relay_setup (relay, c->stdio, err);
     }
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
-    return ohbox_error_errno (err, "pipe");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
   c->stdio[0] = open ("/dev/null", O_RDONLY | O_CLOEXEC);
   c->stdio[1] = p[1];
   c->stdio[2] = fcntl (p[1], F_DUPFD_CLOEXEC, 3);
@@ -538,20 +538,11 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   int sig;
   if (stop_signal (o, c->img->config->runtime_config, &sig, err) < 0)
     return -1;
-  json_t *cmd = json_array ();
-  for (size_t i = 0; c->argv[i]; i++)
-    json_array_append_new (cmd, json_string (c->argv[i]));
   cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *cfg = json_pack ("{s:s, s:s?, s:s, s:s, s:o, s:s, s:b, s:b, s:s, s:i, s:b}", "id", id, "name", o->name,
-                           "image", o->image, "image_id", c->img->id, "command", cmd, "created", now, "rm", o->rm,
-                           "detached", o->detach, "store", ohbox_store_root (s), "stop_signal", sig, "tty", o->tty);
-  if (o->storage_size)
-    json_object_set_new (cfg, "storage_size", json_integer ((json_int_t) o->storage_size));
-  if (o->devices)
-    json_object_set_new (cfg, "devices", devices_json (o->devices));
+  json_t *labels = NULL;
   if (o->labels)
     {
-      json_t *labels = json_object ();
+      labels = json_object ();
       for (size_t i = 0; o->labels[i]; i++)
         {
           const char *eq = strchr (o->labels[i], '=');
@@ -560,14 +551,33 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
                                 < 0)
             {
               json_decref (labels);
-              json_decref (cfg);
               return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: use KEY=VALUE in UTF-8", o->labels[i]);
             }
         }
-      json_object_set_new (cfg, "labels", labels);
     }
-  int r = ohbox_state_write_json (dfd, "config.json", cfg, err);
-  json_decref (cfg);
+  struct ohbox_sandbox_config cfg = {
+    .present = OHBOX_CONFIG_ID | OHBOX_CONFIG_NAME | OHBOX_CONFIG_IMAGE | OHBOX_CONFIG_IMAGE_ID | OHBOX_CONFIG_COMMAND
+               | OHBOX_CONFIG_CREATED | OHBOX_CONFIG_RM | OHBOX_CONFIG_DETACHED | OHBOX_CONFIG_STORE
+               | OHBOX_CONFIG_STOP_SIGNAL | OHBOX_CONFIG_TTY | (o->storage_size ? OHBOX_CONFIG_STORAGE_SIZE : 0)
+               | (o->devices ? OHBOX_CONFIG_DEVICES : 0) | (labels ? OHBOX_CONFIG_LABELS : 0),
+    .id = (char *) id,
+    .name = (char *) o->name,
+    .image = (char *) o->image,
+    .image_id = (char *) c->img->id,
+    .command = c->argv,
+    .created = now,
+    .rm = o->rm,
+    .detached = o->detach,
+    .store = (char *) ohbox_store_root (s),
+    .stop_signal = sig,
+    .tty = o->tty,
+    .storage_size = o->storage_size,
+    .devices = o->devices ? devices_json (o->devices) : NULL,
+    .labels = labels,
+  };
+  int r = ohbox_state_write_config (dfd, &cfg, err);
+  json_decref (cfg.devices);
+  json_decref (labels);
   return r;
 }
 
@@ -722,7 +732,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
   if (c.rootdir_fd < 0)
     {
-      ohbox_error_errno (err, "open the rootfs mount point");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs mount point");
       goto fail;
     }
   const char *wd = o->workdir ? o->workdir : json_string_value (json_object_get (rc, "WorkingDir"));
@@ -798,10 +808,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
    * its layers file keeps GC away from them (snapshot.h). */
   ohbox_store_unlock (rt->store);
   now = ohbox_now_rfc3339 ();
-  json_t *st = json_pack ("{s:s, s:i, s:I, s:s}", "status", "running", "pid", (int) proc.pid, "pid_start",
-                          (json_int_t) ohbox_proc_starttime (proc.pid), "started_at", now);
-  ohbox_state_write_json (dfd, "state.json", st, NULL);
-  json_decref (st);
+  ohbox_state_record_started (dfd, proc.pid, now, NULL);
 
   struct ohbox_monitor m = {
     .rt = rt,
@@ -925,13 +932,13 @@ run_detached (struct ohbox_runtime *rt, const struct ohbox_run_options *o, char 
   int p[2];
   *ret_exit_code = OHBOX_EXIT_RUNTIME;
   if (pipe2 (p, O_CLOEXEC) < 0)
-    return ohbox_error_errno (err, "pipe");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
   pid_t pid = fork ();
   if (pid < 0)
     {
       close (p[0]);
       close (p[1]);
-      return ohbox_error_errno (err, "fork the monitor");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork the monitor");
     }
   if (pid == 0)
     {

@@ -38,6 +38,7 @@
 #include "cgroup/cgroup.h"
 #include "common/error.h"
 #include "devices/devices.h"
+#include "sandbox/state.h"
 #include "store/store.h"
 
 /* The user-mode network of a rootless bridge sandbox: pasta when it is
@@ -93,6 +94,8 @@ struct ohbox_run_options
   const char *hostname;
   enum ohbox_network_mode network;
   const char *network_container; /* OHBOX_NETWORK_CONTAINER: name or id */
+  const char *network_name;      /* OHBOX_NETWORK_BRIDGE as root: a named network (network.h); NULL: ohbox0 */
+  const char *egress;            /* bridge as root: --egress (egress.h); NULL: public */
   /* Rootless OHBOX_NETWORK_BRIDGE: which user-mode network (network.h). */
   enum ohbox_rootless_net rootless_net;
   char **publish;                /* -p specs (NULL-terminated or NULL; network.h) */
@@ -182,6 +185,13 @@ int ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_
  * never changed) and "annotations" (ohbox_sandbox_annotate), objects of
  * strings. */
 int ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err);
+/* The same, typed (state.h): *RET (free with ohbox_sandbox_infos_free) of
+ * *RET_N; one sandbox into *RET (clear with ohbox_sandbox_info_clear). */
+int ohbox_sandbox_list_info (struct ohbox_runtime *rt, bool all, struct ohbox_sandbox_info **ret, size_t *ret_n,
+                             ohbox_error_t *err);
+void ohbox_sandbox_infos_free (struct ohbox_sandbox_info *v, size_t n);
+int ohbox_sandbox_inspect_info (struct ohbox_runtime *rt, const char *id, struct ohbox_sandbox_info *ret,
+                                ohbox_error_t *err);
 
 /* Sets the string members of SET (an object; a null member removes that
  * key) into the sandbox's annotations in state.json, under its lock: what a

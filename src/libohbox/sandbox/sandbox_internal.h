@@ -7,8 +7,7 @@
 #include "cgroup/cgroup.h"
 #include "sandbox/relay.h"
 #include "sandbox/sandbox.h"
-
-#define OHBOX_ID_LEN 64
+#include "sandbox/state.h"
 
 struct ohbox_runtime
 {
@@ -36,10 +35,11 @@ bool ohbox_state_half_created_stale (struct ohbox_runtime *rt, const char *name)
 int ohbox_state_open (struct ohbox_runtime *rt, const char *id, int *ret_dirfd, ohbox_error_t *err);
 /* Registers NAME for ID (OHBOX_ERR_USAGE when another sandbox has it). */
 int ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *id, ohbox_error_t *err);
+/* A JSON object to or from STATE/<id>/FILE: for the records other modules
+ * keep there (network.json, exec.json, executor.json); config.json and
+ * state.json are the state module's (state.h). */
 int ohbox_state_write_json (int dirfd, const char *file, json_t *j, ohbox_error_t *err);
 int ohbox_state_read_json (int dirfd, const char *file, json_t **ret, ohbox_error_t *err);
-/* Sets FIELDS (an object) into state.json (read-modify-write under "lock"). */
-int ohbox_state_update (int dirfd, json_t *fields, ohbox_error_t *err);
 /* True while the monitor holds monitor.lock. */
 bool ohbox_state_monitor_alive (int dirfd);
 /* Blocks until the monitor released monitor.lock (it ended). *RET_CODE (may

@@ -77,63 +77,6 @@ ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **ret_id
   return 0;
 }
 
-/* config + state of one sandbox as the JSON ps prints. */
-static json_t *
-describe (int dirfd, const char *id)
-{
-  json_t *cfg = NULL, *st = NULL;
-  ohbox_error_t e = NULL;
-  if (ohbox_state_read_json (dirfd, "config.json", &cfg, &e) < 0)
-    {
-      ohbox_error_release (&e);
-      cfg = json_object ();
-    }
-  if (ohbox_state_read_json (dirfd, "state.json", &st, &e) < 0)
-    {
-      ohbox_error_release (&e);
-      st = json_object ();
-    }
-  bool alive = ohbox_state_monitor_alive (dirfd);
-  const char *status = alive ? (json_is_true (json_object_get (st, "paused")) ? "paused" : "running") : "exited";
-  if (alive && json_object_get (st, "pid") == NULL)
-    status = "created";
-  json_t *j = json_object ();
-  json_object_set_new (j, "id", json_string (id));
-  static const char *const cfg_keys[] = { "name", "image", "image_id", "command", "created", "devices" };
-  for (size_t i = 0; i < sizeof cfg_keys / sizeof cfg_keys[0]; i++)
-    {
-      json_t *v = json_object_get (cfg, cfg_keys[i]);
-      json_object_set (j, cfg_keys[i], v ? v : json_null ());
-    }
-  json_object_set_new (j, "status", json_string (status));
-  /* pid while it runs; exit code and end time once it exited. */
-  static const char *const st_keys[] = { "pid", "started_at", "exit_code", "finished_at" };
-  for (size_t i = 0; i < sizeof st_keys / sizeof st_keys[0]; i++)
-    {
-      json_t *v = json_object_get (st, st_keys[i]);
-      bool wanted = i == 1 || (i == 0) == alive;
-      json_object_set (j, st_keys[i], v && wanted ? v : json_null ());
-    }
-  /* --timeout killed it (state.json of older versions has no such field). */
-  json_object_set_new (j, "timed_out", json_boolean (!alive && json_is_true (json_object_get (st, "timed_out"))));
-  /* Address and published ports while they are held. */
-  json_t *net = ohbox_network_read (dirfd);
-  if (net && json_is_true (json_object_get (net, "active")))
-    {
-      json_object_set (j, "ip", json_object_get (net, "ip") ?: json_null ());
-      json_object_set (j, "ports", json_object_get (net, "ports") ?: json_null ());
-    }
-  json_object_set_new (j, "network", json_string (net ? json_string_value (json_object_get (net, "mode")) ?: "bridge"
-                                                      : "none"));
-  json_t *labels = json_object_get (cfg, "labels"), *notes = json_object_get (st, "annotations");
-  json_object_set_new (j, "labels", json_is_object (labels) ? json_incref (labels) : json_object ());
-  json_object_set_new (j, "annotations", json_is_object (notes) ? json_incref (notes) : json_object ());
-  json_decref (net);
-  json_decref (cfg);
-  json_decref (st);
-  return j;
-}
-
 int
 ohbox_sandbox_network (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err)
 {
@@ -151,7 +94,8 @@ ohbox_sandbox_network (struct ohbox_runtime *rt, const char *id, json_t **ret, o
 }
 
 int
-ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err)
+ohbox_sandbox_inspect_info (struct ohbox_runtime *rt, const char *id, struct ohbox_sandbox_info *ret,
+                            ohbox_error_t *err)
 {
   cleanup_close int dfd = -1;
   if (ohbox_state_open (rt, id, &dfd, err) < 0)
@@ -161,21 +105,33 @@ ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, o
     return -1;
   if (removed)
     return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no such sandbox `%.12s`", id);
-  *ret = describe (dfd, id);
+  ohbox_state_describe (dfd, id, ret);
   return 0;
 }
 
 int
-ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_error_t *err)
+ohbox_sandbox_inspect (struct ohbox_runtime *rt, const char *id, json_t **ret, ohbox_error_t *err)
+{
+  cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
+  if (ohbox_sandbox_inspect_info (rt, id, &info, err) < 0)
+    return -1;
+  *ret = ohbox_sandbox_info_to_json (&info);
+  return 0;
+}
+
+int
+ohbox_sandbox_list_info (struct ohbox_runtime *rt, bool all, struct ohbox_sandbox_info **ret, size_t *ret_n,
+                         ohbox_error_t *err)
 {
   cleanup_close int fd = openat (rt->dirfd, ".", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", rt->root);
   cleanup_dir DIR *d = fdopendir (fd);
   if (d == NULL)
-    return ohbox_error_errno (err, "opendir `%s`", rt->root);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "opendir `%s`", rt->root);
   fd = -1;
-  json_t *arr = json_array ();
+  struct ohbox_sandbox_info *v = NULL;
+  size_t n = 0, cap = 0;
   struct dirent *de;
   while ((de = readdir (d)) != NULL)
     {
@@ -211,17 +167,46 @@ ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_erro
       bool removed = false;
       if (ohbox_state_reconcile (rt, de->d_name, sfd, &removed, err) < 0)
         {
-          json_decref (arr);
+          ohbox_sandbox_infos_free (v, n);
           return -1;
         }
       if (removed)
         continue;
-      json_t *j = describe (sfd, de->d_name);
-      if (!all && strcmp (json_string_value (json_object_get (j, "status")), "exited") == 0)
-        json_decref (j);
+      struct ohbox_sandbox_info info;
+      ohbox_state_describe (sfd, de->d_name, &info);
+      if (!all && info.status == OHBOX_STATUS_EXITED)
+        ohbox_sandbox_info_clear (&info);
       else
-        json_array_append_new (arr, j);
+        {
+          if (n == cap)
+            v = xrealloc (v, (cap = cap ? 2 * cap : 8) * sizeof *v);
+          v[n++] = info;
+        }
     }
+  *ret = v;
+  *ret_n = n;
+  return 0;
+}
+
+void
+ohbox_sandbox_infos_free (struct ohbox_sandbox_info *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    ohbox_sandbox_info_clear (&v[i]);
+  free (v);
+}
+
+int
+ohbox_sandbox_list (struct ohbox_runtime *rt, bool all, json_t **ret, ohbox_error_t *err)
+{
+  struct ohbox_sandbox_info *v;
+  size_t n;
+  if (ohbox_sandbox_list_info (rt, all, &v, &n, err) < 0)
+    return -1;
+  json_t *arr = json_array ();
+  for (size_t i = 0; i < n; i++)
+    json_array_append_new (arr, ohbox_sandbox_info_to_json (&v[i]));
+  ohbox_sandbox_infos_free (v, n);
   *ret = arr;
   return 0;
 }
@@ -242,7 +227,7 @@ ohbox_sandbox_kill (struct ohbox_runtime *rt, const char *id, int sig, ohbox_err
     }
   /* The init forwards it to the command (SIGKILL and SIGSTOP it cannot). */
   if (syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0) < 0 && errno != ESRCH)
-    return ohbox_error_errno (err, "signal sandbox `%.12s`", id);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signal sandbox `%.12s`", id);
   return 0;
 }
 
@@ -270,23 +255,25 @@ ohbox_sandbox_stop (struct ohbox_runtime *rt, const char *id, int timeout, ohbox
       ohbox_error_release (err);
       return ohbox_state_wait_monitor (dfd, NULL, err);
     }
-  json_t *st = NULL;
   ohbox_error_t e = NULL;
   bool paused = false;
-  if (ohbox_state_read_json (dfd, "state.json", &st, &e) == 0)
-    paused = json_is_true (json_object_get (st, "paused"));
-  ohbox_error_release (&e);
-  json_decref (st);
-  /* config.json's stop_signal was checked by run (sandbox.c, stop_signal). */
-  int sig = SIGTERM;
-  if (ohbox_state_read_json (dfd, "config.json", &st, &e) == 0)
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dfd, &rec, &e) == 0)
     {
-      json_int_t v = json_integer_value (json_object_get (st, "stop_signal"));
-      if (v > 0 && v < NSIG)
-        sig = (int) v;
+      paused = rec.paused;
+      ohbox_sandbox_record_clear (&rec);
     }
   ohbox_error_release (&e);
-  json_decref (st);
+  /* config.json's stop_signal was checked by run (sandbox.c, stop_signal). */
+  int sig = SIGTERM;
+  struct ohbox_sandbox_config cfg;
+  if (ohbox_state_load_config (dfd, &cfg, &e) == 0)
+    {
+      if (cfg.stop_signal > 0 && cfg.stop_signal < NSIG)
+        sig = cfg.stop_signal;
+      ohbox_sandbox_config_clear (&cfg);
+    }
+  ohbox_error_release (&e);
   struct ohbox_cgroup *cg = NULL;
   if (with_cgroup (rt, id, &cg, &e) < 0)
     ohbox_error_release (&e);
@@ -296,19 +283,34 @@ ohbox_sandbox_stop (struct ohbox_runtime *rt, const char *id, int timeout, ohbox
       ohbox_cgroup_freeze (cg, false, &e);
       ohbox_error_release (&e);
     }
-  syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
-  struct pollfd p = { .fd = pidfd, .events = POLLIN };
-  int r;
-  do
-    r = poll (&p, 1, timeout < 0 ? 0 : timeout * 1000);
-  while (r < 0 && errno == EINTR);
+  /* A stop signal the kernel refuses leaves nothing to wait for: go
+   * straight to killing everything. */
+  int r = 0;
+  if (syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0) == 0 || errno == ESRCH)
+    {
+      struct pollfd p = { .fd = pidfd, .events = POLLIN };
+      do
+        r = poll (&p, 1, timeout < 0 ? 0 : timeout * 1000);
+      while (r < 0 && errno == EINTR);
+    }
   if (r == 0)
     {
-      syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0);
+      int refused = syscall (SYS_pidfd_send_signal, pidfd, SIGKILL, NULL, 0) < 0 && errno != ESRCH ? errno : 0;
       if (cg)
         {
           ohbox_cgroup_kill_all (cg, 5000, &e);
           ohbox_error_release (&e);
+        }
+      /* Neither killed it: waiting for its exit would never end. */
+      struct pollfd p = { .fd = pidfd, .events = POLLIN };
+      if (refused && poll (&p, 1, 2000) == 1)
+        refused = 0;
+      if (refused)
+        {
+          if (cg)
+            ohbox_cgroup_free (cg);
+          errno = refused;
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "stop sandbox `%.12s`: SIGKILL", id);
         }
     }
   if (cg)
@@ -357,10 +359,7 @@ ohbox_sandbox_pause (struct ohbox_runtime *rt, const char *id, bool pause, ohbox
   ohbox_cgroup_free (cg);
   if (r < 0)
     return ohbox_error_prefix (err, "%s sandbox `%.12s`", pause ? "pause" : "unpause", id);
-  json_t *f = json_pack ("{s:b}", "paused", pause);
-  r = ohbox_state_update (dfd, f, err);
-  json_decref (f);
-  return r;
+  return ohbox_state_record_paused (dfd, pause, err);
 }
 
 int
@@ -371,39 +370,7 @@ ohbox_sandbox_annotate (struct ohbox_runtime *rt, const char *id, json_t *set, o
   cleanup_close int dfd = -1;
   if (ohbox_state_open (rt, id, &dfd, err) < 0)
     return -1;
-  cleanup_close int lock = ohbox_lock_file (dfd, "lock", true, false, err);
-  if (lock < 0)
-    return -1;
-  json_t *st = NULL;
-  if (ohbox_state_read_json (dfd, "state.json", &st, err) < 0)
-    return -1;
-  json_t *notes = json_object_get (st, "annotations");
-  if (!json_is_object (notes))
-    {
-      notes = json_object ();
-      json_object_set_new (st, "annotations", notes);
-    }
-  const char *key;
-  json_t *v;
-  int r = 0;
-  json_object_foreach (set, key, v)
-  {
-    if (json_is_null (v))
-      json_object_del (notes, key);
-    else if (json_is_string (v))
-      json_object_set (notes, key, v);
-    else
-      r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "annotation `%s` is not a string", key);
-  }
-  cleanup_free char *text = r == 0 ? json_dumps (notes, JSON_COMPACT) : NULL;
-  if (r == 0 && text && strlen (text) > OHBOX_SANDBOX_MAX_ANNOTATION_BYTES)
-    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "the annotations are too long (at most %d bytes)",
-                     OHBOX_SANDBOX_MAX_ANNOTATION_BYTES);
-  /* Under "lock", as ohbox_state_update writes. */
-  if (r == 0)
-    r = ohbox_state_write_json (dfd, "state.json", st, err);
-  json_decref (st);
-  return r;
+  return ohbox_state_record_annotations (dfd, set, OHBOX_SANDBOX_MAX_ANNOTATION_BYTES, err);
 }
 
 int
@@ -423,15 +390,14 @@ ohbox_sandbox_wait (struct ohbox_runtime *rt, const char *id, int *ret_exit_code
   bool removed;
   if (ohbox_state_reconcile (rt, id, dfd, &removed, err) < 0)
     return -1;
-  json_t *st = NULL;
   ohbox_error_t e = NULL;
   int code = 255;
-  if (ohbox_state_read_json (dfd, "state.json", &st, &e) == 0)
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dfd, &rec, &e) == 0)
     {
-      json_t *c = json_object_get (st, "exit_code");
-      if (json_is_integer (c))
-        code = (int) json_integer_value (c);
-      json_decref (st);
+      if (ohbox_sandbox_record_exited (&rec))
+        code = rec.exit_code;
+      ohbox_sandbox_record_clear (&rec);
     }
   ohbox_error_release (&e);
   *ret_exit_code = code;
@@ -448,11 +414,11 @@ copy_fd (int in, int out, ohbox_error_t *err)
       if (n < 0 && errno == EINTR)
         continue;
       if (n < 0)
-        return ohbox_error_errno (err, "read the log");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "read the log");
       if (n == 0)
         return 0;
       if (ohbox_write_all (out, buf, (size_t) n) < 0)
-        return ohbox_error_errno (err, "write the log");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "write the log");
     }
 }
 

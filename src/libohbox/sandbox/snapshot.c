@@ -81,14 +81,14 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner
   dfd = ohbox_openat_beneath (rootfd, rel, O_DIRECTORY | O_RDONLY | O_CLOEXEC, 0, 0);
   if (dfd < 0)
     {
-      ohbox_error_errno (err, "open `%s`", snap->dir);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s`", snap->dir);
       goto out;
     }
   /* Whose layer it is, for `ohbox check` (the layer is removed before the
    * state directory: a layer whose state is gone is a leftover). */
   if (symlinkat (owner, dfd, OWNER_LINK) < 0)
     {
-      ohbox_error_errno (err, "link `%s/" OWNER_LINK "` to `%s`", snap->dir, owner);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "link `%s/" OWNER_LINK "` to `%s`", snap->dir, owner);
       goto out;
     }
   /* The layer list goes first: from now on GC keeps these layers. */
@@ -103,14 +103,14 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner
     }
   if ((mkdirat (dfd, "upper", 0755) < 0 && errno != EEXIST) || (mkdirat (dfd, "work", 0700) < 0 && errno != EEXIST))
     {
-      ohbox_error_errno (err, "mkdir in `%s`", snap->dir);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "mkdir in `%s`", snap->dir);
       goto out;
     }
   /* The sandbox's root owns the top of its writable layer (CVE-less but
    * needed: a root-owned upper would be "nobody" inside the namespace). */
   if (fchownat (dfd, "upper", uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
     {
-      ohbox_error_errno (err, "chown `%s`", snap->upper);
+      ohbox_error_sys (err, OHBOX_ERR_STORE, "chown `%s`", snap->upper);
       goto out;
     }
   ret_val = 0;
@@ -154,14 +154,14 @@ clone_layer (const char *dir, int userns_fd, ohbox_error_t *err)
 {
   int fd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open_tree `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open_tree `%s`", dir);
   if (userns_fd >= 0)
     {
       struct mount_attr attr = { .attr_set = MOUNT_ATTR_IDMAP | MOUNT_ATTR_RDONLY, .userns_fd = userns_fd };
       if (mount_setattr (fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
         {
           close (fd);
-          return ohbox_error_errno (err, "idmap layer `%s`", dir);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "idmap layer `%s`", dir);
         }
     }
   return fd;
@@ -171,7 +171,7 @@ static int
 set_string (int fsfd, const char *key, const char *value, ohbox_error_t *err)
 {
   if (fsconfig (fsfd, FSCONFIG_SET_STRING, key, value, 0) < 0)
-    return ohbox_error_errno (err, "overlay option `%s=%s`", key, value);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay option `%s=%s`", key, value);
   return 0;
 }
 
@@ -190,16 +190,16 @@ attach_lowers (const struct ohbox_snapshot *snap, const int *fds, size_t *n_atta
 {
   cleanup_close int dfd = open (snap->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open `%s`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s`", snap->dir);
   for (size_t i = 0; i < snap->n_lowers; i++)
     {
       char name[32];
       snprintf (name, sizeof name, "lower-%zu", i);
       if (mkdirat (dfd, name, 0700) < 0 && errno != EEXIST)
-        return ohbox_error_errno (err, "create `%s/%s`", snap->dir, name);
+        return ohbox_error_sys (err, OHBOX_ERR_STORE, "create `%s/%s`", snap->dir, name);
       /* FDS[i] stays the layer's root, now attached. */
       if (move_mount (fds[i], "", dfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-        return ohbox_error_errno (err, "attach layer `%s` on `%s/%s`", snap->lowers[i], snap->dir, name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach layer `%s` on `%s/%s`", snap->lowers[i], snap->dir, name);
       *n_attached = i + 1;
     }
   return 0;
@@ -223,11 +223,11 @@ attach_upper (const struct ohbox_snapshot *snap, bool *ret_attached, ohbox_error
 {
   cleanup_close int dfd = open (snap->dir, O_PATH | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open `%s`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s`", snap->dir);
   if (mkdirat (dfd, "upper-mnt", 0700) < 0 && errno != EEXIST)
-    return ohbox_error_errno (err, "create `%s/upper-mnt`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "create `%s/upper-mnt`", snap->dir);
   if (move_mount (snap->upper_mnt_fd, "", dfd, "upper-mnt", MOVE_MOUNT_F_EMPTY_PATH) < 0)
-    return ohbox_error_errno (err, "attach the writable layer on `%s/upper-mnt`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach the writable layer on `%s/upper-mnt`", snap->dir);
   *ret_attached = true;
   return 0;
 }
@@ -279,7 +279,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
   fsfd = fsopen ("overlay", FSOPEN_CLOEXEC);
   if (fsfd < 0)
     {
-      ohbox_error_errno (err, "fsopen `overlay`");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fsopen `overlay`");
       goto out;
     }
   /* Idmapped layers are needed for the mapping; legacy kernels get fds
@@ -292,7 +292,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
     }
   if ((flags & OHBOX_SNAPSHOT_USERXATTR) && fsconfig (fsfd, FSCONFIG_SET_FLAG, "userxattr", NULL, 0) < 0)
     {
-      ohbox_error_errno (err, "overlay option `userxattr`");
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay option `userxattr`");
       goto out;
     }
   /* Layers by fd (Linux >= 6.13), else attached and by path: through
@@ -309,7 +309,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
             continue;
           if (i > 0 || (errno != EINVAL && errno != EOPNOTSUPP))
             {
-              ohbox_error_errno (err, "overlay lower layer `%s`", snap->lowers[i]);
+              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay lower layer `%s`", snap->lowers[i]);
               goto out;
             }
           legacy = errno == EOPNOTSUPP;
@@ -325,7 +325,7 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
             continue;
           if (i > 0 || errno != EINVAL)
             {
-              ohbox_error_errno (err, "overlay lower layer `%s`", snap->lowers[i]);
+              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay lower layer `%s`", snap->lowers[i]);
               goto out;
             }
         }
@@ -357,19 +357,19 @@ mount_overlay (const struct ohbox_snapshot *snap, int userns_fd, unsigned flags,
        * older kernel the option is refused here and left out. */
       if (fsconfig (fsfd, FSCONFIG_SET_FLAG, "volatile", NULL, 0) < 0 && errno != EINVAL)
         {
-          ohbox_error_errno (err, "overlay option `volatile`");
+          ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "overlay option `volatile`");
           goto out;
         }
     }
   if (fsconfig (fsfd, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
     {
-      ohbox_error_errno (err, "create overlay for sandbox `%s` (%d layers)", snap->id, n);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create overlay for sandbox `%s` (%d layers)", snap->id, n);
       goto out;
     }
   int mfd = fsmount (fsfd, FSMOUNT_CLOEXEC, (flags & OHBOX_SNAPSHOT_READ_ONLY) ? MOUNT_ATTR_RDONLY : 0);
   if (mfd < 0)
     {
-      ohbox_error_errno (err, "fsmount overlay for sandbox `%s`", snap->id);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fsmount overlay for sandbox `%s`", snap->id);
       goto out;
     }
   *ret_fd = mfd;
@@ -406,7 +406,7 @@ ohbox_snapshot_mount (const struct ohbox_snapshot *snap, int userns_fd, unsigned
   if (mount_setattr (fd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
     {
       close (fd);
-      return ohbox_error_errno (err, "make layer `%s` read-only", snap->lowers[0]);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make layer `%s` read-only", snap->lowers[0]);
     }
   if (ret_read_only)
     *ret_read_only = true;
@@ -436,14 +436,14 @@ remove_as_mapped_root (int dirfd, const char *rel, ohbox_error_t *err)
   if (pipe2 (ready, O_CLOEXEC) < 0)
     {
       ohbox_userns_plan_release (&plan);
-      return ohbox_error_errno (err, "pipe");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
     }
   if (pipe2 (go, O_CLOEXEC) < 0)
     {
       close (ready[0]);
       close (ready[1]);
       ohbox_userns_plan_release (&plan);
-      return ohbox_error_errno (err, "pipe");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
     }
   pid_t pid = fork ();
   if (pid == 0)
@@ -463,13 +463,13 @@ remove_as_mapped_root (int dirfd, const char *rel, ohbox_error_t *err)
   int r = 0;
   char c = 0;
   if (pid < 0)
-    r = ohbox_error_errno (err, "fork");
+    r = ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork");
   else if (read (ready[0], &c, 1) != 1 || c != 'u')
     r = ohbox_error (err, OHBOX_ERR_STORE, 0, "could not make a user namespace to remove files of other ids");
   else if (ohbox_userns_write_maps (pid, &plan, err) < 0)
     r = -1;
   else if (write (go[1], "g", 1) != 1)
-    r = ohbox_error_errno (err, "signal the remover");
+    r = ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signal the remover");
   close (ready[0]);
   close (go[1]);
   int status = 0;
@@ -510,11 +510,11 @@ ohbox_snapshot_layers_in_use (struct ohbox_store *s, int (*fn) (const char *diff
     {
       if (errno == ENOENT)
         return 0;
-      return ohbox_error_errno (err, "open `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
+      return ohbox_error_sys (err, OHBOX_ERR_STORE, "open `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
     }
   cleanup_dir DIR *d = fdopendir (dfd);
   if (d == NULL)
-    return ohbox_error_errno (err, "opendir `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "opendir `%s/" SANDBOXES_DIR "`", ohbox_store_root (s));
   dfd = -1;
   struct dirent *de;
   while ((de = readdir (d)) != NULL)

@@ -62,13 +62,13 @@ make_filesystem (const char *path, ohbox_error_t *err)
   char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
   int out[2];
   if (pipe2 (out, O_CLOEXEC) < 0)
-    return ohbox_error_errno (err, "pipe");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
   pid_t pid = fork ();
   if (pid < 0)
     {
       close (out[0]);
       close (out[1]);
-      return ohbox_error_errno (err, "fork `%s`", mkfs);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork `%s`", mkfs);
     }
   if (pid == 0)
     {
@@ -105,7 +105,7 @@ make_filesystem (const char *path, ohbox_error_t *err)
   int status;
   while (waitpid (pid, &status, 0) < 0)
     if (errno != EINTR)
-      return ohbox_error_errno (err, "wait for `%s`", mkfs);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for `%s`", mkfs);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` failed (status %d)%s%s", mkfs, status, len ? ": " : "",
                         text);
@@ -119,17 +119,17 @@ attach_loop (int image_fd, char *ret_path, size_t size, ohbox_error_t *err)
 {
   cleanup_close int ctl = open ("/dev/loop-control", O_RDWR | O_CLOEXEC);
   if (ctl < 0)
-    return ohbox_error_errno (err, "open /dev/loop-control (--storage-size needs loop devices)");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/loop-control (--storage-size needs loop devices)");
   /* Another process may take the device between GET_FREE and CONFIGURE. */
   for (int tries = 0; tries < 64; tries++)
     {
       int n = ioctl (ctl, LOOP_CTL_GET_FREE);
       if (n < 0)
-        return ohbox_error_errno (err, "find a free loop device");
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "find a free loop device");
       snprintf (ret_path, size, "/dev/loop%d", n);
       int fd = open (ret_path, O_RDWR | O_CLOEXEC);
       if (fd < 0)
-        return ohbox_error_errno (err, "open `%s`", ret_path);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", ret_path);
       struct loop_config cfg;
       memset (&cfg, 0, sizeof cfg);
       cfg.fd = (uint32_t) image_fd;
@@ -141,7 +141,7 @@ attach_loop (int image_fd, char *ret_path, size_t size, ohbox_error_t *err)
       if (e != EBUSY)
         {
           errno = e;
-          return ohbox_error_errno (err, "attach `%s`", ret_path);
+          return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach `%s`", ret_path);
         }
     }
   return ohbox_error (err, OHBOX_ERR_STORE, 0, "no free loop device after 64 tries");
@@ -153,18 +153,18 @@ mount_device (const char *device, ohbox_error_t *err)
 {
   cleanup_close int fs = fsopen ("ext4", FSOPEN_CLOEXEC);
   if (fs < 0)
-    return ohbox_error_errno (err, "fsopen `ext4`");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fsopen `ext4`");
   if (fsconfig (fs, FSCONFIG_SET_STRING, "source", device, 0) < 0)
-    return ohbox_error_errno (err, "ext4 source `%s`", device);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "ext4 source `%s`", device);
   /* The file is sparse: its inode tables read as zeros already, the
    * kernel need not write them. */
   if (fsconfig (fs, FSCONFIG_SET_FLAG, "noinit_itable", NULL, 0) < 0 && errno != EINVAL)
-    return ohbox_error_errno (err, "ext4 option `noinit_itable`");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "ext4 option `noinit_itable`");
   if (fsconfig (fs, FSCONFIG_CMD_CREATE, NULL, NULL, 0) < 0)
-    return ohbox_error_errno (err, "mount `%s`", device);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "mount `%s`", device);
   int mfd = fsmount (fs, FSMOUNT_CLOEXEC, MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV);
   if (mfd < 0)
-    return ohbox_error_errno (err, "fsmount `%s`", device);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fsmount `%s`", device);
   return mfd;
 }
 
@@ -180,9 +180,9 @@ ohbox_snapshot_bound_upper (struct ohbox_snapshot *snap, int dirfd, uint64_t siz
                         "by a filesystem of its own on a loop device, which only root may attach");
   cleanup_close int img = openat (dirfd, IMAGE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (img < 0)
-    return ohbox_error_errno (err, "create `%s/" IMAGE "`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "create `%s/" IMAGE "`", snap->dir);
   if (ftruncate (img, (off_t) size) < 0)
-    return ohbox_error_errno (err, "size `%s/" IMAGE "`", snap->dir);
+    return ohbox_error_sys (err, OHBOX_ERR_STORE, "size `%s/" IMAGE "`", snap->dir);
   cleanup_free char *path = xasprintf ("%s/" IMAGE, snap->dir);
   if (make_filesystem (path, err) < 0)
     return -1;
@@ -198,7 +198,7 @@ ohbox_snapshot_bound_upper (struct ohbox_snapshot *snap, int dirfd, uint64_t siz
   if (mkdirat (mfd, "upper", 0755) < 0 || mkdirat (mfd, "work", 0700) < 0
       || fchownat (mfd, "upper", uid, gid, AT_SYMLINK_NOFOLLOW) < 0)
     {
-      ohbox_error_errno (err, "prepare the writable layer on `%s`", device);
+      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "prepare the writable layer on `%s`", device);
       close (mfd);
       return -1;
     }

@@ -124,7 +124,7 @@ ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *re
 {
   unsigned char raw[OHBOX_ID_LEN / 2];
   if (getrandom (raw, sizeof raw, 0) != (ssize_t) sizeof raw)
-    return ohbox_error_errno (err, "getrandom");
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "getrandom");
   for (size_t i = 0; i < sizeof raw; i++)
     snprintf (id + 2 * i, 3, "%02x", raw[i]);
   /* Built under a dot name and renamed once monitor.lock is held: whoever
@@ -139,15 +139,15 @@ ohbox_state_create (struct ohbox_runtime *rt, char id[OHBOX_ID_LEN + 1], int *re
   char tmp[OHBOX_ID_LEN + 8];
   snprintf (tmp, sizeof tmp, ".new-%s", id);
   if (mkdirat (rt->dirfd, tmp, 0711) < 0)
-    return ohbox_error_errno (err, "create state directory `%s/%s`", rt->root, tmp);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create state directory `%s/%s`", rt->root, tmp);
   int dfd = openat (rt->dirfd, tmp, O_DIRECTORY | O_RDONLY | O_CLOEXEC);
   if (dfd < 0)
-    return ohbox_error_errno (err, "open `%s/%s`", rt->root, tmp);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s/%s`", rt->root, tmp);
   int lfd = ohbox_lock_file (dfd, "monitor.lock", true, true, err);
   if (lfd < 0 || mkdirat (dfd, "rootfs", 0700) < 0 || renameat (rt->dirfd, tmp, rt->dirfd, id) < 0)
     {
       if (lfd >= 0)
-        ohbox_error_errno (err, "set up state directory `%s/%s`", rt->root, tmp);
+        ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "set up state directory `%s/%s`", rt->root, tmp);
       ohbox_error_t e2 = NULL;
       ohbox_rm_rf_at (rt->dirfd, tmp, &e2);
       ohbox_error_release (&e2);
@@ -186,7 +186,7 @@ ohbox_state_open (struct ohbox_runtime *rt, const char *id, int *ret_dirfd, ohbo
     {
       if (errno == ENOENT)
         return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no such sandbox `%.12s`", id);
-      return ohbox_error_errno (err, "open `%s/%s`", rt->root, id);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s/%s`", rt->root, id);
     }
   *ret_dirfd = fd;
   return 0;
@@ -208,7 +208,7 @@ ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *
       if (symlinkat (id, rt->dirfd, link) == 0)
         return 0;
       if (errno != EEXIST)
-        return ohbox_error_errno (err, "register name `%s`", name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "register name `%s`", name);
       /* A name whose sandbox is gone (removed by a crash) is free again. */
       char target[OHBOX_ID_LEN + 2];
       ssize_t n = readlinkat (rt->dirfd, link, target, sizeof target - 1);
@@ -253,22 +253,174 @@ ohbox_state_read_json (int dirfd, const char *file, json_t **ret, ohbox_error_t 
 }
 
 int
-ohbox_state_update (int dirfd, json_t *fields, ohbox_error_t *err)
+ohbox_state_load_config (int dirfd, struct ohbox_sandbox_config *ret, ohbox_error_t *err)
+{
+  json_t *doc = NULL;
+  if (ohbox_state_read_json (dirfd, "config.json", &doc, err) < 0)
+    return -1;
+  ohbox_sandbox_config_parse (doc, ret);
+  json_decref (doc);
+  return 0;
+}
+
+int
+ohbox_state_load_record (int dirfd, struct ohbox_sandbox_record *ret, ohbox_error_t *err)
+{
+  json_t *doc = NULL;
+  if (ohbox_state_read_json (dirfd, "state.json", &doc, err) < 0)
+    return -1;
+  ohbox_sandbox_record_parse (doc, ret);
+  json_decref (doc);
+  return 0;
+}
+
+int
+ohbox_state_write_config (int dirfd, const struct ohbox_sandbox_config *c, ohbox_error_t *err)
+{
+  json_t *j = ohbox_sandbox_config_to_json (c);
+  int r = ohbox_state_write_json (dirfd, "config.json", j, err);
+  json_decref (j);
+  return r;
+}
+
+static int
+write_record (int dirfd, const struct ohbox_sandbox_record *rec, ohbox_error_t *err)
+{
+  json_t *j = ohbox_sandbox_record_to_json (rec);
+  int r = ohbox_state_write_json (dirfd, "state.json", j, err);
+  json_decref (j);
+  return r;
+}
+
+int
+ohbox_state_record_started (int dirfd, pid_t pid, const char *started_at, ohbox_error_t *err)
+{
+  struct ohbox_sandbox_record rec = {
+    .present = OHBOX_RECORD_STATUS | OHBOX_RECORD_PID | OHBOX_RECORD_PID_START | OHBOX_RECORD_STARTED_AT,
+    .status = OHBOX_STATUS_RUNNING,
+    .pid = pid,
+    .pid_start = ohbox_proc_starttime (pid),
+    .started_at = (char *) started_at,
+  };
+  return write_record (dirfd, &rec, err);
+}
+
+/* The record as it is now, for a change written back under "lock" (an
+ * unreadable one is started afresh, as it always was). */
+static void
+load_for_update (int dirfd, struct ohbox_sandbox_record *rec)
+{
+  ohbox_error_t e = NULL;
+  if (ohbox_state_load_record (dirfd, rec, &e) < 0)
+    {
+      ohbox_error_release (&e);
+      memset (rec, 0, sizeof *rec);
+    }
+}
+
+static void
+set_exited (struct ohbox_sandbox_record *rec, int code, char *now)
+{
+  rec->present |= OHBOX_RECORD_STATUS | OHBOX_RECORD_EXIT_CODE | OHBOX_RECORD_FINISHED_AT;
+  rec->status = OHBOX_STATUS_EXITED;
+  rec->exit_code = code;
+  free (rec->finished_at);
+  rec->finished_at = now;
+}
+
+int
+ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, const char *hook_warning, ohbox_error_t *err)
 {
   cleanup_close int lock = ohbox_lock_file (dirfd, "lock", true, false, err);
   if (lock < 0)
     return -1;
-  json_t *st = NULL;
-  ohbox_error_t e = NULL;
-  if (ohbox_state_read_json (dirfd, "state.json", &st, &e) < 0)
+  struct ohbox_sandbox_record rec;
+  load_for_update (dirfd, &rec);
+  set_exited (&rec, exit_code, ohbox_now_rfc3339 ());
+  rec.present |= OHBOX_RECORD_PAUSED | OHBOX_RECORD_TIMED_OUT;
+  rec.paused = false;
+  rec.timed_out = timed_out;
+  if (hook_warning)
     {
-      ohbox_error_release (&e);
-      st = json_object ();
+      rec.present |= OHBOX_RECORD_HOOK_WARNING;
+      free (rec.hook_warning);
+      rec.hook_warning = xstrdup (hook_warning);
     }
-  json_object_update (st, fields);
-  int r = ohbox_state_write_json (dirfd, "state.json", st, err);
-  json_decref (st);
+  int r = write_record (dirfd, &rec, err);
+  ohbox_sandbox_record_clear (&rec);
   return r;
+}
+
+int
+ohbox_state_record_paused (int dirfd, bool paused, ohbox_error_t *err)
+{
+  cleanup_close int lock = ohbox_lock_file (dirfd, "lock", true, false, err);
+  if (lock < 0)
+    return -1;
+  struct ohbox_sandbox_record rec;
+  load_for_update (dirfd, &rec);
+  rec.present |= OHBOX_RECORD_PAUSED;
+  rec.paused = paused;
+  int r = write_record (dirfd, &rec, err);
+  ohbox_sandbox_record_clear (&rec);
+  return r;
+}
+
+int
+ohbox_state_record_annotations (int dirfd, json_t *set, size_t max_bytes, ohbox_error_t *err)
+{
+  cleanup_close int lock = ohbox_lock_file (dirfd, "lock", true, false, err);
+  if (lock < 0)
+    return -1;
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dirfd, &rec, err) < 0)
+    return -1;
+  if (rec.annotations == NULL)
+    rec.annotations = json_object ();
+  rec.present |= OHBOX_RECORD_ANNOTATIONS;
+  const char *key;
+  json_t *v;
+  int r = 0;
+  json_object_foreach (set, key, v)
+  {
+    if (json_is_null (v))
+      json_object_del (rec.annotations, key);
+    else if (json_is_string (v))
+      json_object_set (rec.annotations, key, v);
+    else
+      r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "annotation `%s` is not a string", key);
+  }
+  cleanup_free char *text = r == 0 ? json_dumps (rec.annotations, JSON_COMPACT) : NULL;
+  if (r == 0 && text && strlen (text) > max_bytes)
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "the annotations are too long (at most %zu bytes)", max_bytes);
+  if (r == 0)
+    r = write_record (dirfd, &rec, err);
+  ohbox_sandbox_record_clear (&rec);
+  return r;
+}
+
+enum ohbox_sandbox_status
+ohbox_state_live_status (int dirfd, const struct ohbox_sandbox_record *r)
+{
+  if (!ohbox_state_monitor_alive (dirfd))
+    return OHBOX_STATUS_EXITED;
+  if (r == NULL || !(r->present & OHBOX_RECORD_PID))
+    return OHBOX_STATUS_CREATED;
+  return r->paused ? OHBOX_STATUS_PAUSED : OHBOX_STATUS_RUNNING;
+}
+
+void
+ohbox_state_describe (int dirfd, const char *id, struct ohbox_sandbox_info *ret)
+{
+  memset (ret, 0, sizeof *ret);
+  snprintf (ret->id, sizeof ret->id, "%s", id);
+  ohbox_error_t e = NULL;
+  if (ohbox_state_load_config (dirfd, &ret->config, &e) < 0)
+    ohbox_error_release (&e);
+  bool have_record = ohbox_state_load_record (dirfd, &ret->record, &e) == 0;
+  ohbox_error_release (&e);
+  ret->status = ohbox_state_live_status (dirfd, have_record ? &ret->record : NULL);
+  ret->network = ohbox_network_read (dirfd);
 }
 
 bool
@@ -292,7 +444,7 @@ ohbox_state_wait_monitor (int dirfd, int *ret_code, ohbox_error_t *err)
     return 0;
   while (flock (fd, LOCK_SH) < 0)
     if (errno != EINTR)
-      return ohbox_error_errno (err, "wait for the sandbox's monitor");
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for the sandbox's monitor");
   char buf[16];
   ssize_t n = pread (fd, buf, sizeof buf - 1, 0);
   if (ret_code && n > 0)
@@ -333,13 +485,13 @@ int
 ohbox_state_pidfd (int dirfd, bool *ret_exited, ohbox_error_t *err)
 {
   *ret_exited = false;
-  json_t *st = NULL;
-  if (ohbox_state_read_json (dirfd, "state.json", &st, err) < 0)
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dirfd, &rec, err) < 0)
     return -1;
-  pid_t pid = (pid_t) json_integer_value (json_object_get (st, "pid"));
-  unsigned long long start = (unsigned long long) json_integer_value (json_object_get (st, "pid_start"));
-  bool exited = json_is_integer (json_object_get (st, "exit_code"));
-  json_decref (st);
+  pid_t pid = rec.pid;
+  unsigned long long start = rec.pid_start;
+  bool exited = ohbox_sandbox_record_exited (&rec);
+  ohbox_sandbox_record_clear (&rec);
   if (pid <= 0 || exited)
     {
       *ret_exited = true;
@@ -370,7 +522,7 @@ remove_state_dir (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err)
     {
       if (errno == ENOENT)
         return 0; /* removed meanwhile by another remover */
-      return ohbox_error_errno (err, "rename `%s` to `%s`", id, gone);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "rename `%s` to `%s`", id, gone);
     }
   for (int tries = 1;; tries++)
     {
@@ -439,14 +591,14 @@ state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *er
       ohbox_error_release (err);
       return 0;
     }
-  json_t *cfg = NULL;
+  struct ohbox_sandbox_config cfg = { 0 };
   ohbox_error_t e = NULL;
-  if (ohbox_state_read_json (dfd, "config.json", &cfg, &e) < 0)
+  if (ohbox_state_load_config (dfd, &cfg, &e) < 0)
     ohbox_error_release (&e);
   const struct ohbox_cgroup_host *host;
   if (ohbox_runtime_cgroup_host (rt, &host, err) < 0)
     {
-      json_decref (cfg);
+      ohbox_sandbox_config_clear (&cfg);
       return -1;
     }
   struct ohbox_cgroup *cg = NULL;
@@ -455,7 +607,7 @@ state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *er
       if (ohbox_cgroup_destroy (cg, err) < 0)
         {
           ohbox_cgroup_free (cg);
-          json_decref (cfg);
+          ohbox_sandbox_config_clear (&cfg);
           return -1;
         }
       ohbox_cgroup_free (cg);
@@ -466,19 +618,18 @@ state_remove_locked (struct ohbox_runtime *rt, const char *id, ohbox_error_t *er
     cleanup_free char *dir = xasprintf ("%s/%s", rt->root, id);
     if (ohbox_network_release (dir, dfd, err) < 0 || ohbox_userns_release (dir, err) < 0)
       {
-        json_decref (cfg);
+        ohbox_sandbox_config_clear (&cfg);
         return -1;
       }
   }
   if (ohbox_snapshot_remove (rt->store, id, err) < 0)
     {
-      json_decref (cfg);
+      ohbox_sandbox_config_clear (&cfg);
       return -1;
     }
-  const char *name = cfg ? json_string_value (json_object_get (cfg, "name")) : NULL;
-  if (name)
-    ohbox_state_release_name (rt, id, name);
-  json_decref (cfg);
+  if (cfg.name)
+    ohbox_state_release_name (rt, id, cfg.name);
+  ohbox_sandbox_config_clear (&cfg);
   if (remove_state_dir (rt, id, err) < 0)
     return ohbox_error_prefix (err, "remove the state of sandbox `%.12s`", id);
   /* Leases taken by a start killed before it recorded them. */
@@ -522,16 +673,9 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
       *ret_removed = true;
       return 0;
     }
-  json_t *st = NULL, *cfg = NULL;
   ohbox_error_t e = NULL;
-  if (ohbox_state_read_json (dirfd, "state.json", &st, &e) < 0)
-    ohbox_error_release (&e);
-  if (ohbox_state_read_json (dirfd, "config.json", &cfg, &e) < 0)
-    ohbox_error_release (&e);
-  bool exited = st && json_is_integer (json_object_get (st, "exit_code"));
-  bool rm = cfg == NULL || json_is_true (json_object_get (cfg, "rm"));
-  json_decref (st);
-  json_decref (cfg);
+  bool exited, rm;
+  ohbox_state_recorded_end (dirfd, &exited, &rm);
   if (exited)
     {
       /* Its teardown (OHBOX_STATE_TEARDOWN_LOCK) runs, or ran, or died. */
@@ -577,17 +721,37 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
       return -1;
   }
   /* Merge with the existing state (we hold "lock": write directly). */
-  json_t *cur = NULL;
-  if (ohbox_state_read_json (dirfd, "state.json", &cur, &e) < 0)
+  struct ohbox_sandbox_record rec;
+  load_for_update (dirfd, &rec);
+  if (rec.doc == NULL)
     {
-      ohbox_error_release (&e);
-      cur = json_object ();
+      /* Never started (no state.json): the keys in the order older
+       * versions wrote them. */
+      rec.present |= OHBOX_RECORD_EXIT_CODE | OHBOX_RECORD_FINISHED_AT;
+      rec.doc = json_object ();
+      json_object_set_new (rec.doc, "exit_code", json_null ());
+      json_object_set_new (rec.doc, "finished_at", json_null ());
     }
-  cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_object_set_new (cur, "exit_code", json_integer (255));
-  json_object_set_new (cur, "finished_at", json_string (now));
-  json_object_set_new (cur, "status", json_string ("exited"));
-  int r = ohbox_state_write_json (dirfd, "state.json", cur, err);
-  json_decref (cur);
+  set_exited (&rec, 255, ohbox_now_rfc3339 ());
+  int r = write_record (dirfd, &rec, err);
+  ohbox_sandbox_record_clear (&rec);
   return r;
+}
+
+void
+ohbox_state_recorded_end (int dirfd, bool *ret_exited, bool *ret_rm)
+{
+  struct ohbox_sandbox_record rec;
+  struct ohbox_sandbox_config cfg;
+  ohbox_error_t e = NULL;
+  bool have_rec = ohbox_state_load_record (dirfd, &rec, &e) == 0;
+  ohbox_error_release (&e);
+  bool have_cfg = ohbox_state_load_config (dirfd, &cfg, &e) == 0;
+  ohbox_error_release (&e);
+  *ret_exited = have_rec && ohbox_sandbox_record_exited (&rec);
+  *ret_rm = !have_cfg || cfg.rm;
+  if (have_rec)
+    ohbox_sandbox_record_clear (&rec);
+  if (have_cfg)
+    ohbox_sandbox_config_clear (&cfg);
 }

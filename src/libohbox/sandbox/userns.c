@@ -266,7 +266,7 @@ ohbox_userns_lease (struct ohbox_userns_plan *plan, const char *owner, ohbox_err
       if (symlinkat (owner, dfd, name) < 0)
         {
           if (errno != EEXIST)
-            return ohbox_error_errno (err, "lease id block %u in `%s`", block, OHBOX_USERNS_LEASES);
+            return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "lease id block %u in `%s`", block, OHBOX_USERNS_LEASES);
           if (!lease_stale (dfd, name) || unlinkat (dfd, name, 0) < 0 || symlinkat (owner, dfd, name) < 0)
             continue;
         }
@@ -277,7 +277,7 @@ ohbox_userns_lease (struct ohbox_userns_plan *plan, const char *owner, ohbox_err
       plan->lease = block;
       return 0;
     }
-  return ohbox_error (err, OHBOX_ERR_STORE, 0, "no free id range: all %u blocks of %u ids are leased to sandboxes "
+  return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "no free id range: all %u blocks of %u ids are leased to sandboxes "
                       "(`ohbox ps -a` in every store; `ohbox check --repair` frees those of removed ones)",
                       n, OHBOX_USERNS_BLOCK);
 }
@@ -293,7 +293,7 @@ ohbox_userns_release (const char *owner, ohbox_error_t *err)
     return -1;
   cleanup_dir DIR *d = fdopendir (dup (dfd));
   if (d == NULL)
-    return ohbox_error_errno (err, "read `%s`", OHBOX_USERNS_LEASES);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "read `%s`", OHBOX_USERNS_LEASES);
   struct dirent *de;
   size_t len = strlen (owner);
   while ((de = readdir (d)) != NULL)
@@ -302,7 +302,7 @@ ohbox_userns_release (const char *owner, ohbox_error_t *err)
       ssize_t n = readlinkat (dfd, de->d_name, target, sizeof target);
       if (n == (ssize_t) len && memcmp (target, owner, len) == 0 && unlinkat (dfd, de->d_name, 0) < 0
           && errno != ENOENT)
-        return ohbox_error_errno (err, "release id block `%s/%s`", OHBOX_USERNS_LEASES, de->d_name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "release id block `%s/%s`", OHBOX_USERNS_LEASES, de->d_name);
     }
   return 0;
 }
@@ -312,7 +312,7 @@ ohbox_userns_leases (void (*fn) (const char *lease, const char *owner, void *dat
 {
   cleanup_dir DIR *d = opendir (OHBOX_USERNS_LEASES);
   if (d == NULL)
-    return errno == ENOENT ? 0 : ohbox_error_errno (err, "read `%s`", OHBOX_USERNS_LEASES);
+    return errno == ENOENT ? 0 : ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "read `%s`", OHBOX_USERNS_LEASES);
   struct dirent *de;
   while ((de = readdir (d)) != NULL)
     {
@@ -342,7 +342,7 @@ ohbox_userns_drop_lease (const char *lease, const char *owner, ohbox_error_t *er
     return 0;
   target[n] = '\0';
   if (strcmp (target, owner) == 0 && unlinkat (dfd, name, 0) < 0 && errno != ENOENT)
-    return ohbox_error_errno (err, "remove `%s`", lease);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "remove `%s`", lease);
   return 0;
 }
 
@@ -369,9 +369,9 @@ write_proc (pid_t pid, const char *file, const char *data, ohbox_error_t *err)
   snprintf (path, sizeof path, "/proc/%d/%s", pid, file);
   cleanup_close int fd = open (path, O_WRONLY | O_CLOEXEC);
   if (fd < 0)
-    return ohbox_error_errno (err, "open `%s`", path);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open `%s`", path);
   if (write (fd, data, strlen (data)) < 0)
-    return ohbox_error_errno (err, "write `%s` (\"%s\")", path, data);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "write `%s` (\"%s\")", path, data);
   return 0;
 }
 
@@ -397,7 +397,7 @@ run_helper (const char *helper, pid_t pid, const struct ohbox_idmap *map, ohbox_
   argv[n] = NULL;
   pid_t child = fork ();
   if (child < 0)
-    return ohbox_error_errno (err, "fork `%s`", helper);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork `%s`", helper);
   if (child == 0)
     {
       execvp (helper, argv);
@@ -406,7 +406,7 @@ run_helper (const char *helper, pid_t pid, const struct ohbox_idmap *map, ohbox_
   int status;
   while (waitpid (child, &status, 0) < 0)
     if (errno != EINTR)
-      return ohbox_error_errno (err, "wait for `%s`", helper);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for `%s`", helper);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "`%s %d ...` failed (status %d): check /etc/subuid and /etc/subgid",
                         helper, pid, status);

@@ -38,10 +38,15 @@ struct ohbox_caps_plan
   cap_t proc; /* effective, permitted and inheritable, ready for capset(2) */
 };
 
-/* moby's oci/caps DefaultCapabilities(), in its order. */
-static const cap_value_t docker_default[] = {
-  CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FSETID,  CAP_FOWNER,           CAP_MKNOD,      CAP_NET_RAW, CAP_SETGID,
-  CAP_SETUID,  CAP_SETFCAP,      CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL,    CAP_AUDIT_WRITE,
+/* moby's oci/caps DefaultCapabilities(), in its order, without CAP_NET_RAW:
+ * with it a sandbox forges frames on its bridge (ARP replies for a
+ * neighbour's address, other sources: issue 14). ping keeps working
+ * through ICMP datagram sockets, which the sandbox's own network namespace
+ * opens to every gid it maps (net.ipv4.ping_group_range, linux.c).
+ * `--cap-add NET_RAW` gives it back (with a warning). */
+static const cap_value_t default_caps[] = {
+  CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FSETID,  CAP_FOWNER,           CAP_MKNOD,      CAP_SETGID,
+  CAP_SETUID, CAP_SETFCAP,      CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL, CAP_AUDIT_WRITE,
 };
 
 /* Highest capability number the running kernel knows, at most 63. libcap
@@ -66,8 +71,8 @@ uint64_t
 ohbox_caps_default (void)
 {
   uint64_t caps = 0;
-  for (size_t i = 0; i < sizeof docker_default / sizeof docker_default[0]; i++)
-    caps |= OHBOX_CAP_BIT (docker_default[i]);
+  for (size_t i = 0; i < sizeof default_caps / sizeof default_caps[0]; i++)
+    caps |= OHBOX_CAP_BIT (default_caps[i]);
   return caps & ohbox_caps_all ();
 }
 
@@ -233,7 +238,7 @@ fill_flag (cap_t c, cap_flag_t flag, uint64_t mask, ohbox_error_t *err)
     {
       cap_value_t v = cap;
       if ((mask & OHBOX_CAP_BIT (cap)) && cap_set_flag (c, flag, 1, &v, CAP_SET) < 0)
-        return ohbox_error_errno (err, "cap_set_flag `%d`", cap);
+        return ohbox_error_sys (err, OHBOX_ERR_SECURITY, "cap_set_flag `%d`", cap);
     }
   return 0;
 }

@@ -1,8 +1,9 @@
 /* capabilities.h: the sandbox process's capability sets (libcap).
  *
- * In the parent: ohbox_caps_tweak() applies --cap-add/--cap-drop to
- * Docker's default set with Docker's rules; ohbox_caps_sets_for_user()
- * spreads the result over the five sets as OCI runtimes do; and
+ * In the parent: ohbox_caps_tweak() applies --cap-add/--cap-drop to the
+ * default set (Docker's without NET_RAW) with Docker's rules;
+ * ohbox_caps_sets_for_user() spreads the result over the five sets as OCI
+ * runtimes do; and
  * ohbox_caps_plan_new() checks everything and prepares what the child needs.
  * In the child, right before seccomp and execve, ohbox_caps_apply() drops
  * the bounding set, switches uid/gid (keeping capabilities across setuid),
@@ -22,9 +23,9 @@
 
 #define OHBOX_CAP_BIT(c) (UINT64_C (1) << (c))
 
-/* Docker's default set: CHOWN, DAC_OVERRIDE, FSETID, FOWNER, MKNOD,
- * NET_RAW, SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE, SYS_CHROOT,
- * KILL, AUDIT_WRITE. */
+/* Docker's default set without NET_RAW: CHOWN, DAC_OVERRIDE, FSETID,
+ * FOWNER, MKNOD, SETGID, SETUID, SETFCAP, SETPCAP, NET_BIND_SERVICE,
+ * SYS_CHROOT, KILL, AUDIT_WRITE. */
 uint64_t ohbox_caps_default (void);
 /* Every capability the running kernel knows (0 .. cap_last_cap). */
 uint64_t ohbox_caps_all (void);

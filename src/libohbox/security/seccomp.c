@@ -663,7 +663,7 @@ ohbox_seccomp_compile_json (const char *json, size_t len, const char *name, cons
   if (release == NULL)
     {
       if (uname (&u) < 0)
-        return ohbox_error_errno (err, "uname");
+        return ohbox_error_sys (err, OHBOX_ERR_SECURITY, "uname");
       release = u.release;
     }
   if (parse_version (release, false, c.kernel) < 0)

@@ -99,12 +99,12 @@ ohbox_seccomp_export (void *ctx, const char *name, const struct ohbox_seccomp_ar
   size_t len = 0;
 
   if (fd < 0)
-    return ohbox_error_errno (err, "memfd_create `ohbox-seccomp-bpf`");
+    return ohbox_error_sys (err, OHBOX_ERR_SECURITY, "memfd_create `ohbox-seccomp-bpf`");
   int rc = seccomp_export_bpf (ctx, fd);
   if (rc < 0)
     return ohbox_error (err, OHBOX_ERR_GENERIC, -rc, "seccomp profile `%s`: seccomp_export_bpf", name);
   if (lseek (fd, 0, SEEK_SET) < 0)
-    return ohbox_error_errno (err, "lseek `ohbox-seccomp-bpf`");
+    return ohbox_error_sys (err, OHBOX_ERR_SECURITY, "lseek `ohbox-seccomp-bpf`");
   /* Read well past the kernel's limit so that the message below can say
    * how large the program is. */
   if (ohbox_read_fd (fd, "ohbox-seccomp-bpf", 64 * BPF_MAXINSNS * sizeof (struct sock_filter), &bpf, &len, err) < 0)

@@ -21,8 +21,9 @@
  *    the cgroup view (a tmpfs with each hierarchy's directory bound
  *    read-only), pivot_root, hostname, loopback up;
  *  - an init as PID 1 that forks the command; the command drops to
- *    Docker's default capabilities, sets no_new_privs, loads the seccomp
- *    program ohbox compiled (read from a sandbox's seccomp.bpf) and execs;
+ *    loads the seccomp program ohbox compiled (read from a sandbox's
+ *    seccomp.bpf), drops to Docker's default capabilities (no_new_privs
+ *    off, as Docker and ohbox) and execs;
  *  - the parent waits, removes the cgroups and the writable layer.
  *
  *   workfloor SCRATCH SECCOMP_BPF LAYER_DIR... -- CMD [ARG...]
@@ -272,16 +273,18 @@ command (char **argv)
   uint64_t keep = 0;
   for (size_t i = 0; i < sizeof default_caps / sizeof *default_caps; i++)
     keep |= 1ull << default_caps[i];
+  /* No no_new_privs (Docker's default): the filter goes first, while
+   * CAP_SYS_ADMIN of the user namespace is still ours. */
+  if (syscall (SYS_seccomp, SECCOMP_SET_MODE_FILTER, filter_flags, &filter) < 0)
+    die ("seccomp");
   for (int c = 0; c <= CAP_LAST_CAP; c++)
     if (!(keep & (1ull << c)) && prctl (PR_CAPBSET_DROP, c, 0, 0, 0) < 0)
       die ("drop capability %d", c);
   struct __user_cap_header_struct h = { .version = _LINUX_CAPABILITY_VERSION_3 };
   struct __user_cap_data_struct d[2] = { { (uint32_t) keep, (uint32_t) keep, 0 },
                                          { (uint32_t) (keep >> 32), (uint32_t) (keep >> 32), 0 } };
-  if (syscall (SYS_capset, &h, d) < 0 || prctl (PR_SET_NO_NEW_PRIVS, 1, 0, 0, 0) < 0)
+  if (syscall (SYS_capset, &h, d) < 0)
     die ("capabilities");
-  if (syscall (SYS_seccomp, SECCOMP_SET_MODE_FILTER, filter_flags, &filter) < 0)
-    die ("seccomp");
   execvp (argv[0], argv);
   die ("exec %s", argv[0]);
 }

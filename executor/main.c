@@ -193,8 +193,10 @@ executor_parse_args (struct executor *ex, int argc, char **argv, ohbox_error_t *
 }
 
 /* As the Python server's init_user_and_working_directory, when root:
- * make sure USER exists (users.c appends it to /etc/passwd: busybox has no
- * useradd) and the working directory exists and is theirs. */
+ * make sure USER exists (users.c appends it to /etc/passwd and /etc/group:
+ * busybox has no useradd), in groups root and sudo with passwordless sudo,
+ * and, at every start, that the working directory exists and is theirs
+ * (umask 002; mkdir -p; chown -R USER:root; chmod g+rw). */
 static int
 init_user (struct executor *ex, ohbox_error_t *err)
 {
@@ -202,7 +204,7 @@ init_user (struct executor *ex, ohbox_error_t *err)
   bool found = users_by_name (ex->username, &pw);
   if (!found && strcmp (ex->username, "root") != 0)
     {
-      if (users_create (ex->username, ex->uid, err) < 0)
+      if (users_create (ex->username, ex->uid, err) < 0 || users_sudoers_ensure (err) < 0)
         return -1;
       found = users_by_name (ex->username, &pw);
     }
@@ -226,12 +228,11 @@ init_user (struct executor *ex, ohbox_error_t *err)
       ex->gid = 0;
       ex->home = xasprintf ("/home/%s", ex->username);
     }
-  struct stat st;
-  bool existed = stat (ex->work_dir, &st) == 0;
-  if (ohbox_mkdir_p (AT_FDCWD, ex->work_dir, 0755, err) < 0)
-    return ohbox_error_prefix (err, "create the working directory");
-  if (!existed && ex->uid != 0 && chown (ex->work_dir, ex->uid, 0) < 0)
-    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "chown `%s`", ex->work_dir);
+  cleanup_free char *warning = NULL;
+  if (users_give_dir (ex->work_dir, ex->uid, 0, &warning, err) < 0)
+    return -1;
+  if (warning)
+    fprintf (stderr, "ohbox-executor: warning: %s\n", warning);
   return 0;
 }
 

@@ -15,6 +15,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <ftw.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -26,6 +27,9 @@
 #define PASSWD_FILE "/etc/passwd"
 #define GROUP_FILE "/etc/group"
 #define SHADOW_FILE "/etc/shadow"
+#define SUDOERS_FILE "/etc/sudoers"
+#define SUDOERS_LINE "%sudo ALL=(ALL) NOPASSWD:ALL"
+#define ETC_MAX (16u << 20)
 
 void
 user_info_release (struct user_info *u)
@@ -145,7 +149,9 @@ users_create (const char *name, uid_t uid, ohbox_error_t *err)
       user_info_release (&other);
       return r;
     }
-  /* useradd -rm -d /home/U -s /bin/bash -g root -u UID U */
+  /* useradd -rm -d /home/U -s /bin/bash -g root -G sudo -u UID U */
+  if (users_group_add_member ("sudo", name, err) < 0)
+    return -1;
   cleanup_free char *home = xasprintf ("/home/%s", name);
   cleanup_free char *line = xasprintf ("%s:x:%u:0::%s:/bin/bash\n", name, (unsigned) uid, home);
   int fd = open (PASSWD_FILE, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0644);
@@ -172,5 +178,170 @@ users_create (const char *name, uid_t uid, ohbox_error_t *err)
     return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "create `/home`");
   if (mkdir (home, 0750) == 0 && chown (home, uid, 0) < 0)
     return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "chown `%s`", home);
+  return 0;
+}
+
+/* Whether the comma-separated member list LIST names USER. */
+static bool
+list_has (const char *list, const char *user)
+{
+  size_t n = strlen (user);
+  for (const char *p = list; *p; )
+    {
+      const char *end = strchrnul (p, ',');
+      if ((size_t) (end - p) == n && strncmp (p, user, n) == 0)
+        return true;
+      p = *end ? end + 1 : end;
+    }
+  return false;
+}
+
+/* The lowest gid from 27 (Debian's `sudo`) on that no line of CONTENT uses. */
+static gid_t
+free_gid (const char *content)
+{
+  for (unsigned long want = 27; ; want++)
+    {
+      bool used = false;
+      for (const char *l = content; *l && !used; )
+        {
+          const char *nl = strchrnul (l, '\n');
+          cleanup_free char *line = strndup (l, (size_t) (nl - l));
+          char *fld[4];
+          unsigned long g;
+          used = line && split_fields (line, fld, 4) >= 3 && parse_id (fld[2], &g) && g == want;
+          l = *nl ? nl + 1 : nl;
+        }
+      if (!used)
+        return (gid_t) want;
+    }
+}
+
+int
+users_group_add_member (const char *group, const char *user, ohbox_error_t *err)
+{
+  cleanup_free char *content = NULL;
+  size_t len = 0;
+  if (ohbox_read_file_at (AT_FDCWD, GROUP_FILE, ETC_MAX, &content, &len, NULL) < 0)
+    content = xstrdup ("");
+  struct ohbox_buf out = { 0 };
+  bool found = false, changed = false;
+  for (const char *l = content; *l; )
+    {
+      const char *nl = strchrnul (l, '\n');
+      cleanup_free char *line = xstrndup (l, (size_t) (nl - l));
+      cleanup_free char *copy = xstrdup (line);
+      char *fld[4];
+      bool ours = !found && split_fields (copy, fld, 4) == 4 && strcmp (fld[0], group) == 0;
+      ohbox_buf_append (&out, line, strlen (line));
+      if (ours && !list_has (fld[3], user))
+        {
+          if (*fld[3])
+            ohbox_buf_append (&out, ",", 1);
+          ohbox_buf_append (&out, user, strlen (user));
+          changed = true;
+        }
+      found |= ours;
+      ohbox_buf_append (&out, "\n", 1);
+      l = *nl ? nl + 1 : nl;
+    }
+  if (!found)
+    {
+      /* groupadd GROUP, as a missing `sudo` on a busybox image */
+      cleanup_free char *line = xasprintf ("%s:x:%u:%s\n", group, (unsigned) free_gid (content), user);
+      ohbox_buf_append (&out, line, strlen (line));
+      changed = true;
+    }
+  int r = 0;
+  if (changed)
+    r = ohbox_write_file_atomic (AT_FDCWD, GROUP_FILE, out.data, out.len, 0644, err);
+  ohbox_buf_free (&out);
+  return r < 0 ? ohbox_error_prefix (err, "add `%s` to group `%s`", user, group) : 0;
+}
+
+int
+users_sudoers_ensure (ohbox_error_t *err)
+{
+  cleanup_free char *content = NULL;
+  size_t len = 0;
+  if (access (SUDOERS_FILE, F_OK) < 0)
+    return 0; /* no sudo in the image */
+  if (ohbox_read_file_at (AT_FDCWD, SUDOERS_FILE, ETC_MAX, &content, &len, err) < 0)
+    return ohbox_error_prefix (err, "read `" SUDOERS_FILE "`");
+  for (const char *l = content; *l; )
+    {
+      const char *nl = strchrnul (l, '\n');
+      if ((size_t) (nl - l) == strlen (SUDOERS_LINE) && strncmp (l, SUDOERS_LINE, strlen (SUDOERS_LINE)) == 0)
+        return 0;
+      l = *nl ? nl + 1 : nl;
+    }
+  cleanup_free char *add = xasprintf ("%s%s\n", len && content[len - 1] != '\n' ? "\n" : "", SUDOERS_LINE);
+  int fd = open (SUDOERS_FILE, O_WRONLY | O_APPEND | O_CLOEXEC | O_NOFOLLOW);
+  if (fd < 0 || ohbox_write_all (fd, add, strlen (add)) < 0)
+    {
+      int e = errno;
+      if (fd >= 0)
+        close (fd);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, e, "append to `" SUDOERS_FILE "`");
+    }
+  close (fd);
+  return 0;
+}
+
+/* nftw has no closure: the owner the walk gives away to, and what failed. */
+static struct
+{
+  uid_t uid;
+  gid_t gid;
+  unsigned failed;
+  int first_errno;
+  char *first_path;
+} chown_walk;
+
+static int
+chown_one (const char *path, const struct stat *st, int type, struct FTW *ftw)
+{
+  (void) type;
+  (void) ftw;
+  if ((st->st_uid == chown_walk.uid && st->st_gid == chown_walk.gid) || lchown (path, chown_walk.uid, chown_walk.gid) == 0)
+    return 0;
+  if (chown_walk.failed++ == 0)
+    {
+      chown_walk.first_errno = errno;
+      chown_walk.first_path = xstrdup (path);
+    }
+  return 0;
+}
+
+int
+users_give_dir (const char *dir, uid_t uid, gid_t gid, char **ret_warning, ohbox_error_t *err)
+{
+  *ret_warning = NULL;
+  mode_t old = umask (002);
+  int r = ohbox_mkdir_p (AT_FDCWD, dir, 0775, err);
+  umask (old);
+  if (r < 0)
+    return ohbox_error_prefix (err, "create the working directory");
+  /* chown -R USER:GROUP DIR: symbolic links themselves, never what they
+   * point to (FTW_PHYS + lchown); what cannot be given (a volume's files
+   * of host ids outside the sandbox's range) is a warning, as the Python
+   * server ignores chown's failures. */
+  chown_walk.uid = uid;
+  chown_walk.gid = gid;
+  chown_walk.failed = 0;
+  chown_walk.first_path = NULL;
+  nftw (dir, chown_one, 64, FTW_PHYS);
+  if (chown_walk.failed)
+    *ret_warning = xasprintf ("chown -R %u:%u `%s`: %u file(s) kept their owner (first: `%s`: %s)", (unsigned) uid,
+                              (unsigned) gid, dir, chown_walk.failed, chown_walk.first_path,
+                              strerror (chown_walk.first_errno));
+  free (chown_walk.first_path);
+  chown_walk.first_path = NULL;
+  /* chmod g+rw DIR */
+  struct stat st;
+  if (lstat (dir, &st) < 0)
+    return ohbox_error_errno (err, "stat `%s`", dir);
+  if (S_ISDIR (st.st_mode) && (st.st_mode & 060) != 060 && chmod (dir, (st.st_mode & 07777) | 060) < 0)
+    return ohbox_error_errno (err, "chmod g+rw `%s`", dir);
   return 0;
 }

@@ -24,9 +24,22 @@ void user_info_release (struct user_info *u);
  * Returns how many. */
 int users_groups (const char *name, gid_t gid, gid_t *groups, int max);
 /* Appends NAME with UID (group 0, home /home/NAME, shell /bin/bash) to
- * /etc/passwd (and /etc/shadow when it exists) and creates the home, as
- * `useradd -rm -g root` does for the Python server; busybox images have no
+ * /etc/passwd (and /etc/shadow when it exists), adds it to group `sudo`
+ * and creates the home, as `useradd -rm -d /home/NAME -s /bin/bash -g root
+ * -G sudo -u UID NAME` does for the Python server; busybox images have no
  * useradd.  A UID already in use is refused. */
 int users_create (const char *name, uid_t uid, ohbox_error_t *err);
+
+/* Adds USER to the member list of GROUP in /etc/group, creating GROUP
+ * (the lowest free gid from 27 on) when missing; nothing when it is a
+ * member already. */
+int users_group_add_member (const char *group, const char *user, ohbox_error_t *err);
+/* Appends `%sudo ALL=(ALL) NOPASSWD:ALL` to /etc/sudoers where that file
+ * exists and lacks the line (the Python server appends it at user creation). */
+int users_sudoers_ensure (ohbox_error_t *err);
+/* umask 002; mkdir -p DIR; chown -R UID:GID DIR; chmod g+rw DIR (the Python
+ * server's init_user_and_working_directory). Files that keep their owner
+ * give *RET_WARNING (to free), not an error. */
+int users_give_dir (const char *dir, uid_t uid, gid_t gid, char **ret_warning, ohbox_error_t *err);
 
 #endif

@@ -65,7 +65,8 @@ static const char run_help[] =
   "                               and /var/run/cdi)\n"
   "      --cap-add CAP            add a capability (repeatable, ALL)\n"
   "      --cap-drop CAP           drop a capability (repeatable, ALL)\n"
-  "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false]\n"
+  "      --security-opt OPT       seccomp=FILE|unconfined, no-new-privileges[=true|false] (default false,\n"
+  "                               as Docker: sudo works)\n"
   "      --stop-signal SIG        what `ohbox stop` sends first (default: the image's StopSignal, else TERM)\n"
   "      --userns host            share the host's user namespace (no id mapping)\n"
   "      --executor-port PORT     runtime image (ohbox build) run without a command: the\n"
@@ -573,12 +574,14 @@ cli_run (int argc, char **argv)
           strv_add (&drop, optarg);
           break;
         case OPT_SECURITY:
-          if (strncmp (optarg, "seccomp=", 8) == 0)
+          /* Docker's spellings: KEY=VALUE and KEY:VALUE. */
+          if (strncmp (optarg, "seccomp=", 8) == 0 || strncmp (optarg, "seccomp:", 8) == 0)
             q.seccomp_profile = optarg + 8;
-          else if (strcmp (optarg, "no-new-privileges") == 0 || strcmp (optarg, "no-new-privileges=true") == 0)
-            q.allow_new_privs = false;
-          else if (strcmp (optarg, "no-new-privileges=false") == 0)
-            q.allow_new_privs = true;
+          else if (strcmp (optarg, "no-new-privileges") == 0 || strcmp (optarg, "no-new-privileges=true") == 0
+                   || strcmp (optarg, "no-new-privileges:true") == 0)
+            q.no_new_privs = true;
+          else if (strcmp (optarg, "no-new-privileges=false") == 0 || strcmp (optarg, "no-new-privileges:false") == 0)
+            q.no_new_privs = false;
           else
             {
               cli_error (RUN_EXIT_RUNTIME, "unknown --security-opt `%s`; see 'ohbox run --help'", optarg);

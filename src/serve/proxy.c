@@ -519,7 +519,8 @@ proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct proxy_con
     {
       size_t n = px->out.len - px->out_off;
       char *copy = xmalloc (n + 1);
-      memcpy (copy, px->out.data + px->out_off, n);
+      if (n > 0) /* (a HEAD's or an empty answer has no buffer at all) */
+        memcpy (copy, px->out.data + px->out_off, n);
       r = MHD_create_response_from_buffer (n, copy, MHD_RESPMEM_MUST_FREE);
     }
   if (r == NULL)

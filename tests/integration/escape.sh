@@ -16,7 +16,8 @@
 #   fds_inside (CVE-2024-21626), proc_exe_overwrite (CVE-2019-5736),
 #   proc_sys_write and sysrq_trigger, masked_paths, ptrace_host (the static
 #   prober of seccomp.sh), zip_slip (the executor's /upload_file inside a
-#   runtime image).
+#   runtime image), setuid_gains_nothing (sudo's way up, with no_new_privs
+#   off by default as in Docker, stops at the sandbox's root).
 # The network of runtime sandboxes (issue 14 item 1): runtime_not_on_host_net
 #   (no options: the host's loopback services out of reach, the executor
 #   published on the host's 127.0.0.1 only), runtime_host_net_loopback_only
@@ -663,6 +664,55 @@ test_init_cmdline ()
   done
 }
 
+# sudo works as in Docker (no_new_privs off by default), so a setuid-root
+# program inside is root -- of the sandbox only: root of its user namespace
+# (uid 0 maps to a host id that is not 0), the default capabilities at most,
+# the bounding set and the seccomp filter still in force, a host directory
+# of host root's still closed to it. With no-new-privileges the bit gives
+# nothing at all.
+test_setuid_gains_nothing ()
+{
+  local probe
+  probe=$(static_helper setuid-probe)
+  pull "$BB"
+  local hostdir=$T_WORK/root-owned
+  mkdir -p -m 0755 "$hostdir"
+  assert_ok ohbox run -d -v "$probe:/probe:ro" -v "$hostdir:/hostdir" "$BB" sleep 600
+  local id=$out
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  assert_ok ohbox exec "$id" sh -c 'cp /probe /bin/suprobe && chmod 4755 /bin/suprobe'
+  assert_ok ohbox exec -u 1000 "$id" /bin/suprobe /hostdir/x
+  local res=$out
+  # the bit worked: effective root (before, no_new_privs ignored it)
+  assert_contains "$res" "ids 1000 0"
+  assert_contains "$res" "setresuid_0 ok"
+  # ... of the user namespace only: 0 inside is no host root
+  local inside outside count
+  read -r _ inside outside count < <(grep '^uid_map ' <<<"$res" | head -n 1)
+  assert_eq "$inside" 0
+  [ "$outside" != 0 ] || _t_assert_fail "sandbox root is host root: $(grep uid_map <<<"$res")"
+  # the default set at most, the filter in force, no_new_privs off
+  assert_default_caps "$res" "the setuid program's capabilities"
+  assert_match "$res" "Seccomp:[[:space:]]+2"
+  assert_match "$res" "NoNewPrivs:[[:space:]]+0"
+  assert_contains "$res" "unshare_user EPERM"
+  assert_contains "$res" "mount_tmpfs EPERM"
+  assert_contains "$res" "keyctl EPERM"
+  assert_contains "$res" "create_/hostdir/x EACCES"
+  [ ! -e "$hostdir/x" ] || _t_assert_fail "the setuid program created a file in host root's directory"
+  ohbox rm -f "$id" >/dev/null
+  # asked for by name, no_new_privs leaves the bit without effect
+  assert_ok ohbox run -d --security-opt no-new-privileges -v "$probe:/probe:ro" "$BB" sleep 600
+  id=$out
+  trap "timeout 30 '$OHBOX_BIN' --root '$T_ROOT' rm -f $id >/dev/null 2>&1 || true" EXIT
+  assert_ok ohbox exec "$id" sh -c 'cp /probe /bin/suprobe && chmod 4755 /bin/suprobe'
+  assert_ok ohbox exec -u 1000 "$id" /bin/suprobe
+  assert_contains "$out" "ids 1000 1000"
+  assert_contains "$out" "setresuid_0 EPERM"
+  assert_match "$out" "NoNewPrivs:[[:space:]]+1"
+  ohbox rm -f "$id" >/dev/null
+}
+
 test_id_ranges ()
 {
   pull "$BB"
@@ -748,4 +798,5 @@ run_test state_root_takeover test_state_root_takeover
 run_test caller_terminal test_caller_terminal
 run_test init_cmdline test_init_cmdline
 run_test id_ranges test_id_ranges
+run_test setuid_gains_nothing test_setuid_gains_nothing
 run_test storage_size test_storage_size

@@ -81,7 +81,8 @@ test_namespaces_cgroup_security ()
     assert_eq "$(status_field $p $f)" "$(status_field $SB_CMD $f)"
   done
   assert_eq "$(status_field $p Seccomp)" 2
-  assert_eq "$(status_field $p NoNewPrivs)" 1
+  # Docker's default: no no_new_privs (sudo works), the filter loaded anyway
+  assert_eq "$(status_field $p NoNewPrivs)" 0
   # its root is the sandbox's rootfs, its parent pid inside the sandbox 0
   assert_eq "$(stat -L -c %d:%i /proc/$p/root)" "$(stat -L -c %d:%i /proc/$SB_CMD/root)"
   kill "$p"
@@ -106,6 +107,12 @@ test_same_profile_as_run ()
   assert_contains "$out" "CapEff:	$want"
   assert_eq "$want" "$(status_field $SB_CMD CapEff)" "the sandbox's command"
   ohbox rm -f prof >/dev/null
+  # no_new_privs asked for: the exec'd process has it and the filter too
+  start_sb nnp --security-opt no-new-privileges
+  assert_ok ohbox exec -u 1000 nnp sh -c 'grep -E "^(Seccomp|NoNewPrivs):" /proc/self/status'
+  assert_match "$out" "Seccomp:[[:space:]]+2"
+  assert_match "$out" "NoNewPrivs:[[:space:]]+1"
+  ohbox rm -f nnp >/dev/null
 }
 
 test_exit_codes ()

@@ -315,6 +315,9 @@ test_modes ()
   assert_contains "$out" "lo"
   assert_not_contains "$out" "eth0"
   assert_contains "$out" "localhost"
+  # its hostname resolves without an address of its own (sudo needs it)
+  assert_ok ohbox run --rm --network none --hostname nohost "$BB" grep nohost /etc/hosts
+  assert_match "$out" "^127\.0\.1\.1	nohost"
   assert_ok ohbox run --rm --network host "$BB" cat /etc/hosts
   assert_eq "$out" "$(cat /etc/hosts)"
   # container:NAME shares the other sandbox's namespace (and its /etc/hosts)

@@ -107,14 +107,19 @@ test_security ()
   assert_ok ohbox run --rm --cap-drop chown "$BB" sh -c 'grep CapEff /proc/self/status'
   [ $((16#$(awk '{print $2}' <<<"$out") & 1)) = 0 ] || t_fail "CAP_CHOWN still effective: $out"
   assert_fails ohbox run --rm --cap-drop chown "$BB" chown 1 /tmp
+  # no_new_privs: off by default as in Docker, on when asked (both spellings)
   assert_ok ohbox run --rm "$BB" grep NoNewPrivs /proc/self/status
-  assert_match "$out" "1$"
-  # asking for it by name keeps it on (Docker's spellings)
+  assert_match "$out" "0$"
   local o
-  for o in no-new-privileges no-new-privileges=true; do
-    assert_ok ohbox run --rm --security-opt $o "$BB" grep NoNewPrivs /proc/self/status
-    assert_match "$out" "1$" "NoNewPrivs with --security-opt $o"
+  for o in no-new-privileges no-new-privileges=true no-new-privileges:true; do
+    assert_ok ohbox run --rm -u 1000 --security-opt "$o" "$BB" grep -E "^(NoNewPrivs|Seccomp):" /proc/self/status
+    assert_match "$out" "NoNewPrivs:[[:space:]]+1"
+    assert_match "$out" "Seccomp:[[:space:]]+2"
   done
+  assert_ok ohbox run --rm --security-opt no-new-privileges=false "$BB" grep NoNewPrivs /proc/self/status
+  assert_match "$out" "0$"
+  assert_fails ohbox run --rm --security-opt no-new-privileges=maybe "$BB" true
+  assert_contains "$err" "unknown --security-opt"
   # seccomp: unshare(CLONE_NEWUSER) is refused with EPERM by the default
   # profile, allowed when unconfined
   assert_fails ohbox run --rm "$BB" unshare -U true

@@ -113,6 +113,35 @@ test_keys ()
 }
 run_test keys test_keys
 
+# Uploads beyond the proxy's memory buffer (spooled), a zip download
+# streamed back, a HEAD, a query string and an encoded path, all through a
+# sandbox's URL.
+test_proxy_files ()
+{
+  trap sv_cleanup EXIT
+  sv_start
+  sv_new_session files
+  head -c 3000000 /dev/urandom >"$T_WORK/big.bin"
+  code=$(curl -s -o "$T_WORK/up.json" -w '%{http_code}' -H "X-Session-API-Key: $SV_SK" \
+    -F "file=@$T_WORK/big.bin;filename=big.bin" "$SV_URL/$SV_ID/upload_file?destination=/tmp/d&recursive=false")
+  assert_eq "$code" 200 "$(cat "$T_WORK/up.json")"
+  sv_run_action "$SV_ID" 'sha256sum /tmp/d/big.bin; mkdir -p "/tmp/d/a b" && echo x > "/tmp/d/a b/c"'
+  assert_contains "$out" "$(t_sha256 "$T_WORK/big.bin")"
+  code=$(curl -s -o "$T_WORK/d.zip" -w '%{http_code}' -H "X-Session-API-Key: $SV_SK" \
+    "$SV_URL/$SV_ID/download_files?path=/tmp/d")
+  assert_eq "$code" 200
+  mkdir "$T_WORK/unz"
+  "$T_PY" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$T_WORK/d.zip" "$T_WORK/unz"
+  assert_eq "$(t_sha256 "$T_WORK/unz/big.bin")" "$(t_sha256 "$T_WORK/big.bin")" "the download through the proxy"
+  assert_eq "$(cat "$T_WORK/unz/a b/c")" x
+  code=$(curl -s -o /dev/null -w '%{http_code}' -I -H "X-Session-API-Key: $SV_SK" "$SV_URL/$SV_ID/alive")
+  assert_match "$code" '^(200|405)$'
+  sv_call POST /stop "{\"runtime_id\":\"$SV_ID\"}"
+  sv_stop
+  sv_assert_clean
+}
+run_test proxy_files test_proxy_files
+
 # ---------------------------------------------------------------- fields
 
 # bad_start BODY FIELD: /start answers 400 naming FIELD.

@@ -353,6 +353,7 @@ run_request (const ohbox_run_opts *o, struct ohbox_run_request *q, ohbox_error_t
   q->env = (char **) o->env;
   q->executor_port = o->executor_port;
   q->api_key = o->api_key;
+  q->no_new_privs = o->no_new_privileges;
   if (o->storage_size < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "ohbox_run_opts: storage_size must not be negative");
   q->storage_size = (uint64_t) o->storage_size;

@@ -193,6 +193,11 @@ typedef struct ohbox_run_opts
    * metadata addresses), "all", "none" (published ports only) or IPv4
    * ranges "A.B.C.D/N,..." besides the public ones. Weaker settings warn. */
   const char *egress;
+  /* Set no_new_privs for the command (`--security-opt no-new-privileges`):
+   * setuid programs (sudo) no longer gain anything. Default false, as Docker;
+   * what they gain then stays inside the sandbox (ohbox-run(1), SETUID
+   * PROGRAMS). */
+  bool no_new_privileges;
 } ohbox_run_opts;
 
 /* Creates and starts a sandbox. *RET_ID (may be NULL) gets its id.

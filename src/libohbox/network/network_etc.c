@@ -177,6 +177,11 @@ ohbox_network_write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_
           self = xasprintf ("%s\t%s%s%s\n", ip, hostname, o->name ? " " : "", o->name ? o->name : "");
           host = xasprintf ("%s\thost.ohbox.internal\n", gw);
         }
+      else
+        /* No address of its own: the name still resolves, to loopback (as
+         * Debian's 127.0.1.1), so that sudo and friends do not complain
+         * `unable to resolve host`. */
+        self = xasprintf ("127.0.1.1\t%s%s%s\n", hostname, o->name ? " " : "", o->name ? o->name : "");
       hosts = xasprintf ("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s%s",
                          self ? self : "", host ? host : "");
     }

@@ -129,7 +129,7 @@ security_json (const struct ohbox_run_plan *p)
   const struct ohbox_run_request *r = p->req;
   return json_pack ("{s:s, s:o, s:o, s:s, s:b, s:b}", "user_namespace", r->userns_host ? "host" : "private",
                     "cap_add", strv_json (r->cap_add, false), "cap_drop", strv_json (r->cap_drop, false), "seccomp",
-                    r->seccomp_profile ? r->seccomp_profile : "default", "no_new_privileges", !r->allow_new_privs,
+                    r->seccomp_profile ? r->seccomp_profile : "default", "no_new_privileges", r->no_new_privs,
                     "read_only", r->read_only);
 }
 

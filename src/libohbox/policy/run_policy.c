@@ -537,7 +537,7 @@ fill_options (struct ohbox_run_plan *p)
   o->cap_drop = req->cap_drop;
   o->seccomp_profile = req->seccomp_profile;
   o->stop_signal = req->stop_signal;
-  o->allow_new_privs = req->allow_new_privs;
+  o->no_new_privs = req->no_new_privs;
   o->userns_host = req->userns_host;
   o->timeout = req->timeout;
   o->labels = req->labels;

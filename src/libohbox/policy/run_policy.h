@@ -139,7 +139,11 @@ struct ohbox_run_request
   uint64_t storage_size;
   char **cap_add, **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
-  bool allow_new_privs;
+  /* no_new_privs for the command (`--security-opt no-new-privileges`). Off
+   * by default, as Docker: sudo and setuid binaries work as in a container;
+   * what they can gain stays inside the user namespace, the bounding set
+   * and the seccomp filter. */
+  bool no_new_privs;
   bool userns_host;
   const char *stop_signal;
   double timeout;

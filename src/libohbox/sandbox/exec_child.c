@@ -129,12 +129,19 @@ command_main (struct child_ctx *c)
     close_range (3, fd - 1, 0);
   close_range (fd + 1, ~0U, 0);
   const char *step = NULL;
+  /* Without no_new_privs the filter is loaded while we still hold every
+   * capability of the sandbox's user namespace (setns gave us them; the
+   * order: security/seccomp.h), as `ohbox run` does. */
+  bool nnp = c->plan->no_new_privs;
+  if (c->seccomp && !nnp && ohbox_seccomp_load (c->seccomp, &step) < 0)
+    child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "load the seccomp filter (%s): %s", step,
+                strerror (errno));
   if (ohbox_caps_apply (caps, &step) < 0)
     child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "set up capabilities (%s): %s", step, strerror (errno));
   if (chdir (c->plan->cwd) < 0)
     child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "chdir to working directory `%s`: %s", c->plan->cwd,
                 strerror (errno));
-  if (c->seccomp && ohbox_seccomp_load (c->seccomp, &step) < 0)
+  if (c->seccomp && nnp && ohbox_seccomp_load (c->seccomp, &step) < 0)
     child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "load the seccomp filter (%s): %s", step,
                 strerror (errno));
   exec_in_path (c->o->argv[0], c->o->argv, env, fd);

@@ -16,8 +16,10 @@
  *                                          cgroupns, pivot_root, hostname
  *                                          init: fork command
  *                                          command: setsid, stdio, close fds,
- *                                          caps, chdir, waits
- *   --GO------------------------------->  seccomp, execve
+ *                                          waits
+ *   --GO------------------------------->  seccomp, caps, chdir, execve
+ *                                          (no_new_privs: caps, chdir,
+ *                                          seccomp, execve; seccomp.h)
  *   EOF on the socket <------------------  (the socket is O_CLOEXEC: its last
  *   = the command runs                     copy closes with a successful exec)
  *   or an error message  <---------------  any failure, with kind and text
@@ -164,8 +166,11 @@ rebuild_linker_cache (const struct exec_ctx *ctx)
   if (pid == 0)
     {
       const char *step = NULL;
-      if (ohbox_caps_apply (ctx->ldconfig_caps, &step) < 0
-          || (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0))
+      /* The same order as the command's (security/seccomp.h). */
+      bool nnp = spec->no_new_privs;
+      if ((spec->seccomp && !nnp && ohbox_seccomp_load (spec->seccomp, &step) < 0)
+          || ohbox_caps_apply (ctx->ldconfig_caps, &step) < 0
+          || (spec->seccomp && nnp && ohbox_seccomp_load (spec->seccomp, &step) < 0))
         _exit (OHBOX_EXIT_RUNTIME);
       size_t n = 0;
       while (spec->ldconfig_dirs[n])
@@ -226,11 +231,6 @@ exec_command (void *arg)
   close_range (sync + 1, ~0U, 0);
   if (ctx->ldconfig_caps)
     rebuild_linker_cache (ctx);
-  const char *step = NULL;
-  if (ohbox_caps_apply (ctx->caps, &step) < 0)
-    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set up capabilities (%s)", step);
-  if (chdir (spec->cwd) < 0)
-    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "chdir to working directory `%s`", spec->cwd);
   /* The last GO: the parent's after_clone (the network) is done, which ran
    * meanwhile. Before the seccomp filter, which may not allow recvmsg. */
   struct sync_msg m;
@@ -238,7 +238,16 @@ exec_command (void *arg)
     send_msg (sync, MSG_READY, 0, 0, 0, NULL, -1);
   if (recv_msg (sync, &m, NULL) <= 0 || m.type != MSG_GO)
     _exit (OHBOX_EXIT_RUNTIME);
-  if (spec->seccomp && ohbox_seccomp_load (spec->seccomp, &step) < 0)
+  const char *step = NULL;
+  /* Without no_new_privs the filter is loaded while we still hold every
+   * capability of our user namespace (the order: security/seccomp.h). */
+  if (spec->seccomp && !spec->no_new_privs && ohbox_seccomp_load (spec->seccomp, &step) < 0)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "load the seccomp filter (%s)", step);
+  if (ohbox_caps_apply (ctx->caps, &step) < 0)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set up capabilities (%s)", step);
+  if (chdir (spec->cwd) < 0)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "chdir to working directory `%s`", spec->cwd);
+  if (spec->seccomp && spec->no_new_privs && ohbox_seccomp_load (spec->seccomp, &step) < 0)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "load the seccomp filter (%s)", step);
   ohbox_trace ("command: execve");
   const char *file = spec->argv[0];

@@ -748,7 +748,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     user = NULL;
   /* What `ohbox exec` gives its processes too (exec.h). */
   struct ohbox_exec_record xr = { .env = c.env, .cwd = wd, .user = user, .caps = caps, .caps_added = added,
-                                  .no_new_privs = !o->allow_new_privs, .seccomp_profile = o->seccomp_profile };
+                                  .no_new_privs = o->no_new_privs, .seccomp_profile = o->seccomp_profile };
   if (ohbox_exec_record (dfd, &xr, err) < 0
       || (c.seccomp && ohbox_seccomp_filter_save (dfd, OHBOX_EXEC_SECCOMP_FILE, c.seccomp, err) < 0))
     goto fail;
@@ -781,7 +781,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .rootdir_fd = c.rootdir_fd,
     .caps = caps,
     .caps_added = added,
-    .no_new_privs = !o->allow_new_privs,
+    .no_new_privs = o->no_new_privs,
     .seccomp = c.seccomp,
     .cgroup = c.cgroup,
     .additional_gids = o->devices ? o->devices->additional_gids : NULL,

@@ -114,7 +114,7 @@ struct ohbox_run_options
   char **cap_drop;
   const char *seccomp_profile; /* NULL: the default profile; "unconfined": none */
   const char *stop_signal;     /* what `stop` sends first; NULL: the image's StopSignal, else SIGTERM */
-  bool allow_new_privs;        /* --security-opt no-new-privileges=false */
+  bool no_new_privs;           /* --security-opt no-new-privileges (off by default, as Docker) */
   bool userns_host;            /* --userns host */
   /* Called with warnings meant for the user (may be NULL). */
   void (*warn) (const char *msg, void *data);

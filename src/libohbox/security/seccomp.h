@@ -25,9 +25,19 @@
  * when that file exists, otherwise the copy of seccomp-profiles/default.json
  * compiled into the library. It blocks io_uring: see that file.
  *
- * no_new_privs: loading a filter needs no_new_privs or CAP_SYS_ADMIN. The
- * capabilities module sets no_new_privs (ohbox_caps_apply); the usual order
- * in the child is ohbox_caps_apply(), ohbox_seccomp_load(), execve(). */
+ * no_new_privs: loading a filter needs no_new_privs or CAP_SYS_ADMIN in the
+ * loading task's user namespace. The capabilities module sets no_new_privs
+ * (ohbox_caps_apply), when asked. The order in the child (as runc and crun):
+ *   - no_new_privs off (the default, as Docker, so that sudo works):
+ *     ohbox_seccomp_load() while the task still holds every capability of
+ *     the sandbox's user namespace, then ohbox_caps_apply(), chdir,
+ *     execve(). The filter therefore also covers the id and capability
+ *     calls of ohbox_caps_apply (the default profile allows them);
+ *   - no_new_privs on: ohbox_caps_apply(), chdir, ohbox_seccomp_load(),
+ *     execve(): the filter needs no privilege then, and may deny even the
+ *     calls of ohbox_caps_apply.
+ * Either way the filter is in force from the execve on and, a filter being
+ * permanent, in every process started after it (setuid ones included). */
 #ifndef OHBOX_SECCOMP_H
 #define OHBOX_SECCOMP_H
 

@@ -30,9 +30,21 @@ runc_cmd ()
   timeout -k 5 60 "$RUNC" --root "$T_WORK/state" --log "$T_WORK/runc.log" --log-format json "$@"
 }
 
+# Whatever a failed test left under its state root goes (run_test runs each
+# test in a subshell: its EXIT trap runs on failure too).
+remove_containers ()
+{
+  local d
+  for d in "$T_WORK"/state/*/; do
+    [ -d "$d" ] && "$RUNC" --root "$T_WORK/state" delete --force "$(basename "$d")" >/dev/null 2>&1
+  done
+  return 0
+}
+
 # my_bundle JQ-FILTER: a copy of the bundle's config (rootfs shared) with FILTER applied.
 my_bundle ()
 {
+  trap remove_containers EXIT
   mkdir -p "$T_WORK/bundle"
   ln -sfn "$BUNDLE/rootfs" "$T_WORK/bundle/rootfs"
   jq "$1" "$BUNDLE/config.json" >"$T_WORK/bundle/config.json"

@@ -1,5 +1,6 @@
 dist_man_MANS += \
 	man/ohbox.1 \
+	man/ohbox-runc.1 \
 	man/ohbox-pull.1 \
 	man/ohbox-images.1 \
 	man/ohbox-inspect.1 \

@@ -51,7 +51,8 @@ libohbox_internal_la_SOURCES += \
 	src/libohbox/sandbox/mounts.c src/libohbox/sandbox/userns.c src/libohbox/sandbox/init.c \
 	src/libohbox/sandbox/sandbox.c src/libohbox/sandbox/sandbox.h src/libohbox/sandbox/sandbox_internal.h \
 	src/libohbox/sandbox/sandbox_ops.c src/libohbox/sandbox/state.c src/libohbox/sandbox/state_record.c src/libohbox/sandbox/state.h src/libohbox/sandbox/monitor.c \
-	src/libohbox/sandbox/relay.c src/libohbox/sandbox/relay.h
+	src/libohbox/sandbox/relay.c src/libohbox/sandbox/relay.h \
+	src/libohbox/sandbox/bundle.c src/libohbox/sandbox/bundle.h
 # `ohbox exec` (exec.h).
 libohbox_internal_la_SOURCES += src/libohbox/sandbox/exec.c src/libohbox/sandbox/exec.h src/libohbox/sandbox/exec_internal.h src/libohbox/sandbox/exec_child.c \
 	src/libohbox/sandbox/terminal.c

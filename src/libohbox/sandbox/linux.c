@@ -355,6 +355,27 @@ ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
   return 0;
 }
 
+/* The sandbox's sysctls, through the host's /proc before the sandbox's own
+ * is mounted: /proc/sys/net and the IPC entries resolve to the namespaces
+ * of the process that opens them, which are the sandbox's by now (only
+ * namespaced names get here: bundle.c). */
+static int
+set_sysctls (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
+{
+  for (size_t i = 0; i < spec->n_sysctl; i++)
+    {
+      cleanup_free char *path = xasprintf ("/proc/sys/%s", spec->sysctl_keys[i]);
+      for (char *p = path + strlen ("/proc/sys/"); *p; p++)
+        if (*p == '.')
+          *p = '/';
+      cleanup_close int fd = open (path, O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+      const char *v = spec->sysctl_values[i];
+      if (fd < 0 || ohbox_write_all (fd, v, strlen (v)) < 0)
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "set sysctl `%s` to `%s`", spec->sysctl_keys[i], v);
+    }
+  return 0;
+}
+
 __attribute__ ((noreturn)) static void
 child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_join *join, bool into_cgroup)
 {
@@ -407,6 +428,8 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
    * namespace is unshared (below), so the cgroup becomes its root. */
   if (join->n > 0 && ohbox_cgroup_join (join, into_cgroup, &err) < 0)
     child_fail (sync, &err);
+  if (set_sysctls (spec, &err) < 0)
+    child_fail (sync, &err);
   if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     {
       ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "make mounts private");
@@ -438,9 +461,14 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   struct ohbox_user_ids ids;
   if (ohbox_user_lookup (mfd, spec->user, &ids, &err) < 0)
     child_fail (sync, &err);
+  if (spec->exact_groups)
+    ids.n_groups = 0;
   add_groups (&ids, spec->additional_gids, spec->n_additional_gids);
   struct ohbox_caps_sets sets;
-  ohbox_caps_sets_for_user (spec->caps, spec->caps_added, ids.uid == 0, &sets);
+  if (spec->caps_sets)
+    sets = *spec->caps_sets;
+  else
+    ohbox_caps_sets_for_user (spec->caps, spec->caps_added, ids.uid == 0, &sets);
   struct ohbox_caps_user cu = { .uid = ids.uid,
                                 .gid = ids.gid,
                                 .groups = ids.groups,
@@ -460,7 +488,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     }
   ctx.env = env_with_home (spec->env, ids.home);
   /* Our cgroup (joined above) becomes our cgroup namespace's root. */
-  if (spec->cgroup && unshare (CLONE_NEWCGROUP) < 0)
+  if ((spec->cgroup || spec->cgroupns) && unshare (CLONE_NEWCGROUP) < 0)
     {
       ohbox_error_sys (&err, OHBOX_ERR_SANDBOX, "unshare the cgroup namespace");
       child_fail (sync, &err);
@@ -482,6 +510,10 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
   if (spec->netns && !spec->join_netns && loopback_up (&err) < 0)
     child_fail (sync, &err);
   close (mfd);
+  /* Set up: a parent that dies now closes the sync socket, on which the
+   * command waits for its last GO, and the sandbox ends without running it. */
+  if (spec->outlive_parent)
+    prctl (PR_SET_PDEATHSIG, 0);
   ohbox_init_run (exec_command, &ctx, sync, !hidden);
 }
 
@@ -717,7 +749,19 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
               goto fail;
             }
         }
-      if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
+      if (spec->rootfs_dir)
+        {
+          /* A bundle's rootfs: the caller's directory, its ids as they are
+           * on disk (a bundle with a user namespace comes with a rootfs
+           * owned by its mapped ids, as for runc). */
+          mfd = open_tree (AT_FDCWD, spec->rootfs_dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+          if (mfd < 0)
+            {
+              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the rootfs `%s`", spec->rootfs_dir);
+              goto fail;
+            }
+        }
+      else if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
         goto fail;
       if (userns_fd >= 0 && ohbox_mounts_idmap_binds (spec->mounts, spec->n_mounts, userns_fd, err) < 0)
         goto fail;

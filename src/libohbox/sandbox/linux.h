@@ -120,6 +120,8 @@ struct ohbox_mount_spec
   uid_t host_uid;
   gid_t host_gid;
   int fd; /* the source as a detached tree the parent cloned, or -1 */
+  bool single; /* the source mount alone, without the mounts under it (OCI `bind`, not `rbind`) */
+  uint64_t attrs; /* MOUNT_ATTR_NOSUID / NOEXEC for the whole bind (an OCI bundle's options) */
 };
 
 /* In the parent, before clone: clones each bind source as a detached tree
@@ -180,6 +182,9 @@ struct ohbox_linux_spec
   void *before_start_data;
 
   const struct ohbox_snapshot *snap;
+  /* An OCI bundle's root filesystem, a host directory used as it is
+   * (bundle.c; root only): a recursive bind of it instead of SNAP. */
+  const char *rootfs_dir;
   bool read_only;
   const struct ohbox_mount_spec *mounts;
   size_t n_mounts;
@@ -187,10 +192,23 @@ struct ohbox_linux_spec
 
   uint64_t caps;
   uint64_t caps_added;
+  /* The five sets as given (an OCI bundle's process.capabilities); NULL:
+   * from CAPS and CAPS_ADDED by the user (ohbox_caps_sets_for_user). */
+  const struct ohbox_caps_sets *caps_sets;
   bool no_new_privs;
   const struct ohbox_seccomp_filter *seccomp; /* NULL: unconfined */
 
   const struct ohbox_cgroup *cgroup; /* NULL: none */
+  bool cgroupns; /* a cgroup namespace even without CGROUP (an OCI bundle's) */
+  /* Paths masked and made read-only besides ohbox's own (NULL-terminated
+   * or NULL): an OCI bundle's linux.maskedPaths and readonlyPaths. */
+  char **masked_paths;
+  char **readonly_paths;
+  /* Namespaced sysctls (an OCI bundle's linux.sysctl, checked by bundle.c):
+   * names as "net.ipv4.ping_group_range", set in the sandbox's namespaces. */
+  char **sysctl_keys;
+  char **sysctl_values;
+  size_t n_sysctl;
 
   /* Devices (devices/devices.h): groups the command's user joins besides
    * its own, and library folders the sandbox's linker cache is rebuilt with
@@ -198,6 +216,13 @@ struct ohbox_linux_spec
    * capabilities and seccomp filter, before the command). */
   const uint32_t *additional_gids;
   size_t n_additional_gids;
+  /* The groups are ADDITIONAL_GIDS alone, not those the image's /etc/group
+   * lists the user in (an OCI process.user, as runc). */
+  bool exact_groups;
+  /* The init outlives its parent once set up (an OCI runtime's `create`:
+   * the engine's subreaper, conmon or a shim, becomes its parent and reaps
+   * it); else it is killed when its parent dies. */
+  bool outlive_parent;
   char **ldconfig_dirs; /* NULL-terminated or NULL */
 };
 

@@ -350,7 +350,7 @@ ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_err
       struct ohbox_mount_spec *m = &mounts[i];
       if (m->tmpfs || m->mknod)
         continue;
-      m->fd = open_tree (AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+      m->fd = open_tree (AT_FDCWD, m->source, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | (m->single ? 0 : AT_RECURSIVE));
       if (m->fd < 0)
         return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind mount source `%s`", m->source);
       if (m->read_only && set_read_only (m->fd, true, m->source, err) < 0)
@@ -358,8 +358,10 @@ ohbox_mounts_prepare_binds (struct ohbox_mount_spec *mounts, size_t n, ohbox_err
       /* A volume is data, never a way to a device: a node reached through
        * it (`-v /dev:/x`, a node on a shared disk) cannot be opened.
        * Devices come with --device, as binds of their own. */
-      struct mount_attr nodev = { .attr_set = MOUNT_ATTR_NODEV };
-      if (!m->device && mount_setattr (m->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &nodev, sizeof nodev) < 0)
+      struct mount_attr nodev = { .attr_set = MOUNT_ATTR_NODEV | m->attrs };
+      if (m->device)
+        nodev.attr_set &= ~(uint64_t) MOUNT_ATTR_NODEV;
+      if (nodev.attr_set && mount_setattr (m->fd, "", AT_EMPTY_PATH | AT_RECURSIVE, &nodev, sizeof nodev) < 0)
         return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make volume `%s` nodev", m->source);
     }
   return 0;
@@ -422,6 +424,12 @@ ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
       return -1;
   for (size_t i = 0; i < sizeof readonly_paths / sizeof readonly_paths[0]; i++)
     if (readonly_path (rootfd, readonly_paths[i], err) < 0)
+      return -1;
+  for (char **p = spec->masked_paths; p && *p; p++)
+    if (mask_path (rootfd, *p, err) < 0)
+      return -1;
+  for (char **p = spec->readonly_paths; p && *p; p++)
+    if (readonly_path (rootfd, *p, err) < 0)
       return -1;
   /* The working directory exists (as Docker creates it), resolved in-root:
    * a magic link such as /proc/self/fd/N is refused (RESOLVE_NO_MAGICLINKS). */

@@ -1,0 +1,45 @@
+/* bundle.h: running an OCI bundle (a directory with config.json and a root
+ * filesystem) through the same Linux machinery as `ohbox run` (linux.c),
+ * for ohbox-runc.
+ *
+ * ohbox_bundle_load parses config.json (oci/runtime_spec.c) and turns it
+ * into a struct ohbox_linux_spec; whatever of the config ohbox does not
+ * honour yet is an OHBOX_ERR_UNSUPPORTED error naming the field, never
+ * dropped. ohbox_bundle_start starts it (root only). */
+#ifndef OHBOX_BUNDLE_H
+#define OHBOX_BUNDLE_H
+
+#include <sys/types.h>
+
+#include "oci/runtime_spec.h"
+#include "sandbox/linux.h"
+#include "security/capabilities.h"
+
+struct ohbox_bundle
+{
+  char *dir;    /* absolute */
+  char *rootfs; /* absolute, resolved */
+  struct oci_runtime_spec *config;
+  char *user; /* "uid:gid" */
+  struct ohbox_caps_sets caps;
+  struct ohbox_mount_spec *mounts;
+  size_t n_mounts;
+  struct ohbox_userns_plan userns_plan;
+  struct ohbox_seccomp_filter *seccomp;
+  struct ohbox_linux_spec spec;
+};
+
+/* Loads and checks the bundle at DIR (relative to the cwd or absolute). */
+int ohbox_bundle_load (const char *dir, struct ohbox_bundle **ret, ohbox_error_t *err);
+void ohbox_bundle_free (struct ohbox_bundle *b);
+
+/* Starts the container ID from B with STDIO as its standard streams.
+ * BEFORE_START (may be NULL) runs once the container is set up and its
+ * process waits to execve (where `create` stops until `start`). Sets this
+ * process's rlimits and oom_score_adj to the config's (the container
+ * inherits them): call it from a process of the container's own. */
+int ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
+                        int (*before_start) (pid_t pid, void *data, ohbox_error_t *err), void *data,
+                        struct ohbox_linux_proc *ret, ohbox_error_t *err);
+
+#endif

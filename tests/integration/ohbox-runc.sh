@@ -1,0 +1,247 @@
+#!/bin/bash
+# ohbox-runc.sh: ohbox-runc driven the way runc's users drive runc, on a
+# bundle unpacked (umoci) from the busybox test image: create/start/state/
+# kill/delete, run in the foreground, the process and mount fields of
+# config.json seen from inside, and bad bundles refused with an error that
+# names the field, on stderr and in --log, with nothing left under --root.
+. "$(dirname "$0")/../lib/common.sh"
+. "$T_LIB/images.sh"
+
+RUNC=$OHBOX_BUILDDIR/ohbox-runc
+BUNDLE=$T_TMP/bundle
+
+setup ()
+{
+  [ "$(id -u)" = 0 ] || { echo "needs root (ohbox-runc runs containers as root only)"; return 1; }
+  [ -x "$RUNC" ] || { echo "ohbox-runc is not built (make ohbox-runc)"; return 1; }
+  command -v umoci >/dev/null || { echo "umoci is not installed (contrib/install-deps.sh)"; return 1; }
+  img_build || return 1
+  umoci --log error unpack --image "$IMG_BUSYBOX:latest" "$BUNDLE" || return 1
+  # runc's defaults as umoci writes them, without a terminal.
+  jq '.process.terminal = false | .hostname = "runc-test"' "$BUNDLE/config.json" >"$T_TMP/config.json" &&
+    mv "$T_TMP/config.json" "$BUNDLE/config.json"
+}
+t_setup_or_die setup setup
+
+# runc_cmd ARGS...: ohbox-runc on this test's state root, with a JSON log.
+runc_cmd ()
+{
+  echo "+ ohbox-runc $*" >&9
+  timeout -k 5 60 "$RUNC" --root "$T_WORK/state" --log "$T_WORK/runc.log" --log-format json "$@"
+}
+
+# Whatever a failed test left under its state root goes (run_test runs each
+# test in a subshell: its EXIT trap runs on failure too).
+remove_containers ()
+{
+  local d
+  for d in "$T_WORK"/state/*/; do
+    [ -d "$d" ] && "$RUNC" --root "$T_WORK/state" delete --force "$(basename "$d")" >/dev/null 2>&1
+  done
+  return 0
+}
+
+# my_bundle JQ-FILTER: a copy of the bundle's config (rootfs shared) with FILTER applied.
+my_bundle ()
+{
+  trap remove_containers EXIT
+  mkdir -p "$T_WORK/bundle"
+  ln -sfn "$BUNDLE/rootfs" "$T_WORK/bundle/rootfs"
+  jq "$1" "$BUNDLE/config.json" >"$T_WORK/bundle/config.json"
+}
+
+status_of ()
+{
+  runc_cmd state "$1" | jq -r .status
+}
+
+status_is ()
+{
+  [ "$(status_of "$1")" = "$2" ]
+}
+
+# pid_gone PID: ended (a zombie left to whoever reaps the reparented init counts).
+pid_gone ()
+{
+  local st
+  st=$(sed 's/.*) //' "/proc/$1/stat" 2>/dev/null | cut -c1) || true
+  [ -z "$st" ] || [ "$st" = Z ] || [ "$st" = X ]
+}
+
+state_root_empty ()
+{
+  [ -z "$(ls -A "$T_WORK/state" 2>/dev/null)" ]
+}
+
+test_run_foreground ()
+{
+  my_bundle '.process.args = ["sh", "-c", "echo hello from $(hostname); exit 7"]'
+  assert_exit 7 runc_cmd run --bundle "$T_WORK/bundle" fg1
+  assert_eq "hello from runc-test" "$out"
+  # runc run removes the container when it ends.
+  assert_fails runc_cmd state fg1
+  assert_contains "$err" "does not exist"
+  state_root_empty
+}
+
+test_lifecycle ()
+{
+  my_bundle '.process.args = ["sh", "-c", "echo started; exec sleep 1000"]'
+  local pid
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file pidfile c1 >"$T_WORK/ctr.out" 2>&1
+  pid=$(cat pidfile)
+  assert_int -gt "$pid" 1 "the pid in --pid-file"
+  assert_ok runc_cmd state c1
+  assert_jq "$out" '.ociVersion == "1.1.0" and .id == "c1" and .status == "created"'
+  assert_jq "$out" ".pid == $pid and .bundle == \"$T_WORK/bundle\""
+  assert_jq "$out" '.annotations["org.ohbox.test.image"] == "busybox"'
+  kill -0 "$pid"
+  # Created: the process waits for start.
+  sleep 0.3
+  assert_eq "" "$(cat "$T_WORK/ctr.out")"
+  assert_ok runc_cmd start c1
+  t_wait_until 10 grep -q started "$T_WORK/ctr.out"
+  assert_eq running "$(status_of c1)"
+  assert_fails runc_cmd start c1
+  assert_contains "$err" "only a created container can be started"
+  assert_fails runc_cmd delete c1
+  assert_contains "$err" "use --force"
+  assert_ok runc_cmd kill c1 TERM
+  t_wait_until 10 status_is c1 stopped
+  assert_jq "$(runc_cmd state c1)" '.pid == 0'
+  assert_fails runc_cmd kill c1 KILL
+  assert_ok runc_cmd delete c1
+  assert_fails runc_cmd state c1
+  pid_gone "$pid"
+  state_root_empty
+}
+
+test_kill_before_start ()
+{
+  my_bundle '.process.args = ["sleep", "1000"]'
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file pidfile c2 >/dev/null 2>&1
+  assert_ok runc_cmd kill c2 9
+  t_wait_until 10 status_is c2 stopped
+  assert_fails runc_cmd start c2
+  assert_ok runc_cmd delete c2
+  pid_gone "$(cat pidfile)"
+  state_root_empty
+}
+
+test_delete_force ()
+{
+  my_bundle '.process.args = ["sleep", "1000"]'
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file pidfile c3 >/dev/null 2>&1
+  assert_ok runc_cmd start c3
+  assert_eq running "$(status_of c3)"
+  assert_ok runc_cmd delete --force c3
+  pid_gone "$(cat pidfile)"
+  assert_fails runc_cmd state c3
+  state_root_empty
+}
+
+test_duplicate_id ()
+{
+  my_bundle '.process.args = ["sleep", "1000"]'
+  runc_cmd create --bundle "$T_WORK/bundle" c4 >/dev/null 2>&1
+  assert_fails runc_cmd create --bundle "$T_WORK/bundle" c4
+  assert_contains "$err" "already exists"
+  assert_eq created "$(status_of c4)"
+  assert_ok runc_cmd delete --force c4
+  assert_fails runc_cmd create --bundle "$T_WORK/bundle" ../escape
+  assert_contains "$err" "invalid container id"
+  state_root_empty
+}
+
+# The process and mount fields of config.json, seen from inside.
+test_process_fields ()
+{
+  mkdir -p vol
+  echo from-host >vol/file
+  my_bundle '.process.user = {"uid": 1000, "gid": 1000, "additionalGids": [5]}
+    | .process.env = ["PATH=/bin", "FOO=bar"] | .process.cwd = "/tmp"
+    | .process.capabilities = {"bounding": ["CAP_KILL"]}
+    | .process.rlimits = [{"type": "RLIMIT_NOFILE", "soft": 321, "hard": 321}]
+    | .linux.maskedPaths += ["/etc/passwd"] | .linux.readonlyPaths += ["/home"]
+    | .mounts += [{"destination": "/mnt", "type": "bind", "source": "'"$T_WORK"'/vol", "options": ["rbind", "ro", "nosuid"]},
+                  {"destination": "/run", "type": "tmpfs", "source": "tmpfs", "options": ["nosuid", "nodev"]}]
+    | .linux.sysctl = {"net.ipv4.ping_group_range": "0 0"}
+    | .process.args = ["sh", "-c", "cat /proc/sys/net/ipv4/ping_group_range; grep -E \"^(Uid|Gid|Groups|CapBnd|CapEff|NoNewPrivs)\" /proc/self/status; echo foo=$FOO; pwd; ulimit -n; wc -c </etc/passwd; cat /mnt/file; touch /mnt/x 2>/dev/null || echo mnt-ro; touch /run/x && echo run-rw; grep -E \" /(home|mnt) \" /proc/self/mountinfo"]'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" p1
+  assert_match "$out" $'^0\t0\n'
+  assert_match "$out" $'Uid:\t1000\t1000\t1000\t1000'
+  assert_match "$out" $'Gid:\t1000\t1000\t1000\t1000'
+  assert_match "$out" $'Groups:\t5 *\n'
+  assert_match "$out" $'CapBnd:\t0000000000000020'
+  assert_match "$out" $'CapEff:\t0000000000000000'
+  assert_match "$out" $'NoNewPrivs:\t1'
+  assert_contains "$out" "foo=bar"
+  assert_contains "$out" $'/tmp\n321\n0\nfrom-host\nmnt-ro\nrun-rw'
+  assert_match "$out" ' /home ro,'
+  assert_match "$out" ' /mnt ro,nosuid,nodev'
+  state_root_empty
+}
+
+# A network namespace joined by path (as podman and CNI give one).
+test_join_netns ()
+{
+  unshare --net sh -c 'ip link set lo mtu 1234 && touch netns-ready && exec sleep 1000' &
+  local holder=$!
+  t_wait_until 10 test -e netns-ready
+  my_bundle '.linux.namespaces |= map(if .type == "network" then .path = "/proc/'"$holder"'/ns/net" else . end)
+    | .process.args = ["ip", "link"]'
+  t_run runc_cmd run --bundle "$T_WORK/bundle" n1
+  kill "$holder"
+  wait "$holder" || true
+  assert_eq 0 "$rc"
+  assert_contains "$out" "mtu 1234"
+  state_root_empty
+}
+
+# expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
+# the JSON log, and leaves nothing behind.
+expect_refused ()
+{
+  my_bundle "$1"
+  : >"$T_WORK/runc.log"
+  assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" bad
+  assert_contains "$err" "$2"
+  assert_jq "$(tail -n 1 "$T_WORK/runc.log")" '.level == "error"'
+  assert_contains "$(tail -n 1 "$T_WORK/runc.log")" "$2"
+  state_root_empty
+}
+
+test_bad_bundles ()
+{
+  expect_refused '.ociVersion = "2.0.0"' "ociVersion"
+  expect_refused '.hooks = {"prestart": [{"path": "/bin/true"}]}' "hooks.prestart"
+  expect_refused '.linux.namespaces[0].path = "/proc/1/ns/pid"' "linux.namespaces[0].path"
+  expect_refused '.linux.namespaces |= map(select(.type != "pid"))' "sharing the host's pid namespace"
+  expect_refused '.linux.resources.memory = {"limit": 100000000}' "linux.resources"
+  expect_refused '.process.terminal = true' "process.terminal"
+  expect_refused '.process.capabilities.bounding += ["CAP_NO_SUCH"]' "process.capabilities.bounding[3]"
+  expect_refused '.mounts += [{"destination": "/x", "type": "bind", "source": "/tmp", "options": ["rbind", "rshared"]}]' \
+    "mounts[7].options"
+  expect_refused '.root.path = "nonexistent"' "root.path"
+  expect_refused '.linux.sysctl = {"kernel.randomize_va_space": "0"}' "linux.sysctl.kernel.randomize_va_space"
+  expect_refused '.linux.sysctl = {"net.ipv4.ip_forward": "1"} | .linux.namespaces |= map(select(.type != "network"))' \
+    "linux.sysctl.net.ipv4.ip_forward"
+  expect_refused '.linux.namespaces[1].path = "/proc/1/ns/ipc"' "linux.namespaces[1].path"
+  rm "$T_WORK/bundle/config.json"
+  assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" bad
+  assert_contains "$err" "config.json"
+  state_root_empty
+  for cmd in checkpoint restore exec pause; do
+    assert_exit 1 runc_cmd "$cmd" x
+    assert_contains "$err" "not supported"
+  done
+}
+
+run_test run_foreground test_run_foreground
+run_test lifecycle test_lifecycle
+run_test kill_before_start test_kill_before_start
+run_test delete_force test_delete_force
+run_test duplicate_id test_duplicate_id
+run_test process_fields test_process_fields
+run_test join_netns test_join_netns
+run_test bad_bundles test_bad_bundles

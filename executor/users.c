@@ -340,8 +340,8 @@ users_give_dir (const char *dir, uid_t uid, gid_t gid, char **ret_warning, ohbox
   /* chmod g+rw DIR */
   struct stat st;
   if (lstat (dir, &st) < 0)
-    return ohbox_error_errno (err, "stat `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "stat `%s`", dir);
   if (S_ISDIR (st.st_mode) && (st.st_mode & 060) != 060 && chmod (dir, (st.st_mode & 07777) | 060) < 0)
-    return ohbox_error_errno (err, "chmod g+rw `%s`", dir);
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "chmod g+rw `%s`", dir);
   return 0;
 }

@@ -144,8 +144,9 @@ users_create (const char *name, uid_t uid, ohbox_error_t *err)
   struct user_info other = { 0 };
   if (users_by_uid (uid, &other))
     {
-      int r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "create user `%s`: uid %u already belongs to `%s`; pass a free --user-id",
-                           name, (unsigned) uid, other.name);
+      int r = ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                           "create user `%s`: uid %u already belongs to `%s`; pass a free --user-id", name,
+                           (unsigned) uid, other.name);
       user_info_release (&other);
       return r;
     }
@@ -186,7 +187,7 @@ static bool
 list_has (const char *list, const char *user)
 {
   size_t n = strlen (user);
-  for (const char *p = list; *p; )
+  for (const char *p = list; *p;)
     {
       const char *end = strchrnul (p, ',');
       if ((size_t) (end - p) == n && strncmp (p, user, n) == 0)
@@ -200,10 +201,10 @@ list_has (const char *list, const char *user)
 static gid_t
 free_gid (const char *content)
 {
-  for (unsigned long want = 27; ; want++)
+  for (unsigned long want = 27;; want++)
     {
       bool used = false;
-      for (const char *l = content; *l && !used; )
+      for (const char *l = content; *l && !used;)
         {
           const char *nl = strchrnul (l, '\n');
           cleanup_free char *line = strndup (l, (size_t) (nl - l));
@@ -226,7 +227,7 @@ users_group_add_member (const char *group, const char *user, ohbox_error_t *err)
     content = xstrdup ("");
   struct ohbox_buf out = { 0 };
   bool found = false, changed = false;
-  for (const char *l = content; *l; )
+  for (const char *l = content; *l;)
     {
       const char *nl = strchrnul (l, '\n');
       cleanup_free char *line = xstrndup (l, (size_t) (nl - l));
@@ -255,6 +256,18 @@ users_group_add_member (const char *group, const char *user, ohbox_error_t *err)
   int r = 0;
   if (changed)
     r = ohbox_write_file_atomic (AT_FDCWD, GROUP_FILE, out.data, out.len, 0644, err);
+  if (r < 0 && (*err)->errno_value == EBUSY)
+    {
+      /* /etc/group is a mount point (bound in by an engine or a test): it
+       * cannot be replaced, only rewritten where it is. */
+      ohbox_error_release (err);
+      int fd = open (GROUP_FILE, O_WRONLY | O_TRUNC | O_CLOEXEC);
+      r = fd < 0 || ohbox_write_all (fd, out.data, out.len) < 0
+            ? ohbox_error_sys (err, OHBOX_ERR_GENERIC, "rewrite `%s`", GROUP_FILE)
+            : 0;
+      if (fd >= 0)
+        close (fd);
+    }
   ohbox_buf_free (&out);
   return r < 0 ? ohbox_error_prefix (err, "add `%s` to group `%s`", user, group) : 0;
 }
@@ -268,7 +281,7 @@ users_sudoers_ensure (ohbox_error_t *err)
     return 0; /* no sudo in the image */
   if (ohbox_read_file_at (AT_FDCWD, SUDOERS_FILE, ETC_MAX, &content, &len, err) < 0)
     return ohbox_error_prefix (err, "read `" SUDOERS_FILE "`");
-  for (const char *l = content; *l; )
+  for (const char *l = content; *l;)
     {
       const char *nl = strchrnul (l, '\n');
       if ((size_t) (nl - l) == strlen (SUDOERS_LINE) && strncmp (l, SUDOERS_LINE, strlen (SUDOERS_LINE)) == 0)
@@ -303,7 +316,8 @@ chown_one (const char *path, const struct stat *st, int type, struct FTW *ftw)
 {
   (void) type;
   (void) ftw;
-  if ((st->st_uid == chown_walk.uid && st->st_gid == chown_walk.gid) || lchown (path, chown_walk.uid, chown_walk.gid) == 0)
+  if ((st->st_uid == chown_walk.uid && st->st_gid == chown_walk.gid)
+      || lchown (path, chown_walk.uid, chown_walk.gid) == 0)
     return 0;
   if (chown_walk.failed++ == 0)
     {

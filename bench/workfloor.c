@@ -238,15 +238,14 @@ cgroups_create (const char *id)
     fclose (f);
 }
 
-static const char *const masked[] = { "/proc/acpi",        "/proc/asound",      "/proc/interrupts", "/proc/kcore",
-                                      "/proc/keys",        "/proc/latency_stats", "/proc/timer_list",
-                                      "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",       "/sys/firmware",
-                                      "/sys/devices/virtual/powercap" };
+static const char *const masked[] = { "/proc/acpi",       "/proc/asound",      "/proc/interrupts",
+                                      "/proc/kcore",      "/proc/keys",        "/proc/latency_stats",
+                                      "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug",
+                                      "/proc/scsi",       "/sys/firmware",     "/sys/devices/virtual/powercap" };
 static const char *const readonly[] = { "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger" };
-static const int default_caps[] = { CAP_CHOWN,      CAP_DAC_OVERRIDE, CAP_FSETID,  CAP_FOWNER,
-                                    CAP_MKNOD,      CAP_SETGID,       CAP_SETUID,  CAP_SETFCAP,
-                                    CAP_SETPCAP,    CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL,
-                                    CAP_AUDIT_WRITE };
+static const int default_caps[] = { CAP_CHOWN,      CAP_DAC_OVERRIDE, CAP_FSETID,     CAP_FOWNER,  CAP_MKNOD,
+                                    CAP_SETGID,     CAP_SETUID,       CAP_SETFCAP,    CAP_SETPCAP, CAP_NET_BIND_SERVICE,
+                                    CAP_SYS_CHROOT, CAP_KILL,         CAP_AUDIT_WRITE };
 
 static struct sock_filter insns[BPF_MAXINSNS];
 static struct sock_fprog filter = { .filter = insns };
@@ -329,8 +328,8 @@ sandbox (int sync, char **argv)
   mount_at (mfd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC, "newinstance,ptmxmode=0666,mode=0620");
   mount_at (mfd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k");
   mount_at (mfd, "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL);
-  static const char *const links[][2] = { { "pts/ptmx", "ptmx" },         { "/proc/self/fd", "fd" },
-                                          { "/proc/self/fd/0", "stdin" }, { "/proc/self/fd/1", "stdout" },
+  static const char *const links[][2] = { { "pts/ptmx", "ptmx" },          { "/proc/self/fd", "fd" },
+                                          { "/proc/self/fd/0", "stdin" },  { "/proc/self/fd/1", "stdout" },
                                           { "/proc/self/fd/2", "stderr" }, { "/proc/kcore", "core" } };
   int devfd = in_root (mfd, "/dev", O_RDONLY | O_DIRECTORY);
   for (size_t i = 0; i < 6; i++)
@@ -451,8 +450,8 @@ main (int argc, char **argv)
       *dir = '\0';
       die ("create the writable layer in %s", argv[1]);
     }
-  if (mkdir (upper, 0755) < 0 || mkdir (work, 0700) < 0
-      || chown (upper, ROOT_ID, ROOT_ID) < 0 || chdir (dir) < 0 || mkdir ("rootfs", 0700) < 0)
+  if (mkdir (upper, 0755) < 0 || mkdir (work, 0700) < 0 || chown (upper, ROOT_ID, ROOT_ID) < 0 || chdir (dir) < 0
+      || mkdir ("rootfs", 0700) < 0)
     die ("create the writable layer in %s", dir);
   write_file ("hosts", "127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n");
   write_file ("hostname", "workfloor\n");

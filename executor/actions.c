@@ -253,6 +253,7 @@ executor_server_info (struct executor *ex)
                             (json_int_t) dfree, "percent", dpercent);
   json_t *io = json_pack ("{s:I, s:I}", "read_bytes", (json_int_t) proc_field ("/proc/self/io", "read_bytes:"),
                           "write_bytes", (json_int_t) proc_field ("/proc/self/io", "write_bytes:"));
-  json_t *res = json_pack ("{s:f, s:o, s:o, s:o}", "cpu_percent", cpu_percent, "memory", memory, "disk", disk, "io", io);
+  json_t *res = json_pack ("{s:f, s:o, s:o, s:o}", "cpu_percent", cpu_percent, "memory", memory, "disk", disk, "io",
+                           io);
   return json_pack ("{s:f, s:f, s:o}", "uptime", uptime, "idle_time", idle, "resources", res);
 }

@@ -39,8 +39,8 @@
 #define ADOPT_MAX_ENV 4096
 #define ADOPT_MAX_STRING 65536
 
-static json_t *
-fail (int *status, char **detail, int code, const char *fmt, ...) __attribute__ ((format (printf, 4, 5)));
+static json_t *fail (int *status, char **detail, int code, const char *fmt, ...)
+  __attribute__ ((format (printf, 4, 5)));
 
 static json_t *
 fail (int *status, char **detail, int code, const char *fmt, ...)
@@ -101,8 +101,9 @@ check_body (json_t *body, int *status, char **detail)
                      ADOPT_MAX_ARGS);
       size_t i;
       json_t *a;
-      json_array_foreach (argv, i, a) if (!valid_string (a))
-        return fail (status, detail, 400, "Invalid request: `argv` must hold strings without NUL");
+      json_array_foreach (argv, i, a) if (!valid_string (
+                                            a)) return fail (status, detail, 400,
+                                                             "Invalid request: `argv` must hold strings without NUL");
     }
   if (env && !json_is_null (env))
     {
@@ -114,8 +115,10 @@ check_body (json_t *body, int *status, char **detail)
       json_object_foreach (env, k, v)
       {
         if (*k == '\0' || strchr (k, '=') || !valid_string (v))
-          return fail (status, detail, 400, "Invalid request: environment variable `%s`: a name without `=` and a "
-                                            "string value without NUL", k);
+          return fail (status, detail, 400,
+                       "Invalid request: environment variable `%s`: a name without `=` and a "
+                       "string value without NUL",
+                       k);
       }
     }
   if (wd && !json_is_null (wd) && (!valid_string (wd) || json_string_value (wd)[0] != '/'))
@@ -148,8 +151,7 @@ apply_argv (struct executor *ex, json_t *arr, int *status, char **detail)
                 ex->port);
   else if (tmp.standby)
     ret = fail (status, detail, 400, "Invalid request: `argv` cannot ask for --standby");
-  else if (tmp.listen_address
-           && (ex->listen_address == NULL || strcmp (tmp.listen_address, ex->listen_address) != 0))
+  else if (tmp.listen_address && (ex->listen_address == NULL || strcmp (tmp.listen_address, ex->listen_address) != 0))
     ret = fail (status, detail, 400, "Invalid request: `argv` names another listen address");
   ohbox_error_release (&err);
   if (ret)

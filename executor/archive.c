@@ -133,8 +133,8 @@ open_unnamed (const char *dir)
 }
 
 int
-upload_begin (struct executor *ex, const char *dest, const char *name, bool recursive, struct upload **out,
-              int *status, char **detail)
+upload_begin (struct executor *ex, const char *dest, const char *name, bool recursive, struct upload **out, int *status,
+              char **detail)
 {
   cleanup_error ohbox_error_t err = NULL;
   if (ohbox_mkdir_p (AT_FDCWD, dest, 0755, &err) < 0)
@@ -174,7 +174,8 @@ upload_data (struct upload *u, const char *data, size_t len, int *status, char *
 {
   if (u->size + len > u->max)
     return fail (status, detail, 413,
-                 xasprintf ("upload too large (limit %llu bytes, OHBOX_EXECUTOR_MAX_UPLOAD)", (unsigned long long) u->max));
+                 xasprintf ("upload too large (limit %llu bytes, OHBOX_EXECUTOR_MAX_UPLOAD)",
+                            (unsigned long long) u->max));
   if (ohbox_write_all (u->fd, data, len) < 0)
     return fail (status, detail, errno == ENOSPC || errno == EDQUOT ? 507 : 500,
                  xasprintf ("write the upload into `%s`: %s", u->dest, strerror (errno)));
@@ -273,8 +274,8 @@ enum entry_kind
 
 struct entry
 {
-  char *name;  /* as in the zip */
-  char *path;  /* NAME cleaned: no empty or `.` components, no trailing / */
+  char *name; /* as in the zip */
+  char *path; /* NAME cleaned: no empty or `.` components, no trailing / */
   enum entry_kind kind;
   mode_t mode; /* a file's permissions */
   uint64_t size;
@@ -382,8 +383,9 @@ read_entry (struct unpack *p, uint64_t *total, uint64_t *name_bytes)
   if (unzGetCurrentFileInfo64 (p->zf, &fi, name, sizeof name, NULL, 0, NULL, 0) != UNZ_OK)
     return refuse (p, 400, xasprintf ("Uploaded file is not a valid zip file (entry %zu is damaged)", p->n + 1));
   if (fi.size_filename >= sizeof name)
-    return refuse (p, 400, xasprintf ("zip entry %zu has a name longer than %d bytes; nothing was unpacked", p->n + 1,
-                                      PATH_MAX));
+    return refuse (p, 400,
+                   xasprintf ("zip entry %zu has a name longer than %d bytes; nothing was unpacked", p->n + 1,
+                              PATH_MAX));
   name[fi.size_filename] = '\0';
   if (strlen (name) != fi.size_filename)
     return refuse_entry (p, 400, name, "has a NUL byte in its name");
@@ -409,9 +411,8 @@ read_entry (struct unpack *p, uint64_t *total, uint64_t *name_bytes)
     return refuse_entry (p, 400, name, "is encrypted (not supported)");
   if (fi.compression_method != 0 && fi.compression_method != Z_DEFLATED)
     {
-      cleanup_free char *why_m
-          = xasprintf ("uses compression method %lu: only stored (0) and deflated (8) entries are supported",
-                       fi.compression_method);
+      cleanup_free char *why_m = xasprintf (
+        "uses compression method %lu: only stored (0) and deflated (8) entries are supported", fi.compression_method);
       return refuse_entry (p, 400, name, why_m);
     }
   e->size = fi.uncompressed_size;
@@ -456,10 +457,9 @@ check_tree (struct unpack *p)
       struct entry *a = by_path[i - 1], *b = by_path[i];
       if (strcmp (a->path, b->path) == 0 && (a->kind != ENTRY_DIR || b->kind != ENTRY_DIR))
         {
-          cleanup_free char *why = a->kind == b->kind
-                                       ? xasprintf ("appears twice in the zip")
-                                       : xasprintf ("is %s, and the zip also makes it %s", kind_word (b->kind),
-                                                    kind_word (a->kind));
+          cleanup_free char *why = a->kind == b->kind ? xasprintf ("appears twice in the zip")
+                                                      : xasprintf ("is %s, and the zip also makes it %s",
+                                                                   kind_word (b->kind), kind_word (a->kind));
           return refuse_entry (p, 400, b->name, why);
         }
     }
@@ -497,9 +497,10 @@ check_entries (struct unpack *p)
   if (unzGetGlobalInfo64 (p->zf, &gi) != UNZ_OK)
     return refuse (p, 400, xstrdup ("Uploaded file is not a valid zip file"));
   if (gi.number_entry > ex->max_zip_entries)
-    return refuse (p, 413, xasprintf ("zip has %llu entries, more than %u (OHBOX_EXECUTOR_MAX_ZIP_ENTRIES); "
-                                      "nothing was unpacked",
-                                      (unsigned long long) gi.number_entry, ex->max_zip_entries));
+    return refuse (p, 413,
+                   xasprintf ("zip has %llu entries, more than %u (OHBOX_EXECUTOR_MAX_ZIP_ENTRIES); "
+                              "nothing was unpacked",
+                              (unsigned long long) gi.number_entry, ex->max_zip_entries));
   p->e = xcalloc (gi.number_entry ? gi.number_entry : 1, sizeof *p->e);
   uint64_t total = 0, name_bytes = 0;
   int r;
@@ -513,17 +514,19 @@ check_entries (struct unpack *p)
         return -1;
     }
   if (r != UNZ_END_OF_LIST_OF_FILE || p->n != gi.number_entry)
-    return refuse (p, 400, xasprintf ("Uploaded file is not a valid zip file (its central directory ends after "
-                                      "%zu of %llu entries)",
-                                      p->n, (unsigned long long) gi.number_entry));
+    return refuse (p, 400,
+                   xasprintf ("Uploaded file is not a valid zip file (its central directory ends after "
+                              "%zu of %llu entries)",
+                              p->n, (unsigned long long) gi.number_entry));
   if (check_tree (p) < 0)
     return -1;
   struct statvfs vfs;
   if (fstatvfs (p->destfd, &vfs) == 0 && total > (uint64_t) vfs.f_bavail * vfs.f_frsize)
-    return refuse (p, 507, xasprintf ("zip unpacks to %llu bytes, the destination `%s` has %llu bytes free; "
-                                      "nothing was unpacked",
-                                      (unsigned long long) total, p->u->dest,
-                                      (unsigned long long) vfs.f_bavail * vfs.f_frsize));
+    return refuse (p, 507,
+                   xasprintf ("zip unpacks to %llu bytes, the destination `%s` has %llu bytes free; "
+                              "nothing was unpacked",
+                              (unsigned long long) total, p->u->dest,
+                              (unsigned long long) vfs.f_bavail * vfs.f_frsize));
   return 0;
 }
 
@@ -535,13 +538,16 @@ dir_error (struct unpack *p, const struct entry *e, const char *component)
 {
   int err = errno;
   cleanup_free char *c = shown (component);
-  cleanup_free char *why = err == ELOOP    ? xasprintf ("passes through `%s`, a symbolic link in the destination", c)
+  cleanup_free char *why = err == ELOOP     ? xasprintf ("passes through `%s`, a symbolic link in the destination", c)
                            : err == ENOTDIR ? xasprintf ("passes through `%s`, which is not a directory in the "
                                                          "destination",
                                                          c)
                            : err == EXDEV   ? xasprintf ("leaves the destination at `%s`", c)
                                             : xasprintf ("cannot make the directory `%s`: %s", c, strerror (err));
-  return refuse_entry (p, err == ENOSPC || err == EDQUOT ? 507 : err == ELOOP || err == ENOTDIR || err == EXDEV ? 400 : 500,
+  return refuse_entry (p,
+                       err == ENOSPC || err == EDQUOT                   ? 507
+                       : err == ELOOP || err == ENOTDIR || err == EXDEV ? 400
+                                                                        : 500,
                        e->name, why);
 }
 
@@ -1031,8 +1037,8 @@ add_file (zipFile zf, struct spool *sp, int dirfd, const char *name, const char 
   int zip64 = st->st_size >= (off_t) (1ULL << 31);
   /* Made by Unix (3), version 2.0 (4.5 with zip64): unzip tools keep the modes. */
   uLong made_by = (3u << 8) | (zip64 ? 45u : 20u);
-  if (zipOpenNewFileInZip4_64 (zf, rel, &zi, NULL, 0, NULL, 0, NULL, Z_DEFLATED, Z_DEFAULT_COMPRESSION, 0,
-                               -MAX_WBITS, DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY, NULL, 0, made_by, 0, zip64)
+  if (zipOpenNewFileInZip4_64 (zf, rel, &zi, NULL, 0, NULL, 0, NULL, Z_DEFLATED, Z_DEFAULT_COMPRESSION, 0, -MAX_WBITS,
+                               DEF_MEM_LEVEL, Z_DEFAULT_STRATEGY, NULL, 0, made_by, 0, zip64)
       != ZIP_OK)
     return;
   char buf[COPY_BUF];

@@ -114,14 +114,14 @@ static const struct
   const char *name;
   const char *seq;
 } key_names[] = {
-  { "Enter", "\r" },       { "Escape", "\033" },     { "Tab", "\t" },          { "BTab", "\033[Z" },
-  { "Space", " " },        { "BSpace", "\177" },     { "Up", "\033[A" },       { "Down", "\033[B" },
-  { "Right", "\033[C" },   { "Left", "\033[D" },     { "Home", "\033[1~" },    { "End", "\033[4~" },
-  { "PageUp", "\033[5~" }, { "PgUp", "\033[5~" },    { "PPage", "\033[5~" },   { "PageDown", "\033[6~" },
-  { "PgDn", "\033[6~" },   { "NPage", "\033[6~" },   { "Insert", "\033[2~" },  { "IC", "\033[2~" },
-  { "Delete", "\033[3~" }, { "DC", "\033[3~" },      { "F1", "\033OP" },       { "F2", "\033OQ" },
-  { "F3", "\033OR" },      { "F4", "\033OS" },       { "F5", "\033[15~" },     { "F6", "\033[17~" },
-  { "F7", "\033[18~" },    { "F8", "\033[19~" },     { "F9", "\033[20~" },     { "F10", "\033[21~" },
+  { "Enter", "\r" },       { "Escape", "\033" },   { "Tab", "\t" },         { "BTab", "\033[Z" },
+  { "Space", " " },        { "BSpace", "\177" },   { "Up", "\033[A" },      { "Down", "\033[B" },
+  { "Right", "\033[C" },   { "Left", "\033[D" },   { "Home", "\033[1~" },   { "End", "\033[4~" },
+  { "PageUp", "\033[5~" }, { "PgUp", "\033[5~" },  { "PPage", "\033[5~" },  { "PageDown", "\033[6~" },
+  { "PgDn", "\033[6~" },   { "NPage", "\033[6~" }, { "Insert", "\033[2~" }, { "IC", "\033[2~" },
+  { "Delete", "\033[3~" }, { "DC", "\033[3~" },    { "F1", "\033OP" },      { "F2", "\033OQ" },
+  { "F3", "\033OR" },      { "F4", "\033OS" },     { "F5", "\033[15~" },    { "F6", "\033[17~" },
+  { "F7", "\033[18~" },    { "F8", "\033[19~" },   { "F9", "\033[20~" },    { "F10", "\033[21~" },
   { "F11", "\033[23~" },   { "F12", "\033[24~" },
 };
 
@@ -211,13 +211,13 @@ build_env (const struct bash_opts *o, const char *bash)
 {
   size_t n = 0, cap = 16;
   char **env = xmalloc (cap * sizeof (char *));
-#define ADD(...)                                                                                               \
-  do                                                                                                           \
-    {                                                                                                          \
-      if (n + 2 > cap)                                                                                         \
-        env = xrealloc (env, (cap *= 2) * sizeof (char *));                                                    \
-      env[n++] = xasprintf (__VA_ARGS__);                                                                      \
-    }                                                                                                          \
+#define ADD(...)                                                                                                       \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (n + 2 > cap)                                                                                                 \
+        env = xrealloc (env, (cap *= 2) * sizeof (char *));                                                            \
+      env[n++] = xasprintf (__VA_ARGS__);                                                                              \
+    }                                                                                                                  \
   while (0)
   if (o->switch_user)
     {
@@ -313,4 +313,3 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
   fcntl (s->master, F_SETFL, fl | O_NONBLOCK);
   return 0;
 }
-

@@ -24,9 +24,9 @@
 #define PS1_BEGIN "###PS1JSON###"
 #define PS1_END "###PS1END###"
 
-#define TIMEOUT_MESSAGE_TEMPLATE                                                                               \
-  "You may wait longer to see additional output by sending empty command '', send other commands to interact " \
-  "with the current process, send keys (\"C-c\", \"C-z\", \"C-d\") to interrupt/kill the previous command "    \
+#define TIMEOUT_MESSAGE_TEMPLATE                                                                                       \
+  "You may wait longer to see additional output by sending empty command '', send other commands to interact "         \
+  "with the current process, send keys (\"C-c\", \"C-z\", \"C-d\") to interrupt/kill the previous command "            \
   "before sending your new command, or use the timeout parameter in execute_bash for future commands."
 
 #define CONTINUE_PREFIX "[Below is the output of the previous command.]\n"
@@ -51,14 +51,14 @@
  * mode switches, two more writes (and wake-ups) per command that show
  * nothing on the screen. */
 #define PY_TEST "[[ -f ${d:-.}/python && -x ${d:-.}/python ]] && { __oh_py=${d:-.}/python; break; }; "
-static const char setup_line[]
-    = "__oh_prompt() { __oh_rc=$?; local d p IFS=:; __oh_py=; case $PATH in *[][*?]*) p=$PATH:; "
-      "while [[ $p ]]; do d=${p%%%%:*}; p=${p#*:}; " PY_TEST "done;; *) for d in $PATH''; do " PY_TEST "done;; "
-      "esac; PS1='\\n" PS1_BEGIN "\\n{\\n  \"pid\": \"$!\",\\n  \"exit_code\": \"$__oh_rc\",\\n  "
-      "\"username\": \"\\u\",\\n  \"hostname\": \"\\h\",\\n  \"working_dir\": \"$PWD\",\\n  "
-      "\"py_interpreter_path\": \"$__oh_py\"\\n}\\n" PS1_END "\\n'; }; export -f __oh_prompt; "
-      "export PROMPT_COMMAND=__oh_prompt PS1 PS2=; "
-      "bind 'set enable-bracketed-paste off' 2>/dev/null; alias git=\"git --no-pager\"; cd -- %s\r";
+static const char setup_line[] =
+  "__oh_prompt() { __oh_rc=$?; local d p IFS=:; __oh_py=; case $PATH in *[][*?]*) p=$PATH:; "
+  "while [[ $p ]]; do d=${p%%%%:*}; p=${p#*:}; " PY_TEST "done;; *) for d in $PATH''; do " PY_TEST "done;; "
+  "esac; PS1='\\n" PS1_BEGIN "\\n{\\n  \"pid\": \"$!\",\\n  \"exit_code\": \"$__oh_rc\",\\n  "
+  "\"username\": \"\\u\",\\n  \"hostname\": \"\\h\",\\n  \"working_dir\": \"$PWD\",\\n  "
+  "\"py_interpreter_path\": \"$__oh_py\"\\n}\\n" PS1_END "\\n'; }; export -f __oh_prompt; "
+  "export PROMPT_COMMAND=__oh_prompt PS1 PS2=; "
+  "bind 'set enable-bracketed-paste off' 2>/dev/null; alias git=\"git --no-pager\"; cd -- %s\r";
 
 static void
 deadline_ts (double when, struct timespec *ts)
@@ -510,15 +510,15 @@ run_locked (struct bash_session *s, const struct run_request *req, const char *c
   struct ps1_match *m = NULL;
   size_t initial_count = find_ps1 (last_pane, &m);
 
-  if ((s->prev_status == ST_NO_CHANGE_TIMEOUT || s->prev_status == ST_HARD_TIMEOUT)
-      && !ends_with_ps1_end (last_pane) && !req->is_input && *command)
+  if ((s->prev_status == ST_NO_CHANGE_TIMEOUT || s->prev_status == ST_HARD_TIMEOUT) && !ends_with_ps1_end (last_pane)
+      && !req->is_input && *command)
     {
       cleanup_free char *raw = combine_outputs (last_pane, m, initial_count, false);
-      meta.suffix = xasprintf ("\n[Your command \"%s\" is NOT executed. The previous command is still running - "
-                               "You CANNOT send new commands until the previous command is completed. By setting "
-                               "`is_input` to `true`, you can interact with the current process: "
-                               TIMEOUT_MESSAGE_TEMPLATE "]",
-                               command);
+      meta.suffix = xasprintf (
+        "\n[Your command \"%s\" is NOT executed. The previous command is still running - "
+        "You CANNOT send new commands until the previous command is completed. By setting "
+        "`is_input` to `true`, you can interact with the current process: " TIMEOUT_MESSAGE_TEMPLATE "]",
+        command);
       cleanup_free char *out = command_output (s, command, raw, &meta, CONTINUE_PREFIX);
       json_t *o = obs_run (out, command, &meta, req->hidden);
       run_meta_release (&meta);

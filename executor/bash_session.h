@@ -19,9 +19,9 @@
 
 struct bash_opts
 {
-  const char *bash_path;    /* NULL: found in PATH, then /bin/bash */
+  const char *bash_path; /* NULL: found in PATH, then /bin/bash */
   const char *work_dir;
-  bool switch_user;         /* become UID/GID with a clean login environment (`su USER -`) */
+  bool switch_user; /* become UID/GID with a clean login environment (`su USER -`) */
   const char *username;
   uid_t uid;
   gid_t gid;
@@ -38,8 +38,8 @@ struct run_request
   bool is_input;
   bool blocking;
   bool hidden;
-  double timeout;     /* hard timeout in seconds; <= 0: none */
-  char *timeout_str;  /* how Python prints it ("2.0"); NULL when none */
+  double timeout;    /* hard timeout in seconds; <= 0: none */
+  char *timeout_str; /* how Python prints it ("2.0"); NULL when none */
 };
 
 int bash_session_start (const struct bash_opts *opts, struct bash_session **out, ohbox_error_t *err);

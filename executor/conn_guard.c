@@ -349,7 +349,7 @@ conn_guard_new (struct conn_guard **out, ohbox_error_t *err)
   if (env_count ("OHBOX_EXECUTOR_CONNECTIONS", 256, 8, 4096, &max_conns, err) < 0
       || env_count ("OHBOX_EXECUTOR_CONNECTIONS_PER_ADDRESS", max_conns < 64 ? max_conns : 64, 1, max_conns,
                     &per_address, err)
-             < 0
+           < 0
       || env_number ("OHBOX_EXECUTOR_HEADER_TIMEOUT", 10, 0.1, 3600, &header, err) < 0
       || env_count ("OHBOX_EXECUTOR_IDLE_TIMEOUT", 60, 1, 86400, &idle, err) < 0)
     return -1;

@@ -113,8 +113,9 @@ unified_diff (const char *old_text, const char *new_text, const char *path)
 #define DP(i, j) dp[(i) * (m + 1) + (j)]
           for (size_t i = n; i-- > 0;)
             for (size_t j = m; j-- > 0;)
-              DP (i, j) = eq (&a, pre + i, &b, pre + j) ? DP (i + 1, j + 1) + 1
-                          : (DP (i + 1, j) >= DP (i, j + 1) ? DP (i + 1, j) : DP (i, j + 1));
+              DP (i, j) = eq (&a, pre + i, &b, pre + j)
+                            ? DP (i + 1, j + 1) + 1
+                            : (DP (i + 1, j) >= DP (i, j + 1) ? DP (i + 1, j) : DP (i, j + 1));
           size_t i = 0, j = 0, hi = 0, hj = 0;
           bool open = false;
           while (i < n || j < m)

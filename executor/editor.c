@@ -24,9 +24,9 @@
  * the executor without bound; the oldest versions go first. */
 #define HISTORY_MAX_BYTES (64u << 20)
 
-#define TEXT_FILE_CONTENT_TRUNCATED_NOTICE                                                                     \
-  "<response clipped><NOTE>Due to the max output limit, only part of this file has been shown to you. You "    \
-  "should retry this tool after you have searched inside the file with `grep -n` in order to find the line "   \
+#define TEXT_FILE_CONTENT_TRUNCATED_NOTICE                                                                             \
+  "<response clipped><NOTE>Due to the max output limit, only part of this file has been shown to you. You "            \
+  "should retry this tool after you have searched inside the file with `grep -n` in order to find the line "           \
   "numbers of what you are looking for.</NOTE>"
 struct hist_file
 {
@@ -290,15 +290,17 @@ editor_read_text (const char *path, enum editor_encoding *enc, char **err)
     {
       if ((uint64_t) st.st_size > MAX_FILE_SIZE)
         {
-          *err = editor_err_text ("File validation failed for %s: File is too large (%.1fMB). Maximum allowed size is 10MB.",
-                           path, (double) st.st_size / 1024 / 1024);
+          *err = editor_err_text (
+            "File validation failed for %s: File is too large (%.1fMB). Maximum allowed size is 10MB.", path,
+            (double) st.st_size / 1024 / 1024);
           return NULL;
         }
       if (!editor_supported_binary (path) && file_is_binary (path))
         {
-          *err = editor_err_text ("File validation failed for %s: File appears to be binary and this file type cannot be "
-                           "read or edited by this tool.",
-                           path);
+          *err = editor_err_text (
+            "File validation failed for %s: File appears to be binary and this file type cannot be "
+            "read or edited by this tool.",
+            path);
           return NULL;
         }
     }
@@ -352,31 +354,36 @@ validate_path (struct editor *ed, const char *command, const char *path)
       cleanup_free char *joined = xasprintf ("%s/%s", ed->root, path);
       cleanup_free char *suggest = editor_py_path (joined);
       if (path_exists (suggest, &st))
-        return editor_err_text ("Invalid `path` parameter: %s. The path should be an absolute path, starting with `/`. Maybe "
-                         "you meant %s?",
-                         path, suggest);
-      return editor_err_text ("Invalid `path` parameter: %s. The path should be an absolute path, starting with `/`.", path);
+        return editor_err_text (
+          "Invalid `path` parameter: %s. The path should be an absolute path, starting with `/`. Maybe "
+          "you meant %s?",
+          path, suggest);
+      return editor_err_text ("Invalid `path` parameter: %s. The path should be an absolute path, starting with `/`.",
+                              path);
     }
   bool exists = path_exists (path, &st);
   if (strcmp (command, "create") == 0 && exists)
-    return editor_err_text ("Invalid `path` parameter: %s. File already exists at: %s. Cannot overwrite files using command "
-                     "`create`.",
-                     path, path);
+    return editor_err_text (
+      "Invalid `path` parameter: %s. File already exists at: %s. Cannot overwrite files using command "
+      "`create`.",
+      path, path);
   if (strcmp (command, "create") != 0 && !exists)
-    return editor_err_text ("Invalid `path` parameter: %s. The path %s does not exist. Please provide a valid path.", path,
-                     path);
+    return editor_err_text ("Invalid `path` parameter: %s. The path %s does not exist. Please provide a valid path.",
+                            path, path);
   if (strcmp (command, "view") != 0 && exists)
     {
       if (S_ISDIR (st.st_mode))
-        return editor_err_text ("Invalid `path` parameter: %s. The path %s is a directory and only the `view` command can be "
-                         "used on directories.",
-                         path, path);
+        return editor_err_text (
+          "Invalid `path` parameter: %s. The path %s is a directory and only the `view` command can be "
+          "used on directories.",
+          path, path);
       if (editor_supported_binary (path))
         {
           const char *dot = strrchr (path, '.');
-          return editor_err_text ("Invalid `path` parameter: %s. The path %s points to a binary file (%s) and only the `view` "
-                           "command can be used on supported binary files.",
-                           path, path, dot);
+          return editor_err_text (
+            "Invalid `path` parameter: %s. The path %s points to a binary file (%s) and only the `view` "
+            "command can be used on supported binary files.",
+            path, path, dot);
         }
     }
   return NULL;
@@ -452,8 +459,7 @@ strip_dup (const char *s)
 }
 
 static void
-do_str_replace (struct editor *ed, const char *path, const char *old_str, const char *new_str,
-                struct edit_result *r)
+do_str_replace (struct editor *ed, const char *path, const char *old_str, const char *new_str, struct edit_result *r)
 {
   char *err = NULL;
   enum editor_encoding enc;
@@ -479,7 +485,8 @@ do_str_replace (struct editor *ed, const char *path, const char *old_str, const 
     }
   if (n == 0)
     {
-      r->output = editor_err_text ("No replacement was performed, old_str `%s` did not appear verbatim in %s.", old_s, path);
+      r->output = editor_err_text ("No replacement was performed, old_str `%s` did not appear verbatim in %s.", old_s,
+                                   path);
       free (content);
       return;
     }
@@ -487,9 +494,10 @@ do_str_replace (struct editor *ed, const char *path, const char *old_str, const 
     {
       struct ohbox_buf lines = { 0 };
       find_occurrences (content, old_s, &first, &lines);
-      r->output = editor_err_text ("No replacement was performed. Multiple occurrences of old_str `%s` in lines %s. Please "
-                            "ensure it is unique.",
-                            old_s, lines.data);
+      r->output = editor_err_text (
+        "No replacement was performed. Multiple occurrences of old_str `%s` in lines %s. Please "
+        "ensure it is unique.",
+        old_s, lines.data);
       free (lines.data);
       free (content);
       return;
@@ -539,9 +547,10 @@ do_insert (struct editor *ed, const char *path, long insert_line, const char *ne
   long num_lines = (long) editor_count_lines (content);
   if (insert_line < 0 || insert_line > num_lines)
     {
-      r->output = editor_err_text ("Invalid `insert_line` parameter: %ld. It should be within the range of allowed values: "
-                            "[0, %ld]",
-                            insert_line, num_lines);
+      r->output = editor_err_text (
+        "Invalid `insert_line` parameter: %ld. It should be within the range of allowed values: "
+        "[0, %ld]",
+        insert_line, num_lines);
       free (content);
       return;
     }
@@ -584,7 +593,8 @@ do_insert (struct editor *ed, const char *path, long insert_line, const char *ne
     end_line = num_lines + new_lines;
   cleanup_free char *snippet = editor_line_range (b.data, start_line + 1, end_line);
   long shown_start = insert_line - SNIPPET_CONTEXT_WINDOW + 1;
-  cleanup_free char *shown = editor_make_output (snippet, "a snippet of the edited file", shown_start < 1 ? 1 : shown_start);
+  cleanup_free char *shown = editor_make_output (snippet, "a snippet of the edited file",
+                                                 shown_start < 1 ? 1 : shown_start);
   r->output = xasprintf ("The file %s has been edited. %sReview the changes and make sure they are as expected "
                          "(correct indentation, no duplicate lines, etc). Edit the file again if necessary.",
                          path, shown);
@@ -649,9 +659,10 @@ editor_run (struct editor *ed, const char *command, const char *given, json_t *a
       if (!json_is_string (old_str))
         r->output = editor_err_text ("Parameter `old_str` is required for command: str_replace.");
       else if (json_is_string (new_str) && strcmp (json_string_value (new_str), json_string_value (old_str)) == 0)
-        r->output = editor_err_text ("Invalid `new_str` parameter: %s. No replacement was performed. `new_str` and `old_str` "
-                              "must be different.",
-                              json_string_value (new_str));
+        r->output = editor_err_text (
+          "Invalid `new_str` parameter: %s. No replacement was performed. `new_str` and `old_str` "
+          "must be different.",
+          json_string_value (new_str));
       else
         do_str_replace (ed, path, json_string_value (old_str), json_string_value (new_str), r);
     }
@@ -701,9 +712,10 @@ editor_run (struct editor *ed, const char *command, const char *given, json_t *a
       r->new_content = old;
     }
   else
-    r->output = editor_err_text ("Unrecognized command %s. The allowed commands for the oh_editor tool are: view, create, "
-                          "str_replace, insert, undo_edit",
-                          command);
+    r->output = editor_err_text (
+      "Unrecognized command %s. The allowed commands for the oh_editor tool are: view, create, "
+      "str_replace, insert, undo_edit",
+      command);
 }
 
 static json_t *
@@ -729,8 +741,8 @@ action_edit (struct executor *ex, json_t *args)
   struct edit_result r = { 0 };
   editor_run (ex->editor, command, path, args, &r);
   bool failed = strncmp (r.output, "ERROR:\n", 7) == 0;
-  char *diff = failed ? xstrdup ("") : unified_diff (r.old_content ? r.old_content : "",
-                                                     r.new_content ? r.new_content : "", path);
+  char *diff = failed ? xstrdup ("")
+                      : unified_diff (r.old_content ? r.old_content : "", r.new_content ? r.new_content : "", path);
 
   cleanup_free char *message = xasprintf ("I edited the file %s.", path);
   json_t *extras = json_object ();

@@ -15,8 +15,8 @@
 #include "obs.h"
 #include "common/utils.h"
 
-#define DIRECTORY_CONTENT_TRUNCATED_NOTICE                                                                     \
-  "<response clipped><NOTE>Due to the max output limit, only part of this directory has been shown to you. "   \
+#define DIRECTORY_CONTENT_TRUNCATED_NOTICE                                                                             \
+  "<response clipped><NOTE>Due to the max output limit, only part of this directory has been shown to you. "           \
   "You should use `ls -la` instead to view large directories incrementally.</NOTE>"
 
 /* ---- view ---------------------------------------------------------------- */
@@ -39,8 +39,7 @@ struct dir_seen
   const struct dir_seen *up;
 };
 
-static void
-find_error (struct ohbox_buf *errs, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void find_error (struct ohbox_buf *errs, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 static void
 find_error (struct ohbox_buf *errs, const char *fmt, ...)
@@ -85,8 +84,10 @@ list_dir (const struct dir_seen *here, int depth, bool hidden, char ***out, size
       for (const struct dir_seen *a = here; is_dir && a; a = a->up)
         if (a->dev == st.st_dev && a->ino == st.st_ino)
           {
-            find_error (errs, "find: File system loop detected; \u2018%s\u2019 is part of the same file system loop as "
-                        "\u2018%s\u2019.\n", p, a->path);
+            find_error (errs,
+                        "find: File system loop detected; \u2018%s\u2019 is part of the same file system loop as "
+                        "\u2018%s\u2019.\n",
+                        p, a->path);
             is_dir = false;
             break;
           }
@@ -211,25 +212,28 @@ view_file (const char *path, json_t *view_range)
   if (text == NULL)
     return err;
   if (editor_supported_binary (path))
-    return editor_err_text ("Error in converting file to Markdown: no converter in ohbox-executor. Please use Python code "
-                     "to read %s",
-                     path);
+    return editor_err_text (
+      "Error in converting file to Markdown: no converter in ohbox-executor. Please use Python code "
+      "to read %s",
+      path);
   if (!py_truthy (view_range))
     return editor_make_output (text, path, 1);
 
   cleanup_free char *r = editor_py_str (view_range);
   if (json_is_number (view_range) || json_is_true (view_range))
-    return editor_err_text ("object of type '%s' has no len()",
-                     json_is_integer (view_range) ? "int" : json_is_real (view_range) ? "float" : "bool");
+    return editor_err_text ("object of type '%s' has no len()", json_is_integer (view_range) ? "int"
+                                                                : json_is_real (view_range)  ? "float"
+                                                                                             : "bool");
   long start, end;
   if (!json_is_array (view_range) || json_array_size (view_range) != 2
       || !py_int (json_array_get (view_range, 0), &start) || !py_int (json_array_get (view_range, 1), &end))
     return editor_err_text ("Invalid `view_range` parameter: %s. It should be a list of two integers.", r);
   long num_lines = (long) editor_count_lines (text);
   if (start < 1 || start > num_lines)
-    return editor_err_text ("Invalid `view_range` parameter: %s. Its first element `%ld` should be within the range of lines "
-                     "of the file: [1, %ld].",
-                     r, start, num_lines);
+    return editor_err_text (
+      "Invalid `view_range` parameter: %s. Its first element `%ld` should be within the range of lines "
+      "of the file: [1, %ld].",
+      r, start, num_lines);
   bool clamped = false;
   if (end == -1)
     end = num_lines;
@@ -239,9 +243,10 @@ view_file (const char *path, json_t *view_range)
       clamped = true;
     }
   if (end < start)
-    return editor_err_text ("Invalid `view_range` parameter: %s. Its second element `%ld` should be greater than or equal "
-                     "to the first element `%ld`.",
-                     r, end, start);
+    return editor_err_text (
+      "Invalid `view_range` parameter: %s. Its second element `%ld` should be greater than or equal "
+      "to the first element `%ld`.",
+      r, end, start);
   cleanup_free char *part = editor_line_range (text, start, end);
   cleanup_free char *joined = editor_splitlines_join (part);
   char *out = editor_make_output (joined, path, start);
@@ -264,9 +269,10 @@ editor_do_view (const char *path, json_t *view_range)
       if (py_truthy (view_range))
         {
           cleanup_free char *r = editor_py_str (view_range);
-          return editor_err_text ("Invalid `view_range` parameter: %s. The `view_range` parameter is not allowed when `path` "
-                           "points to a directory.",
-                           r);
+          return editor_err_text (
+            "Invalid `view_range` parameter: %s. The `view_range` parameter is not allowed when `path` "
+            "points to a directory.",
+            r);
         }
       return view_dir (path);
     }

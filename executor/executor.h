@@ -28,9 +28,9 @@ struct executor
   uid_t uid;
   gid_t gid;
   char *home;
-  bool switch_user;        /* running as root: the shell becomes USERNAME (`su USER -`) */
-  bool browser_enabled;    /* --enable-browser (there is no browser either way) */
-  char **plugins;          /* --plugins values, NULL-terminated */
+  bool switch_user;     /* running as root: the shell becomes USERNAME (`su USER -`) */
+  bool browser_enabled; /* --enable-browser (there is no browser either way) */
+  char **plugins;       /* --plugins values, NULL-terminated */
   /* SESSION_API_KEY; NULL: no authentication. Read and replaced (an
    * adoption) atomically: executor_api_key (). */
   char *api_key;
@@ -46,20 +46,20 @@ struct executor
   uid_t prestarted_uid;
   char *prestarted_dir;
   double no_change_timeout;
-  uint64_t max_upload;     /* bytes */
-  uint64_t max_unpacked;   /* OHBOX_EXECUTOR_MAX_UNPACKED: bytes one zip upload may unpack to */
+  uint64_t max_upload;          /* bytes */
+  uint64_t max_unpacked;        /* OHBOX_EXECUTOR_MAX_UNPACKED: bytes one zip upload may unpack to */
   unsigned int max_zip_entries; /* OHBOX_EXECUTOR_MAX_ZIP_ENTRIES */
   char *bash_path;
-  unsigned int workers;    /* OHBOX_EXECUTOR_WORKERS: threads running blocking requests */
-  unsigned int queue_len;  /* OHBOX_EXECUTOR_QUEUE: requests waiting for one; more get 503 */
+  unsigned int workers;   /* OHBOX_EXECUTOR_WORKERS: threads running blocking requests */
+  unsigned int queue_len; /* OHBOX_EXECUTOR_QUEUE: requests waiting for one; more get 503 */
 
   pthread_mutex_t action_lock;
   struct bash_session *bash;
   struct editor *editor;
   struct ipython *ipython;
 
-  double start_time;       /* monotonic */
-  double last_exec_time;   /* monotonic, end of the last action */
+  double start_time;     /* monotonic */
+  double last_exec_time; /* monotonic, end of the last action */
   pthread_mutex_t stats_lock;
 };
 

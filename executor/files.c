@@ -45,9 +45,9 @@ media_type (const char *path)
   {
     const char *ext, *mime;
   } types[] = {
-    { ".png", "image/png" },   { ".jpg", "image/jpeg" },  { ".jpeg", "image/jpeg" }, { ".bmp", "image/bmp" },
-    { ".gif", "image/gif" },   { ".pdf", "application/pdf" }, { ".mp4", "video/mp4" },  { ".webm", "video/webm" },
-    { ".ogg", "audio/ogg" },
+    { ".png", "image/png" }, { ".jpg", "image/jpeg" },  { ".jpeg", "image/jpeg" },
+    { ".bmp", "image/bmp" }, { ".gif", "image/gif" },   { ".pdf", "application/pdf" },
+    { ".mp4", "video/mp4" }, { ".webm", "video/webm" }, { ".ogg", "audio/ogg" },
   };
   for (size_t i = 0; i < sizeof (types) / sizeof (types[0]); i++)
     if (has_suffix_ci (path, types[i].ext))

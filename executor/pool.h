@@ -15,8 +15,8 @@ struct pool;
  * the jobs still queued when the pool stops. */
 typedef void (*pool_fn) (void *job, void *arg);
 
-int pool_start (unsigned int workers, unsigned int capacity, size_t stack_size, pool_fn run, pool_fn cancel,
-                void *arg, struct pool **out, ohbox_error_t *err);
+int pool_start (unsigned int workers, unsigned int capacity, size_t stack_size, pool_fn run, pool_fn cancel, void *arg,
+                struct pool **out, ohbox_error_t *err);
 /* Queues JOB.  ACCEPTED (JOB), if given, is called under the queue's lock
  * once the job is accepted and before any worker can take it.  Returns 0,
  * or -1 when the queue is full or the pool is stopping (nothing called). */

@@ -192,8 +192,9 @@ request_has_key (struct MHD_Connection *c, const char *expected)
 static bool
 query_bool (const char *v)
 {
-  return v && (strcasecmp (v, "true") == 0 || strcmp (v, "1") == 0 || strcasecmp (v, "yes") == 0
-               || strcasecmp (v, "on") == 0);
+  return v
+         && (strcasecmp (v, "true") == 0 || strcmp (v, "1") == 0 || strcasecmp (v, "yes") == 0
+             || strcasecmp (v, "on") == 0);
 }
 
 static enum MHD_Result
@@ -292,8 +293,9 @@ respond (struct server *srv, struct request *rq, unsigned int *status, struct do
                                                 "not started and /mcp/sse is not served",
                                                 n)
                                    : xstrdup ("");
-        return set_json (status, 200, json_pack ("{s:s, s:s}", "detail", "MCP server updated successfully",
-                                                 "router_error_log", log));
+        return set_json (status, 200,
+                         json_pack ("{s:s, s:s}", "detail", "MCP server updated successfully", "router_error_log",
+                                    log));
       }
 
     case R_EXECUTE_ACTION:
@@ -533,8 +535,7 @@ handler (void *cls, struct MHD_Connection *c, const char *url, const char *metho
         }
       if (rq->route == R_UPLOAD_FILE)
         {
-          if (!rq->up_status && MHD_post_process (rq->pp, upload_data, *upload_data_size) != MHD_YES
-              && !rq->up_status)
+          if (!rq->up_status && MHD_post_process (rq->pp, upload_data, *upload_data_size) != MHD_YES && !rq->up_status)
             {
               rq->up_status = 400;
               rq->up_detail = xstrdup ("Invalid request: malformed multipart body");
@@ -626,13 +627,13 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
   if (one_address && addr.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   for (int attempt = 0; attempt < 2 && s->daemon == NULL; attempt++)
-    s->daemon = MHD_start_daemon (
-        flags | (attempt == 0 && !one_address ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port, conn_guard_accept,
-        s->guard, handler, s, MHD_OPTION_NOTIFY_COMPLETED, request_completed, s, MHD_OPTION_NOTIFY_CONNECTION,
-        conn_guard_notify, s->guard, MHD_OPTION_CONNECTION_LIMIT, conn_guard_mhd_limit (s->guard),
-        MHD_OPTION_CONNECTION_TIMEOUT, conn_guard_idle_timeout (s->guard), MHD_OPTION_THREAD_STACK_SIZE,
-        (size_t) THREAD_STACK, MHD_OPTION_SOCK_ADDR, one_address ? (const struct sockaddr *) &addr : NULL,
-        MHD_OPTION_END);
+    s->daemon = MHD_start_daemon (flags | (attempt == 0 && !one_address ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port,
+                                  conn_guard_accept, s->guard, handler, s, MHD_OPTION_NOTIFY_COMPLETED,
+                                  request_completed, s, MHD_OPTION_NOTIFY_CONNECTION, conn_guard_notify, s->guard,
+                                  MHD_OPTION_CONNECTION_LIMIT, conn_guard_mhd_limit (s->guard),
+                                  MHD_OPTION_CONNECTION_TIMEOUT, conn_guard_idle_timeout (s->guard),
+                                  MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK, MHD_OPTION_SOCK_ADDR,
+                                  one_address ? (const struct sockaddr *) &addr : NULL, MHD_OPTION_END);
   if (s->daemon == NULL)
     {
       int e = errno;

@@ -40,8 +40,7 @@ escape_expect_only (const char *dir, const char *only)
     {
       if (strcmp (de->d_name, ".") == 0 || strcmp (de->d_name, "..") == 0)
         continue;
-      FUZZ_CHECK (strcmp (de->d_name, only) == 0, "`%s` was created in %s, outside the destination", de->d_name,
-                  dir);
+      FUZZ_CHECK (strcmp (de->d_name, only) == 0, "`%s` was created in %s, outside the destination", de->d_name, dir);
     }
 }
 

@@ -43,8 +43,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   cleanup_error ohbox_error_t err = NULL;
   if (ohbox_layer_unpack (blob, destfd, &opts, diffid, &stats, &err) == 0)
     {
-      FUZZ_CHECK (strncmp (diffid, "sha256:", 7) == 0 && strlen (diffid) == OHBOX_DIGEST_LEN, "DiffID `%s`",
-                  diffid);
+      FUZZ_CHECK (strncmp (diffid, "sha256:", 7) == 0 && strlen (diffid) == OHBOX_DIGEST_LEN, "DiffID `%s`", diffid);
       FUZZ_CHECK (stats.uncompressed_size <= opts.max_uncompressed, "%llu bytes over the bound",
                   (unsigned long long) stats.uncompressed_size);
     }

@@ -11,9 +11,9 @@
 /* Docker's default bounding set: CHOWN DAC_OVERRIDE FOWNER FSETID KILL
  * SETGID SETUID SETPCAP NET_BIND_SERVICE NET_RAW SYS_CHROOT MKNOD
  * AUDIT_WRITE SETFCAP. */
-#define DOCKER_CAPS                                                                                            \
-  ((1ULL << 0) | (1ULL << 1) | (1ULL << 3) | (1ULL << 4) | (1ULL << 5) | (1ULL << 6) | (1ULL << 7)           \
-   | (1ULL << 8) | (1ULL << 10) | (1ULL << 13) | (1ULL << 18) | (1ULL << 27) | (1ULL << 29) | (1ULL << 31))
+#define DOCKER_CAPS                                                                                                    \
+  ((1ULL << 0) | (1ULL << 1) | (1ULL << 3) | (1ULL << 4) | (1ULL << 5) | (1ULL << 6) | (1ULL << 7) | (1ULL << 8)       \
+   | (1ULL << 10) | (1ULL << 13) | (1ULL << 18) | (1ULL << 27) | (1ULL << 29) | (1ULL << 31))
 
 int
 LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)

@@ -38,8 +38,8 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   int status = 0;
   cleanup_free char *detail = NULL;
 
-  FUZZ_CHECK (upload_begin (&ex, dest, "fuzz.zip", true, &u, &status, &detail) == 0, "upload_begin: %d %s",
-              status, detail);
+  FUZZ_CHECK (upload_begin (&ex, dest, "fuzz.zip", true, &u, &status, &detail) == 0, "upload_begin: %d %s", status,
+              detail);
   /* In two parts, as libmicrohttpd hands the body over in pieces. */
   size_t half = size / 2;
   if (upload_data (u, (const char *) data, half, &status, &detail) < 0

@@ -19,17 +19,17 @@
 
 #include "common/utils.h"
 
-#define FUZZ_CHECK(cond, ...)                                                                                  \
-  do                                                                                                           \
-    {                                                                                                          \
-      if (!(cond))                                                                                             \
-        {                                                                                                      \
-          fprintf (stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, __LINE__, #cond);                    \
-          fprintf (stderr, __VA_ARGS__);                                                                       \
-          fputc ('\n', stderr);                                                                                \
-          abort ();                                                                                            \
-        }                                                                                                      \
-    }                                                                                                          \
+#define FUZZ_CHECK(cond, ...)                                                                                          \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (!(cond))                                                                                                     \
+        {                                                                                                              \
+          fprintf (stderr, "fuzz check failed at %s:%d: %s: ", __FILE__, __LINE__, #cond);                             \
+          fprintf (stderr, __VA_ARGS__);                                                                               \
+          fputc ('\n', stderr);                                                                                        \
+          abort ();                                                                                                    \
+        }                                                                                                              \
+    }                                                                                                                  \
   while (0)
 
 /* The input as a NUL-terminated string (parsers of text take C strings; an

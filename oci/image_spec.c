@@ -44,8 +44,7 @@ load_json (const char *body, size_t len, size_t max, const char *what, json_t **
   /* Duplicate keys would let two readers see two different documents. */
   json_t *j = json_loadb (body, len, JSON_REJECT_DUPLICATES, &jerr);
   if (j == NULL)
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%s is not valid JSON: line %d: %s", what, jerr.line,
-                        jerr.text);
+    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%s is not valid JSON: line %d: %s", what, jerr.line, jerr.text);
   if (!json_is_object (j))
     {
       json_decref (j);
@@ -123,8 +122,10 @@ platform_from_json (json_t *obj, struct oci_platform *p, ohbox_error_t *err)
   if (get_string (obj, "os", true, &os, err) < 0 || get_string (obj, "architecture", true, &arch, err) < 0
       || get_string (obj, "variant", false, &variant, err) < 0)
     return -1;
-  const char *bad = !valid_platform_field (os) ? os : !valid_platform_field (arch) ? arch
-                    : variant && *variant && !valid_platform_field (variant) ? variant : NULL;
+  const char *bad = !valid_platform_field (os)                               ? os
+                    : !valid_platform_field (arch)                           ? arch
+                    : variant && *variant && !valid_platform_field (variant) ? variant
+                                                                             : NULL;
   if (bad)
     {
       cleanup_free char *x = shown (bad);
@@ -168,9 +169,8 @@ descriptor_parse (json_t *j, bool with_platform, struct oci_descriptor *d, ohbox
       json_t *v;
       if (!json_is_object (ann))
         return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "`annotations` is not an object");
-      json_object_foreach (ann, k, v)
-        if (!json_is_string (v))
-          return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "annotation values must be strings");
+      json_object_foreach (ann, k, v) if (!json_is_string (v)) return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
+                                                                                   "annotation values must be strings");
     }
   json_t *plat = json_object_get (j, "platform");
   if (with_platform && plat && !json_is_null (plat))
@@ -259,8 +259,7 @@ oci_document_kind (const char *content_type, const char *body, size_t len, enum 
         {
           cleanup_free char *x = shown (mt);
           cleanup_free char *y = shown (ct);
-          ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "manifest media type `%s` contradicts its Content-Type `%s`", x,
-                       y);
+          ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "manifest media type `%s` contradicts its Content-Type `%s`", x, y);
           kind = -1;
           goto out;
         }
@@ -406,8 +405,7 @@ index_fill (struct oci_index *idx, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "`manifests` is missing or not an array");
   size_t n = json_array_size (manifests);
   if (n > OCI_MAX_INDEX_ENTRIES)
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%zu entries, more than the %d allowed", n,
-                        OCI_MAX_INDEX_ENTRIES);
+    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%zu entries, more than the %d allowed", n, OCI_MAX_INDEX_ENTRIES);
   /* A Docker manifest list names the platform of every entry. */
   bool need_platform = strcmp (idx->media_type, DOCKER_MEDIA_LIST) == 0;
   idx->manifests = xcalloc (n, sizeof *idx->manifests);
@@ -460,9 +458,7 @@ is_string_array (json_t *v)
   json_t *e;
   if (!json_is_array (v))
     return false;
-  json_array_foreach (v, i, e)
-    if (!json_is_string (e))
-      return false;
+  json_array_foreach (v, i, e) if (!json_is_string (e)) return false;
   return true;
 }
 
@@ -495,9 +491,9 @@ check_runtime_config (json_t *rc, ohbox_error_t *err)
   const char *k;
   json_t *v;
   json_t *labels = json_object_get (rc, "Labels");
-  json_object_foreach (labels, k, v)
-    if (!json_is_string (v))
-      return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "config.Labels values must be strings");
+  json_object_foreach (labels, k,
+                       v) if (!json_is_string (v)) return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
+                                                                       "config.Labels values must be strings");
   return 0;
 }
 
@@ -600,9 +596,9 @@ normalise_platform (struct oci_platform *p)
   {
     const char *alias, *arch, *variant;
   } aliases[] = {
-    { "x86_64", "amd64", NULL },  { "x86-64", "amd64", NULL }, { "aarch64", "arm64", NULL },
-    { "armhf", "arm", "v7" },     { "armel", "arm", "v6" },    { "i386", "386", NULL },
-    { "i486", "386", NULL },      { "i586", "386", NULL },     { "i686", "386", NULL },
+    { "x86_64", "amd64", NULL }, { "x86-64", "amd64", NULL }, { "aarch64", "arm64", NULL },
+    { "armhf", "arm", "v7" },    { "armel", "arm", "v6" },    { "i386", "386", NULL },
+    { "i486", "386", NULL },     { "i586", "386", NULL },     { "i686", "386", NULL },
   };
   for (size_t i = 0; i < sizeof aliases / sizeof aliases[0]; i++)
     if (strcmp (p->architecture, aliases[i].alias) == 0)
@@ -696,8 +692,8 @@ oci_platform_host (struct oci_platform *out)
 char *
 oci_platform_string (const struct oci_platform *p)
 {
-  return xasprintf ("%s/%s%s%s", p->os ? p->os : "?", p->architecture ? p->architecture : "?",
-                    p->variant ? "/" : "", p->variant ? p->variant : "");
+  return xasprintf ("%s/%s%s%s", p->os ? p->os : "?", p->architecture ? p->architecture : "?", p->variant ? "/" : "",
+                    p->variant ? p->variant : "");
 }
 
 static const char *
@@ -713,8 +709,7 @@ default_variant (const char *arch)
 bool
 oci_platform_matches (const struct oci_platform *have, const struct oci_platform *want)
 {
-  if (have == NULL || have->os == NULL || have->architecture == NULL || want->os == NULL
-      || want->architecture == NULL)
+  if (have == NULL || have->os == NULL || have->architecture == NULL || want->os == NULL || want->architecture == NULL)
     return false;
   if (strcmp (have->os, want->os) != 0 || strcmp (have->architecture, want->architecture) != 0)
     return false;
@@ -738,7 +733,10 @@ oci_index_select_platform (const struct oci_index *idx, const struct oci_platfor
 
   /* Not found: say what there is, each platform once, the first 16
    * ("unknown/unknown" entries are build attestations, not images). */
-  enum { SHOWN_PLATFORMS = 16 };
+  enum
+  {
+    SHOWN_PLATFORMS = 16
+  };
   char *seen[SHOWN_PLATFORMS] = { NULL };
   size_t n_seen = 0;
   bool more = false;

@@ -34,8 +34,7 @@
 #define DOCKER_MEDIA_SCHEMA1_SIGNED "application/vnd.docker.distribution.manifest.v1+prettyjws"
 
 /* Accept header for manifest requests: all four formats. */
-#define OCI_MANIFEST_ACCEPT                                                                                    \
-  OCI_MEDIA_INDEX ", " DOCKER_MEDIA_LIST ", " OCI_MEDIA_MANIFEST ", " DOCKER_MEDIA_MANIFEST
+#define OCI_MANIFEST_ACCEPT OCI_MEDIA_INDEX ", " DOCKER_MEDIA_LIST ", " OCI_MEDIA_MANIFEST ", " DOCKER_MEDIA_MANIFEST
 
 #define OCI_MAX_MANIFEST_SIZE (4 * 1024 * 1024)
 #define OCI_MAX_CONFIG_SIZE (4 * 1024 * 1024)

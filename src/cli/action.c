@@ -117,11 +117,13 @@ cli_action (int argc, char **argv)
         break;
       case OPT_TIMEOUT:
         if (parse_seconds (optarg, &timeout) < 0)
-          return cli_usage_error_code (ACTION_EXIT_RUNTIME, "--timeout takes seconds (0 < s <= 86400), not `%s`", optarg);
+          return cli_usage_error_code (ACTION_EXIT_RUNTIME, "--timeout takes seconds (0 < s <= 86400), not `%s`",
+                                       optarg);
         break;
       case OPT_CONNECT_TIMEOUT:
         if (parse_seconds (optarg, &ao.connect_timeout) < 0)
-          return cli_usage_error_code (ACTION_EXIT_RUNTIME, "--connect-timeout takes seconds (0 < s <= 86400), not `%s`", optarg);
+          return cli_usage_error_code (ACTION_EXIT_RUNTIME,
+                                       "--connect-timeout takes seconds (0 < s <= 86400), not `%s`", optarg);
         break;
       case 'h':
         fputs (action_help, stdout);

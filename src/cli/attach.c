@@ -12,17 +12,16 @@
  * 125 when ohbox failed. */
 #define ATTACH_EXIT_RUNTIME 125
 
-static const char attach_help[]
-    = "Usage: ohbox attach [OPTIONS] SANDBOX\n\n"
-      "Attach to the terminal of SANDBOX's command (a sandbox started with\n"
-      "`ohbox run -d -t`): its output on stdout, stdin to it, in raw mode, with\n"
-      "the window size followed. One client at a time.\n\n"
-      "Options:\n"
-      "      --detach-keys KEYS       keys that detach, leaving the command running\n"
-      "                               (default ctrl-p,ctrl-q; \"\" for none)\n"
-      "  -h, --help                   show this help\n\n"
-      "Exit status: the command's when it exits while attached; 0 when detached;\n"
-      "125 when ohbox failed (no terminal, not running, another client attached).\n";
+static const char attach_help[] = "Usage: ohbox attach [OPTIONS] SANDBOX\n\n"
+                                  "Attach to the terminal of SANDBOX's command (a sandbox started with\n"
+                                  "`ohbox run -d -t`): its output on stdout, stdin to it, in raw mode, with\n"
+                                  "the window size followed. One client at a time.\n\n"
+                                  "Options:\n"
+                                  "      --detach-keys KEYS       keys that detach, leaving the command running\n"
+                                  "                               (default ctrl-p,ctrl-q; \"\" for none)\n"
+                                  "  -h, --help                   show this help\n\n"
+                                  "Exit status: the command's when it exits while attached; 0 when detached;\n"
+                                  "125 when ohbox failed (no terminal, not running, another client attached).\n";
 
 enum
 {

@@ -11,29 +11,28 @@
 static void
 build_usage (FILE *out)
 {
-  fprintf (out,
-           "Usage: ohbox build [OPTIONS] BASE-IMAGE\n\n"
-           "Build (or reuse) the runtime image for BASE-IMAGE: the base plus the executor with its\n"
-           "libraries (and a static bash when the base has none), tagged in the runtime repository\n"
-           "with the versioned, lock and source tags. Prints the path taken: reuse, from-lock,\n"
-           "from-versioned or from-scratch.\n\n"
-           "Options:\n"
-           "  --runtime-repo REPO      repository of the tags (default " OHBOX_BUILD_DEFAULT_REPO "); with a\n"
-           "                           registry host, lock and versioned snapshots are pulled from it\n"
-           "  --force-rebuild          build from scratch\n"
-           "  --no-pull                never contact a registry\n"
-           "  --executor FILE          the ohbox-executor binary (default: installed, or $OHBOX_EXECUTOR)\n"
-           "  --executor-src DIR       the executor source tree (default: installed, or $OHBOX_EXECUTOR_SRCDIR)\n"
-           "  --bash FILE              static bash layered into bases without one (default /bin/bash-static)\n"
-           "  --creds USER:PASS        credentials for the registries\n"
-           "  --authfile FILE          auth.json with credentials\n"
-           "  --cert-dir DIR           CA certificates (*.crt) and client certificates\n"
-           "  --tls-verify=BOOL        verify TLS and require HTTPS (default true)\n"
-           "  --max-image-size BYTES   limit on a pulled image's layers, uncompressed (default 64 GiB)\n"
-           "  --pull-timeout DURATION  give up a pull whose registry part takes longer (default 30m; 0: never)\n"
-           "  -q, --quiet              print only the image name\n"
-           "  --format json            print the result as JSON\n"
-           "  -h, --help               this help\n");
+  fprintf (out, "Usage: ohbox build [OPTIONS] BASE-IMAGE\n\n"
+                "Build (or reuse) the runtime image for BASE-IMAGE: the base plus the executor with its\n"
+                "libraries (and a static bash when the base has none), tagged in the runtime repository\n"
+                "with the versioned, lock and source tags. Prints the path taken: reuse, from-lock,\n"
+                "from-versioned or from-scratch.\n\n"
+                "Options:\n"
+                "  --runtime-repo REPO      repository of the tags (default " OHBOX_BUILD_DEFAULT_REPO "); with a\n"
+                "                           registry host, lock and versioned snapshots are pulled from it\n"
+                "  --force-rebuild          build from scratch\n"
+                "  --no-pull                never contact a registry\n"
+                "  --executor FILE          the ohbox-executor binary (default: installed, or $OHBOX_EXECUTOR)\n"
+                "  --executor-src DIR       the executor source tree (default: installed, or $OHBOX_EXECUTOR_SRCDIR)\n"
+                "  --bash FILE              static bash layered into bases without one (default /bin/bash-static)\n"
+                "  --creds USER:PASS        credentials for the registries\n"
+                "  --authfile FILE          auth.json with credentials\n"
+                "  --cert-dir DIR           CA certificates (*.crt) and client certificates\n"
+                "  --tls-verify=BOOL        verify TLS and require HTTPS (default true)\n"
+                "  --max-image-size BYTES   limit on a pulled image's layers, uncompressed (default 64 GiB)\n"
+                "  --pull-timeout DURATION  give up a pull whose registry part takes longer (default 30m; 0: never)\n"
+                "  -q, --quiet              print only the image name\n"
+                "  --format json            print the result as JSON\n"
+                "  -h, --help               this help\n");
 }
 
 static void
@@ -105,13 +104,11 @@ cli_build (int argc, char **argv)
           break;
         case OPT_MAX_IMAGE:
           if (cli_parse_size (optarg, &po.max_image_size) < 0)
-            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
-                                    optarg);
+            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
           break;
         case OPT_PULL_TIMEOUT:
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
-            return cli_usage_error ("--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
-                                    optarg);
+            return cli_usage_error ("--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
           break;
         case OPT_FORMAT:
           if (cli_format_option (optarg, &format) < 0)

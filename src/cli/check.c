@@ -27,8 +27,7 @@ print_table (json_t *r, bool repair)
     else
       state = "not repairable";
     printf ("%-22s %s\n  %s (%s)\n", json_string_value (json_object_get (f, "kind")),
-            json_string_value (json_object_get (f, "where")), json_string_value (json_object_get (f, "what")),
-            state);
+            json_string_value (json_object_get (f, "where")), json_string_value (json_object_get (f, "what")), state);
     const char *e = json_string_value (json_object_get (f, "repair_error"));
     if (e)
       printf ("  error: %s\n", e);

@@ -34,34 +34,34 @@ static const char keepalive[] = "while :; do sleep 3600; done";
  * (the scripts are generated for bash), else sh. */
 static const char *const shells[] = { "bash", "sh" };
 
-static const char ci_help[]
-    = "Usage: ohbox ci gitlab config\n"
-      "       ohbox ci gitlab prepare [OPTIONS]\n"
-      "       ohbox ci gitlab run SCRIPT_PATH STAGE_NAME\n"
-      "       ohbox ci gitlab cleanup\n\n"
-      "A GitLab Runner custom executor driver: the runner calls each stage with the\n"
-      "job's variables as CUSTOM_ENV_* (see contrib/gitlab-runner/ and ohbox-ci(1)).\n\n"
-      "  config    name the job's sandbox (from $JOB_RESPONSE_FILE), print the executor\n"
-      "            configuration JSON (builds_dir, cache_dir, job_env, ...)\n"
-      "  prepare   pull $CUSTOM_ENV_CI_JOB_IMAGE, start the job's sandbox and services\n"
-      "  run       run the runner's SCRIPT_PATH in the job's sandbox (bash, else sh)\n"
-      "  cleanup   remove the job's sandboxes (missing ones are fine)\n\n"
-      "Options of prepare:\n"
-      "      --pull POLICY            always, if-not-present or never (default: if-not-present,\n"
-      "                               always for images that needed credentials)\n"
-      "      --host-credentials       also use this host's registry credentials (auth.json)\n"
-      "                               for every job, not only the job's own\n"
-      "      --pull-timeout DURATION  give up a pull after this long (default 30m; 0: never)\n"
-      "      --max-image-size BYTES   limit on an image's unpacked layers (default 64 GiB)\n"
-      "      --tls-verify BOOL        verify registry certificates (default: registries.conf)\n"
-      "      --cert-dir DIR           CA certificates for registries\n"
-      "      --network MODE           the job sandbox's network (ohbox run --network)\n"
-      "  -m, --memory SIZE            memory limit of each sandbox\n"
-      "      --cpus N                 CPU limit of each sandbox\n"
-      "      --pids-limit N           process limit of each sandbox\n"
-      "  -h, --help                   this help\n\n"
-      "Exit status: 0; $BUILD_FAILURE_EXIT_CODE when the job's script failed;\n"
-      "$SYSTEM_FAILURE_EXIT_CODE when ohbox failed (unset: 1 and 2).\n";
+static const char ci_help[] =
+  "Usage: ohbox ci gitlab config\n"
+  "       ohbox ci gitlab prepare [OPTIONS]\n"
+  "       ohbox ci gitlab run SCRIPT_PATH STAGE_NAME\n"
+  "       ohbox ci gitlab cleanup\n\n"
+  "A GitLab Runner custom executor driver: the runner calls each stage with the\n"
+  "job's variables as CUSTOM_ENV_* (see contrib/gitlab-runner/ and ohbox-ci(1)).\n\n"
+  "  config    name the job's sandbox (from $JOB_RESPONSE_FILE), print the executor\n"
+  "            configuration JSON (builds_dir, cache_dir, job_env, ...)\n"
+  "  prepare   pull $CUSTOM_ENV_CI_JOB_IMAGE, start the job's sandbox and services\n"
+  "  run       run the runner's SCRIPT_PATH in the job's sandbox (bash, else sh)\n"
+  "  cleanup   remove the job's sandboxes (missing ones are fine)\n\n"
+  "Options of prepare:\n"
+  "      --pull POLICY            always, if-not-present or never (default: if-not-present,\n"
+  "                               always for images that needed credentials)\n"
+  "      --host-credentials       also use this host's registry credentials (auth.json)\n"
+  "                               for every job, not only the job's own\n"
+  "      --pull-timeout DURATION  give up a pull after this long (default 30m; 0: never)\n"
+  "      --max-image-size BYTES   limit on an image's unpacked layers (default 64 GiB)\n"
+  "      --tls-verify BOOL        verify registry certificates (default: registries.conf)\n"
+  "      --cert-dir DIR           CA certificates for registries\n"
+  "      --network MODE           the job sandbox's network (ohbox run --network)\n"
+  "  -m, --memory SIZE            memory limit of each sandbox\n"
+  "      --cpus N                 CPU limit of each sandbox\n"
+  "      --pids-limit N           process limit of each sandbox\n"
+  "  -h, --help                   this help\n\n"
+  "Exit status: 0; $BUILD_FAILURE_EXIT_CODE when the job's script failed;\n"
+  "$SYSTEM_FAILURE_EXIT_CODE when ohbox failed (unset: 1 and 2).\n";
 
 static int
 exit_code_from_env (const char *var, int dflt)
@@ -196,8 +196,8 @@ ci_config (void)
    * only ever arrive as CUSTOM_ENV_*, so it cannot replace these. */
   json_t *j = json_pack ("{s:s, s:s, s:b, s:{s:s, s:s}, s:s, s:s, s:{s:s, s:s}}", "builds_dir", CI_BUILDS_DIR,
                          "cache_dir", CI_CACHE_DIR, "builds_dir_is_shared", 0, "driver", "name", CI_DRIVER_NAME,
-                         "version", PACKAGE_VERSION, "shell", "bash", "hostname", job.name, "job_env",
-                         CI_ENV_SANDBOX, job.name, CI_ENV_KEY, job.key);
+                         "version", PACKAGE_VERSION, "shell", "bash", "hostname", job.name, "job_env", CI_ENV_SANDBOX,
+                         job.name, CI_ENV_KEY, job.key);
   explicit_bzero (job.key, sizeof job.key);
   json_dumpf (j, stdout, JSON_COMPACT);
   fputc ('\n', stdout);
@@ -389,8 +389,8 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
           else if (strcmp (optarg, "never") == 0)
             po->pull = CI_PULL_NEVER;
           else
-            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                                "unknown --pull `%s`: use always, if-not-present or never", optarg);
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unknown --pull `%s`: use always, if-not-present or never",
+                                optarg);
           break;
         case OPT_TLS_VERIFY:
           {
@@ -419,8 +419,7 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
           break;
         case OPT_NETWORK:
           if (strcmp (optarg, "none") && strcmp (optarg, "host") && strcmp (optarg, "bridge"))
-            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unknown --network `%s`: use bridge, none or host",
-                                optarg);
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unknown --network `%s`: use bridge, none or host", optarg);
           po->network = optarg;
           break;
         case 'm':
@@ -450,8 +449,7 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
  * credentials (and the host's only when the runner's configuration says
  * --host-credentials), released by prepare_release. */
 static int
-prepare_registry (struct prepare_opts *po, json_t *response, struct ohbox_registries_conf **conf,
-                  ohbox_error_t *err)
+prepare_registry (struct prepare_opts *po, json_t *response, struct ohbox_registries_conf **conf, ohbox_error_t *err)
 {
   char *auth_json = NULL;
   if (ci_job_auth_json (response, &auth_json, err) < 0)
@@ -478,8 +476,7 @@ prepare_release (struct prepare_opts *po, struct ohbox_registries_conf *conf)
 
 /* Starts the job's sandbox from IMAGE and its services. */
 static int
-start_job (struct prepare_opts *po, const struct ci_job *job, json_t *response, const char *image,
-           ohbox_error_t *err)
+start_job (struct prepare_opts *po, const struct ci_job *job, json_t *response, const char *image, ohbox_error_t *err)
 {
   char id[OHBOX_DIGEST_LEN + 1];
   if (ci_ensure_image (po, image, id, err) < 0)

@@ -39,7 +39,7 @@ void ci_close (struct ci_ctx *c);
  * the job's own variables (CUSTOM_ENV_*) decides which sandbox is its. */
 struct ci_job
 {
-  char name[CI_NAME_MAX];  /* gitlab-JOBID-RANDOM */
+  char name[CI_NAME_MAX];   /* gitlab-JOBID-RANDOM */
   char key[CI_KEY_HEX + 1]; /* 256 random bits, hex */
 };
 
@@ -75,7 +75,7 @@ int ci_job_auth_json (json_t *response, char **ret, ohbox_error_t *err);
 
 enum ci_pull_policy
 {
-  CI_PULL_DEFAULT,        /* if-not-present, but always for images that needed credentials */
+  CI_PULL_DEFAULT, /* if-not-present, but always for images that needed credentials */
   CI_PULL_ALWAYS,
   CI_PULL_IF_NOT_PRESENT,
   CI_PULL_NEVER,
@@ -86,7 +86,7 @@ struct prepare_opts
   enum ci_pull_policy pull;
   struct ohbox_pull_options po; /* registry options, the job's credentials, limits, deadline */
   bool host_credentials;        /* --host-credentials */
-  const char *network; /* --network as given; NULL: the default (run_policy.h) */
+  const char *network;          /* --network as given; NULL: the default (run_policy.h) */
   struct ohbox_cgroup_limits limits;
 };
 
@@ -96,8 +96,8 @@ int ci_ensure_image (struct prepare_opts *po, const char *image, char id[OHBOX_D
 /* Starts the plan of Q detached (its name and SHOWN_IMAGE in the job's
  * log), owned by JOB. */
 struct ohbox_run_request;
-int ci_start_detached (struct ci_ctx *c, struct ohbox_run_request *q, const char *shown_image,
-                       const struct ci_job *job, double expires, ohbox_error_t *err);
+int ci_start_detached (struct ci_ctx *c, struct ohbox_run_request *q, const char *shown_image, const struct ci_job *job,
+                       double expires, ohbox_error_t *err);
 /* JOB-svcI: the sandbox of the job's service I. */
 void ci_service_sandbox_name (char *buf, const char *job_name, size_t i);
 

@@ -138,7 +138,7 @@ ci_job_expiry (json_t *response)
 {
   json_t *t = json_object_get (json_object_get (response, "runner_info"), "timeout");
   double timeout = json_is_integer (t) && json_integer_value (t) > 0 ? (double) json_integer_value (t)
-                                                                      : EXPIRY_UNKNOWN_S;
+                                                                     : EXPIRY_UNKNOWN_S;
   return (double) time (NULL) + timeout + EXPIRY_MARGIN_S;
 }
 
@@ -320,9 +320,8 @@ add_docker_auth_config (json_t *doc, ohbox_error_t *err)
     ci_warn ("DOCKER_AUTH_CONFIG names credential helpers, which are not run");
   const char *key;
   json_t *v;
-  json_object_foreach (auths, key, v)
-    if (json_object_get (json_object_get (doc, "auths"), key) == NULL)
-      json_object_set (json_object_get (doc, "auths"), key, v);
+  json_object_foreach (auths, key, v) if (json_object_get (json_object_get (doc, "auths"), key) == NULL)
+    json_object_set (json_object_get (doc, "auths"), key, v);
   return 0;
 }
 

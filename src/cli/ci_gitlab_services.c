@@ -71,7 +71,6 @@ hostname_ok (const char *h, size_t len)
   return true;
 }
 
-
 /* As --add-host NAME:127.0.0.1 of the job's sandbox. */
 static void
 hostnames_add (struct hostnames *h, const char *name, size_t len)

@@ -21,9 +21,9 @@ enum cli_format
 
 struct cli_global
 {
-  const char *root;         /* --root, else the default store */
+  const char *root;            /* --root, else the default store */
   const char *registries_conf; /* --registries-conf */
-  const char *command;      /* what errors are reported as: "pull", "ci gitlab run" */
+  const char *command;         /* what errors are reported as: "pull", "ci gitlab run" */
 };
 
 extern struct cli_global cli_global;
@@ -93,11 +93,16 @@ enum
   CLI_OPT_CERT_DIR,
   CLI_OPT_TLS_VERIFY,
 };
-#define CLI_CREDS_OPTION { "creds", required_argument, NULL, CLI_OPT_CREDS }
+#define CLI_CREDS_OPTION                                                                                               \
+  {                                                                                                                    \
+    "creds", required_argument, NULL, CLI_OPT_CREDS                                                                    \
+  }
 #define CLI_REGISTRY_OPTIONS                                                                                           \
   { "authfile", required_argument, NULL, CLI_OPT_AUTHFILE },                                                           \
-  { "cert-dir", required_argument, NULL, CLI_OPT_CERT_DIR },                                                           \
-  { "tls-verify", required_argument, NULL, CLI_OPT_TLS_VERIFY }
+    { "cert-dir", required_argument, NULL, CLI_OPT_CERT_DIR },                                                         \
+  {                                                                                                                    \
+    "tls-verify", required_argument, NULL, CLI_OPT_TLS_VERIFY                                                          \
+  }
 
 struct ohbox_registry_options;
 struct cli_registry_args
@@ -114,8 +119,7 @@ struct ohbox_registries_conf;
 /* After the options: --creds parsed into A->ro->creds and, WITH_CONF,
  * registries.conf (--registries-conf) loaded into *RET_CONF. 0, or the
  * exit code of the error (cli_fail). Freed by cli_registry_release. */
-int cli_registry_prepare (struct cli_registry_args *a, bool with_conf,
-                          struct ohbox_registries_conf **ret_conf);
+int cli_registry_prepare (struct cli_registry_args *a, bool with_conf, struct ohbox_registries_conf **ret_conf);
 void cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf);
 
 int cli_pull (int argc, char **argv);
@@ -126,8 +130,8 @@ struct ohbox_pull_result;
  * at once as "ohbox pull: ..." (cli_report_now: callers go on). 0, or the
  * exit code of the error. RET (may be NULL) gets the result
  * (ohbox_pull_result_clear). */
-int cli_pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format,
-                    bool quiet, struct ohbox_pull_result *ret);
+int cli_pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format, bool quiet,
+                    struct ohbox_pull_result *ret);
 int cli_images (int argc, char **argv);
 int cli_inspect (int argc, char **argv);
 int cli_rmi (int argc, char **argv);

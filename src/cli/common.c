@@ -254,11 +254,28 @@ cli_parse_size (const char *s, uint64_t *out)
   uint64_t mult = 1;
   switch (*end)
     {
-    case 'k': case 'K': mult = 1ULL << 10; end++; break;
-    case 'm': case 'M': mult = 1ULL << 20; end++; break;
-    case 'g': case 'G': mult = 1ULL << 30; end++; break;
-    case 't': case 'T': mult = 1ULL << 40; end++; break;
-    default: break;
+    case 'k':
+    case 'K':
+      mult = 1ULL << 10;
+      end++;
+      break;
+    case 'm':
+    case 'M':
+      mult = 1ULL << 20;
+      end++;
+      break;
+    case 'g':
+    case 'G':
+      mult = 1ULL << 30;
+      end++;
+      break;
+    case 't':
+    case 'T':
+      mult = 1ULL << 40;
+      end++;
+      break;
+    default:
+      break;
     }
   if (*end == 'i' || *end == 'B')
     end += (*end == 'i' && end[1] == 'B') ? 2 : 1;
@@ -296,8 +313,7 @@ cli_registry_option (int opt, const char *arg, struct cli_registry_args *a)
 }
 
 int
-cli_registry_prepare (struct cli_registry_args *a, bool with_conf,
-                      struct ohbox_registries_conf **ret_conf)
+cli_registry_prepare (struct cli_registry_args *a, bool with_conf, struct ohbox_registries_conf **ret_conf)
 {
   ohbox_error_t err = NULL;
   if (ret_conf)
@@ -321,4 +337,3 @@ cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf 
   a->ro->creds = NULL;
   ohbox_registries_conf_free (conf);
 }
-

@@ -37,14 +37,10 @@ enum
 };
 
 static const struct option opts[] = {
-  { "interactive", no_argument, NULL, 'i' },
-  { "tty", no_argument, NULL, 't' },
-  { "env", required_argument, NULL, 'e' },
-  { "workdir", required_argument, NULL, 'w' },
-  { "user", required_argument, NULL, 'u' },
-  { "detach-keys", required_argument, NULL, OPT_DETACH_KEYS },
-  { "help", no_argument, NULL, 'h' },
-  { NULL, 0, NULL, 0 },
+  { "interactive", no_argument, NULL, 'i' }, { "tty", no_argument, NULL, 't' },
+  { "env", required_argument, NULL, 'e' },   { "workdir", required_argument, NULL, 'w' },
+  { "user", required_argument, NULL, 'u' },  { "detach-keys", required_argument, NULL, OPT_DETACH_KEYS },
+  { "help", no_argument, NULL, 'h' },        { NULL, 0, NULL, 0 },
 };
 
 static int

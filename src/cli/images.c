@@ -36,7 +36,7 @@ format_age (const char *created, char *buf, size_t size)
     double secs;
     const char *unit;
   } units[] = { { 365 * 86400.0, "year" }, { 30 * 86400.0, "month" }, { 7 * 86400.0, "week" },
-                { 86400.0, "day" },        { 3600.0, "hour" },         { 60.0, "minute" } };
+                { 86400.0, "day" },        { 3600.0, "hour" },        { 60.0, "minute" } };
   for (size_t i = 0; i < sizeof units / sizeof units[0]; i++)
     if (secs >= units[i].secs)
       {
@@ -48,8 +48,8 @@ format_age (const char *created, char *buf, size_t size)
 }
 
 static void
-print_row (const char *repo, const char *tag, const char *id, const char *digest, const char *created,
-           json_int_t size, bool digests)
+print_row (const char *repo, const char *tag, const char *id, const char *digest, const char *created, json_int_t size,
+           bool digests)
 {
   char age[64], sz[32];
   format_age (created, age, sizeof age);

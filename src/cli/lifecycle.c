@@ -44,8 +44,8 @@ session_close (struct session *s)
 
 /* Parses the options of a command taking SANDBOX... and a help text. */
 static int
-simple_opts (int argc, char **argv, const char *help, const char *shortopts,
-             const struct option *longopts, int (*on_opt) (int c, const char *arg, void *data), void *data)
+simple_opts (int argc, char **argv, const char *help, const char *shortopts, const struct option *longopts,
+             int (*on_opt) (int c, const char *arg, void *data), void *data)
 {
   int c;
   while ((c = getopt_long (argc, argv, shortopts, longopts, NULL)) != -1)
@@ -179,8 +179,7 @@ cli_ps (int argc, char **argv)
       printf ("%.12s\n", list[i].id);
   else
     {
-      printf ("%-12s  %-24s  %-24s  %-20s  %-12s  %s\n", "SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS",
-              "NAME");
+      printf ("%-12s  %-24s  %-24s  %-20s  %-12s  %s\n", "SANDBOX ID", "IMAGE", "COMMAND", "CREATED", "STATUS", "NAME");
       for (size_t i = 0; i < n; i++)
         print_ps_row (&list[i]);
     }
@@ -218,7 +217,8 @@ cli_stop (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   int timeout = 10;
-  int r = simple_opts (argc, argv, "Usage: ohbox stop [-t|--time SECONDS] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv,
+                       "Usage: ohbox stop [-t|--time SECONDS] SANDBOX...\n\n"
                        "Stop sandboxes: the stop signal (run --stop-signal, the image's StopSignal,\n"
                        "else SIGTERM) to the command, SIGKILL to everything left after SECONDS\n"
                        "(default 10).\n",
@@ -250,7 +250,8 @@ cli_kill (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   int sig = SIGKILL;
-  int r = simple_opts (argc, argv, "Usage: ohbox kill [-s|--signal SIGNAL] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv,
+                       "Usage: ohbox kill [-s|--signal SIGNAL] SANDBOX...\n\n"
                        "Send SIGNAL (name or number, default KILL) to the sandbox's command.\n",
                        "s:h", opts, opt_signal, &sig);
   if (r < 0)
@@ -284,7 +285,8 @@ cli_rm (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   bool force = false;
-  int r = simple_opts (argc, argv, "Usage: ohbox rm [-f|--force] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv,
+                       "Usage: ohbox rm [-f|--force] SANDBOX...\n\n"
                        "Remove exited sandboxes (with -f, kill running ones first).\n",
                        "fh", opts, opt_flag, &force);
   if (r < 0)
@@ -307,7 +309,8 @@ pause_cmd (int argc, char **argv, bool pause)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  int r = simple_opts (argc, argv, pause ? "Usage: ohbox pause SANDBOX...\n\nFreeze every process of the sandboxes.\n"
+  int r = simple_opts (argc, argv,
+                       pause ? "Usage: ohbox pause SANDBOX...\n\nFreeze every process of the sandboxes.\n"
                              : "Usage: ohbox unpause SANDBOX...\n\nThaw paused sandboxes.\n",
                        "h", opts, NULL, NULL);
   if (r < 0)
@@ -348,7 +351,8 @@ cli_wait (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  int r = simple_opts (argc, argv, "Usage: ohbox wait SANDBOX...\n\n"
+  int r = simple_opts (argc, argv,
+                       "Usage: ohbox wait SANDBOX...\n\n"
                        "Block until the sandboxes exit; print each exit code.\n",
                        "h", opts, NULL, NULL);
   if (r < 0)
@@ -375,7 +379,8 @@ cli_logs (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   bool follow = false;
-  int r = simple_opts (argc, argv, "Usage: ohbox logs [-f|--follow] SANDBOX\n\n"
+  int r = simple_opts (argc, argv,
+                       "Usage: ohbox logs [-f|--follow] SANDBOX\n\n"
                        "Print the output of a detached sandbox (stdout and stderr, merged);\n"
                        "with -f, keep printing until it exits.\n",
                        "fh", opts, opt_flag, &follow);
@@ -408,8 +413,8 @@ do_stats (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *e
     {
       json_t *j = json_pack ("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id", id, "memory_current",
                              (json_int_t) st.memory_current, "memory_max",
-                             (json_int_t) (st.memory_max == UINT64_MAX ? -1 : (json_int_t) st.memory_max),
-                             "oom_kills", (json_int_t) st.oom_kills, "cpu_usage_usec", (json_int_t) st.cpu_usage_usec,
+                             (json_int_t) (st.memory_max == UINT64_MAX ? -1 : (json_int_t) st.memory_max), "oom_kills",
+                             (json_int_t) st.oom_kills, "cpu_usage_usec", (json_int_t) st.cpu_usage_usec,
                              "pids_current", (json_int_t) st.pids_current, "pids_max",
                              (json_int_t) (st.pids_max == UINT64_MAX ? -1 : (json_int_t) st.pids_max),
                              "cpu_nr_throttled", (json_int_t) st.cpu_nr_throttled);
@@ -447,7 +452,8 @@ cli_stats (int argc, char **argv)
     { NULL, 0, NULL, 0 },
   };
   enum cli_format fmt = CLI_FORMAT_TABLE;
-  int r = simple_opts (argc, argv, "Usage: ohbox stats [--format table|json] SANDBOX...\n\n"
+  int r = simple_opts (argc, argv,
+                       "Usage: ohbox stats [--format table|json] SANDBOX...\n\n"
                        "Print memory, CPU and process counts of sandboxes, from their cgroups.\n",
                        "h", opts, opt_format, &fmt);
   if (r < 0)

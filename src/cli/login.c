@@ -179,7 +179,7 @@ cli_logout (int argc, char **argv)
     return cli_fail (&err);
   if (r == 0)
     {
-    return cli_error (OHBOX_ERR_NOT_FOUND, "not logged in to %s (no entry in %s)", host, path);
+      return cli_error (OHBOX_ERR_NOT_FOUND, "not logged in to %s (no entry in %s)", host, path);
     }
   printf ("Removed login credentials for %s\n", host);
   return 0;

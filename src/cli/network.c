@@ -9,21 +9,20 @@
 
 #include "cli.h"
 
-static const char network_help[] =
-  "Usage: ohbox network COMMAND [OPTIONS]\n\n"
-  "Named networks: each a bridge of its own, root only. Sandboxes started with\n"
-  "`ohbox run --network NAME` reach each other inside it (with the same address\n"
-  "checks as on the default network); nothing outside reaches them but through\n"
-  "published ports, and they reach no other network's sandboxes.\n\n"
-  "Commands:\n"
-  "  create [--subnet A.B.C.D/N] NAME   make a network (default: a free /24 of\n"
-  "                                     10.214.0.0/16)\n"
-  "  ls [-q]                            list networks (the default one: bridge)\n"
-  "  inspect NAME...                    show networks as JSON\n"
-  "  rm NAME...                         remove networks no sandbox uses\n\n"
-  "Options:\n"
-  "      --format table|json   output format of create and ls (default: table)\n"
-  "  -h, --help                this help\n";
+static const char network_help[] = "Usage: ohbox network COMMAND [OPTIONS]\n\n"
+                                   "Named networks: each a bridge of its own, root only. Sandboxes started with\n"
+                                   "`ohbox run --network NAME` reach each other inside it (with the same address\n"
+                                   "checks as on the default network); nothing outside reaches them but through\n"
+                                   "published ports, and they reach no other network's sandboxes.\n\n"
+                                   "Commands:\n"
+                                   "  create [--subnet A.B.C.D/N] NAME   make a network (default: a free /24 of\n"
+                                   "                                     10.214.0.0/16)\n"
+                                   "  ls [-q]                            list networks (the default one: bridge)\n"
+                                   "  inspect NAME...                    show networks as JSON\n"
+                                   "  rm NAME...                         remove networks no sandbox uses\n\n"
+                                   "Options:\n"
+                                   "      --format table|json   output format of create and ls (default: table)\n"
+                                   "  -h, --help                this help\n";
 
 enum
 {
@@ -88,8 +87,7 @@ print_table (json_t *nets, bool quiet)
     bool present = json_is_true (json_object_get (n, "bridge_present"));
     cleanup_free char *br = xasprintf ("%s%s", bridge, present ? "" : " (missing)");
     printf ("%-24s %-18s %-15s %-16s %zu\n", name, json_string_value (json_object_get (n, "subnet")),
-            json_string_value (json_object_get (n, "gateway")), br,
-            json_array_size (json_object_get (n, "sandboxes")));
+            json_string_value (json_object_get (n, "gateway")), br, json_array_size (json_object_get (n, "sandboxes")));
   }
 }
 

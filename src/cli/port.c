@@ -10,11 +10,10 @@
 
 #include "cli.h"
 
-static const char port_help[] =
-  "Usage: ohbox port [OPTIONS] SANDBOX [CTRPORT[/tcp|/udp]]\n\n"
-  "List the published ports of a sandbox (while it runs).\n\n"
-  "      --format table|json   output format (default: table)\n"
-  "  -h, --help                this help\n";
+static const char port_help[] = "Usage: ohbox port [OPTIONS] SANDBOX [CTRPORT[/tcp|/udp]]\n\n"
+                                "List the published ports of a sandbox (while it runs).\n\n"
+                                "      --format table|json   output format (default: table)\n"
+                                "  -h, --help                this help\n";
 
 int
 cli_port (int argc, char **argv)

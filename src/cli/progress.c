@@ -104,16 +104,14 @@ draw (struct progress *p, bool force)
   double elapsed = now - p->started;
   char rate[32];
   ohbox_format_size (elapsed > 0 ? (uint64_t) ((double) done / elapsed) : 0, rate);
-  snprintf (line, sizeof line, "total %s / %s  %s/s", ohbox_format_size (done, a), ohbox_format_size (total, b),
-            rate);
+  snprintf (line, sizeof line, "total %s / %s  %s/s", ohbox_format_size (done, a), ohbox_format_size (total, b), rate);
   fprintf (p->out, "\033[2K%.*s\n", width - 1, line);
   p->drawn_lines = lines + 1;
   fflush (p->out);
 }
 
 static void
-on_resolved (void *ud, const char *name, const char *digest, const char *platform, size_t n_layers,
-             uint64_t total_size)
+on_resolved (void *ud, const char *name, const char *digest, const char *platform, size_t n_layers, uint64_t total_size)
 {
   struct progress *p = ud;
   free (p->name);

@@ -14,22 +14,21 @@
 static void
 pull_usage (FILE *out)
 {
-  fprintf (out,
-           "Usage: ohbox pull [OPTIONS] IMAGE\n\n"
-           "Pull an image from a registry into the store.\n\n"
-           "Options:\n"
-           "  --platform OS/ARCH[/VARIANT]  platform to pull from an index (default: the host's)\n"
-           "  --creds USER:PASS             credentials for the registry\n"
-           "  --authfile FILE               auth.json with credentials\n"
-           "  --cert-dir DIR                CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
-           "  --tls-verify=BOOL             verify TLS and require HTTPS (default true)\n"
-           "  --parallel N                  blob downloads at once (default 6)\n"
-           "  --max-layer-size BYTES        limit on a layer's uncompressed size (default 64 GiB)\n"
-           "  --max-image-size BYTES        limit on the layers' uncompressed size together (default 64 GiB)\n"
-           "  --timeout DURATION            give up when the registry part takes longer (default 30m; 0: never)\n"
-           "  -q, --quiet                   print only the image id\n"
-           "  --format json                 print the result as JSON\n"
-           "  -h, --help                    this help\n");
+  fprintf (out, "Usage: ohbox pull [OPTIONS] IMAGE\n\n"
+                "Pull an image from a registry into the store.\n\n"
+                "Options:\n"
+                "  --platform OS/ARCH[/VARIANT]  platform to pull from an index (default: the host's)\n"
+                "  --creds USER:PASS             credentials for the registry\n"
+                "  --authfile FILE               auth.json with credentials\n"
+                "  --cert-dir DIR                CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
+                "  --tls-verify=BOOL             verify TLS and require HTTPS (default true)\n"
+                "  --parallel N                  blob downloads at once (default 6)\n"
+                "  --max-layer-size BYTES        limit on a layer's uncompressed size (default 64 GiB)\n"
+                "  --max-image-size BYTES        limit on the layers' uncompressed size together (default 64 GiB)\n"
+                "  --timeout DURATION            give up when the registry part takes longer (default 30m; 0: never)\n"
+                "  -q, --quiet                   print only the image id\n"
+                "  --format json                 print the result as JSON\n"
+                "  -h, --help                    this help\n");
 }
 
 static int pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format, bool quiet,
@@ -83,18 +82,15 @@ cli_pull (int argc, char **argv)
           }
         case OPT_MAX_LAYER:
           if (cli_parse_size (optarg, &po.max_layer_size) < 0)
-            return cli_usage_error ("--max-layer-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
-                                    optarg);
+            return cli_usage_error ("--max-layer-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
           break;
         case OPT_MAX_IMAGE:
           if (cli_parse_size (optarg, &po.max_image_size) < 0)
-            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`",
-                                    optarg);
+            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
           break;
         case OPT_TIMEOUT:
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
-            return cli_usage_error ("--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
-                                    optarg);
+            return cli_usage_error ("--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
           break;
         case OPT_FORMAT:
           if (cli_format_option (optarg, &format) < 0)
@@ -169,12 +165,11 @@ pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format fo
       progress_finish (prog);
       if (format == CLI_FORMAT_JSON)
         {
-          json_t *j = json_pack ("{s:s, s:s, s:s, s:s?, s:s, s:I, s:I, s:I, s:I, s:b}", "image", res.name, "id",
-                                 res.id, "digest", res.id, "index_digest", res.index_digest, "platform", res.platform,
-                                 "layers", (json_int_t) res.layers, "blobs_downloaded",
-                                 (json_int_t) res.blobs_downloaded, "blobs_reused", (json_int_t) res.blobs_reused,
-                                 "bytes_downloaded", (json_int_t) res.bytes_downloaded, "used_credentials",
-                                 res.used_credentials);
+          json_t *j = json_pack ("{s:s, s:s, s:s, s:s?, s:s, s:I, s:I, s:I, s:I, s:b}", "image", res.name, "id", res.id,
+                                 "digest", res.id, "index_digest", res.index_digest, "platform", res.platform, "layers",
+                                 (json_int_t) res.layers, "blobs_downloaded", (json_int_t) res.blobs_downloaded,
+                                 "blobs_reused", (json_int_t) res.blobs_reused, "bytes_downloaded",
+                                 (json_int_t) res.bytes_downloaded, "used_credentials", res.used_credentials);
           cli_print_json (j);
           json_decref (j);
         }

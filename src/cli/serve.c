@@ -16,48 +16,47 @@
 #define KEY_FILE_MAX 4096
 #define KEY_MIN 16
 
-static const char serve_help[] =
-  "Usage: ohbox serve [OPTIONS]\n\n"
-  "Serve OpenHands' remote runtime API: OpenHands (runtime = \"remote\", or its V1\n"
-  "remote sandbox service) starts, pauses, resumes and stops its sandboxes here.\n\n"
-  "Options:\n"
-  "      --api-key-file FILE    the key clients send as X-API-Key (required, unless\n"
-  "                             --socket); FILE must not be readable by others\n"
-  "      --listen ADDR:PORT     where to listen (default 127.0.0.1:8000)\n"
-  "      --socket PATH          listen on a unix socket (0600) instead\n"
-  "      --url URL              the base of sandbox URLs (default http://LISTEN)\n"
-  "      --pool IMAGE=N         keep N sandboxes of runtime image IMAGE ready\n"
-  "                             (repeatable)\n"
-  "      --max-sandboxes N      at most N sandboxes at once (429 beyond; 0: no limit)\n"
-  "      --pause-idle DURATION  freeze sandboxes without requests for DURATION;\n"
-  "                             the next request to one resumes it\n"
-  "      --start-timeout DURATION  how long a sandbox's server may take to answer\n"
-  "                             (default 120s)\n"
-  "      --resources SPEC       limits at resource_factor 1, times the factor:\n"
-  "                             cpus=N,memory=SIZE,pids=N or none\n"
-  "                             (default cpus=1,memory=2g,pids=4096)\n"
-  "      --work-ports LIST      ports inside published for each sandbox (work_hosts),\n"
-  "                             e.g. 12000,12001 (default none)\n"
-  "      --sandbox-port PORT    the port of each sandbox's server (default 60000)\n"
-  "      --registry-prefix P    what /registry_prefix answers (default\n"
-  "                             localhost/ohbox-serve)\n"
-  "      --max-build-context SIZE  largest /build context, decoded (default 256m)\n"
-  "      --no-pull              never pull: /start of an image not in the store fails\n"
-  "      --log FILE             the JSON log lines (default: stderr)\n"
-  "      --connection-limit N   at most N connections at once (default 1024)\n"
-  "      --device DEVICE        a device every sandbox gets, as ohbox run --device\n"
-  "                             (repeatable)\n"
-  "      --gpus GPUS            GPUs every sandbox gets, as ohbox run --gpus\n"
-  "      --cdi-spec-dir DIR     CDI specs from DIR (repeatable; default /etc/cdi and\n"
-  "                             /var/run/cdi)\n"
-  "      --egress POLICY        where sandboxes may connect, as ohbox run --egress\n"
-  "                             (default public)\n"
-  "      --tls-verify=false     registries over plain HTTP or unverified TLS\n"
-  "      --cert-dir DIR         CA certificates for registries (certs.d layout)\n"
-  "      --authfile FILE        registry credentials (auth.json)\n"
-  "  -h, --help                 this help\n\n"
-  "It runs until SIGTERM or SIGINT. See ohbox-serve(1) for the endpoints, the\n"
-  "settings of OpenHands V0 and V1, and what survives a restart.\n";
+static const char serve_help[] = "Usage: ohbox serve [OPTIONS]\n\n"
+                                 "Serve OpenHands' remote runtime API: OpenHands (runtime = \"remote\", or its V1\n"
+                                 "remote sandbox service) starts, pauses, resumes and stops its sandboxes here.\n\n"
+                                 "Options:\n"
+                                 "      --api-key-file FILE    the key clients send as X-API-Key (required, unless\n"
+                                 "                             --socket); FILE must not be readable by others\n"
+                                 "      --listen ADDR:PORT     where to listen (default 127.0.0.1:8000)\n"
+                                 "      --socket PATH          listen on a unix socket (0600) instead\n"
+                                 "      --url URL              the base of sandbox URLs (default http://LISTEN)\n"
+                                 "      --pool IMAGE=N         keep N sandboxes of runtime image IMAGE ready\n"
+                                 "                             (repeatable)\n"
+                                 "      --max-sandboxes N      at most N sandboxes at once (429 beyond; 0: no limit)\n"
+                                 "      --pause-idle DURATION  freeze sandboxes without requests for DURATION;\n"
+                                 "                             the next request to one resumes it\n"
+                                 "      --start-timeout DURATION  how long a sandbox's server may take to answer\n"
+                                 "                             (default 120s)\n"
+                                 "      --resources SPEC       limits at resource_factor 1, times the factor:\n"
+                                 "                             cpus=N,memory=SIZE,pids=N or none\n"
+                                 "                             (default cpus=1,memory=2g,pids=4096)\n"
+                                 "      --work-ports LIST      ports inside published for each sandbox (work_hosts),\n"
+                                 "                             e.g. 12000,12001 (default none)\n"
+                                 "      --sandbox-port PORT    the port of each sandbox's server (default 60000)\n"
+                                 "      --registry-prefix P    what /registry_prefix answers (default\n"
+                                 "                             localhost/ohbox-serve)\n"
+                                 "      --max-build-context SIZE  largest /build context, decoded (default 256m)\n"
+                                 "      --no-pull              never pull: /start of an image not in the store fails\n"
+                                 "      --log FILE             the JSON log lines (default: stderr)\n"
+                                 "      --connection-limit N   at most N connections at once (default 1024)\n"
+                                 "      --device DEVICE        a device every sandbox gets, as ohbox run --device\n"
+                                 "                             (repeatable)\n"
+                                 "      --gpus GPUS            GPUs every sandbox gets, as ohbox run --gpus\n"
+                                 "      --cdi-spec-dir DIR     CDI specs from DIR (repeatable; default /etc/cdi and\n"
+                                 "                             /var/run/cdi)\n"
+                                 "      --egress POLICY        where sandboxes may connect, as ohbox run --egress\n"
+                                 "                             (default public)\n"
+                                 "      --tls-verify=false     registries over plain HTTP or unverified TLS\n"
+                                 "      --cert-dir DIR         CA certificates for registries (certs.d layout)\n"
+                                 "      --authfile FILE        registry credentials (auth.json)\n"
+                                 "  -h, --help                 this help\n\n"
+                                 "It runs until SIGTERM or SIGINT. See ohbox-serve(1) for the endpoints, the\n"
+                                 "settings of OpenHands V0 and V1, and what survives a restart.\n";
 
 static int
 parse_listen (const char *s, char **addr, int *port)
@@ -109,7 +108,7 @@ read_key (const char *path, char **ret)
     {
       free (text);
       return cli_usage_error ("--api-key-file `%s`: the key must be at least %d printable characters "
-                                       "without spaces (e.g. `openssl rand -hex 32`)",
+                              "without spaces (e.g. `openssl rand -hex 32`)",
                               path, KEY_MIN);
     }
   *ret = xstrndup (s, n);
@@ -311,8 +310,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
           break;
         case OPT_LISTEN:
           if (parse_listen (optarg, &cp->listen_addr, &cp->listen_port) < 0)
-            return cli_usage_error ("--listen takes ADDR:PORT (e.g. 127.0.0.1:8000, [::1]:8000), not `%s`",
-                                    optarg);
+            return cli_usage_error ("--listen takes ADDR:PORT (e.g. 127.0.0.1:8000, [::1]:8000), not `%s`", optarg);
           listen_given = true;
           break;
         case OPT_SOCKET:
@@ -348,7 +346,8 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
         case OPT_RESOURCES:
           if (parse_resources (optarg, cp) < 0)
             return cli_usage_error ("--resources takes cpus=N,memory=SIZE,pids=N (any of them) or none, "
-                                             "not `%s`", optarg);
+                                    "not `%s`",
+                                    optarg);
           break;
         case OPT_WORK_PORTS:
           if (parse_ports (optarg, cp) < 0)
@@ -418,7 +417,7 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
     return rc;
   if (cp->api_key == NULL && cp->socket_path == NULL)
     return cli_usage_error ("an API key is required (--api-key-file FILE, e.g. made with `openssl rand "
-                                     "-hex 32`), or --socket PATH to serve only a unix socket without one");
+                            "-hex 32`), or --socket PATH to serve only a unix socket without one");
   if (cp->socket_path == NULL && strcmp (cp->listen_addr, "127.0.0.1") != 0 && strcmp (cp->listen_addr, "::1") != 0)
     cli_warn ("listening on %s, not loopback: every host that reaches it can try the API key, and the traffic is "
               "plain HTTP (put a TLS proxy in front)",

@@ -94,9 +94,9 @@ serve_close (struct ohbox_store *store, struct ohbox_runtime *rt)
 struct start_req
 {
   const char *image;
-  json_t *command;        /* array, or NULL for the image's own */
+  json_t *command; /* array, or NULL for the image's own */
   const char *working_dir;
-  json_t *environment;    /* object or NULL */
+  json_t *environment; /* object or NULL */
   const char *session_id;
   int factor;
   long run_as_user, run_as_group; /* -1: not given */
@@ -110,7 +110,7 @@ struct start_req
 /* OpenHands' V0 command: its python prefix, the module, then the server's
  * arguments (PORT --working-dir ... --username ... --user-id ...). */
 static const char *const openhands_prefix[] = {
-  "/openhands/micromamba/bin/micromamba", "run", "-n", "openhands", "poetry", "run", "python", "-u", "-m",
+  "/openhands/micromamba/bin/micromamba",      "run", "-n", "openhands", "poetry", "run", "python", "-u", "-m",
   "openhands.runtime.action_execution_server",
 };
 #define OPENHANDS_PREFIX_N (sizeof openhands_prefix / sizeof openhands_prefix[0])
@@ -218,14 +218,17 @@ parse_environment (json_t *body, struct start_req *sr, struct reply *out)
   {
     if (*k == '\0' || strchr (k, '=') || !no_nul_string (v, START_MAX_ENV_BYTES))
       {
-        reply_error (out, 400, "environment", "environment variable `%.64s`: the name must be non-empty without "
-                                              "`=`, the value a string without NUL bytes", k);
+        reply_error (out, 400, "environment",
+                     "environment variable `%.64s`: the name must be non-empty without "
+                     "`=`, the value a string without NUL bytes",
+                     k);
         return -1;
       }
     if (strcmp (k, "SESSION_API_KEY") == 0)
       {
-        reply_error (out, 400, "environment", "environment variable SESSION_API_KEY: the server makes each "
-                                              "sandbox's session key (session_api_key in the answer)");
+        reply_error (out, 400, "environment",
+                     "environment variable SESSION_API_KEY: the server makes each "
+                     "sandbox's session key (session_api_key in the answer)");
         return -1;
       }
     total += strlen (k) + json_string_length (v) + 2;
@@ -317,9 +320,9 @@ run_request (struct serve *srv, const struct start_req *sr)
   json_t *publish = json_array ();
   for (unsigned i = 0; i < c->n_work_ports; i++)
     json_array_append_new (publish, json_sprintf ("127.0.0.1::%d/tcp", c->work_ports[i]));
-  json_t *rq = json_pack ("{s:s, s:o, s:o, s:o, s:i, s:o, s:b}", "image", sr->image, "labels", labels, "limits",
-                          limits, "env", sr->environment ? env_array (sr->environment) : json_array (),
-                          "service_port", c->sandbox_port, "publish", publish, "pull", c->pull_missing);
+  json_t *rq = json_pack ("{s:s, s:o, s:o, s:o, s:i, s:o, s:b}", "image", sr->image, "labels", labels, "limits", limits,
+                          "env", sr->environment ? env_array (sr->environment) : json_array (), "service_port",
+                          c->sandbox_port, "publish", publish, "pull", c->pull_missing);
   if (sr->command)
     {
       /* Kubernetes' command: the image's entrypoint and cmd both replaced. */
@@ -332,9 +335,9 @@ run_request (struct serve *srv, const struct start_req *sr)
   if (sr->working_dir)
     json_object_set_new (rq, "workdir", json_string (sr->working_dir));
   if (sr->run_as_user >= 0)
-    json_object_set_new (rq, "user", sr->run_as_group >= 0
-                                         ? json_sprintf ("%ld:%ld", sr->run_as_user, sr->run_as_group)
-                                         : json_sprintf ("%ld", sr->run_as_user));
+    json_object_set_new (rq, "user",
+                         sr->run_as_group >= 0 ? json_sprintf ("%ld:%ld", sr->run_as_user, sr->run_as_group)
+                                               : json_sprintf ("%ld", sr->run_as_user));
   return rq;
 }
 
@@ -467,8 +470,8 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
   s->image = xstrdup (sr->image);
   s->image_id = xstrdup (json_string_value (json_object_get (res, "image_id")) ?: "");
   s->upstream = json_string_value (json_object_get (res, "url"))
-                    ? xstrdup (json_string_value (json_object_get (res, "url")))
-                    : NULL;
+                  ? xstrdup (json_string_value (json_object_get (res, "url")))
+                  : NULL;
   s->key = xstrdup (json_string_value (json_object_get (res, "key")) ?: "");
   s->created = ohbox_now_rfc3339 ();
   s->state = SBX_STARTING;
@@ -491,12 +494,12 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
   bool executor = sr->openhands_server;
   if (proxy_wait_ready (upstream, executor, t0 + srv->cfg->start_timeout, still_running, &ac, &e) < 0)
     {
-      cleanup_free char *what
-          = e->kind == OHBOX_ERR_NOT_FOUND
-                ? xasprintf ("the sandbox's command exited (status %d) before its server answered on port %d",
-                             ac.exit_code, srv->cfg->sandbox_port)
-                : xasprintf ("the sandbox's server did not answer on port %d within %.0f s: %s",
-                             srv->cfg->sandbox_port, srv->cfg->start_timeout, e->msg);
+      cleanup_free char *what = e->kind == OHBOX_ERR_NOT_FOUND
+                                  ? xasprintf (
+                                    "the sandbox's command exited (status %d) before its server answered on port %d",
+                                    ac.exit_code, srv->cfg->sandbox_port)
+                                  : xasprintf ("the sandbox's server did not answer on port %d within %.0f s: %s",
+                                               srv->cfg->sandbox_port, srv->cfg->start_timeout, e->msg);
       ohbox_error_release (&e);
       fail_start (srv, sid, out, 500, what, t0);
       return;
@@ -539,8 +542,8 @@ start_from_pool (struct serve *srv, const struct start_req *sr, struct reply *ou
       sbx_free (s);
       return false;
     }
-  json_t *body = json_pack ("{s:s, s:O?, s:O?, s:s?}", "session_api_key", key, "argv", sr->server_args,
-                            "environment", sr->environment, "working_dir", sr->working_dir);
+  json_t *body = json_pack ("{s:s, s:O?, s:O?, s:s?}", "session_api_key", key, "argv", sr->server_args, "environment",
+                            sr->environment, "working_dir", sr->working_dir);
   long status = 0;
   int r = proxy_post_json (s->upstream, "/ohbox/adopt", s->key, body, &status, NULL, &e);
   json_decref (body);
@@ -729,8 +732,7 @@ serve_remover_main (void *arg)
       if (serve_open (srv, &store, &rt, &e) == 0)
         {
           if (ohbox_sandbox_remove (rt, id, true, &e) < 0 && e->kind != OHBOX_ERR_NOT_FOUND)
-            serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "stop-failed", "runtime_id", id, "error",
-                                       e->msg));
+            serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "stop-failed", "runtime_id", id, "error", e->msg));
           else
             serve_log (srv, json_pack ("{s:s, s:s}", "event", "removed", "runtime_id", id));
           serve_close (store, rt);
@@ -954,16 +956,17 @@ api_image_exists (struct serve *srv, struct MHD_Connection *mc, const char *imag
   const char *stored = json_string_value (json_object_get (rec, "stored_at"));
   const char *created = json_string_value (json_object_get (rec, "created"));
   json_t *img = json_pack ("{s:s, s:s, s:I, s:b}", "id", id, "upload_time",
-                           stored ? stored : created ? created : "1970-01-01T00:00:00Z", "image_size_bytes",
-                           (json_int_t) (json_is_integer (size) ? json_integer_value (size) : 0), "runtime_image",
-                           ohbox_runtime_image_recorded (rec));
+                           stored    ? stored
+                           : created ? created
+                                     : "1970-01-01T00:00:00Z",
+                           "image_size_bytes", (json_int_t) (json_is_integer (size) ? json_integer_value (size) : 0),
+                           "runtime_image", ohbox_runtime_image_recorded (rec));
   json_decref (rec);
   reply_json (out, 200, json_pack ("{s:b, s:o}", "exists", 1, "image", img));
 }
 
 void
-api_dispatch (struct serve *srv, struct req *rq, const char *method, const char *url, json_t *body,
-              struct reply *out)
+api_dispatch (struct serve *srv, struct req *rq, const char *method, const char *url, json_t *body, struct reply *out)
 {
   struct MHD_Connection *mc = NULL;
   (void) rq;
@@ -996,11 +999,11 @@ api_dispatch (struct serve *srv, struct req *rq, const char *method, const char 
       out->text = metrics_text (srv);
       out->content_type = "text/plain; version=0.0.4; charset=utf-8";
     }
-  else if ((tail = url) && (strcmp (tail, "/start") == 0 || strcmp (tail, "/stop") == 0 || strcmp (tail, "/pause") == 0
-                            || strcmp (tail, "/resume") == 0 || strcmp (tail, "/list") == 0
-                            || strcmp (tail, "/registry_prefix") == 0 || strcmp (tail, "/image_exists") == 0
-                            || strcmp (tail, "/build_status") == 0 || strcmp (tail, "/build") == 0
-                            || strcmp (tail, "/metrics") == 0))
+  else if ((tail = url)
+           && (strcmp (tail, "/start") == 0 || strcmp (tail, "/stop") == 0 || strcmp (tail, "/pause") == 0
+               || strcmp (tail, "/resume") == 0 || strcmp (tail, "/list") == 0 || strcmp (tail, "/registry_prefix") == 0
+               || strcmp (tail, "/image_exists") == 0 || strcmp (tail, "/build_status") == 0
+               || strcmp (tail, "/build") == 0 || strcmp (tail, "/metrics") == 0))
     reply_error (out, 405, NULL, "method %s is not allowed on %s", method, url);
   else
     reply_error (out, 404, NULL, "no such endpoint: %s %s", method, url);

@@ -165,8 +165,7 @@ struct build_upload
 static bool
 b64_char (char c)
 {
-  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/'
-         || c == '=';
+  return (c >= 'A' && c <= 'Z') || (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '+' || c == '/' || c == '=';
 }
 
 static void
@@ -501,15 +500,18 @@ dockerfile_from (int ctxfd, char **ret, size_t *others, ohbox_error_t *err)
           continue;
         }
       char *tok, *save2 = NULL;
-      for (tok = strtok_r (s + 4, " \t", &save2); tok && strncmp (tok, "--", 2) == 0; tok = strtok_r (NULL, " \t", &save2))
+      for (tok = strtok_r (s + 4, " \t", &save2); tok && strncmp (tok, "--", 2) == 0;
+           tok = strtok_r (NULL, " \t", &save2))
         ;
       if (tok == NULL)
         break;
       if (strchr (tok, '$'))
         {
           ohbox_buf_free (&inst);
-          return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "the Dockerfile's FROM `%s` uses a build argument: "
-                                                             "ohbox serve does not expand them", tok);
+          return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                              "the Dockerfile's FROM `%s` uses a build argument: "
+                              "ohbox serve does not expand them",
+                              tok);
         }
       *ret = xstrdup (tok);
     }

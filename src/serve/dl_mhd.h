@@ -11,19 +11,19 @@
 
 #include "common/dl.h"
 
-#define OHBOX_DL_MHD_SYMBOLS(X) \
-  X (MHD_add_response_header) \
-  X (MHD_create_post_processor) \
-  X (MHD_create_response_from_buffer) \
-  X (MHD_create_response_from_callback) \
-  X (MHD_destroy_post_processor) \
-  X (MHD_destroy_response) \
-  X (MHD_get_connection_info) \
-  X (MHD_get_connection_values) \
-  X (MHD_lookup_connection_value) \
-  X (MHD_post_process) \
-  X (MHD_queue_response) \
-  X (MHD_start_daemon) \
+#define OHBOX_DL_MHD_SYMBOLS(X)                                                                                        \
+  X (MHD_add_response_header)                                                                                          \
+  X (MHD_create_post_processor)                                                                                        \
+  X (MHD_create_response_from_buffer)                                                                                  \
+  X (MHD_create_response_from_callback)                                                                                \
+  X (MHD_destroy_post_processor)                                                                                       \
+  X (MHD_destroy_response)                                                                                             \
+  X (MHD_get_connection_info)                                                                                          \
+  X (MHD_get_connection_values)                                                                                        \
+  X (MHD_lookup_connection_value)                                                                                      \
+  X (MHD_post_process)                                                                                                 \
+  X (MHD_queue_response)                                                                                               \
+  X (MHD_start_daemon)                                                                                                 \
   X (MHD_stop_daemon)
 
 #define OHBOX_DL_ONE(name) +1

@@ -234,8 +234,7 @@ begin (struct serve *srv, struct req *rq, struct MHD_Connection *mc, const char 
       return;
     }
   rq->path = xstrdup (url);
-  if (srv->cfg->api_key
-      && !key_ok (srv->cfg->api_key, MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-API-Key")))
+  if (srv->cfg->api_key && !key_ok (srv->cfg->api_key, MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-API-Key")))
     {
       defer (rq, 401, xstrdup ("missing or wrong API key (X-API-Key)"));
       return;
@@ -322,9 +321,10 @@ handler (void *cls, struct MHD_Connection *mc, const char *url, const char *meth
   if (rq->deferred_status)
     return send_detail (rq, mc, rq->deferred_status, rq->deferred_detail);
   if (rq->too_big)
-    return send_detail (rq, mc, 413, rq->kind == KIND_BUILD ? "the build context is too large or malformed "
-                                                             "(--max-build-context)"
-                                                           : "the request body is too large");
+    return send_detail (rq, mc, 413,
+                        rq->kind == KIND_BUILD ? "the build context is too large or malformed "
+                                                 "(--max-build-context)"
+                                               : "the request body is too large");
   if (rq->kind == KIND_PROXY)
     {
       const union MHD_ConnectionInfo *ci = MHD_get_connection_info (mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
@@ -413,8 +413,8 @@ listen_socket (struct serve *srv, bool *v6, ohbox_error_t *err)
       int e = errno;
       close (fd);
       errno = e;
-      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "listen on %s%s%s:%d", *v6 ? "[" : "", c->listen_addr, *v6 ? "]" : "",
-                                c->listen_port);
+      return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "listen on %s%s%s:%d", *v6 ? "[" : "", c->listen_addr,
+                              *v6 ? "]" : "", c->listen_port);
     }
   if (c->listen_port == 0)
     {
@@ -452,10 +452,9 @@ http_start (struct serve *srv, ohbox_error_t *err)
   if (v6)
     flags |= MHD_USE_IPv6;
   srv->daemon = MHD_start_daemon (flags, 0, NULL, NULL, handler, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,
-                                  MHD_OPTION_LISTEN_SOCKET, fd,
-                                  MHD_OPTION_URI_LOG_CALLBACK, uri_log, srv, MHD_OPTION_NOTIFY_COMPLETED, completed,
-                                  srv, MHD_OPTION_NOTIFY_CONNECTION, notify_connection, srv,
-                                  MHD_OPTION_CONNECTION_LIMIT, srv->cfg->connection_limit,
+                                  MHD_OPTION_LISTEN_SOCKET, fd, MHD_OPTION_URI_LOG_CALLBACK, uri_log, srv,
+                                  MHD_OPTION_NOTIFY_COMPLETED, completed, srv, MHD_OPTION_NOTIFY_CONNECTION,
+                                  notify_connection, srv, MHD_OPTION_CONNECTION_LIMIT, srv->cfg->connection_limit,
                                   MHD_OPTION_CONNECTION_TIMEOUT, (unsigned) 600, MHD_OPTION_END);
   if (srv->daemon == NULL)
     {

@@ -9,9 +9,9 @@
 
 /* Upper bounds of the /start latency histogram, seconds. */
 static const double bounds[] = { 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30 };
-_Static_assert (sizeof bounds / sizeof bounds[0] == sizeof ((struct metrics *) 0)->start_bucket
-                                                        / sizeof ((struct metrics *) 0)->start_bucket[0],
-                "one counter per bound");
+_Static_assert(sizeof bounds / sizeof bounds[0]
+                 == sizeof ((struct metrics *) 0)->start_bucket / sizeof ((struct metrics *) 0)->start_bucket[0],
+               "one counter per bound");
 
 void
 metrics_init (struct metrics *m)
@@ -49,8 +49,7 @@ metrics_start (struct metrics *m, bool pool, bool ok, double seconds)
   pthread_mutex_unlock (&m->lock);
 }
 
-static void
-add (struct ohbox_buf *b, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void add (struct ohbox_buf *b, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 static void
 add (struct ohbox_buf *b, const char *fmt, ...)
@@ -84,40 +83,44 @@ metrics_text (struct serve *srv)
       }
   unsigned starting = srv->reg.starting;
   pthread_mutex_unlock (&srv->reg.lock);
-  add (&b, "# HELP ohbox_serve_sandboxes Sandboxes given to sessions, by status.\n"
-           "# TYPE ohbox_serve_sandboxes gauge\n"
-           "ohbox_serve_sandboxes{status=\"starting\"} %u\n"
-           "ohbox_serve_sandboxes{status=\"running\"} %u\n"
-           "ohbox_serve_sandboxes{status=\"paused\"} %u\n"
-           "ohbox_serve_sandboxes{status=\"failed\"} %u\n",
+  add (&b,
+       "# HELP ohbox_serve_sandboxes Sandboxes given to sessions, by status.\n"
+       "# TYPE ohbox_serve_sandboxes gauge\n"
+       "ohbox_serve_sandboxes{status=\"starting\"} %u\n"
+       "ohbox_serve_sandboxes{status=\"running\"} %u\n"
+       "ohbox_serve_sandboxes{status=\"paused\"} %u\n"
+       "ohbox_serve_sandboxes{status=\"failed\"} %u\n",
        by_state[SBX_STARTING] + starting, by_state[SBX_READY], by_state[SBX_PAUSED], by_state[SBX_FAILED]);
-  add (&b, "# HELP ohbox_serve_pool_sandboxes Sandboxes of warm pools not given to a session yet.\n"
-           "# TYPE ohbox_serve_pool_sandboxes gauge\n"
-           "ohbox_serve_pool_sandboxes %u\n",
+  add (&b,
+       "# HELP ohbox_serve_pool_sandboxes Sandboxes of warm pools not given to a session yet.\n"
+       "# TYPE ohbox_serve_pool_sandboxes gauge\n"
+       "ohbox_serve_pool_sandboxes %u\n",
        members);
-  add (&b, "# HELP ohbox_serve_proxied_inflight Requests to sandbox URLs in progress.\n"
-           "# TYPE ohbox_serve_proxied_inflight gauge\n"
-           "ohbox_serve_proxied_inflight %u\n",
+  add (&b,
+       "# HELP ohbox_serve_proxied_inflight Requests to sandbox URLs in progress.\n"
+       "# TYPE ohbox_serve_proxied_inflight gauge\n"
+       "ohbox_serve_proxied_inflight %u\n",
        inflight);
   pthread_mutex_lock (&srv->metrics.lock);
   struct metrics m = srv->metrics;
   pthread_mutex_unlock (&srv->metrics.lock);
-  add (&b, "# HELP ohbox_serve_starts_total Sandboxes started for sessions, by source.\n"
-           "# TYPE ohbox_serve_starts_total counter\n"
-           "ohbox_serve_starts_total{source=\"cold\"} %llu\n"
-           "ohbox_serve_starts_total{source=\"pool\"} %llu\n"
-           "# HELP ohbox_serve_start_errors_total /start requests that failed after validation.\n"
-           "# TYPE ohbox_serve_start_errors_total counter\n"
-           "ohbox_serve_start_errors_total %llu\n"
-           "# HELP ohbox_serve_stops_total /stop requests accepted.\n"
-           "# TYPE ohbox_serve_stops_total counter\n"
-           "ohbox_serve_stops_total %llu\n"
-           "# HELP ohbox_serve_requests_total HTTP requests answered.\n"
-           "# TYPE ohbox_serve_requests_total counter\n"
-           "ohbox_serve_requests_total %llu\n"
-           "# HELP ohbox_serve_proxied_total Requests forwarded to sandboxes.\n"
-           "# TYPE ohbox_serve_proxied_total counter\n"
-           "ohbox_serve_proxied_total %llu\n",
+  add (&b,
+       "# HELP ohbox_serve_starts_total Sandboxes started for sessions, by source.\n"
+       "# TYPE ohbox_serve_starts_total counter\n"
+       "ohbox_serve_starts_total{source=\"cold\"} %llu\n"
+       "ohbox_serve_starts_total{source=\"pool\"} %llu\n"
+       "# HELP ohbox_serve_start_errors_total /start requests that failed after validation.\n"
+       "# TYPE ohbox_serve_start_errors_total counter\n"
+       "ohbox_serve_start_errors_total %llu\n"
+       "# HELP ohbox_serve_stops_total /stop requests accepted.\n"
+       "# TYPE ohbox_serve_stops_total counter\n"
+       "ohbox_serve_stops_total %llu\n"
+       "# HELP ohbox_serve_requests_total HTTP requests answered.\n"
+       "# TYPE ohbox_serve_requests_total counter\n"
+       "ohbox_serve_requests_total %llu\n"
+       "# HELP ohbox_serve_proxied_total Requests forwarded to sandboxes.\n"
+       "# TYPE ohbox_serve_proxied_total counter\n"
+       "ohbox_serve_proxied_total %llu\n",
        (unsigned long long) m.starts_cold, (unsigned long long) m.starts_pool, (unsigned long long) m.start_errors,
        (unsigned long long) m.stops, (unsigned long long) m.requests, (unsigned long long) m.proxied);
   add (&b, "# HELP ohbox_serve_start_seconds Time from /start to its answer (the sandbox's server answering).\n"

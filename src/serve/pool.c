@@ -133,7 +133,8 @@ expected_session (json_t *args)
   const char *user = "openhands", *uid = "1000", *dir = "/workspace";
   for (size_t i = 0; i + 1 < json_array_size (args); i++)
     {
-      const char *a = json_string_value (json_array_get (args, i)), *v = json_string_value (json_array_get (args, i + 1));
+      const char *a = json_string_value (json_array_get (args, i)),
+                 *v = json_string_value (json_array_get (args, i + 1));
       if (strcmp (a, "--username") == 0)
         user = v;
       else if (strcmp (a, "--user-id") == 0)

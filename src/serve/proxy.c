@@ -65,7 +65,7 @@ struct proxy_xfer
   CURL *easy;
   bool added;
   long status;
-  char **rh;      /* "Name", "value" pairs */
+  char **rh; /* "Name", "value" pairs */
   size_t n_rh;
   bool headers_done, done, paused;
   CURLcode result;
@@ -104,9 +104,10 @@ key_matches (const char *expected, const char *given)
 static bool
 not_forwarded (const char *name, bool request)
 {
-  static const char *const hop[] = { "Connection", "Keep-Alive", "Proxy-Connection", "Proxy-Authenticate",
-                                     "Proxy-Authorization", "TE", "Trailer", "Transfer-Encoding", "Upgrade",
-                                     "Content-Length" };
+  static const char *const hop[] = {
+    "Connection", "Keep-Alive",        "Proxy-Connection", "Proxy-Authenticate", "Proxy-Authorization", "TE",
+    "Trailer",    "Transfer-Encoding", "Upgrade",          "Content-Length"
+  };
   for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
     if (strcasecmp (name, hop[i]) == 0)
       return true;
@@ -639,8 +640,8 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
 }
 
 int
-proxy_post_json (const char *upstream, const char *path, const char *key, json_t *body, long *status,
-                 json_t **reply, ohbox_error_t *err)
+proxy_post_json (const char *upstream, const char *path, const char *key, json_t *body, long *status, json_t **reply,
+                 ohbox_error_t *err)
 {
   if (reply)
     *reply = NULL;

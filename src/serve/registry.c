@@ -206,8 +206,8 @@ reg_describe (struct serve *srv, const struct sbx *s)
   json_t *j = json_pack ("{s:s, s:s?, s:s, s:s, s:s, s:s?, s:o, s:s?, s:s?, s:i, s:[]}", "runtime_id", s->id,
                          "session_id", s->session_id, "status", status_name (s), "pod_status", pod_status_name (s),
                          "url", url, "session_api_key", s->key, "work_hosts",
-                         s->work_hosts ? json_incref (s->work_hosts) : json_object (), "image", s->image,
-                         "created_at", s->created, "restart_count", 0, "restart_reasons");
+                         s->work_hosts ? json_incref (s->work_hosts) : json_object (), "image", s->image, "created_at",
+                         s->created, "restart_count", 0, "restart_reasons");
   if (s->state == SBX_FAILED)
     json_object_set_new (j, "exit_code", json_integer (s->exit_code));
   if (s->state == SBX_PAUSED)

@@ -62,8 +62,8 @@ pause_idle (struct serve *srv)
       pthread_mutex_unlock (&srv->transition);
       if (r < 0)
         {
-          serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "pause-idle-failed", "runtime_id", id, "error",
-                                     e->msg));
+          serve_log (srv,
+                     json_pack ("{s:s, s:s, s:s}", "event", "pause-idle-failed", "runtime_id", id, "error", e->msg));
           ohbox_error_release (&e);
           reg_refresh (srv);
           return;

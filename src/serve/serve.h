@@ -39,15 +39,15 @@
 
 /* Labels (immutable, config.json) and annotations (state.json) of the
  * server's sandboxes. */
-#define SERVE_LABEL "org.ohbox.serve"                /* "1": started by ohbox serve */
-#define SERVE_LABEL_SESSION "org.ohbox.serve.session" /* the session of a cold start */
-#define SERVE_LABEL_POOL "org.ohbox.serve.pool"       /* the image of a warm pool's sandbox */
-#define SERVE_NOTE_SESSION "org.ohbox.serve.session"  /* the session a pooled sandbox was given */
-#define SERVE_NOTE_PAUSED_BY "org.ohbox.serve.paused-by" /* "api" or "idle" */
-#define SERVE_NOTE_STOPPING "org.ohbox.serve.stopping"   /* "1": /stop accepted, removal pending */
+#define SERVE_LABEL "org.ohbox.serve"                      /* "1": started by ohbox serve */
+#define SERVE_LABEL_SESSION "org.ohbox.serve.session"      /* the session of a cold start */
+#define SERVE_LABEL_POOL "org.ohbox.serve.pool"            /* the image of a warm pool's sandbox */
+#define SERVE_NOTE_SESSION "org.ohbox.serve.session"       /* the session a pooled sandbox was given */
+#define SERVE_NOTE_PAUSED_BY "org.ohbox.serve.paused-by"   /* "api" or "idle" */
+#define SERVE_NOTE_STOPPING "org.ohbox.serve.stopping"     /* "1": /stop accepted, removal pending */
 #define SERVE_NOTE_WORK_HOSTS "org.ohbox.serve.work-hosts" /* JSON {url: port} */
 
-#define SERVE_DEFAULT_PORT 8000 /* OpenHands' default remote_runtime_api_url */
+#define SERVE_DEFAULT_PORT 8000  /* OpenHands' default remote_runtime_api_url */
 #define SERVE_SANDBOX_PORT 60000 /* where OpenHands' clients expect the sandbox's server */
 #define SERVE_MAX_POOLS 16
 #define SERVE_MAX_WORK_PORTS 8
@@ -61,18 +61,18 @@ struct serve_pool_spec
 struct serve_config
 {
   const char *store_root;
-  char *state_root;      /* NULL: the default of the store */
+  char *state_root; /* NULL: the default of the store */
   /* Where to listen: TCP (listen_addr:listen_port) or a unix socket. */
   char *listen_addr;
   int listen_port;
   char *socket_path;
-  char *api_key;         /* NULL: no key (unix socket only) */
-  char *public_url;      /* base of sandbox URLs; NULL: http://LISTEN */
+  char *api_key;    /* NULL: no key (unix socket only) */
+  char *public_url; /* base of sandbox URLs; NULL: http://LISTEN */
   char *registry_prefix;
   int sandbox_port;
-  unsigned max_sandboxes;     /* 0: no limit */
-  double pause_idle;          /* seconds, 0: never */
-  double start_timeout;       /* seconds the sandbox's server may take to answer */
+  unsigned max_sandboxes; /* 0: no limit */
+  double pause_idle;      /* seconds, 0: never */
+  double start_timeout;   /* seconds the sandbox's server may take to answer */
   /* resource_factor 1: these; N: N times (0: no limit of that kind). */
   double base_cpus;
   int64_t base_memory;

@@ -47,7 +47,7 @@ struct sbx
   char *created;      /* RFC 3339 */
   enum sbx_state state;
   enum sbx_paused_by paused_by;
-  int exit_code;      /* SBX_FAILED */
+  int exit_code;        /* SBX_FAILED */
   double last_activity; /* monotonic: the last request to its URL began or ended */
   unsigned inflight;    /* requests to its URL in progress */
   bool probe;           /* a pool member found at startup: still on standby with its key? */
@@ -108,7 +108,7 @@ struct serve
   pthread_t remover;
   bool remover_started;
   bool remover_quit; /* set (under stop_lock) once nothing queues stops any more */
-  char *tmp_dir; /* $TMPDIR or /var/tmp: request bodies that spill, build contexts */
+  char *tmp_dir;     /* $TMPDIR or /var/tmp: request bodies that spill, build contexts */
 };
 
 /* Opens the store and the state directory (each request its own: the
@@ -157,16 +157,15 @@ void starter_stop (struct starter *st);
 int starter_job (struct starter *st, json_t *job, int *ret_fd, ohbox_error_t *err);
 /* The last JSON object of a worker's answer on FD (closed); LINE_CB gets
  * the others. */
-int starter_result (int fd, void (*line_cb) (json_t *line, void *data), void *data, json_t **ret,
-                    ohbox_error_t *err);
+int starter_result (int fd, void (*line_cb) (json_t *line, void *data), void *data, json_t **ret, ohbox_error_t *err);
 
 /* api.c */
 struct req;
 struct reply
 {
   unsigned status;
-  json_t *json;     /* or */
-  char *text;       /* with content_type */
+  json_t *json; /* or */
+  char *text;   /* with content_type */
   const char *content_type;
 };
 /* Dispatches an API request (the body parsed as JSON when it has one). */
@@ -174,7 +173,7 @@ void api_dispatch (struct serve *srv, struct req *rq, const char *method, const 
                    struct reply *out);
 /* {"detail": MSG[, "field": FIELD]} with STATUS. */
 void reply_error (struct reply *out, unsigned status, const char *field, const char *fmt, ...)
-    __attribute__ ((format (printf, 4, 5)));
+  __attribute__ ((format (printf, 4, 5)));
 /* Starting (api.c): the request's sandbox, cold or from a pool; answers
  * OUT. */
 void serve_stop_async (struct serve *srv, const char *id);

@@ -346,7 +346,8 @@ main (int argc, char **argv)
     return cmd_udp (argv + 2);
   if (argc == 5 && strcmp (argv[1], "ra") == 0)
     return cmd_ra (argv + 2);
-  fprintf (stderr, "usage: netspoof raw | ping ADDR | send ADDR PORT TEXT | listen PORT | arp IFACE IP DST-MAC COUNT | udp IFACE SRC-MAC|own SRC-IP DST-MAC DST-IP "
+  fprintf (stderr, "usage: netspoof raw | ping ADDR | send ADDR PORT TEXT | listen PORT | arp IFACE IP DST-MAC COUNT | "
+                   "udp IFACE SRC-MAC|own SRC-IP DST-MAC DST-IP "
                    "PORT PAYLOAD | ra IFACE PREFIX COUNT\n");
   return 2;
 }

@@ -41,6 +41,8 @@ static long host_pid;
 static const char *
 errname (int e)
 {
+  /* A table of macro calls clang-format would reflow differently each run. */
+  // clang-format off
   switch (e)
     {
 #define E(x)                                                                                                   \
@@ -54,6 +56,7 @@ errname (int e)
     default:
       return NULL;
     }
+  // clang-format on
 }
 
 static void
@@ -303,8 +306,8 @@ static const struct
 static long
 probe_raw (const char *name)
 {
-#define RAW(n, ...)                                                                                            \
-  if (strcmp (name, n) == 0)                                                                                   \
+#define RAW(n, ...)                                                                                                    \
+  if (strcmp (name, n) == 0)                                                                                           \
     return syscall (__VA_ARGS__);
   RAW ("mount", SYS_mount, "none", "/nonexistent-probe", "tmpfs", 0, NULL)
   RAW ("umount2", SYS_umount2, "/nonexistent-probe", 0)
@@ -373,14 +376,40 @@ static const struct
 };
 
 /* The probes of probe_raw, in order. */
-static const char *const raw_names[] = {
-  "mount", "umount2", "pivot_root", "add_key", "request_key", "bpf", "perf_event_open",
-  "open_by_handle_at", "name_to_handle_at", "kexec_load", "kexec_file_load", "init_module",
-  "finit_module", "delete_module", "clock_settime", "settimeofday", "clock_adjtime", "swapon",
-  "swapoff", "reboot", "acct", "quotactl", "lookup_dcookie", "personality_unsafe",
-  "personality_no_aslr", "syslog", "iopl", "ioperm", "fsopen", "open_tree", "move_mount", "uselib",
-  "mbind", "kcmp"
-};
+static const char *const raw_names[] = { "mount",
+                                         "umount2",
+                                         "pivot_root",
+                                         "add_key",
+                                         "request_key",
+                                         "bpf",
+                                         "perf_event_open",
+                                         "open_by_handle_at",
+                                         "name_to_handle_at",
+                                         "kexec_load",
+                                         "kexec_file_load",
+                                         "init_module",
+                                         "finit_module",
+                                         "delete_module",
+                                         "clock_settime",
+                                         "settimeofday",
+                                         "clock_adjtime",
+                                         "swapon",
+                                         "swapoff",
+                                         "reboot",
+                                         "acct",
+                                         "quotactl",
+                                         "lookup_dcookie",
+                                         "personality_unsafe",
+                                         "personality_no_aslr",
+                                         "syslog",
+                                         "iopl",
+                                         "ioperm",
+                                         "fsopen",
+                                         "open_tree",
+                                         "move_mount",
+                                         "uselib",
+                                         "mbind",
+                                         "kcmp" };
 
 static int
 wanted (int argc, char **argv, const char *name)

@@ -52,8 +52,8 @@ copy_lines (const char *path, const char *prefix)
     }
   while (fgets (line, sizeof line, f))
     {
-      static const char *const keys[] = { "CapEff:", "CapPrm:", "CapBnd:", "CapInh:", "CapAmb:",
-                                          "NoNewPrivs:", "Seccomp:" };
+      static const char *const keys[] = { "CapEff:", "CapPrm:",     "CapBnd:", "CapInh:",
+                                          "CapAmb:", "NoNewPrivs:", "Seccomp:" };
       bool want = prefix != NULL;
       for (size_t i = 0; !want && i < sizeof keys / sizeof *keys; i++)
         want = strncmp (line, keys[i], strlen (keys[i])) == 0;

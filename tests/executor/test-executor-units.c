@@ -287,9 +287,33 @@ static void
 test_terminal_matches_libvterm_screen (void)
 {
   static const char *fixed[] = {
-    "abc", "hello world ", "\xe8\xa1\xa8", "e\xcc\x81", "\r", "\n", "\r\n", "\b", "\t", "\033[K", "\033[1K",
-    "\033[2K", "\033[J", "\033[1J", "\033[2J", "\033M", "\033[?1049h", "\033[?1049l", "\033[4h", "\033[4l",
-    "\033[?7l", "\033[?7h", "\033[r", "\033[1;31mred\033[0m", "0123456789abcdefghij", "\033[H", "\033D",
+    "abc",
+    "hello world ",
+    "\xe8\xa1\xa8",
+    "e\xcc\x81",
+    "\r",
+    "\n",
+    "\r\n",
+    "\b",
+    "\t",
+    "\033[K",
+    "\033[1K",
+    "\033[2K",
+    "\033[J",
+    "\033[1J",
+    "\033[2J",
+    "\033M",
+    "\033[?1049h",
+    "\033[?1049l",
+    "\033[4h",
+    "\033[4l",
+    "\033[?7l",
+    "\033[?7h",
+    "\033[r",
+    "\033[1;31mred\033[0m",
+    "0123456789abcdefghij",
+    "\033[H",
+    "\033D",
   };
   /* CSI n A..d: cursor moves, ICH, DCH, IL, DL, SU, SD, ECH, CHA, VPA. */
   static const char finals[] = "ABCD@PLMSTXGd";

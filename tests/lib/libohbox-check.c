@@ -122,10 +122,11 @@ main (int argc, char **argv)
 
   char *obs = NULL;
   ohbox_action_opts ao = OHBOX_OPTS_INIT (ohbox_action_opts);
-  check (ohbox_action (ctx, id, "{\"action\": \"run\", \"args\": {\"command\": \"echo from-action; (exit 4)\"}, "
-                                "\"timeout\": 30}",
+  check (ohbox_action (ctx, id,
+                       "{\"action\": \"run\", \"args\": {\"command\": \"echo from-action; (exit 4)\"}, "
+                       "\"timeout\": 30}",
                        &ao, &obs, &err)
-             == 0,
+           == 0,
          "action", &err);
   printf ("obs: %s\n", obs);
   ohbox_free (obs);
@@ -147,11 +148,12 @@ main (int argc, char **argv)
   ohbox_exec_result_free (res);
 
   /* The limits of ohbox_run_opts reach the sandbox's cgroup (v1, else v2). */
-  static const char *const limits[]
-      = { "sh", "-c",
-          "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; "
-          "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max",
-          NULL };
+  static const char *const limits[] = {
+    "sh", "-c",
+    "cat /sys/fs/cgroup/memory/memory.limit_in_bytes 2>/dev/null || cat /sys/fs/cgroup/memory.max; "
+    "cat /sys/fs/cgroup/pids/pids.max 2>/dev/null || cat /sys/fs/cgroup/pids.max",
+    NULL
+  };
   eo.argv = limits;
   check (ohbox_exec (ctx, id, &eo, &res, &err) == 0, "exec reading the limits", &err);
   out = ohbox_exec_result_stdout (res, &len_out);

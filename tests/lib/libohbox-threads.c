@@ -62,8 +62,8 @@ run_many (void *arg)
       int code = -1;
       if (ohbox_run (r->ctx, &ro, NULL, &code, &err) != 0 || code != 0)
         {
-          snprintf (r->failure, sizeof r->failure, "run %d: %s (exit code %d)", i,
-                    err ? ohbox_err_message (err) : "-", code);
+          snprintf (r->failure, sizeof r->failure, "run %d: %s (exit code %d)", i, err ? ohbox_err_message (err) : "-",
+                    code);
           ohbox_err_free (err);
           return NULL;
         }

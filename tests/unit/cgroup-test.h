@@ -27,15 +27,15 @@
 static struct ohbox_cgroup_host host;
 static const char *no_real; /* why the real-cgroup tests skip, or NULL */
 
-#define REAL()                                                                                                    \
-  do                                                                                                              \
-    {                                                                                                             \
-      if (no_real)                                                                                                \
-        {                                                                                                         \
-          unit_skip ("%s", no_real);                                                                              \
-          return;                                                                                                 \
-        }                                                                                                         \
-    }                                                                                                             \
+#define REAL()                                                                                                         \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (no_real)                                                                                                     \
+        {                                                                                                              \
+          unit_skip ("%s", no_real);                                                                                   \
+          return;                                                                                                      \
+        }                                                                                                              \
+    }                                                                                                                  \
   while (0)
 
 /* ------------------------------------------------------------ helpers */
@@ -289,9 +289,9 @@ setup_real (void)
       return;
     }
   const char *env = getenv ("OHBOX_TEST_CGROUP_PARENT");
-  cleanup_free char *parent
-      = env ? xstrdup (env)
-            : xasprintf ("%sohbox-test-%d", mode == OHBOX_CGROUP_MODE_V2 ? "/" : "", (int) getpid ());
+  cleanup_free char *parent = env ? xstrdup (env)
+                                  : xasprintf ("%sohbox-test-%d", mode == OHBOX_CGROUP_MODE_V2 ? "/" : "",
+                                               (int) getpid ());
   struct ohbox_cgroup_detect_opts o = { .parent = parent, .rootless = -1 };
   if (ohbox_cgroup_detect (&o, &host, &err) < 0)
     {
@@ -310,16 +310,16 @@ setup_real (void)
 }
 
 /* Skips the test when the host lacks one of CONTROLLERS. */
-#define NEED(wanted)                                                                                              \
-  do                                                                                                              \
-    {                                                                                                             \
-      REAL ();                                                                                                    \
-      if ((host.controllers & (wanted)) != (wanted))                                                              \
-        {                                                                                                         \
-          unit_skip ("this host lacks a controller (has 0x%x, needs 0x%x)", host.controllers, (wanted));          \
-          return;                                                                                                 \
-        }                                                                                                         \
-    }                                                                                                             \
+#define NEED(wanted)                                                                                                   \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      REAL ();                                                                                                         \
+      if ((host.controllers & (wanted)) != (wanted))                                                                   \
+        {                                                                                                              \
+          unit_skip ("this host lacks a controller (has 0x%x, needs 0x%x)", host.controllers, (wanted));               \
+          return;                                                                                                      \
+        }                                                                                                              \
+    }                                                                                                                  \
   while (0)
 
 /* Creates with swap limited too, or without when the host has no swap

@@ -75,31 +75,31 @@ creds_mismatch (const char *authfile, const char *registry, const char *repo, co
   return why;
 }
 
-#define EXPECT_CREDS(authfile, registry, repo, user, pass)                                                     \
-  do                                                                                                           \
-    {                                                                                                          \
-      cleanup_free char *_why = creds_mismatch ((authfile), (registry), (repo), (user), (pass));               \
-      CHECK (_why == NULL, "%s", _why);                                                                        \
-    }                                                                                                          \
+#define EXPECT_CREDS(authfile, registry, repo, user, pass)                                                             \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      cleanup_free char *_why = creds_mismatch ((authfile), (registry), (repo), (user), (pass));                       \
+      CHECK (_why == NULL, "%s", _why);                                                                                \
+    }                                                                                                                  \
   while (0)
 
 /* Expects the lookup to fail with KIND and a message containing WHAT. */
-#define EXPECT_LOOKUP_ERROR(authfile, registry, want_kind, what)                                               \
-  do                                                                                                           \
-    {                                                                                                          \
-      struct ohbox_credentials *_c = NULL;                                                                     \
-      ohbox_error_t _e = NULL;                                                                                 \
-      int _r = ohbox_authfile_lookup ((authfile), (registry), "repo", &_c, &_e);                               \
-      ohbox_credentials_free (_c);                                                                             \
-      CHECK (_r < 0 && _e != NULL, "lookup of %s should fail", (registry));                                    \
-      int _ok = _e->kind == (want_kind) && strstr (_e->msg, (what)) != NULL;                                   \
-      if (!_ok)                                                                                                \
-        unit_fail_at (__FILE__, __LINE__, "kind %d, message: %s (expected kind %d and `%s`)", _e->kind,        \
-                      _e->msg, (want_kind), (what));                                                           \
-      ohbox_error_release (&_e);                                                                               \
-      if (!_ok)                                                                                                \
-        return;                                                                                                \
-    }                                                                                                          \
+#define EXPECT_LOOKUP_ERROR(authfile, registry, want_kind, what)                                                       \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      struct ohbox_credentials *_c = NULL;                                                                             \
+      ohbox_error_t _e = NULL;                                                                                         \
+      int _r = ohbox_authfile_lookup ((authfile), (registry), "repo", &_c, &_e);                                       \
+      ohbox_credentials_free (_c);                                                                                     \
+      CHECK (_r < 0 && _e != NULL, "lookup of %s should fail", (registry));                                            \
+      int _ok = _e->kind == (want_kind) && strstr (_e->msg, (what)) != NULL;                                           \
+      if (!_ok)                                                                                                        \
+        unit_fail_at (__FILE__, __LINE__, "kind %d, message: %s (expected kind %d and `%s`)", _e->kind, _e->msg,       \
+                      (want_kind), (what));                                                                            \
+      ohbox_error_release (&_e);                                                                                       \
+      if (!_ok)                                                                                                        \
+        return;                                                                                                        \
+    }                                                                                                                  \
   while (0)
 
 /* base64 of "user:pass" strings used below:
@@ -135,18 +135,18 @@ test_lookup_order (void)
   reset_env ();
   char *explicit_file = put_file ("explicit.json", "{\"auths\":{\"reg.a\":{\"auth\":\"ZTo1\"}}}");
   char *env_file = put_file ("env.json", "{\"auths\":{\"reg.a\":{\"auth\":\"YTox\"}}}");
-  free (put_file ("run/containers/auth.json",
-                  "{\"auths\":{\"reg.a\":{\"auth\":\"Zjo2\"},\"reg.b\":{\"auth\":\"Yjoy\"}}}"));
+  free (
+    put_file ("run/containers/auth.json", "{\"auths\":{\"reg.a\":{\"auth\":\"Zjo2\"},\"reg.b\":{\"auth\":\"Yjoy\"}}}"));
   free (put_file ("config/containers/auth.json",
                   "{\"auths\":{\"reg.b\":{\"auth\":\"Zjo2\"},\"reg.c\":{\"auth\":\"Yzoz\"}}}"));
-  free (put_file ("home/.docker/config.json",
-                  "{\"auths\":{\"reg.c\":{\"auth\":\"Zjo2\"},\"reg.d\":{\"auth\":\"ZDo0\"}}}"));
+  free (
+    put_file ("home/.docker/config.json", "{\"auths\":{\"reg.c\":{\"auth\":\"Zjo2\"},\"reg.d\":{\"auth\":\"ZDo0\"}}}"));
   setenv ("REGISTRY_AUTH_FILE", env_file, 1);
 
-  EXPECT_CREDS (NULL, "reg.a", "x/y", "a", "1");  /* $REGISTRY_AUTH_FILE first */
-  EXPECT_CREDS (NULL, "reg.b", "x/y", "b", "2");  /* then $XDG_RUNTIME_DIR/containers */
-  EXPECT_CREDS (NULL, "reg.c", "x/y", "c", "3");  /* then $XDG_CONFIG_HOME/containers */
-  EXPECT_CREDS (NULL, "reg.d", "x/y", "d", "4");  /* then ~/.docker/config.json */
+  EXPECT_CREDS (NULL, "reg.a", "x/y", "a", "1"); /* $REGISTRY_AUTH_FILE first */
+  EXPECT_CREDS (NULL, "reg.b", "x/y", "b", "2"); /* then $XDG_RUNTIME_DIR/containers */
+  EXPECT_CREDS (NULL, "reg.c", "x/y", "c", "3"); /* then $XDG_CONFIG_HOME/containers */
+  EXPECT_CREDS (NULL, "reg.d", "x/y", "d", "4"); /* then ~/.docker/config.json */
   EXPECT_CREDS (NULL, "reg.e", "x/y", NULL, NULL);
   /* --authfile comes before everything, and falls through when it has no entry. */
   EXPECT_CREDS (explicit_file, "reg.a", "x/y", "e", "5");
@@ -192,7 +192,8 @@ static void
 test_sources_in_memory (void)
 {
   reset_env ();
-  free (put_file ("home/.docker/config.json", "{\"auths\":{\"reg.a\":{\"auth\":\"Zjo2\"},\"reg.b\":{\"auth\":\"Yjoy\"}}}"));
+  free (
+    put_file ("home/.docker/config.json", "{\"auths\":{\"reg.a\":{\"auth\":\"Zjo2\"},\"reg.b\":{\"auth\":\"Yjoy\"}}}"));
   char *explicit_file = put_file ("explicit.json", "{\"auths\":{\"reg.c\":{\"auth\":\"Yzoz\"}}}");
   json_t *doc = json_loads ("{\"auths\":{\"https://reg.a/\":{\"auth\":\"YTox\"}}}", 0, NULL);
   ohbox_error_t e = NULL;
@@ -228,10 +229,9 @@ static void
 test_docker_keys (void)
 {
   reset_env ();
-  free (put_file ("home/.docker/config.json",
-                  "{\"auths\":{\"https://index.docker.io/v1/\":{\"auth\":\"YTox\"},"
-                  "\"http://reg.local:5000/v2/\":{\"auth\":\"Yjoy\"},"
-                  "\"https://quay.io\":{\"auth\":\"Yzoz\"}}}"));
+  free (put_file ("home/.docker/config.json", "{\"auths\":{\"https://index.docker.io/v1/\":{\"auth\":\"YTox\"},"
+                                              "\"http://reg.local:5000/v2/\":{\"auth\":\"Yjoy\"},"
+                                              "\"https://quay.io\":{\"auth\":\"Yzoz\"}}}"));
   EXPECT_CREDS (NULL, "docker.io", "library/busybox", "a", "1");
   EXPECT_CREDS (NULL, "registry-1.docker.io", "library/busybox", "a", "1");
   EXPECT_CREDS (NULL, "index.docker.io", "x/y", "a", "1");
@@ -264,8 +264,7 @@ test_base64_forms (void)
 {
   reset_env ();
   /* A password with ':' and unpadded base64 ("dTpwOnc6ZA" without "=="). */
-  char *f = put_file ("auth.json",
-                      "{\"auths\":{\"r1\":{\"auth\":\"dTpwOnc6ZA==\"},\"r2\":{\"auth\":\"dTpwOnc6ZA\"}}}");
+  char *f = put_file ("auth.json", "{\"auths\":{\"r1\":{\"auth\":\"dTpwOnc6ZA==\"},\"r2\":{\"auth\":\"dTpwOnc6ZA\"}}}");
   EXPECT_CREDS (f, "r1", "x", "u", "p:w:d");
   EXPECT_CREDS (f, "r2", "x", "u", "p:w:d");
   free (f);

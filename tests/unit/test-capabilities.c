@@ -60,8 +60,8 @@ test_lookup (void)
 static void
 test_default_set (void)
 {
-  static const char *const names[] = { "CHOWN",   "DAC_OVERRIDE", "FSETID",  "FOWNER",           "MKNOD",
-                                       "NET_RAW", "SETGID",       "SETUID",  "SETFCAP",          "SETPCAP",
+  static const char *const names[] = { "CHOWN",   "DAC_OVERRIDE", "FSETID",      "FOWNER",          "MKNOD",
+                                       "NET_RAW", "SETGID",       "SETUID",      "SETFCAP",         "SETPCAP",
                                        "KILL",    "SYS_CHROOT",   "AUDIT_WRITE", "NET_BIND_SERVICE" };
   uint64_t expected = 0;
   for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
@@ -458,8 +458,8 @@ test_non_root_default (void)
   CHECK_STR (st.groups, "2000 2001");
   /* Like Docker: the bounding set, nothing usable. */
   CHECK (st.bnd == OHBOX_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
-  CHECK (st.eff == 0 && st.prm == 0 && st.inh == 0 && st.amb == 0, "Eff %llx Prm %llx",
-         (unsigned long long) st.eff, (unsigned long long) st.prm);
+  CHECK (st.eff == 0 && st.prm == 0 && st.inh == 0 && st.amb == 0, "Eff %llx Prm %llx", (unsigned long long) st.eff,
+         (unsigned long long) st.prm);
 }
 
 /* Child: applies PLAN, binds 127.0.0.1:PORT; exits with its errno. */
@@ -506,8 +506,7 @@ test_non_root_cap_add (void)
   int port = 1024;
   cleanup_free char *start = NULL;
   cleanup_error ohbox_error_t read_err = NULL;
-  if (ohbox_read_file_at (AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", 64, &start, NULL, &read_err)
-      == 0)
+  if (ohbox_read_file_at (AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", 64, &start, NULL, &read_err) == 0)
     port = atoi (start) - 1;
   int rc = status_after_exec (plan, &st, why, sizeof why);
   int bind_rc = port > 0 ? bind_errno_after (plan, port) : 0;

@@ -91,24 +91,25 @@ test_yaml_refused (void)
   CHECK (strstr (err->msg, "64 levels") != NULL, "%s", err->msg);
 }
 
-static const char json_spec[] = "{\n"
-                                "  \"cdiVersion\": \"0.6.0\",\n"
-                                "  \"kind\": \"example.com/card\",\n"
-                                "  \"containerEdits\": { \"env\": [\"CARD_DRIVER=1\"] },\n"
-                                "  \"devices\": [\n"
-                                "    { \"name\": \"card0\", \"containerEdits\": {\n"
-                                "        \"env\": [\"CARD=0\"],\n"
-                                "        \"deviceNodes\": [ { \"path\": \"/dev/card0\", \"hostPath\": \"/dev/null\","
-                                " \"permissions\": \"rw\" } ],\n"
-                                "        \"mounts\": [ { \"hostPath\": \"/etc/hostname\", \"containerPath\": "
-                                "\"/etc/card\", \"options\": [\"ro\", \"bind\"] } ],\n"
-                                "        \"hooks\": [ { \"hookName\": \"createContainer\", \"path\": \"/bin/true\","
-                                " \"args\": [\"true\", \"card0\"], \"timeout\": 5 } ] } },\n"
-                                "    { \"name\": \"card1\", \"containerEdits\": {\n"
-                                "        \"env\": [\"CARD=1\"],\n"
-                                "        \"deviceNodes\": [ { \"path\": \"/dev/card1\", \"hostPath\": \"/dev/zero\" } ] } }\n"
-                                "  ]\n"
-                                "}\n";
+static const char json_spec[] =
+  "{\n"
+  "  \"cdiVersion\": \"0.6.0\",\n"
+  "  \"kind\": \"example.com/card\",\n"
+  "  \"containerEdits\": { \"env\": [\"CARD_DRIVER=1\"] },\n"
+  "  \"devices\": [\n"
+  "    { \"name\": \"card0\", \"containerEdits\": {\n"
+  "        \"env\": [\"CARD=0\"],\n"
+  "        \"deviceNodes\": [ { \"path\": \"/dev/card0\", \"hostPath\": \"/dev/null\","
+  " \"permissions\": \"rw\" } ],\n"
+  "        \"mounts\": [ { \"hostPath\": \"/etc/hostname\", \"containerPath\": "
+  "\"/etc/card\", \"options\": [\"ro\", \"bind\"] } ],\n"
+  "        \"hooks\": [ { \"hookName\": \"createContainer\", \"path\": \"/bin/true\","
+  " \"args\": [\"true\", \"card0\"], \"timeout\": 5 } ] } },\n"
+  "    { \"name\": \"card1\", \"containerEdits\": {\n"
+  "        \"env\": [\"CARD=1\"],\n"
+  "        \"deviceNodes\": [ { \"path\": \"/dev/card1\", \"hostPath\": \"/dev/zero\" } ] } }\n"
+  "  ]\n"
+  "}\n";
 
 static const char yaml_spec[] = "cdiVersion: 0.5.0\n"
                                 "kind: example.com/gauge\n"
@@ -248,8 +249,8 @@ test_spec_errors (void)
   expect_spec_error ("cdiVersion: 0.5.0\nkind: example.com/gauge\ndevices:\n  - name: g0\n    containerEdits:\n"
                      "      env: [NOVALUE]\n",
                      g0, "`NOVALUE` is not KEY=VALUE");
-  expect_spec_error ("cdiVersion: 0.5.0\nkind: example.com/gauge\ndevices:\n  - name: g0\n    containerEdits: {}\n",
-                     g0, "missing or empty");
+  expect_spec_error ("cdiVersion: 0.5.0\nkind: example.com/gauge\ndevices:\n  - name: g0\n    containerEdits: {}\n", g0,
+                     "missing or empty");
   expect_spec_error ("cdiVersion: 0.5.0\nkind: example.com/gauge\ndevices:\n  - name: g0\n    containerEdits:\n"
                      "      deviceNodes:\n        - path: /dev/g\n          hostPath: /dev/null\n          major: 1\n"
                      "          minor: 99\n",

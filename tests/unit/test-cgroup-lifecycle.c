@@ -272,8 +272,8 @@ test_create_destroy_loop (void)
       ohbox_cgroup_free (cg);
       CHECK (r == 0, "%s", err->msg);
     }
-  printf ("# create+destroy with limits: %.2f ms each over %zu hierarchies\n",
-          (ohbox_monotonic () - t0) * 1000 / 50, host.n_hier);
+  printf ("# create+destroy with limits: %.2f ms each over %zu hierarchies\n", (ohbox_monotonic () - t0) * 1000 / 50,
+          host.n_hier);
   for (size_t i = 0; i < host.n_hier; i++)
     CHECK (count_subdirs (host.hier[i].parent) == before[i], "%s", host.hier[i].parent);
 }
@@ -333,8 +333,8 @@ fn_delegated (int rep, void *arg)
   else if (ohbox_cgroup_detect (NULL, &h, &err) < 0)
     snprintf (msg, sizeof msg, "detect: %s", err->msg);
   else if (h.disabled || h.n_hier != 1 || strcmp (h.hier[0].base, want_base) != 0)
-    snprintf (msg, sizeof msg, "detect: disabled %d, base %s, warning %s", h.disabled,
-              h.n_hier ? h.hier[0].base : "-", h.warning ? h.warning : "-");
+    snprintf (msg, sizeof msg, "detect: disabled %d, base %s, warning %s", h.disabled, h.n_hier ? h.hier[0].base : "-",
+              h.warning ? h.warning : "-");
   else if (ohbox_cgroup_create (&h, "deleg", &l, &cg, &err) < 0)
     snprintf (msg, sizeof msg, "create: %s", err->msg);
   else
@@ -407,7 +407,9 @@ fn_open_devices (int rep, void *arg)
   {
     const char *path;
     int flags;
-  } tries[] = { { "/dev/null", O_RDWR }, { "/dev/zero", O_RDONLY }, { "/dev/zero", O_WRONLY }, { "/dev/full", O_RDONLY } };
+  } tries[] = {
+    { "/dev/null", O_RDWR }, { "/dev/zero", O_RDONLY }, { "/dev/zero", O_WRONLY }, { "/dev/full", O_RDONLY }
+  };
   char out[8] = "";
   for (size_t i = 0; i < 4; i++)
     {
@@ -445,8 +447,9 @@ test_device_rules (void)
   if (v1 != NULL)
     {
       cleanup_free char *list = rd (v1, "devices.list");
-      CHECK (list && strstr (list, "c 1:5 r") && !strstr (list, "c 1:5 rw") && strstr (list, "c *:* m") && !strstr (list, "a *:*"), "%s",
-             list ? list : "(none)");
+      CHECK (list && strstr (list, "c 1:5 r") && !strstr (list, "c 1:5 rw") && strstr (list, "c *:* m")
+               && !strstr (list, "a *:*"),
+             "%s", list ? list : "(none)");
     }
   CHECK (ohbox_cgroup_destroy (cg, &err) == 0, "%s", err->msg);
   kid_wait (&k);

@@ -123,8 +123,7 @@ test_limits_options (void)
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     {
       ohbox_error_release (&err);
-      CHECK (ohbox_cgroup_limits_set_option (&l, bad[i].opt, bad[i].val, &err) < 0, "%s=%s", bad[i].opt,
-             bad[i].val);
+      CHECK (ohbox_cgroup_limits_set_option (&l, bad[i].opt, bad[i].val, &err) < 0, "%s=%s", bad[i].opt, bad[i].val);
       CHECK (err->kind == OHBOX_ERR_USAGE && strstr (err->msg, bad[i].want), "%s", err->msg);
     }
 
@@ -152,8 +151,7 @@ test_weight_conversion (void)
   CHECK (ohbox_cgroup_shares_to_weight (262144) == 10000);
   CHECK (ohbox_cgroup_weight_to_shares (1) == 2);
   CHECK (ohbox_cgroup_weight_to_shares (10000) == 262144);
-  CHECK (ohbox_cgroup_weight_to_shares (100) == 2597, "%llu",
-         (unsigned long long) ohbox_cgroup_weight_to_shares (100));
+  CHECK (ohbox_cgroup_weight_to_shares (100) == 2597, "%llu", (unsigned long long) ohbox_cgroup_weight_to_shares (100));
   uint64_t prev = 0;
   for (uint64_t s = 2; s <= 262144; s += 97)
     {
@@ -177,11 +175,12 @@ touch (const char *dir, const char *file, const char *content)
 }
 
 static int
-detect_fake (const char *mountinfo, const char *self, const char *parent, int rootless,
-             struct ohbox_cgroup_host *h, ohbox_error_t *err)
+detect_fake (const char *mountinfo, const char *self, const char *parent, int rootless, struct ohbox_cgroup_host *h,
+             ohbox_error_t *err)
 {
-  struct ohbox_cgroup_detect_opts o
-      = { .parent = parent, .mountinfo = mountinfo, .self_cgroup = self, .rootless = rootless };
+  struct ohbox_cgroup_detect_opts o = {
+    .parent = parent, .mountinfo = mountinfo, .self_cgroup = self, .rootless = rootless
+  };
   return ohbox_cgroup_detect (&o, h, err);
 }
 
@@ -199,8 +198,8 @@ test_detect_v2 (void)
   cleanup_error ohbox_error_t err = NULL;
   CHECK (detect_fake (mi, "0::/init.scope\n", NULL, 0, &h, &err) == 0, "%s", err->msg);
   bool ok = h.mode == OHBOX_CGROUP_MODE_V2 && h.n_hier == 1 && h.hier[0].version == 2 && !h.disabled;
-  unsigned want = OHBOX_CGROUP_CPU | OHBOX_CGROUP_IO | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_PIDS
-                  | OHBOX_CGROUP_FREEZER | OHBOX_CGROUP_CPUACCT;
+  unsigned want = OHBOX_CGROUP_CPU | OHBOX_CGROUP_IO | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_PIDS | OHBOX_CGROUP_FREEZER
+                  | OHBOX_CGROUP_CPUACCT;
   ok = ok && h.hier[0].controllers == want && h.controllers == want;
   cleanup_free char *parent = xasprintf ("%s/ohbox", mnt);
   ok = ok && strcmp (h.hier[0].parent, parent) == 0 && strcmp (h.hier[0].base, mnt) == 0;
@@ -227,16 +226,15 @@ test_detect_hybrid_v1 (void)
   cleanup_free char *uni = xasprintf ("%s/unified", tmpdir);
   mkdir (uni, 0755);
   touch (uni, "cgroup.controllers", "hugetlb\n");
-  cleanup_free char *mi
-      = xasprintf ("32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
-                   "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
-                   "36 31 0:33 / /sys/fs/cgroup/perf_event rw - cgroup cgroup rw,perf_event\n"
-                   "37 31 0:34 / /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n"
-                   "39 31 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
-                   "40 31 0:37 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n"
-                   "41 31 0:38 / %s rw - cgroup2 cgroup2 rw\n"
-                   "90 80 0:32 /x /mnt/memory-again rw - cgroup cgroup rw,memory\n",
-                   uni);
+  cleanup_free char *mi = xasprintf ("32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
+                                     "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
+                                     "36 31 0:33 / /sys/fs/cgroup/perf_event rw - cgroup cgroup rw,perf_event\n"
+                                     "37 31 0:34 / /sys/fs/cgroup/freezer rw - cgroup cgroup rw,freezer\n"
+                                     "39 31 0:36 / /sys/fs/cgroup/pids rw - cgroup cgroup rw,pids\n"
+                                     "40 31 0:37 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,xattr,name=systemd\n"
+                                     "41 31 0:38 / %s rw - cgroup2 cgroup2 rw\n"
+                                     "90 80 0:32 /x /mnt/memory-again rw - cgroup cgroup rw,memory\n",
+                                     uni);
   const char *self = "9:name=systemd:/user.slice\n4:memory:/process_api/abc\n3:cpu,cpuacct:/\n"
                      "2:pids:/p\n1:freezer:/\n0::/\n";
   struct ohbox_cgroup_host h;
@@ -244,9 +242,10 @@ test_detect_hybrid_v1 (void)
   CHECK (detect_fake (mi, self, "t", 0, &h, &err) == 0, "%s", err->msg);
   bool ok = h.mode == OHBOX_CGROUP_MODE_HYBRID && h.n_hier == 6;
   static const char *const names[] = { "cpu,cpuacct", "memory", "freezer", "pids", "name=systemd", "unified" };
-  static const char *const parents[]
-      = { "/sys/fs/cgroup/cpu,cpuacct/t", "/sys/fs/cgroup/memory/process_api/abc/t", "/sys/fs/cgroup/freezer/t",
-          "/sys/fs/cgroup/pids/p/t",      "/sys/fs/cgroup/systemd/user.slice/t",     NULL };
+  static const char *const parents[] = {
+    "/sys/fs/cgroup/cpu,cpuacct/t", "/sys/fs/cgroup/memory/process_api/abc/t", "/sys/fs/cgroup/freezer/t",
+    "/sys/fs/cgroup/pids/p/t",      "/sys/fs/cgroup/systemd/user.slice/t",     NULL
+  };
   for (size_t i = 0; ok && i < 6; i++)
     {
       ok = strcmp (h.hier[i].name, names[i]) == 0 && h.hier[i].version == (i == 5 ? 2 : 1);
@@ -259,8 +258,8 @@ test_detect_hybrid_v1 (void)
   ok = ok && h.hier[5].controllers == 0 && h.hier[0].controllers == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT);
   ok = ok
        && h.controllers
-              == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_FREEZER
-                  | OHBOX_CGROUP_PIDS);
+            == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_FREEZER
+                | OHBOX_CGROUP_PIDS);
   /* A sandbox's directories and the names /sys/fs/cgroup shows them
    * under inside it (mounts.c): the host's mount points' names. */
   cleanup_free char *sbdir = xasprintf ("%s/t/abc", uni);
@@ -293,15 +292,13 @@ test_detect_hybrid_v1 (void)
   char *cut = strstr (mi, "41 31");
   memmove (cut, strstr (cut, "\n") + 1, strlen (strstr (cut, "\n") + 1) + 1);
   CHECK (detect_fake (mi, self, NULL, 0, &h, &err) == 0, "%s", err->msg);
-  ok = h.mode == OHBOX_CGROUP_MODE_V1 && h.n_hier == 5
-       && strcmp (h.hier[1].parent, "/sys/fs/cgroup/memory/ohbox") == 0;
+  ok = h.mode == OHBOX_CGROUP_MODE_V1 && h.n_hier == 5 && strcmp (h.hier[1].parent, "/sys/fs/cgroup/memory/ohbox") == 0;
   ohbox_cgroup_host_release (&h);
   CHECK (ok);
 
   /* Rootless on v1: no limits, one warning, every operation a no-op. */
   CHECK (detect_fake (mi, self, NULL, 1, &h, &err) == 0, "%s", err->msg);
-  ok = h.disabled && h.n_hier == 0 && h.warning && strstr (h.warning, "rootless")
-       && strstr (h.warning, "--memory");
+  ok = h.disabled && h.n_hier == 0 && h.warning && strstr (h.warning, "rootless") && strstr (h.warning, "--memory");
   struct ohbox_cgroup_limits l = { .memory = 64 << 20 };
   struct ohbox_cgroup *cg = NULL;
   ok = ok && ohbox_cgroup_create (&h, "abc", &l, &cg, &err) == 0;
@@ -344,10 +341,9 @@ test_detect_rootless_v2 (void)
     }
   cleanup_free char *mi = xasprintf ("30 23 0:26 / %s rw - cgroup2 cgroup2 rw,nsdelegate\n", mnt);
   struct ohbox_cgroup_host h;
-  CHECK (
-      detect_fake (mi, "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n", NULL, 1, &h, &err)
-          == 0,
-      "%s", err->msg);
+  CHECK (detect_fake (mi, "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n", NULL, 1, &h, &err)
+           == 0,
+         "%s", err->msg);
   cleanup_free char *parent = xasprintf ("%s/ohbox", svc);
   bool ok = !h.disabled && h.rootless && h.n_hier == 1 && strcmp (h.hier[0].base, svc) == 0
             && strcmp (h.hier[0].parent, parent) == 0 && (h.controllers & OHBOX_CGROUP_MEMORY)
@@ -359,9 +355,8 @@ test_detect_rootless_v2 (void)
 
   /* The delegated cgroup holds processes: nothing can be enabled below. */
   touch (svc, "cgroup.procs", "77\n");
-  CHECK (
-      detect_fake (mi, "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n", NULL, 1, &h, &err)
-      == 0);
+  CHECK (detect_fake (mi, "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n", NULL, 1, &h, &err)
+         == 0);
   ok = h.disabled && h.warning && strstr (h.warning, "holds processes");
   ohbox_cgroup_host_release (&h);
   CHECK (ok);

@@ -49,8 +49,9 @@ static void
 test_create_limits (void)
 {
   NEED (OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_CPU | OHBOX_CGROUP_PIDS);
-  struct ohbox_cgroup_limits l
-      = { .memory = 64 << 20, .memory_swap = 64 << 20, .cpu_quota = 50000, .cpu_shares = 512, .pids = 50 };
+  struct ohbox_cgroup_limits l = {
+    .memory = 64 << 20, .memory_swap = 64 << 20, .cpu_quota = 50000, .cpu_shares = 512, .pids = 50
+  };
   cleanup_cg struct ohbox_cgroup *cg = make_mem ("limits", &l);
   CHECK (cg);
   for (size_t i = 0; i < host.n_hier; i++)

@@ -35,12 +35,12 @@ test_invalid (void)
     "",
     "sha256:",
     "sha256",
-    D64,                                   /* no algorithm */
-    ":" D64,                               /* empty algorithm */
-    "sha256:" D64 "0",                     /* 65 hex */
-    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde", /* 63 hex */
+    D64,                                                                       /* no algorithm */
+    ":" D64,                                                                   /* empty algorithm */
+    "sha256:" D64 "0",                                                         /* 65 hex */
+    "sha256:0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcde",  /* 63 hex */
     "sha256:0123456789ABCDEF0123456789abcdef0123456789abcdef0123456789abcdef", /* uppercase hex */
-    "SHA256:" D64,                         /* uppercase algorithm */
+    "SHA256:" D64,                                                             /* uppercase algorithm */
     "sha256:0123456789abcdeg0123456789abcdef0123456789abcdef0123456789abcdef", /* 'g' */
     "sha256:../../x",
     "sha256:../../../../../../../../../../../../../../../../../../../etc/passwd",

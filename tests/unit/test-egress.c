@@ -65,8 +65,8 @@ test_parse (void)
 static void
 test_refused (void)
 {
-  static const char *const bad[] = { "10.0.0.1/8", "300.1.2.3/8", "10.0.0.0/33", "10.0.0.0/", "bogus",
-                                     ",",          "10.0.0.0/8,,x", "fd00::/8", "1.2.3.4/-1", NULL };
+  static const char *const bad[] = { "10.0.0.1/8", "300.1.2.3/8",   "10.0.0.0/33", "10.0.0.0/",  "bogus",
+                                     ",",          "10.0.0.0/8,,x", "fd00::/8",    "1.2.3.4/-1", NULL };
   for (size_t i = 0; bad[i]; i++)
     {
       cleanup_free char *s = canonical (bad[i], NULL);

@@ -471,11 +471,11 @@ static void
 check_regular_files (bool privileged)
 {
   setup ();
-  struct ohbox_buf tar
-      = TAR (DIR_ ("./", 0755), DIR_ ("./bin/", 0755), FILE_ ("./bin/tool", 04755, "#!tool"),
-             FILE_ ("bin/sgid", 02711, "sgid"), FILE_ ("etc/passwd", 0644, "root:x:0:0"), FILE_ ("empty", 0600, ""),
-             DIR_ ("locked", 0000), FILE_ ("locked/secret", 0400, "s3cret"), DIR_ ("ro/", 0555),
-             FILE_ ("ro/file", 0444, "r"), DIR_ ("sticky/", 01777), FILE_ ("sticky/late", 0640, "late"));
+  struct ohbox_buf tar = TAR (DIR_ ("./", 0755), DIR_ ("./bin/", 0755), FILE_ ("./bin/tool", 04755, "#!tool"),
+                              FILE_ ("bin/sgid", 02711, "sgid"), FILE_ ("etc/passwd", 0644, "root:x:0:0"),
+                              FILE_ ("empty", 0600, ""), DIR_ ("locked", 0000), FILE_ ("locked/secret", 0400, "s3cret"),
+                              DIR_ ("ro/", 0555), FILE_ ("ro/file", 0444, "r"), DIR_ ("sticky/", 01777),
+                              FILE_ ("sticky/late", 0640, "late"));
   struct result r;
   unpack (&tar, privileged, 0, &r);
   ohbox_buf_free (&tar);
@@ -523,10 +523,10 @@ test_symlinks (void)
   memcpy (long_target, "../", 3);
   long_target[sizeof long_target - 1] = '\0';
   setup ();
-  struct ohbox_buf tar
-      = TAR (LINK_ ("abs", "/etc/passwd"), LINK_ ("rel", "../dangling/y"), LINK_ ("dir/long", long_target),
-             LINK_ ("self", "self"),
-             (&(struct ent){ .path = "timed", .type = AE_IFLNK, .perm = 0777, .symlink = "t", .mtime = 1234567890 }));
+  struct ohbox_buf tar = TAR (
+    LINK_ ("abs", "/etc/passwd"), LINK_ ("rel", "../dangling/y"), LINK_ ("dir/long", long_target),
+    LINK_ ("self", "self"),
+    (&(struct ent){ .path = "timed", .type = AE_IFLNK, .perm = 0777, .symlink = "t", .mtime = 1234567890 }));
   struct result r;
   unpack (&tar, is_root (), 0, &r);
   ohbox_buf_free (&tar);
@@ -575,12 +575,12 @@ static void
 check_whiteouts (bool privileged)
 {
   setup ();
-  struct ohbox_buf tar
-      = TAR (DIR_ ("dir/", 0755), FILE_ ("dir/keep", 0644, "k"), FILE_ ("dir/.wh.gone", 0644, ""),
-             FILE_ (".wh.top", 0644, ""), FILE_ ("x", 0644, "x"), FILE_ (".wh.x", 0644, ""), DIR_ ("d2/", 0755),
-             FILE_ ("d2/f", 0644, "f"), FILE_ ("./.wh.d2", 0644, ""), FILE_ (".wh..wh.plnk", 0644, ""),
-             FILE_ ("dir/.wh..wh..opq", 0644, ""), FILE_ ("new/sub/.wh.y", 0644, ""), FILE_ (".wh.back", 0644, ""),
-             DIR_ ("back", 0755), FILE_ ("back/f", 0644, "f"));
+  struct ohbox_buf tar = TAR (DIR_ ("dir/", 0755), FILE_ ("dir/keep", 0644, "k"), FILE_ ("dir/.wh.gone", 0644, ""),
+                              FILE_ (".wh.top", 0644, ""), FILE_ ("x", 0644, "x"), FILE_ (".wh.x", 0644, ""),
+                              DIR_ ("d2/", 0755), FILE_ ("d2/f", 0644, "f"), FILE_ ("./.wh.d2", 0644, ""),
+                              FILE_ (".wh..wh.plnk", 0644, ""), FILE_ ("dir/.wh..wh..opq", 0644, ""),
+                              FILE_ ("new/sub/.wh.y", 0644, ""), FILE_ (".wh.back", 0644, ""), DIR_ ("back", 0755),
+                              FILE_ ("back/f", 0644, "f"));
   struct result r;
   unpack (&tar, privileged, 0, &r);
   ohbox_buf_free (&tar);
@@ -622,9 +622,9 @@ test_xattrs (void)
         continue;
       setup ();
       struct ohbox_buf tar = TAR (
-          (&(struct ent){ .path = "f", .perm = 0400, .data = "f", .xattr = "user.test", .xattr_value = "hello" }),
-          (&(struct ent){ .path = "d", .type = AE_IFDIR, .perm = 0500, .xattr = "user.dir", .xattr_value = "1" }),
-          (&(struct ent){ .path = "t", .perm = 0644, .data = "t", .xattr = "trusted.test", .xattr_value = "abc" }));
+        (&(struct ent){ .path = "f", .perm = 0400, .data = "f", .xattr = "user.test", .xattr_value = "hello" }),
+        (&(struct ent){ .path = "d", .type = AE_IFDIR, .perm = 0500, .xattr = "user.dir", .xattr_value = "1" }),
+        (&(struct ent){ .path = "t", .perm = 0644, .data = "t", .xattr = "trusted.test", .xattr_value = "abc" }));
       struct result r;
       unpack (&tar, priv, 0, &r);
       ohbox_buf_free (&tar);
@@ -641,10 +641,10 @@ test_reserved_xattrs (void)
 {
   ATTACK ("trusted.overlay.opaque",
           (&(struct ent){
-              .path = "d", .type = AE_IFDIR, .perm = 0755, .xattr = "trusted.overlay.opaque", .xattr_value = "y" }));
+            .path = "d", .type = AE_IFDIR, .perm = 0755, .xattr = "trusted.overlay.opaque", .xattr_value = "y" }));
   ATTACK ("user.overlay.redirect",
           (&(struct ent){
-              .path = "f", .perm = 0644, .data = "", .xattr = "user.overlay.redirect", .xattr_value = "/etc" }));
+            .path = "f", .perm = 0644, .data = "", .xattr = "user.overlay.redirect", .xattr_value = "/etc" }));
 }
 
 static void
@@ -653,10 +653,10 @@ test_devices (void)
   if (!is_root ())
     return unit_skip ("device nodes need root");
   setup ();
-  struct ohbox_buf tar
-      = TAR ((&(struct ent){ .path = "dev/null", .type = AE_IFCHR, .perm = 0666, .major = 1, .minor = 3 }),
-             (&(struct ent){ .path = "dev/loop0", .type = AE_IFBLK, .perm = 0660, .major = 7, .minor = 0, .gid = 6 }),
-             (&(struct ent){ .path = "fifo", .type = AE_IFIFO, .perm = 0620, .mtime = 1000000000 }));
+  struct ohbox_buf tar = TAR (
+    (&(struct ent){ .path = "dev/null", .type = AE_IFCHR, .perm = 0666, .major = 1, .minor = 3 }),
+    (&(struct ent){ .path = "dev/loop0", .type = AE_IFBLK, .perm = 0660, .major = 7, .minor = 0, .gid = 6 }),
+    (&(struct ent){ .path = "fifo", .type = AE_IFIFO, .perm = 0620, .mtime = 1000000000 }));
   struct result r;
   unpack (&tar, true, 0, &r);
   ohbox_buf_free (&tar);
@@ -675,11 +675,11 @@ static void
 test_devices_unprivileged (void)
 {
   setup ();
-  struct ohbox_buf tar
-      = TAR ((&(struct ent){ .path = "dev/null", .type = AE_IFCHR, .perm = 0666, .major = 1, .minor = 3 }),
-             (&(struct ent){ .path = "dev/loop0", .type = AE_IFBLK, .perm = 0660, .major = 7, .minor = 0 }),
-             (&(struct ent){ .path = "fifo", .type = AE_IFIFO, .perm = 0600 }),
-             (&(struct ent){ .path = "wh", .type = AE_IFCHR, .perm = 0600 })); /* 0:0, a whiteout */
+  struct ohbox_buf tar = TAR (
+    (&(struct ent){ .path = "dev/null", .type = AE_IFCHR, .perm = 0666, .major = 1, .minor = 3 }),
+    (&(struct ent){ .path = "dev/loop0", .type = AE_IFBLK, .perm = 0660, .major = 7, .minor = 0 }),
+    (&(struct ent){ .path = "fifo", .type = AE_IFIFO, .perm = 0600 }),
+    (&(struct ent){ .path = "wh", .type = AE_IFCHR, .perm = 0600 })); /* 0:0, a whiteout */
   struct result r;
   unpack (&tar, false, 0, &r);
   ohbox_buf_free (&tar);
@@ -696,18 +696,14 @@ test_mtimes (void)
 {
   setup ();
   /* Full pax: sub-second times and atime are written. */
-  struct ohbox_buf tar
-      = make_tar (ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE,
-                  (const struct ent *const[]){
-                      (&(struct ent){ .path = "d", .type = AE_IFDIR, .perm = 0755, .mtime = 1000000000 }),
-                      (&(struct ent){ .path = "d/f",
-                                      .perm = 0644,
-                                      .data = "x",
-                                      .mtime = 1234567890,
-                                      .mtime_ns = 500000000,
-                                      .atime = 1111111111 }),
-                      (&(struct ent){ .path = "d/sub", .type = AE_IFDIR, .perm = 0700, .mtime = 1200000000 }),
-                      FILE_ ("d/sub/late", 0644, "late"), FILE_ ("d/late", 0644, "late"), NULL });
+  struct ohbox_buf tar = make_tar (
+    ARCHIVE_FORMAT_TAR_PAX_INTERCHANGE,
+    (const struct ent *const[]){
+      (&(struct ent){ .path = "d", .type = AE_IFDIR, .perm = 0755, .mtime = 1000000000 }),
+      (&(struct ent){
+        .path = "d/f", .perm = 0644, .data = "x", .mtime = 1234567890, .mtime_ns = 500000000, .atime = 1111111111 }),
+      (&(struct ent){ .path = "d/sub", .type = AE_IFDIR, .perm = 0700, .mtime = 1200000000 }),
+      FILE_ ("d/sub/late", 0644, "late"), FILE_ ("d/late", 0644, "late"), NULL });
   struct result r;
   unpack (&tar, false, 0, &r);
   ohbox_buf_free (&tar);
@@ -726,11 +722,11 @@ check_ownership (enum how how)
 {
   setup ();
   struct ohbox_buf tar = TAR (
-      (&(struct ent){ .path = "d", .type = AE_IFDIR, .perm = 0750, .uid = 1234, .gid = 5678 }),
-      (&(struct ent){ .path = "d/suid", .perm = 04755, .data = "x", .uid = 1234, .gid = 5678 }),
-      (&(struct ent){ .path = "d/sgid", .perm = 02755, .data = "x", .uid = 1234, .gid = 5678 }),
-      (&(struct ent){ .path = "l", .type = AE_IFLNK, .perm = 0777, .symlink = "d/suid", .uid = 1234, .gid = 42 }),
-      (&(struct ent){ .path = "p", .type = AE_IFIFO, .perm = 0600, .uid = 99, .gid = 98 }));
+    (&(struct ent){ .path = "d", .type = AE_IFDIR, .perm = 0750, .uid = 1234, .gid = 5678 }),
+    (&(struct ent){ .path = "d/suid", .perm = 04755, .data = "x", .uid = 1234, .gid = 5678 }),
+    (&(struct ent){ .path = "d/sgid", .perm = 02755, .data = "x", .uid = 1234, .gid = 5678 }),
+    (&(struct ent){ .path = "l", .type = AE_IFLNK, .perm = 0777, .symlink = "d/suid", .uid = 1234, .gid = 42 }),
+    (&(struct ent){ .path = "p", .type = AE_IFIFO, .perm = 0600, .uid = 99, .gid = 98 }));
   struct result r;
   unpack_how (&tar, true, 0, how, &r);
   ohbox_buf_free (&tar);
@@ -776,9 +772,9 @@ check_long_names (int format)
   snprintf (path, sizeof path, "%s/file-with-a-long-name", dir);
   snprintf (target, sizeof target, "../../%s/%s/target", comp, comp);
   setup ();
-  struct ohbox_buf tar
-      = make_tar (format, (const struct ent *const[]){ DIR_ (dir, 0755), FILE_ (path, 0644, "deep"),
-                                                       LINK_ ("sym", target), HARD_ ("hard", path), NULL });
+  struct ohbox_buf tar = make_tar (format,
+                                   (const struct ent *const[]){ DIR_ (dir, 0755), FILE_ (path, 0644, "deep"),
+                                                                LINK_ ("sym", target), HARD_ ("hard", path), NULL });
   struct result r;
   unpack (&tar, false, 0, &r);
   ohbox_buf_free (&tar);
@@ -923,8 +919,9 @@ test_budget (void)
   struct result r;
   struct stat st;
   setup ();
-  struct ohbox_unpack_budget b = { .max = 2 * 1000 * 1000, .fs_fd = layer_fd, .fs_name = "the test's",
-                                   .check_every = 64 * 1024 };
+  struct ohbox_unpack_budget b = {
+    .max = 2 * 1000 * 1000, .fs_fd = layer_fd, .fs_name = "the test's", .check_every = 64 * 1024
+  };
   /* Each layer within it, the second over it together with the first. */
   unpack_budget (&blob, &b, &r);
   CHECK (r.rc == 0, "%s", r.msg);
@@ -932,13 +929,14 @@ test_budget (void)
   b.fs_fd = layer_fd;
   unpack_budget (&blob, &b, &r);
   CHECK (r.rc < 0 && r.kind == OHBOX_ERR_INTEGRITY, "rc %d: %s", r.rc, r.msg);
-  CHECK (strstr (r.msg, "the image's layers exceed the unpacked size limit of 2.0 MB (2000000 bytes) together"),
-         "%s", r.msg);
+  CHECK (strstr (r.msg, "the image's layers exceed the unpacked size limit of 2.0 MB (2000000 bytes) together"), "%s",
+         r.msg);
   CHECK (lstat_layer ("part", &st) < 0 || st.st_size < 1500 * 1000, "the part was written whole");
   /* A filesystem with less free than the margin: nothing is written. */
   setup ();
-  struct ohbox_unpack_budget full = { .fs_fd = layer_fd, .fs_name = "the test's", .min_free = UINT64_MAX / 4,
-                                      .check_every = 64 * 1024 };
+  struct ohbox_unpack_budget full = {
+    .fs_fd = layer_fd, .fs_name = "the test's", .min_free = UINT64_MAX / 4, .check_every = 64 * 1024
+  };
   unpack_budget (&blob, &full, &r);
   CHECK (r.rc < 0 && r.kind == OHBOX_ERR_STORE, "rc %d: %s", r.rc, r.msg);
   CHECK (strstr (r.msg, "unpacking would leave the store `the test's` less than") != NULL, "%s", r.msg);
@@ -980,17 +978,18 @@ static void
 test_overwrite (void)
 {
   setup ();
-  struct ohbox_buf tar
-      = TAR (FILE_ ("a", 0644, "old"), DIR_ ("a/", 0755), FILE_ ("a/x", 0644, "x"),               /* file -> dir */
-             DIR_ ("b/", 0755), FILE_ ("b/y", 0644, "y"), FILE_ ("b", 0600, "new"),               /* dir -> file */
-             FILE_ ("c", 0644, "c"), LINK_ ("c", "target"),                                       /* file -> symlink */
-             FILE_ ("d", 0644, "v1"), FILE_ ("d", 0600, "v2"),                                    /* file -> file */
-             (&(struct ent){ .path = "e", .type = AE_IFDIR, .perm = 0700, .mtime = 1000000000 }), /* dir twice */
-             (&(struct ent){ .path = "e/", .type = AE_IFDIR, .perm = 0750, .mtime = 1100000000 }),
-             LINK_ ("f", "somewhere"), DIR_ ("f/", 0711), FILE_ ("f/in", 0644, "in"), /* symlink -> dir */
-             FILE_ ("g/x", 0644, "x"), FILE_ ("g", 0644, "g"), DIR_ ("g", 0755),
-             FILE_ ("g/y", 0644, "y"), /* dir -> file -> dir */
-             DIR_ ("a/", 0700));       /* dir kept */
+  struct ohbox_buf tar = TAR (FILE_ ("a", 0644, "old"), DIR_ ("a/", 0755), FILE_ ("a/x", 0644, "x"), /* file -> dir */
+                              DIR_ ("b/", 0755), FILE_ ("b/y", 0644, "y"), FILE_ ("b", 0600, "new"), /* dir -> file */
+                              FILE_ ("c", 0644, "c"), LINK_ ("c", "target"),    /* file -> symlink */
+                              FILE_ ("d", 0644, "v1"), FILE_ ("d", 0600, "v2"), /* file -> file */
+                              (&(struct ent){
+                                .path = "e", .type = AE_IFDIR, .perm = 0700, .mtime = 1000000000 }), /* dir twice */
+                              (&(struct ent){ .path = "e/", .type = AE_IFDIR, .perm = 0750, .mtime = 1100000000 }),
+                              LINK_ ("f", "somewhere"), DIR_ ("f/", 0711),
+                              FILE_ ("f/in", 0644, "in"), /* symlink -> dir */
+                              FILE_ ("g/x", 0644, "x"), FILE_ ("g", 0644, "g"), DIR_ ("g", 0755),
+                              FILE_ ("g/y", 0644, "y"), /* dir -> file -> dir */
+                              DIR_ ("a/", 0700));       /* dir kept */
   struct result r;
   unpack (&tar, false, 0, &r);
   ohbox_buf_free (&tar);
@@ -1128,9 +1127,9 @@ test_progress (void)
 struct feeder
 {
   const struct ohbox_buf *blob;
-  size_t stop_at;    /* write this much, then end */
-  bool fail;         /* end as a failed download instead of a complete one */
-  bool hold;         /* at STOP_AT, wait for RELEASE before ending */
+  size_t stop_at; /* write this much, then end */
+  bool fail;      /* end as a failed download instead of a complete one */
+  bool hold;      /* at STOP_AT, wait for RELEASE before ending */
   char path[1400];
   pthread_t thread;
   pthread_mutex_t lock;

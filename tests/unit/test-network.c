@@ -41,8 +41,8 @@ test_parse (void)
   CHECK (p.host_lo == 30000 && p.host_hi == 39999 && p.ctr_lo == 8000 && p.ctr_hi == 8000);
   CHECK (parse_ok ("9000-9002", &p));
   CHECK (p.host_lo == 0 && p.ctr_lo == 9000 && p.ctr_hi == 9002);
-  static const char *const bad[] = { "", "0", "65536", "80/sctp", "a:80", "1.2.3:80:80", "1-3:1-2", "5-3",
-                                     "80:", ":80:80:80", "[::1]:80:80", "80-", "1:2:3:4", "1-2000" };
+  static const char *const bad[] = { "",    "0",   "65536",     "80/sctp",     "a:80", "1.2.3:80:80", "1-3:1-2",
+                                     "5-3", "80:", ":80:80:80", "[::1]:80:80", "80-",  "1:2:3:4",     "1-2000" };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     CHECK (!parse_ok (bad[i], &p), "`%s` accepted", bad[i]);
 }
@@ -97,8 +97,7 @@ test_allocate (void)
   int *f2 = NULL;
   size_t n2 = 0;
   CHECK (ohbox_ports_allocate (fd, other, &req, 1, &m2, &n2, &f2, &err) < 0);
-  CHECK (err && strstr (err->msg, "Address already in use") && err->kind == OHBOX_ERR_USAGE, "%s",
-         err ? err->msg : "");
+  CHECK (err && strstr (err->msg, "Address already in use") && err->kind == OHBOX_ERR_USAGE, "%s", err ? err->msg : "");
   ohbox_error_release (&err);
   /* release by the wrong owner does nothing; by the owner, frees it */
   CHECK (!ohbox_ports_release_one (fd, other, IPPROTO_TCP, port));
@@ -131,8 +130,11 @@ test_pool (void)
   /* a two-port pool: two containers ports get both, distinct; a third fails */
   struct ohbox_publish req[3];
   for (int i = 0; i < 3; i++)
-    req[i] = (struct ohbox_publish) { .host_lo = a, .host_hi = (uint16_t) (a + 1), .ctr_lo = (uint16_t) (80 + i),
-                                      .ctr_hi = (uint16_t) (80 + i), .proto = IPPROTO_UDP };
+    req[i] = (struct ohbox_publish){ .host_lo = a,
+                                     .host_hi = (uint16_t) (a + 1),
+                                     .ctr_lo = (uint16_t) (80 + i),
+                                     .ctr_hi = (uint16_t) (80 + i),
+                                     .proto = IPPROTO_UDP };
   struct ohbox_port_mapping *maps = NULL;
   int *fds = NULL;
   size_t n = 0;

@@ -14,12 +14,12 @@
 #define DB "sha256:bbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbbb"
 #define DC "sha256:cccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccccc"
 
-#define OCI_MANIFEST_DOC                                                                                       \
-  "{\"schemaVersion\": 2, \"mediaType\": \"" OCI_MEDIA_MANIFEST "\","                                        \
-  " \"config\": {\"mediaType\": \"" OCI_MEDIA_CONFIG "\", \"digest\": \"" DA "\", \"size\": 123},"          \
-  " \"layers\": [{\"mediaType\": \"" OCI_MEDIA_LAYER_GZIP "\", \"digest\": \"" DB "\", \"size\": 4567,"     \
-  "   \"annotations\": {\"k\": \"v\"}},"                                                                     \
-  "  {\"mediaType\": \"" OCI_MEDIA_LAYER_ZSTD "\", \"digest\": \"" DC "\", \"size\": 0}],"                   \
+#define OCI_MANIFEST_DOC                                                                                               \
+  "{\"schemaVersion\": 2, \"mediaType\": \"" OCI_MEDIA_MANIFEST "\","                                                  \
+  " \"config\": {\"mediaType\": \"" OCI_MEDIA_CONFIG "\", \"digest\": \"" DA "\", \"size\": 123},"                     \
+  " \"layers\": [{\"mediaType\": \"" OCI_MEDIA_LAYER_GZIP "\", \"digest\": \"" DB "\", \"size\": 4567,"                \
+  "   \"annotations\": {\"k\": \"v\"}},"                                                                               \
+  "  {\"mediaType\": \"" OCI_MEDIA_LAYER_ZSTD "\", \"digest\": \"" DC "\", \"size\": 0}],"                             \
   " \"annotations\": {\"org.opencontainers.image.created\": \"now\"}}"
 
 /* A valid manifest as a json_t, to mutate. */
@@ -48,8 +48,7 @@ test_manifest_oci (void)
 {
   cleanup_error ohbox_error_t err = NULL;
   struct oci_manifest *m = NULL;
-  CHECK (oci_manifest_parse (OCI_MANIFEST_DOC, strlen (OCI_MANIFEST_DOC), &m, &err) == 0, "%s",
-         err ? err->msg : "");
+  CHECK (oci_manifest_parse (OCI_MANIFEST_DOC, strlen (OCI_MANIFEST_DOC), &m, &err) == 0, "%s", err ? err->msg : "");
   CHECK_STR (m->media_type, OCI_MEDIA_MANIFEST);
   CHECK_STR (m->config.media_type, OCI_MEDIA_CONFIG);
   CHECK_STR (m->config.digest, DA);
@@ -121,8 +120,8 @@ static const struct mutation manifest_bad[] = {
   { "missing layer media type", "layers.0", "mediaType", NULL, OHBOX_ERR_INTEGRITY, "missing `mediaType`" },
   { "unknown layer type", "layers.1", "mediaType", "\"application/vnd.cncf.helm.chart.content.v1.tar+gzip\"",
     OHBOX_ERR_UNSUPPORTED, "layer media type `application/vnd.cncf.helm.chart.content.v1.tar+gzip`" },
-  { "artifact config", "config", "mediaType", "\"application/vnd.cncf.helm.config.v1+json\"",
-    OHBOX_ERR_UNSUPPORTED, "not a container image config" },
+  { "artifact config", "config", "mediaType", "\"application/vnd.cncf.helm.config.v1+json\"", OHBOX_ERR_UNSUPPORTED,
+    "not a container image config" },
   { "annotations not object", "layers.0", "annotations", "[]", OHBOX_ERR_INTEGRITY, "annotations" },
   { "annotation not string", "layers.0", "annotations", "{\"a\": 1}", OHBOX_ERR_INTEGRITY, "annotation" },
   { "layer not object", "layers", NULL, "[1]", OHBOX_ERR_INTEGRITY, "descriptor" },
@@ -263,8 +262,8 @@ test_manifest_layer_count (void)
   CHECK (err->kind == OHBOX_ERR_INTEGRITY && strstr (err->msg, "1001 layers") != NULL, "%s", err->msg);
 }
 
-#define index_doc_for_mutations                                                                                \
-  "{\"schemaVersion\": 2, \"manifests\": [{\"mediaType\": \"" OCI_MEDIA_MANIFEST "\", \"digest\": \"" DA "\","     \
+#define index_doc_for_mutations                                                                                        \
+  "{\"schemaVersion\": 2, \"manifests\": [{\"mediaType\": \"" OCI_MEDIA_MANIFEST "\", \"digest\": \"" DA "\","         \
   " \"size\": 7, \"platform\": {\"os\": \"linux\", \"architecture\": \"arm64\", \"variant\": \"v8\"}}]}"
 
 /* Random damage to valid documents: no crash, no leak, and a refusal is
@@ -314,19 +313,41 @@ test_mutations (void)
 
 #define INDEX_ENTRY(mt, d, plat) "{\"mediaType\": \"" mt "\", \"digest\": \"" d "\", \"size\": 500" plat "}"
 #define PLAT(os, arch) ", \"platform\": {\"os\": \"" os "\", \"architecture\": \"" arch "\"}"
-#define PLATV(os, arch, v)                                                                                     \
+#define PLATV(os, arch, v)                                                                                             \
   ", \"platform\": {\"os\": \"" os "\", \"architecture\": \"" arch "\", \"variant\": \"" v "\"}"
 
-static const char index_doc[]
-    = "{\"schemaVersion\": 2, \"mediaType\": \"" OCI_MEDIA_INDEX "\", \"manifests\": ["
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLAT ("linux", "amd64")) ","
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DB, PLATV ("linux", "arm64", "v8")) ","
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DC, PLATV ("linux", "arm", "v6")) ","
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLATV ("linux", "arm", "v7")) ","
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DB, PLAT ("unknown", "unknown")) ","
-      INDEX_ENTRY ("application/vnd.in-toto+json", DC, PLAT ("linux", "ppc64le")) ","
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DC, "") "],"
-      " \"annotations\": {\"a\": \"b\"}}";
+static const char index_doc[] =
+  "{\"schemaVersion\": 2, \"mediaType\": \"" OCI_MEDIA_INDEX
+  "\", \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLAT ("linux", "amd64")) "," INDEX_ENTRY (
+    OCI_MEDIA_MANIFEST, DB,
+    PLATV (
+      "linux", "arm64",
+      "v8")) "," INDEX_ENTRY (OCI_MEDIA_MANIFEST, DC,
+                              PLATV (
+                                "linux", "arm",
+                                "v6")) "," INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA,
+                                                        PLATV (
+                                                          "linux", "arm",
+                                                          "v7")) "," INDEX_ENTRY (OCI_MEDIA_MANIFEST, DB,
+                                                                                  PLAT (
+                                                                                    "unknown",
+                                                                                    "unknown")) "," INDEX_ENTRY ("appli"
+                                                                                                                 "catio"
+                                                                                                                 "n/"
+                                                                                                                 "vnd."
+                                                                                                                 "in-"
+                                                                                                                 "toto+"
+                                                                                                                 "json",
+                                                                                                                 DC,
+                                                                                                                 PLAT (
+                                                                                                                   "lin"
+                                                                                                                   "ux",
+                                                                                                                   "ppc"
+                                                                                                                   "64l"
+                                                                                                                   "e")) "," INDEX_ENTRY (OCI_MEDIA_MANIFEST,
+                                                                                                                                          DC,
+                                                                                                                                          "") "],"
+                                                                                                                                              " \"annotations\": {\"a\": \"b\"}}";
 
 static void
 test_index_parse (void)
@@ -348,8 +369,9 @@ test_index_parse (void)
   oci_index_free (NULL);
 
   /* Docker manifest list; an empty variant is no variant. */
-  static const char list[] = "{\"schemaVersion\": 2, \"mediaType\": \"" DOCKER_MEDIA_LIST "\", \"manifests\": ["
-      INDEX_ENTRY (DOCKER_MEDIA_MANIFEST, DA, PLATV ("linux", "amd64", "")) "]}";
+  static const char list[] = "{\"schemaVersion\": 2, \"mediaType\": \"" DOCKER_MEDIA_LIST
+                             "\", \"manifests\": [" INDEX_ENTRY (DOCKER_MEDIA_MANIFEST, DA,
+                                                                 PLATV ("linux", "amd64", "")) "]}";
   CHECK (oci_index_parse (list, strlen (list), &idx, &err) == 0, "%s", err ? err->msg : "");
   CHECK_STR (idx->media_type, DOCKER_MEDIA_LIST);
   CHECK (idx->manifests[0].platform->variant == NULL);
@@ -372,20 +394,23 @@ test_index_bad (void)
     int kind;
     const char *msg;
   } bad[] = {
-    { "{\"schemaVersion\": 2, \"mediaType\": \"" DOCKER_MEDIA_LIST "\", \"manifests\": ["
-      INDEX_ENTRY (DOCKER_MEDIA_MANIFEST, DA, "") "]}", OHBOX_ERR_INTEGRITY, "missing `platform`" },
+    { "{\"schemaVersion\": 2, \"mediaType\": \"" DOCKER_MEDIA_LIST
+      "\", \"manifests\": [" INDEX_ENTRY (DOCKER_MEDIA_MANIFEST, DA, "") "]}",
+      OHBOX_ERR_INTEGRITY, "missing `platform`" },
     { "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, "sha256:../../../x", "") "]}",
       OHBOX_ERR_INTEGRITY, "manifests[0]: invalid digest" },
-    { "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLAT ("linux\\n", "amd64"))
-      "]}", OHBOX_ERR_INTEGRITY, "invalid platform field `linux?`" },
+    { "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLAT ("linux\\n", "amd64")) "]}",
+      OHBOX_ERR_INTEGRITY, "invalid platform field `linux?`" },
     { "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLAT ("linux", "../x")) "]}",
       OHBOX_ERR_INTEGRITY, "invalid platform field" },
     { "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLAT ("", "amd64")) "]}",
       OHBOX_ERR_INTEGRITY, "invalid platform field" },
     { "{\"schemaVersion\": 2, \"manifests\": [{\"mediaType\": \"" OCI_MEDIA_MANIFEST "\", \"digest\": \"" DA
-      "\", \"size\": 1, \"platform\": {\"os\": \"linux\"}}]}", OHBOX_ERR_INTEGRITY, "missing `architecture`" },
+      "\", \"size\": 1, \"platform\": {\"os\": \"linux\"}}]}",
+      OHBOX_ERR_INTEGRITY, "missing `architecture`" },
     { "{\"schemaVersion\": 2, \"manifests\": [{\"mediaType\": \"" OCI_MEDIA_MANIFEST "\", \"digest\": \"" DA
-      "\", \"size\": 1, \"platform\": \"linux/amd64\"}]}", OHBOX_ERR_INTEGRITY, "`platform` is not an object" },
+      "\", \"size\": 1, \"platform\": \"linux/amd64\"}]}",
+      OHBOX_ERR_INTEGRITY, "`platform` is not an object" },
     { "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, "") "], \"layers\": []}",
       OHBOX_ERR_INTEGRITY, "ambiguous" },
     { "{\"schemaVersion\": 2, \"manifests\": [], \"config\": {}}", OHBOX_ERR_INTEGRITY, "ambiguous" },
@@ -397,7 +422,8 @@ test_index_bad (void)
     { "{\"schemaVersion\": 2, \"manifests\": [{\"digest\": \"" DA "\", \"size\": 1}]}", OHBOX_ERR_INTEGRITY,
       "missing `mediaType`" },
     { "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, "") "],"
-      " \"manifests\": []}", OHBOX_ERR_INTEGRITY, "duplicate" },
+                                                                                         " \"manifests\": []}",
+      OHBOX_ERR_INTEGRITY, "duplicate" },
   };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     {
@@ -415,8 +441,8 @@ index_with_entries (size_t n)
 {
   json_t *arr = json_array ();
   for (size_t i = 0; i < n; i++)
-    json_array_append_new (arr, json_pack ("{s:s, s:s, s:i, s:{s:s, s:s}}", "mediaType", OCI_MEDIA_MANIFEST,
-                                           "digest", DA, "size", 10, "platform", "os", "linux", "architecture",
+    json_array_append_new (arr, json_pack ("{s:s, s:s, s:i, s:{s:s, s:s}}", "mediaType", OCI_MEDIA_MANIFEST, "digest",
+                                           DA, "size", 10, "platform", "os", "linux", "architecture",
                                            i % 2 ? "amd64" : "riscv64"));
   json_t *j = json_pack ("{s:i, s:o}", "schemaVersion", 2, "manifests", arr);
   char *s = json_dumps (j, 0);
@@ -440,12 +466,12 @@ test_index_count (void)
 
 /* --------------------------------------------------------------- config */
 
-static const char config_doc[]
-    = "{\"created\": \"2024-01-02T03:04:05Z\", \"architecture\": \"arm64\", \"variant\": \"v8\", \"os\": \"linux\","
-      " \"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"sh\"], \"Entrypoint\": null, \"WorkingDir\": \"/w\","
-      "  \"User\": \"1000\", \"Labels\": {\"a\": \"b\"}, \"ExposedPorts\": {\"80/tcp\": {}}},"
-      " \"rootfs\": {\"type\": \"layers\", \"diff_ids\": [\"" DA "\", \"" DB "\"]},"
-      " \"history\": [{\"created_by\": \"x\"}]}";
+static const char config_doc[] =
+  "{\"created\": \"2024-01-02T03:04:05Z\", \"architecture\": \"arm64\", \"variant\": \"v8\", \"os\": \"linux\","
+  " \"config\": {\"Env\": [\"PATH=/bin\"], \"Cmd\": [\"sh\"], \"Entrypoint\": null, \"WorkingDir\": \"/w\","
+  "  \"User\": \"1000\", \"Labels\": {\"a\": \"b\"}, \"ExposedPorts\": {\"80/tcp\": {}}},"
+  " \"rootfs\": {\"type\": \"layers\", \"diff_ids\": [\"" DA "\", \"" DB "\"]},"
+  " \"history\": [{\"created_by\": \"x\"}]}";
 
 static void
 test_config_parse (void)
@@ -466,8 +492,8 @@ test_config_parse (void)
   oci_image_config_free (NULL);
 
   /* Minimal: no created, no config, no layers. */
-  static const char minimal[]
-      = "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []}}";
+  static const char minimal[] =
+    "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []}}";
   CHECK (oci_image_config_parse (minimal, strlen (minimal), &c, &err) == 0, "%s", err ? err->msg : "");
   CHECK (c->created == NULL && c->runtime_config == NULL && c->n_diff_ids == 0 && c->platform.variant == NULL);
   oci_image_config_free (c);
@@ -494,21 +520,28 @@ test_config_bad (void)
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\"}}", OHBOX_ERR_INTEGRITY,
       "diff_ids" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": "
-      "[\"" DA "\", \"sha256:../../etc\"]}}", OHBOX_ERR_INTEGRITY, "rootfs.diff_ids[1]: invalid digest" },
+      "[\"" DA "\", \"sha256:../../etc\"]}}",
+      OHBOX_ERR_INTEGRITY, "rootfs.diff_ids[1]: invalid digest" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": [7]}}",
       OHBOX_ERR_INTEGRITY, "diff_ids[0]" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []},"
-      " \"config\": []}", OHBOX_ERR_INTEGRITY, "`config` is not an object" },
+      " \"config\": []}",
+      OHBOX_ERR_INTEGRITY, "`config` is not an object" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []},"
-      " \"config\": {\"Env\": [\"A=1\", 2]}}", OHBOX_ERR_INTEGRITY, "config.Env" },
+      " \"config\": {\"Env\": [\"A=1\", 2]}}",
+      OHBOX_ERR_INTEGRITY, "config.Env" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []},"
-      " \"config\": {\"Cmd\": \"sh\"}}", OHBOX_ERR_INTEGRITY, "config.Cmd" },
+      " \"config\": {\"Cmd\": \"sh\"}}",
+      OHBOX_ERR_INTEGRITY, "config.Cmd" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []},"
-      " \"config\": {\"User\": 0}}", OHBOX_ERR_INTEGRITY, "config.User" },
+      " \"config\": {\"User\": 0}}",
+      OHBOX_ERR_INTEGRITY, "config.User" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []},"
-      " \"config\": {\"Labels\": {\"a\": 1}}}", OHBOX_ERR_INTEGRITY, "config.Labels" },
+      " \"config\": {\"Labels\": {\"a\": 1}}}",
+      OHBOX_ERR_INTEGRITY, "config.Labels" },
     { "{\"architecture\": \"amd64\", \"os\": \"linux\", \"created\": 5, \"rootfs\": {\"type\": \"layers\","
-      " \"diff_ids\": []}}", OHBOX_ERR_INTEGRITY, "`created`" },
+      " \"diff_ids\": []}}",
+      OHBOX_ERR_INTEGRITY, "`created`" },
     { "{\"architecture\": \"am d64\", \"os\": \"linux\", \"rootfs\": {\"type\": \"layers\", \"diff_ids\": []}}",
       OHBOX_ERR_INTEGRITY, "invalid platform field" },
     { "[1]", OHBOX_ERR_INTEGRITY, "not a JSON object" },
@@ -529,8 +562,8 @@ test_config_bad (void)
   json_t *ids = json_array ();
   for (int i = 0; i <= OCI_MAX_LAYERS; i++)
     json_array_append_new (ids, json_string (DA));
-  json_t *j = json_pack ("{s:s, s:s, s:{s:s, s:o}}", "os", "linux", "architecture", "amd64", "rootfs", "type",
-                         "layers", "diff_ids", ids);
+  json_t *j = json_pack ("{s:s, s:s, s:{s:s, s:o}}", "os", "linux", "architecture", "amd64", "rootfs", "type", "layers",
+                         "diff_ids", ids);
   char *s = json_dumps (j, 0);
   json_decref (j);
   int r = oci_image_config_parse (s, strlen (s), &c, &err);
@@ -543,8 +576,7 @@ test_config_bad (void)
 static void
 test_document_kind (void)
 {
-  static const char manifest_no_mt[]
-      = "{\"schemaVersion\": 2, \"config\": {}, \"layers\": []}";
+  static const char manifest_no_mt[] = "{\"schemaVersion\": 2, \"config\": {}, \"layers\": []}";
   static const char index_no_mt[] = "{\"schemaVersion\": 2, \"manifests\": []}";
   static const char index_mt[] = "{\"schemaVersion\": 2, \"mediaType\": \"" OCI_MEDIA_INDEX "\", \"manifests\": []}";
   static const char list_mt[] = "{\"schemaVersion\": 2, \"mediaType\": \"" DOCKER_MEDIA_LIST "\", \"manifests\": []}";
@@ -553,7 +585,8 @@ test_document_kind (void)
   static const char neither[] = "{\"schemaVersion\": 2}";
   static const char schema1[] = "{\"schemaVersion\": 1, \"name\": \"x\", \"fsLayers\": []}";
   static const char schema1_mt[] = "{\"schemaVersion\": 2, \"mediaType\": \"" DOCKER_MEDIA_SCHEMA1 "\"}";
-  static const char artifact[] = "{\"schemaVersion\": 2, \"mediaType\": \"application/vnd.oci.artifact.manifest.v1+json\"}";
+  static const char artifact[] =
+    "{\"schemaVersion\": 2, \"mediaType\": \"application/vnd.oci.artifact.manifest.v1+json\"}";
   static const struct
   {
     const char *ct;
@@ -705,8 +738,17 @@ test_platform_parse (void)
       CHECK_STR (s, ok[i].str);
       CHECK (p.os == NULL && p.architecture == NULL && p.variant == NULL);
     }
-  static const char *const bad[] = { "", "linux", "linux/", "/amd64", "linux//v7", "linux/arm/v7/x",
-                                     "linux/amd 64", "linux/amd64/", "linux/\x1b[1m", "a/b/c/d/e/f", NULL };
+  static const char *const bad[] = { "",
+                                     "linux",
+                                     "linux/",
+                                     "/amd64",
+                                     "linux//v7",
+                                     "linux/arm/v7/x",
+                                     "linux/amd 64",
+                                     "linux/amd64/",
+                                     "linux/\x1b[1m",
+                                     "a/b/c/d/e/f",
+                                     NULL };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     {
       cleanup_error ohbox_error_t err = NULL;
@@ -792,19 +834,25 @@ test_select_platform (void)
   CHECK (select_in (index_doc, "windows/amd64", &err) == -1);
   ohbox_error_release (&err);
 
-  static const char two[] = "{\"schemaVersion\": 2, \"manifests\": ["
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, PLAT ("linux", "amd64")) ","
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DB, PLAT ("linux", "amd64")) ","
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DB, PLAT ("unknown", "unknown")) ","
-      INDEX_ENTRY (OCI_MEDIA_INDEX, DC, PLAT ("linux", "arm64")) "]}";
+  static const char two[] = "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (
+    OCI_MEDIA_MANIFEST, DA,
+    PLAT ("linux",
+          "amd64")) "," INDEX_ENTRY (OCI_MEDIA_MANIFEST, DB,
+                                     PLAT (
+                                       "linux",
+                                       "amd64")) "," INDEX_ENTRY (OCI_MEDIA_MANIFEST, DB,
+                                                                  PLAT (
+                                                                    "unknown",
+                                                                    "unknown")) "," INDEX_ENTRY (OCI_MEDIA_INDEX, DC,
+                                                                                                 PLAT ("linux",
+                                                                                                       "arm64")) "]}";
   CHECK (select_in (two, "linux/s390x", &err) == -1);
   CHECK_STR (err->msg, "no image for platform linux/s390x in the index (it has: linux/amd64, linux/arm64)");
   ohbox_error_release (&err);
   /* arm64 entry without variant matches a want of arm64/v8; a nested index is fine. */
   CHECK (select_in (two, "linux/arm64/v8", &err) == 3, "%s", err ? err->msg : "");
 
-  static const char none[] = "{\"schemaVersion\": 2, \"manifests\": ["
-      INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, "") "]}";
+  static const char none[] = "{\"schemaVersion\": 2, \"manifests\": [" INDEX_ENTRY (OCI_MEDIA_MANIFEST, DA, "") "]}";
   CHECK (select_in (none, "linux/amd64", &err) == -1);
   CHECK_STR (err->msg, "no image for platform linux/amd64 in the index (it has no platform-specific image)");
   ohbox_error_release (&err);
@@ -815,9 +863,8 @@ test_select_platform (void)
     {
       char arch[16];
       snprintf (arch, sizeof arch, "arch%d", i);
-      json_array_append_new (arr, json_pack ("{s:s, s:s, s:i, s:{s:s, s:s}}", "mediaType", OCI_MEDIA_MANIFEST,
-                                             "digest", DA, "size", 1, "platform", "os", "linux", "architecture",
-                                             arch));
+      json_array_append_new (arr, json_pack ("{s:s, s:s, s:i, s:{s:s, s:s}}", "mediaType", OCI_MEDIA_MANIFEST, "digest",
+                                             DA, "size", 1, "platform", "os", "linux", "architecture", arch));
     }
   json_t *j = json_pack ("{s:i, s:o}", "schemaVersion", 2, "manifests", arr);
   char *many = json_dumps (j, 0);

@@ -24,35 +24,31 @@ struct good_case
 static const struct good_case good[] = {
   { "busybox", "docker.io", "library/busybox", "latest", NULL, false, "docker.io/library/busybox:latest",
     "busybox:latest" },
-  { "library/busybox:1.36", "docker.io", "library/busybox", "1.36", NULL, false,
-    "docker.io/library/busybox:1.36", "busybox:1.36" },
-  { "docker.io/busybox", "docker.io", "library/busybox", "latest", NULL, true,
-    "docker.io/library/busybox:latest", "busybox:latest" },
+  { "library/busybox:1.36", "docker.io", "library/busybox", "1.36", NULL, false, "docker.io/library/busybox:1.36",
+    "busybox:1.36" },
+  { "docker.io/busybox", "docker.io", "library/busybox", "latest", NULL, true, "docker.io/library/busybox:latest",
+    "busybox:latest" },
   { "index.docker.io/busybox:musl", "docker.io", "library/busybox", "musl", NULL, true,
     "docker.io/library/busybox:musl", "busybox:musl" },
   { "index.docker.io/user/app", "docker.io", "user/app", "latest", NULL, true, "docker.io/user/app:latest",
     "user/app:latest" },
-  { "user/app", "docker.io", "user/app", "latest", NULL, false, "docker.io/user/app:latest",
-    "user/app:latest" },
-  { "docker.io/library/a/b", "docker.io", "library/a/b", "latest", NULL, true,
-    "docker.io/library/a/b:latest", "library/a/b:latest" },
-  { "docker.io/x/y@sha256:" D64, "docker.io", "x/y", NULL, "sha256:" D64, true,
-    "docker.io/x/y@sha256:" D64, "x/y@sha256:" D64 },
+  { "user/app", "docker.io", "user/app", "latest", NULL, false, "docker.io/user/app:latest", "user/app:latest" },
+  { "docker.io/library/a/b", "docker.io", "library/a/b", "latest", NULL, true, "docker.io/library/a/b:latest",
+    "library/a/b:latest" },
+  { "docker.io/x/y@sha256:" D64, "docker.io", "x/y", NULL, "sha256:" D64, true, "docker.io/x/y@sha256:" D64,
+    "x/y@sha256:" D64 },
   { "alpine:3.19@sha256:" D64, "docker.io", "library/alpine", "3.19", "sha256:" D64, false,
     "docker.io/library/alpine:3.19@sha256:" D64, "alpine:3.19@sha256:" D64 },
   { "127.0.0.1:5000/ns/img:tag", "127.0.0.1:5000", "ns/img", "tag", NULL, true, "127.0.0.1:5000/ns/img:tag",
     "127.0.0.1:5000/ns/img:tag" },
-  { "localhost/img", "localhost", "img", "latest", NULL, true, "localhost/img:latest",
-    "localhost/img:latest" },
+  { "localhost/img", "localhost", "img", "latest", NULL, true, "localhost/img:latest", "localhost/img:latest" },
   { "localhost:5000/a/b/c:v1.0-rc_1", "localhost:5000", "a/b/c", "v1.0-rc_1", NULL, true,
     "localhost:5000/a/b/c:v1.0-rc_1", "localhost:5000/a/b/c:v1.0-rc_1" },
   /* Single component: "localhost:5000" is docker.io/library/localhost, tag 5000 (as Docker). */
-  { "localhost:5000", "docker.io", "library/localhost", "5000", NULL, false,
-    "docker.io/library/localhost:5000", "localhost:5000" },
-  { "[::1]:5000/img", "[::1]:5000", "img", "latest", NULL, true, "[::1]:5000/img:latest",
-    "[::1]:5000/img:latest" },
-  { "[2001:db8::1]/x/y:t", "[2001:db8::1]", "x/y", "t", NULL, true, "[2001:db8::1]/x/y:t",
-    "[2001:db8::1]/x/y:t" },
+  { "localhost:5000", "docker.io", "library/localhost", "5000", NULL, false, "docker.io/library/localhost:5000",
+    "localhost:5000" },
+  { "[::1]:5000/img", "[::1]:5000", "img", "latest", NULL, true, "[::1]:5000/img:latest", "[::1]:5000/img:latest" },
+  { "[2001:db8::1]/x/y:t", "[2001:db8::1]", "x/y", "t", NULL, true, "[2001:db8::1]/x/y:t", "[2001:db8::1]/x/y:t" },
   { "quay.io/a_b/c__d/e---f/g.h:TAG_x", "quay.io", "a_b/c__d/e---f/g.h", "TAG_x", NULL, true,
     "quay.io/a_b/c__d/e---f/g.h:TAG_x", "quay.io/a_b/c__d/e---f/g.h:TAG_x" },
   { "Registry.Example.COM:443/app", "Registry.Example.COM:443", "app", "latest", NULL, true,
@@ -153,8 +149,7 @@ test_bad (void)
       CHECK (r == NULL, "%s: *out not reset", bad[i].in);
       CHECK (err != NULL && err->kind == OHBOX_ERR_USAGE, "%s", bad[i].in);
       CHECK (strncmp (err->msg, "invalid image reference `", 25) == 0, "%s: %s", bad[i].in, err->msg);
-      CHECK (strstr (err->msg, bad[i].why) != NULL, "`%s`: message `%s` lacks `%s`", bad[i].in, err->msg,
-             bad[i].why);
+      CHECK (strstr (err->msg, bad[i].why) != NULL, "`%s`: message `%s` lacks `%s`", bad[i].in, err->msg, bad[i].why);
     }
 }
 

@@ -195,38 +195,37 @@ test_digest_only_mirrors (void)
 static void
 test_syntax_accepted (void)
 {
-  static const char good[]
-      = "# comment at the top\r\n"
-        "\n"
-        "   \t\n"
-        "unqualified-search-registries = [ # a comment inside\r\n"
-        "  \"a.io\",   # first\n"
-        "  'b.io:5000',\n"
-        "\n"
-        "  \"c\\u002eio\", # an escape\n"
-        "]   # trailing comma above\n"
-        "credential-helpers = []\n"
-        "additional-layer-store-auth-helper = \"\"\n"
-        "short-name-mode = 'enforcing'\n"
-        "[[ registry ]]   # spaces inside the brackets\n"
-        "\"prefix\" = \"q.io/a\"\n"
-        "location\t=\t'q.io/b'\n"
-        "blocked=false\n"
-        "[[registry.\"mirror\"]]\n"
-        "location = \"m.io\"\n"
-        "insecure = true\n"
-        "[aliases]\n"
-        "\"fedora\" = \"registry.fedoraproject.org/fedora\"\n"
-        "'ubi8/ubi' = \"registry.access.redhat.com/ubi8/ubi\"\n"
-        "erased = \"\"\n"
-        "# no newline at the end";
+  static const char good[] = "# comment at the top\r\n"
+                             "\n"
+                             "   \t\n"
+                             "unqualified-search-registries = [ # a comment inside\r\n"
+                             "  \"a.io\",   # first\n"
+                             "  'b.io:5000',\n"
+                             "\n"
+                             "  \"c\\u002eio\", # an escape\n"
+                             "]   # trailing comma above\n"
+                             "credential-helpers = []\n"
+                             "additional-layer-store-auth-helper = \"\"\n"
+                             "short-name-mode = 'enforcing'\n"
+                             "[[ registry ]]   # spaces inside the brackets\n"
+                             "\"prefix\" = \"q.io/a\"\n"
+                             "location\t=\t'q.io/b'\n"
+                             "blocked=false\n"
+                             "[[registry.\"mirror\"]]\n"
+                             "location = \"m.io\"\n"
+                             "insecure = true\n"
+                             "[aliases]\n"
+                             "\"fedora\" = \"registry.fedoraproject.org/fedora\"\n"
+                             "'ubi8/ubi' = \"registry.access.redhat.com/ubi8/ubi\"\n"
+                             "erased = \"\"\n"
+                             "# no newline at the end";
   struct ohbox_registries_conf *c = parse_ok (good);
   CHECK (c != NULL);
-  bool ok = c->unqualified_search[0] && strcmp (c->unqualified_search[0], "a.io") == 0
-            && c->unqualified_search[1] && strcmp (c->unqualified_search[1], "b.io:5000") == 0
-            && c->unqualified_search[2] && strcmp (c->unqualified_search[2], "c.io") == 0
-            && c->unqualified_search[3] == NULL && c->n_entries == 1 && c->entries[0].n_mirrors == 1
-            && c->entries[0].mirrors[0].insecure && strcmp (c->entries[0].location, "q.io/b") == 0;
+  bool ok = c->unqualified_search[0] && strcmp (c->unqualified_search[0], "a.io") == 0 && c->unqualified_search[1]
+            && strcmp (c->unqualified_search[1], "b.io:5000") == 0 && c->unqualified_search[2]
+            && strcmp (c->unqualified_search[2], "c.io") == 0 && c->unqualified_search[3] == NULL && c->n_entries == 1
+            && c->entries[0].n_mirrors == 1 && c->entries[0].mirrors[0].insecure
+            && strcmp (c->entries[0].location, "q.io/b") == 0;
   const char *fedora = ohbox_registries_conf_alias (c, "fedora");
   bool alias_ok = fedora && strcmp (fedora, "registry.fedoraproject.org/fedora") == 0
                   && ohbox_registries_conf_alias (c, "ubi8/ubi") != NULL
@@ -325,8 +324,7 @@ static const struct
   { "[aliases]\nfedora = \"a.io/f:1\"\n", "test.conf:2: alias `fedora`" },
   { "[aliases]\nfedora = true\n", "test.conf:2: alias `fedora`: the value must be a string" },
   { "[aliases]\nf = \"a.io/f\"\n'f' = \"b.io/f\"\n", "test.conf:3: alias `f` is defined twice" },
-  { "[registries.search]\nregistries = [\"a.io\"]\n[[registry]]\nlocation = \"b.io\"\n",
-    "test.conf: mixing the v1" },
+  { "[registries.search]\nregistries = [\"a.io\"]\n[[registry]]\nlocation = \"b.io\"\n", "test.conf: mixing the v1" },
   { "[registries.block]\nregistries = [\"http://a.io\"]\n", "test.conf: registries.block: `http://a.io`" },
 };
 
@@ -436,8 +434,8 @@ test_mutations (void)
       int r = ohbox_registries_conf_parse (text, "test.conf", &c, &err);
       free (text);
       ohbox_registries_conf_free (c);
-      CHECK (r == 0 || (err->kind == OHBOX_ERR_USAGE && strncmp (err->msg, "test.conf", 9) == 0), "round %d: %s",
-             round, err ? err->msg : "");
+      CHECK (r == 0 || (err->kind == OHBOX_ERR_USAGE && strncmp (err->msg, "test.conf", 9) == 0), "round %d: %s", round,
+             err ? err->msg : "");
     }
 }
 
@@ -579,9 +577,8 @@ test_load_dirs (void)
   cleanup_free char *a = sources (c, "a.io/img", false);
   cleanup_free char *b = sources (c, "b.io/img", false);
   cleanup_free char *cc = sources (c, "c.io/img", false);
-  bool ok = strcmp (c->unqualified_search[0], "drop.io") == 0 && c->unqualified_search[1] == NULL
-            && c->n_entries == 3 && ohbox_registries_conf_alias (c, "x") != NULL
-            && ohbox_registries_conf_alias (c, "y") == NULL;
+  bool ok = strcmp (c->unqualified_search[0], "drop.io") == 0 && c->unqualified_search[1] == NULL && c->n_entries == 3
+            && ohbox_registries_conf_alias (c, "x") != NULL && ohbox_registries_conf_alias (c, "y") == NULL;
   ohbox_registries_conf_free (c);
   CHECK (ok);
   CHECK_STR (a, "drop30-a.io/img");

@@ -15,15 +15,16 @@
 static struct ohbox_host_abilities
 host (uid_t euid, bool pasta, bool slirp)
 {
-  struct ohbox_host_abilities h = { .euid = euid, .pasta = pasta, .slirp4netns = slirp, .cgroup_limits = true,
-                                    .cgroup_mode = OHBOX_CGROUP_MODE_V2 };
+  struct ohbox_host_abilities h = {
+    .euid = euid, .pasta = pasta, .slirp4netns = slirp, .cgroup_limits = true, .cgroup_mode = OHBOX_CGROUP_MODE_V2
+  };
   return h;
 }
 
 /* The plan for REQ: 0, or -1 with *KIND (may be NULL) the error's kind. */
 static int
-plan (const struct ohbox_run_request *req, bool runtime, const struct ohbox_host_abilities *h,
-      struct ohbox_run_plan *p, int *kind)
+plan (const struct ohbox_run_request *req, bool runtime, const struct ohbox_host_abilities *h, struct ohbox_run_plan *p,
+      int *kind)
 {
   ohbox_error_t err = NULL;
   int r = ohbox_run_plan_resolve (req, IMAGE_ID, runtime, false, h, p, &err);
@@ -416,7 +417,9 @@ test_labels (void)
   struct ohbox_run_request req = { .image = "img", .labels = ok };
   CHECK (plan (&req, false, &h, &p, NULL) == 0 && p.opts.labels == ok);
   ohbox_run_plan_clear (&p);
-  char *bad[][3] = { { (char *) "novalue", NULL }, { (char *) "=v", NULL }, { (char *) "a b=c", NULL },
+  char *bad[][3] = { { (char *) "novalue", NULL },
+                     { (char *) "=v", NULL },
+                     { (char *) "a b=c", NULL },
                      { (char *) "k=1", (char *) "k=2", NULL } };
   for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
     {

@@ -47,42 +47,163 @@ static pid_t outside_pid; /* a process outside the sandbox, for ptrace */
 /* Blocked calls. Arguments are chosen so that, where the call is not
  * blocked (the control run), it fails harmlessly or only affects the
  * throw-away child. */
-static int p_mount (void) { return ERR (syscall (SYS_mount, "none", NO_SUCH_PATH, "tmpfs", 0UL, NULL)); }
-static int p_umount2 (void) { return ERR (syscall (SYS_umount2, NO_SUCH_PATH, 0)); }
-static int p_unshare (void) { return ERR (syscall (SYS_unshare, CLONE_NEWNS)); }
-static int p_setns (void) { return ERR (syscall (SYS_setns, -1, 0)); }
-static int p_keyctl (void) { return ERR (syscall (SYS_keyctl, 9999, 0, 0, 0, 0)); }
-static int p_add_key (void) { return ERR (syscall (SYS_add_key, NULL, NULL, NULL, 0, 0)); }
-static int p_request_key (void) { return ERR (syscall (SYS_request_key, NULL, NULL, NULL, 0)); }
-static int p_bpf (void) { return ERR (syscall (SYS_bpf, 9999, NULL, 0)); }
-static int p_perf_event_open (void) { return ERR (syscall (SYS_perf_event_open, NULL, 0, -1, -1, 0)); }
-static int p_open_by_handle_at (void) { return ERR (syscall (SYS_open_by_handle_at, -1, NULL, 0)); }
-static int p_name_to_handle_at (void) { return ERR (syscall (SYS_name_to_handle_at, AT_FDCWD, "/", NULL, NULL, 0)); }
-static int p_kexec_load (void) { return ERR (syscall (SYS_kexec_load, 0UL, 0UL, NULL, 0xffff0000UL)); }
-static int p_kexec_file_load (void) { return ERR (syscall (SYS_kexec_file_load, -1, -1, 0UL, NULL, 0xffffUL)); }
-static int p_init_module (void) { return ERR (syscall (SYS_init_module, NULL, 0UL, "")); }
-static int p_finit_module (void) { return ERR (syscall (SYS_finit_module, -1, "", 0)); }
-static int p_delete_module (void) { return ERR (syscall (SYS_delete_module, "ohbox_no_such_module", O_NONBLOCK)); }
-static int p_userfaultfd (void) { return ERR (syscall (SYS_userfaultfd, O_CLOEXEC)); }
-static int p_clock_settime (void) { return ERR (syscall (SYS_clock_settime, CLOCK_REALTIME, NULL)); }
-static int p_clock_adjtime (void) { return ERR (syscall (SYS_clock_adjtime, 9999, NULL)); }
-static int p_settimeofday (void) { return ERR (syscall (SYS_settimeofday, NULL, NULL)); }
-static int p_swapon (void) { return ERR (syscall (SYS_swapon, NULL, 0)); }
-static int p_swapoff (void) { return ERR (syscall (SYS_swapoff, NO_SUCH_PATH)); }
-static int p_reboot (void) { return ERR (syscall (SYS_reboot, 0, 0, 0, NULL)); } /* bad magic: EINVAL */
-static int p_acct (void) { return ERR (syscall (SYS_acct, NO_SUCH_PATH "/x")); }
-static int p_pivot_root (void) { return ERR (syscall (SYS_pivot_root, NO_SUCH_PATH, NO_SUCH_PATH)); }
-static int p_quotactl (void) { return ERR (syscall (SYS_quotactl, 0, NULL, 0, NULL)); }
-static int p_personality (void) { return ERR (syscall (SYS_personality, 0x0040000UL /* ADDR_NO_RANDOMIZE */)); }
-static int p_socket_vsock (void) { return ERR (syscall (SYS_socket, AF_VSOCK, SOCK_STREAM, 0)); }
-static int p_io_uring_setup (void)
+static int
+p_mount (void)
+{
+  return ERR (syscall (SYS_mount, "none", NO_SUCH_PATH, "tmpfs", 0UL, NULL));
+}
+static int
+p_umount2 (void)
+{
+  return ERR (syscall (SYS_umount2, NO_SUCH_PATH, 0));
+}
+static int
+p_unshare (void)
+{
+  return ERR (syscall (SYS_unshare, CLONE_NEWNS));
+}
+static int
+p_setns (void)
+{
+  return ERR (syscall (SYS_setns, -1, 0));
+}
+static int
+p_keyctl (void)
+{
+  return ERR (syscall (SYS_keyctl, 9999, 0, 0, 0, 0));
+}
+static int
+p_add_key (void)
+{
+  return ERR (syscall (SYS_add_key, NULL, NULL, NULL, 0, 0));
+}
+static int
+p_request_key (void)
+{
+  return ERR (syscall (SYS_request_key, NULL, NULL, NULL, 0));
+}
+static int
+p_bpf (void)
+{
+  return ERR (syscall (SYS_bpf, 9999, NULL, 0));
+}
+static int
+p_perf_event_open (void)
+{
+  return ERR (syscall (SYS_perf_event_open, NULL, 0, -1, -1, 0));
+}
+static int
+p_open_by_handle_at (void)
+{
+  return ERR (syscall (SYS_open_by_handle_at, -1, NULL, 0));
+}
+static int
+p_name_to_handle_at (void)
+{
+  return ERR (syscall (SYS_name_to_handle_at, AT_FDCWD, "/", NULL, NULL, 0));
+}
+static int
+p_kexec_load (void)
+{
+  return ERR (syscall (SYS_kexec_load, 0UL, 0UL, NULL, 0xffff0000UL));
+}
+static int
+p_kexec_file_load (void)
+{
+  return ERR (syscall (SYS_kexec_file_load, -1, -1, 0UL, NULL, 0xffffUL));
+}
+static int
+p_init_module (void)
+{
+  return ERR (syscall (SYS_init_module, NULL, 0UL, ""));
+}
+static int
+p_finit_module (void)
+{
+  return ERR (syscall (SYS_finit_module, -1, "", 0));
+}
+static int
+p_delete_module (void)
+{
+  return ERR (syscall (SYS_delete_module, "ohbox_no_such_module", O_NONBLOCK));
+}
+static int
+p_userfaultfd (void)
+{
+  return ERR (syscall (SYS_userfaultfd, O_CLOEXEC));
+}
+static int
+p_clock_settime (void)
+{
+  return ERR (syscall (SYS_clock_settime, CLOCK_REALTIME, NULL));
+}
+static int
+p_clock_adjtime (void)
+{
+  return ERR (syscall (SYS_clock_adjtime, 9999, NULL));
+}
+static int
+p_settimeofday (void)
+{
+  return ERR (syscall (SYS_settimeofday, NULL, NULL));
+}
+static int
+p_swapon (void)
+{
+  return ERR (syscall (SYS_swapon, NULL, 0));
+}
+static int
+p_swapoff (void)
+{
+  return ERR (syscall (SYS_swapoff, NO_SUCH_PATH));
+}
+static int
+p_reboot (void)
+{
+  return ERR (syscall (SYS_reboot, 0, 0, 0, NULL));
+} /* bad magic: EINVAL */
+static int
+p_acct (void)
+{
+  return ERR (syscall (SYS_acct, NO_SUCH_PATH "/x"));
+}
+static int
+p_pivot_root (void)
+{
+  return ERR (syscall (SYS_pivot_root, NO_SUCH_PATH, NO_SUCH_PATH));
+}
+static int
+p_quotactl (void)
+{
+  return ERR (syscall (SYS_quotactl, 0, NULL, 0, NULL));
+}
+static int
+p_personality (void)
+{
+  return ERR (syscall (SYS_personality, 0x0040000UL /* ADDR_NO_RANDOMIZE */));
+}
+static int
+p_socket_vsock (void)
+{
+  return ERR (syscall (SYS_socket, AF_VSOCK, SOCK_STREAM, 0));
+}
+static int
+p_io_uring_setup (void)
 {
   struct io_uring_params params;
   memset (&params, 0, sizeof params);
   return ERR (syscall (SYS_io_uring_setup, 1, &params));
 }
-static int p_set_mempolicy (void) { return ERR (syscall (SYS_set_mempolicy, 0 /* MPOL_DEFAULT */, NULL, 0UL)); }
-static int p_clone3 (void) { return ERR (syscall (SYS_clone3, NULL, 0UL)); }
+static int
+p_set_mempolicy (void)
+{
+  return ERR (syscall (SYS_set_mempolicy, 0 /* MPOL_DEFAULT */, NULL, 0UL));
+}
+static int
+p_clone3 (void)
+{
+  return ERR (syscall (SYS_clone3, NULL, 0UL));
+}
 static int
 p_clone_newns (void)
 {
@@ -93,10 +214,22 @@ p_clone_newns (void)
     waitpid ((pid_t) r, NULL, 0);
   return r < 0 ? errno : 0;
 }
-static int p_ptrace_attach (void) { return ERR (ptrace (PTRACE_ATTACH, outside_pid, NULL, NULL)); }
+static int
+p_ptrace_attach (void)
+{
+  return ERR (ptrace (PTRACE_ATTACH, outside_pid, NULL, NULL));
+}
 #if defined __x86_64__ || defined __i386__
-static int p_iopl (void) { return ERR (syscall (SYS_iopl, 4)); }
-static int p_ioperm (void) { return ERR (syscall (SYS_ioperm, 0x10000UL, 1UL, 1)); }
+static int
+p_iopl (void)
+{
+  return ERR (syscall (SYS_iopl, 4));
+}
+static int
+p_ioperm (void)
+{
+  return ERR (syscall (SYS_ioperm, 0x10000UL, 1UL, 1));
+}
 #endif
 
 /* Everyday calls: 0 when they work. */
@@ -163,9 +296,21 @@ e_read_file (void)
   close (fd);
   return n > 0 ? 0 : -1;
 }
-static int e_personality_query (void) { return ERR (personality (0xffffffff)); }
-static int e_personality_linux (void) { return ERR (personality (PER_LINUX)); }
-static int e_chroot (void) { return ERR (chroot ("/")); } /* CAP_SYS_CHROOT is in Docker's set */
+static int
+e_personality_query (void)
+{
+  return ERR (personality (0xffffffff));
+}
+static int
+e_personality_linux (void)
+{
+  return ERR (personality (PER_LINUX));
+}
+static int
+e_chroot (void)
+{
+  return ERR (chroot ("/"));
+} /* CAP_SYS_CHROOT is in Docker's set */
 
 enum
 {
@@ -230,9 +375,9 @@ static const struct probe
 
 enum mode
 {
-  MODE_CONTROL,      /* no filter, full capabilities */
-  MODE_FILTER_ONLY,  /* default filter, full capabilities */
-  MODE_SANDBOX,      /* Docker's capabilities + no_new_privs + default filter */
+  MODE_CONTROL,     /* no filter, full capabilities */
+  MODE_FILTER_ONLY, /* default filter, full capabilities */
+  MODE_SANDBOX,     /* Docker's capabilities + no_new_privs + default filter */
 };
 
 /* A child process for one probe run; the results come back through a pipe
@@ -349,8 +494,8 @@ test_default_profile_blocks (void)
       CHECK (filter_only[i] == pr->expect, "filter with full capabilities: %s gave %d (%s), expected %d", pr->name,
              filter_only[i], strerror (filter_only[i]), pr->expect);
       if (pr->flags & CONTROL_DIFFERS)
-        CHECK (control[i] != pr->expect, "control: %s gave %d without a filter too: the probe proves nothing",
-               pr->name, control[i]);
+        CHECK (control[i] != pr->expect, "control: %s gave %d without a filter too: the probe proves nothing", pr->name,
+               control[i]);
     }
 }
 
@@ -461,10 +606,10 @@ static long
 int80 (long nr, long a1)
 {
   long ret;
-  __asm__ volatile ("int $0x80"
-                    : "=a"(ret)
-                    : "a"(nr), "b"(a1), "c"(0L), "d"(0L)
-                    : "memory", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15");
+  __asm__ volatile("int $0x80"
+                   : "=a"(ret)
+                   : "a"(nr), "b"(a1), "c"(0L), "d"(0L)
+                   : "memory", "r8", "r9", "r10", "r11", "r12", "r13", "r14", "r15");
   return ret;
 }
 

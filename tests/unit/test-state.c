@@ -12,17 +12,17 @@
 #include <string.h>
 
 /* As ohbox 285fb09 wrote them (captured from a real sandbox). */
-#define OLD_CONFIG                                                                                             \
-  "{\"id\":\"" ID "\",\"name\":\"web\",\"image\":\"busybox:latest\",\"image_id\":\"sha256:aa\","              \
-  "\"command\":[\"sleep\",\"100\"],\"created\":\"2026-11-25T08:00:00Z\",\"rm\":false,\"detached\":true,"      \
+#define OLD_CONFIG                                                                                                     \
+  "{\"id\":\"" ID "\",\"name\":\"web\",\"image\":\"busybox:latest\",\"image_id\":\"sha256:aa\","                       \
+  "\"command\":[\"sleep\",\"100\"],\"created\":\"2026-11-25T08:00:00Z\",\"rm\":false,\"detached\":true,"               \
   "\"store\":\"/var/lib/ohbox\",\"stop_signal\":15,\"tty\":false}"
 #define ID "0123456789abcdef0123456789abcdef0123456789abcdef0123456789abcdef"
 #define OLD_RUNNING "{\"status\":\"running\",\"pid\":4242,\"pid_start\":987654,\"started_at\":\"2026-11-25T08:00:01Z\"}"
-#define OLD_PAUSED                                                                                             \
-  "{\"status\":\"running\",\"pid\":4242,\"pid_start\":987654,\"started_at\":\"2026-11-25T08:00:01Z\","        \
+#define OLD_PAUSED                                                                                                     \
+  "{\"status\":\"running\",\"pid\":4242,\"pid_start\":987654,\"started_at\":\"2026-11-25T08:00:01Z\","                 \
   "\"paused\":true}"
-#define OLD_EXITED                                                                                             \
-  "{\"status\":\"exited\",\"pid\":4242,\"pid_start\":987654,\"started_at\":\"2026-11-25T08:00:01Z\","         \
+#define OLD_EXITED                                                                                                     \
+  "{\"status\":\"exited\",\"pid\":4242,\"pid_start\":987654,\"started_at\":\"2026-11-25T08:00:01Z\","                  \
   "\"exit_code\":137,\"finished_at\":\"2026-11-25T08:01:00Z\",\"paused\":false,\"timed_out\":true}"
 
 static json_t *
@@ -78,8 +78,8 @@ test_record_old_files (void)
 {
   struct ohbox_sandbox_record r;
   CHECK (record_round_trip (OLD_RUNNING, &r));
-  CHECK (r.present & OHBOX_RECORD_STATUS && r.status == OHBOX_STATUS_RUNNING && r.pid == 4242
-         && r.pid_start == 987654 && !ohbox_sandbox_record_exited (&r) && !r.paused);
+  CHECK (r.present & OHBOX_RECORD_STATUS && r.status == OHBOX_STATUS_RUNNING && r.pid == 4242 && r.pid_start == 987654
+         && !ohbox_sandbox_record_exited (&r) && !r.paused);
   CHECK_STR (r.started_at, "2026-11-25T08:00:01Z");
   ohbox_sandbox_record_clear (&r);
   CHECK (record_round_trip (OLD_PAUSED, &r));
@@ -101,8 +101,8 @@ test_record_exit_like_old (void)
   for (size_t i = 0; i < 2; i++)
     {
       json_t *old = load (before[i]);
-      json_t *fields = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", 3, "finished_at",
-                                  "T", "paused", 0, "timed_out", 0);
+      json_t *fields = json_pack ("{s:s, s:i, s:s, s:b, s:b}", "status", "exited", "exit_code", 3, "finished_at", "T",
+                                  "paused", 0, "timed_out", 0);
       json_object_update (old, fields);
       json_decref (fields);
       char *want = dump (old);
@@ -162,8 +162,7 @@ test_config (void)
   json_decref (doc);
   CHECK_STR (c.name, "web");
   CHECK_STR (c.image_id, "sha256:aa");
-  CHECK (c.command && strcmp (c.command[0], "sleep") == 0 && strcmp (c.command[1], "100") == 0
-         && c.command[2] == NULL);
+  CHECK (c.command && strcmp (c.command[0], "sleep") == 0 && strcmp (c.command[1], "100") == 0 && c.command[2] == NULL);
   CHECK (!c.rm && c.detached && !c.tty && c.stop_signal == SIGTERM && c.storage_size == 0);
   char *out = dump (ohbox_sandbox_config_to_json (&c));
   ohbox_sandbox_config_clear (&c);
@@ -177,8 +176,16 @@ test_config (void)
     .present = OHBOX_CONFIG_ID | OHBOX_CONFIG_NAME | OHBOX_CONFIG_IMAGE | OHBOX_CONFIG_IMAGE_ID | OHBOX_CONFIG_COMMAND
                | OHBOX_CONFIG_CREATED | OHBOX_CONFIG_RM | OHBOX_CONFIG_DETACHED | OHBOX_CONFIG_STORE
                | OHBOX_CONFIG_STOP_SIGNAL | OHBOX_CONFIG_TTY | OHBOX_CONFIG_STORAGE_SIZE,
-    .id = "x", .image = "i", .image_id = "d", .command = argv, .created = "c", .rm = true, .store = "/s",
-    .stop_signal = 9, .tty = true, .storage_size = 1 << 24,
+    .id = "x",
+    .image = "i",
+    .image_id = "d",
+    .command = argv,
+    .created = "c",
+    .rm = true,
+    .store = "/s",
+    .stop_signal = 9,
+    .tty = true,
+    .storage_size = 1 << 24,
   };
   out = dump (ohbox_sandbox_config_to_json (&n));
   CHECK_STR (out, "{\"id\":\"x\",\"name\":null,\"image\":\"i\",\"image_id\":\"d\",\"command\":[\"sh\"],"
@@ -215,8 +222,8 @@ ps_json (enum ohbox_sandbox_status status, const char *record, const char *netwo
   return out;
 }
 
-#define PS_HEAD                                                                                                \
-  "{\"id\":\"" ID "\",\"name\":\"web\",\"image\":\"busybox:latest\",\"image_id\":\"sha256:aa\","              \
+#define PS_HEAD                                                                                                        \
+  "{\"id\":\"" ID "\",\"name\":\"web\",\"image\":\"busybox:latest\",\"image_id\":\"sha256:aa\","                       \
   "\"command\":[\"sleep\",\"100\"],\"created\":\"2026-11-25T08:00:00Z\",\"devices\":null,"
 #define PS_TAIL ",\"labels\":{},\"annotations\":{}}"
 
@@ -239,8 +246,9 @@ test_ps_json (void)
                         "\"network\":\"none\"" PS_TAIL);
   free (s);
   s = ps_json (OHBOX_STATUS_CREATED, "{}", "{\"active\":true}");
-  CHECK_STR (s, PS_HEAD "\"status\":\"created\",\"pid\":null,\"started_at\":null,\"exit_code\":null,"
-                        "\"finished_at\":null,\"timed_out\":false,\"ip\":null,\"ports\":null,\"network\":\"bridge\"" PS_TAIL);
+  CHECK_STR (s, PS_HEAD
+             "\"status\":\"created\",\"pid\":null,\"started_at\":null,\"exit_code\":null,"
+             "\"finished_at\":null,\"timed_out\":false,\"ip\":null,\"ports\":null,\"network\":\"bridge\"" PS_TAIL);
   free (s);
 }
 

@@ -201,7 +201,8 @@ test_blob_lock_excludes_other_process (void)
 }
 
 static json_t *
-fake_record (struct ohbox_store *s, const char *content, char id_out[OHBOX_DIGEST_LEN + 1], char blob_out[OHBOX_DIGEST_LEN + 1])
+fake_record (struct ohbox_store *s, const char *content, char id_out[OHBOX_DIGEST_LEN + 1],
+             char blob_out[OHBOX_DIGEST_LEN + 1])
 {
   ohbox_error_t err = NULL;
   ohbox_store_put_blob (s, NULL, content, strlen (content), id_out, &err);
@@ -365,17 +366,17 @@ struct download
   struct ohbox_store *s;
   const char *digest; /* the descriptor's */
   int64_t size;
-  const char *data;   /* what the registry sends */
+  const char *data; /* what the registry sends */
   size_t len;
-  const char *first;  /* sent first, then dropped (a restart from zero) */
+  const char *first; /* sent first, then dropped (a restart from zero) */
   size_t first_len;
   pthread_t thread;
   pthread_mutex_t lock;
   pthread_cond_t cond;
-  bool started;    /* the writer (and its partial file) exists */
+  bool started; /* the writer (and its partial file) exists */
   size_t written;
-  int state;       /* 0: running, 1: committed, -1: failed */
-  bool end_wanted; /* the unpack waits for the end alone */
+  int state;         /* 0: running, 1: committed, -1: failed */
+  bool end_wanted;   /* the unpack waits for the end alone */
   bool read_partial; /* the unpack read while the blob was incomplete */
 };
 
@@ -645,8 +646,13 @@ test_unpack_while_downloading_restart (void)
   memcpy (garbage, "\x1f\x8b\x08\x00", 4);
   for (size_t i = 4; i < sizeof garbage; i++)
     garbage[i] = (char) (i * 7 + 3);
-  struct download d = { .s = s, .digest = digest, .size = (int64_t) len, .data = blob, .len = len,
-                        .first = garbage, .first_len = sizeof garbage };
+  struct download d = { .s = s,
+                        .digest = digest,
+                        .size = (int64_t) len,
+                        .data = blob,
+                        .len = len,
+                        .first = garbage,
+                        .first_len = sizeof garbage };
   CHECK (unpack_downloading (&d, diff_id, &err) == 0, "%s", err ? err->msg : "");
   CHECK (d.end_wanted, "the unpack did not fail on the dropped bytes");
   CHECK (ohbox_store_has_layer (s, diff_id));

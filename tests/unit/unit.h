@@ -47,54 +47,54 @@ unit_skip (const char *fmt, ...)
 }
 
 /* Records a failure and returns from the test function. */
-#define CHECK(cond, ...)                                                                                       \
-  do                                                                                                           \
-    {                                                                                                          \
-      if (!(cond))                                                                                             \
-        {                                                                                                      \
-          unit_fail_at (__FILE__, __LINE__, "CHECK(" #cond ") " __VA_ARGS__);                                  \
-          return;                                                                                              \
-        }                                                                                                      \
-    }                                                                                                          \
+#define CHECK(cond, ...)                                                                                               \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      if (!(cond))                                                                                                     \
+        {                                                                                                              \
+          unit_fail_at (__FILE__, __LINE__, "CHECK(" #cond ") " __VA_ARGS__);                                          \
+          return;                                                                                                      \
+        }                                                                                                              \
+    }                                                                                                                  \
   while (0)
 
-#define CHECK_STR(a, b)                                                                                        \
-  do                                                                                                           \
-    {                                                                                                          \
-      const char *_a = (a), *_b = (b);                                                                         \
-      if (_a == NULL || _b == NULL ? _a != _b : strcmp (_a, _b) != 0)                                          \
-        {                                                                                                      \
-          unit_fail_at (__FILE__, __LINE__, "%s == \"%s\", expected \"%s\"", #a, _a ? _a : "(null)",          \
-                        _b ? _b : "(null)");                                                                   \
-          return;                                                                                              \
-        }                                                                                                      \
-    }                                                                                                          \
+#define CHECK_STR(a, b)                                                                                                \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      const char *_a = (a), *_b = (b);                                                                                 \
+      if (_a == NULL || _b == NULL ? _a != _b : strcmp (_a, _b) != 0)                                                  \
+        {                                                                                                              \
+          unit_fail_at (__FILE__, __LINE__, "%s == \"%s\", expected \"%s\"", #a, _a ? _a : "(null)",                   \
+                        _b ? _b : "(null)");                                                                           \
+          return;                                                                                                      \
+        }                                                                                                              \
+    }                                                                                                                  \
   while (0)
 
-#define RUN_TEST(fn)                                                                                           \
-  do                                                                                                           \
-    {                                                                                                          \
-      unit_current = #fn;                                                                                      \
-      unit_failed_current = 0;                                                                                 \
-      unit_skipped_current = 0;                                                                                \
-      fn ();                                                                                                   \
-      if (unit_failed_current)                                                                                 \
-        unit_failures++;                                                                                       \
-      else if (!unit_skipped_current)                                                                          \
-        printf ("PASS: %s/%s\n", unit_program, unit_current);                                                  \
-      fflush (stdout);                                                                                         \
-    }                                                                                                          \
+#define RUN_TEST(fn)                                                                                                   \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      unit_current = #fn;                                                                                              \
+      unit_failed_current = 0;                                                                                         \
+      unit_skipped_current = 0;                                                                                        \
+      fn ();                                                                                                           \
+      if (unit_failed_current)                                                                                         \
+        unit_failures++;                                                                                               \
+      else if (!unit_skipped_current)                                                                                  \
+        printf ("PASS: %s/%s\n", unit_program, unit_current);                                                          \
+      fflush (stdout);                                                                                                 \
+    }                                                                                                                  \
   while (0)
 
-#define UNIT_MAIN_BEGIN(name)                                                                                  \
-  int main (int argc, char **argv)                                                                             \
-  {                                                                                                            \
-    (void) argc;                                                                                               \
-    (void) argv;                                                                                               \
+#define UNIT_MAIN_BEGIN(name)                                                                                          \
+  int main (int argc, char **argv)                                                                                     \
+  {                                                                                                                    \
+    (void) argc;                                                                                                       \
+    (void) argv;                                                                                                       \
     unit_program = name;
 
-#define UNIT_MAIN_END                                                                                          \
-  return unit_failures ? 1 : 0;                                                                                \
+#define UNIT_MAIN_END                                                                                                  \
+  return unit_failures ? 1 : 0;                                                                                        \
   }
 
 #endif

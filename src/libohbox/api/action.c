@@ -36,8 +36,7 @@ ohbox_executor_info_clear (struct ohbox_executor_info *x)
 }
 
 int
-ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox_executor_info *ret,
-                        ohbox_error_t *err)
+ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox_executor_info *ret, ohbox_error_t *err)
 {
   memset (ret, 0, sizeof *ret);
   cleanup_free char *id = NULL;
@@ -118,8 +117,7 @@ ohbox_sandbox_executor_record (struct ohbox_runtime *rt, const char *id, struct 
   if (key == NULL || (url && strncmp (url, "http://", 7) != 0))
     {
       json_decref (j);
-      return ohbox_error (err, OHBOX_ERR_STORE, 0, "state file `%s` of sandbox `%.12s` is corrupt", EXECUTOR_FILE,
-                          id);
+      return ohbox_error (err, OHBOX_ERR_STORE, 0, "state file `%s` of sandbox `%.12s` is corrupt", EXECUTOR_FILE, id);
     }
   ret->id = xstrdup (id);
   ret->url = url ? xstrdup (url) : NULL;
@@ -202,8 +200,8 @@ error_detail (const char *body, size_t len)
 }
 
 int
-ohbox_action_execute (const char *url, const char *api_key, json_t *action,
-                      const struct ohbox_action_options *opts, json_t **ret_obs, ohbox_error_t *err)
+ohbox_action_execute (const char *url, const char *api_key, json_t *action, const struct ohbox_action_options *opts,
+                      json_t **ret_obs, ohbox_error_t *err)
 {
   struct ohbox_action_options o = { 0 };
   if (opts)
@@ -301,8 +299,8 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action,
       cleanup_free char *detail = error_detail (resp.body.data ? resp.body.data : "", resp.body.len);
       ohbox_buf_free (&resp.body);
       if (status == 401 || status == 403)
-        return ohbox_error (err, OHBOX_ERR_AUTH, 0, "POST `%s`: HTTP %ld (%s): wrong session API key", endpoint,
-                            status, detail);
+        return ohbox_error (err, OHBOX_ERR_AUTH, 0, "POST `%s`: HTTP %ld (%s): wrong session API key", endpoint, status,
+                            detail);
       return ohbox_error (err, status == 422 || status == 400 ? OHBOX_ERR_USAGE : OHBOX_ERR_GENERIC, 0,
                           "POST `%s`: HTTP %ld: %s", endpoint, status, detail);
     }
@@ -335,8 +333,8 @@ ohbox_action_shortcut (const char *verb, char **args, double timeout, json_t **r
   size_t n = count_args (args);
   json_t *a = NULL;
   if (strcmp (verb, "run") == 0 && n == 1)
-    a = json_pack ("{s:s, s:{s:s, s:b, s:b}}", "action", "run", "args", "command", args[0], "is_input", 0,
-                   "blocking", timeout > 0);
+    a = json_pack ("{s:s, s:{s:s, s:b, s:b}}", "action", "run", "args", "command", args[0], "is_input", 0, "blocking",
+                   timeout > 0);
   else if (strcmp (verb, "read") == 0 && n == 1)
     a = json_pack ("{s:s, s:{s:s}}", "action", "read", "args", "path", args[0]);
   else if (strcmp (verb, "write") == 0 && n == 2)

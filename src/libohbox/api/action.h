@@ -53,8 +53,8 @@ struct ohbox_action_options
  * the observation. ACTION is an action object ({"action": "run", "args":
  * {...}}) or the whole envelope ({"action": {...}}). An HTTP error is an
  * error whose message carries the server's "detail" (403: OHBOX_ERR_AUTH). */
-int ohbox_action_execute (const char *url, const char *api_key, json_t *action,
-                          const struct ohbox_action_options *opts, json_t **ret_obs, ohbox_error_t *err);
+int ohbox_action_execute (const char *url, const char *api_key, json_t *action, const struct ohbox_action_options *opts,
+                          json_t **ret_obs, ohbox_error_t *err);
 
 /* Actions for the CLI's shortcuts (NULL-terminated ARGS as typed):
  *   run CMD                    {"action":"run","args":{"command":CMD,...}}

@@ -20,16 +20,15 @@
 #include "policy/run_policy.h"
 #include "sandbox/linux.h"
 
-_Static_assert ((int) OHBOX_E_GENERIC == (int) OHBOX_ERR_GENERIC && (int) OHBOX_E_USAGE == (int) OHBOX_ERR_USAGE
-                    && (int) OHBOX_E_NOT_FOUND == (int) OHBOX_ERR_NOT_FOUND && (int) OHBOX_E_AUTH == (int) OHBOX_ERR_AUTH
-                    && (int) OHBOX_E_REGISTRY == (int) OHBOX_ERR_REGISTRY
-                    && (int) OHBOX_E_INTEGRITY == (int) OHBOX_ERR_INTEGRITY
-                    && (int) OHBOX_E_STORE == (int) OHBOX_ERR_STORE
-                    && (int) OHBOX_E_UNSUPPORTED == (int) OHBOX_ERR_UNSUPPORTED
-                    && (int) OHBOX_E_SANDBOX == (int) OHBOX_ERR_SANDBOX && (int) OHBOX_E_NETWORK == (int) OHBOX_ERR_NETWORK
-                    && (int) OHBOX_E_CGROUP == (int) OHBOX_ERR_CGROUP
-                    && (int) OHBOX_E_SECURITY == (int) OHBOX_ERR_SECURITY,
-                "the public error codes are the internal kinds");
+_Static_assert((int) OHBOX_E_GENERIC == (int) OHBOX_ERR_GENERIC && (int) OHBOX_E_USAGE == (int) OHBOX_ERR_USAGE
+                 && (int) OHBOX_E_NOT_FOUND == (int) OHBOX_ERR_NOT_FOUND && (int) OHBOX_E_AUTH == (int) OHBOX_ERR_AUTH
+                 && (int) OHBOX_E_REGISTRY == (int) OHBOX_ERR_REGISTRY
+                 && (int) OHBOX_E_INTEGRITY == (int) OHBOX_ERR_INTEGRITY && (int) OHBOX_E_STORE == (int) OHBOX_ERR_STORE
+                 && (int) OHBOX_E_UNSUPPORTED == (int) OHBOX_ERR_UNSUPPORTED
+                 && (int) OHBOX_E_SANDBOX == (int) OHBOX_ERR_SANDBOX && (int) OHBOX_E_NETWORK == (int) OHBOX_ERR_NETWORK
+                 && (int) OHBOX_E_CGROUP == (int) OHBOX_ERR_CGROUP
+                 && (int) OHBOX_E_SECURITY == (int) OHBOX_ERR_SECURITY,
+               "the public error codes are the internal kinds");
 
 /* Option structs larger than this are a caller's bug, not a newer ABI. */
 #define API_MAX_OPTS_SIZE 4096
@@ -108,8 +107,8 @@ api_copy_opts (void *dst, size_t dst_size, const void *src, const char *what, oh
     }
   size_t n = *(const size_t *) src;
   if (n < sizeof (size_t) || n > API_MAX_OPTS_SIZE)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "%s: `size` is %zu: set it to sizeof (%s) (OHBOX_OPTS_INIT)", what,
-                        n, what);
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "%s: `size` is %zu: set it to sizeof (%s) (OHBOX_OPTS_INIT)", what, n,
+                        what);
   /* A caller built against a newer header: fine while it leaves what we
    * do not know about zero. */
   const unsigned char *p = src;
@@ -237,8 +236,7 @@ ohbox_pull_image (ohbox_ctx *ctx, const char *ref, const ohbox_pull_opts *opts, 
 }
 
 int
-ohbox_build_image (ohbox_ctx *ctx, const char *base, const ohbox_build_opts *opts, char **ret_image,
-                   ohbox_err **err)
+ohbox_build_image (ohbox_ctx *ctx, const char *base, const ohbox_build_opts *opts, char **ret_image, ohbox_err **err)
 {
   cleanup_error ohbox_error_t e = NULL;
   ohbox_build_opts o;
@@ -457,9 +455,8 @@ ohbox_run (ohbox_ctx *ctx, const ohbox_run_opts *opts, char **ret_id, int *ret_e
 
 /* Resolves WHAT and calls FN on the sandbox's id. */
 static int
-with_sandbox (ohbox_ctx *ctx, const char *what, int (*fn) (struct ohbox_runtime *, const char *, void *,
-                                                           ohbox_error_t *),
-              void *data, ohbox_err **err)
+with_sandbox (ohbox_ctx *ctx, const char *what,
+              int (*fn) (struct ohbox_runtime *, const char *, void *, ohbox_error_t *), void *data, ohbox_err **err)
 {
   cleanup_error ohbox_error_t e = NULL;
   if (what == NULL)
@@ -599,8 +596,7 @@ ohbox_listing_exit_code (const ohbox_listing *l, size_t i)
 {
   const struct ohbox_sandbox_info *s = listing_at (l, i);
   /* As ps shows it: only once the sandbox exited. */
-  return s && s->status == OHBOX_STATUS_EXITED && ohbox_sandbox_record_exited (&s->record) ? s->record.exit_code
-                                                                                           : -1;
+  return s && s->status == OHBOX_STATUS_EXITED && ohbox_sandbox_record_exited (&s->record) ? s->record.exit_code : -1;
 }
 
 const char *

@@ -112,8 +112,7 @@ ohbox_exec (ohbox_ctx *ctx, const char *id, const ohbox_exec_opts *opts, ohbox_e
   if (api_copy_opts (&o, sizeof o, opts, "ohbox_exec_opts", &e) < 0)
     return api_fail (err, &e);
   if (id == NULL || o.argv == NULL || o.argv[0] == NULL)
-    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_exec: a sandbox and a command are required"),
-           api_fail (err, &e);
+    return ohbox_error (&e, OHBOX_ERR_USAGE, 0, "ohbox_exec: a sandbox and a command are required"), api_fail (err, &e);
   /* The internal options are not const but are only read. */
   struct ohbox_exec_options xo = {
     .argv = (char **) o.argv,

@@ -261,8 +261,9 @@ runtime_config (const struct ohbox_image *from, size_t keep, const struct new_la
   static const char *const ep[] = { OHBOX_RUNTIME_LOADER, "--library-path", OHBOX_RUNTIME_LIBDIR,
                                     OHBOX_RUNTIME_EXECUTOR, NULL };
   /* root: a base may have no /etc/passwd for the executor to add a user to. */
-  static const char *const cmd[] = { "8000", "--working-dir", "/workspace", "--username", "root", "--user-id", "0",
-                                     NULL };
+  static const char *const cmd[] = {
+    "8000", "--working-dir", "/workspace", "--username", "root", "--user-id", "0", NULL
+  };
   json_object_set_new (c, "Entrypoint", strv_json (ep));
   json_object_set_new (c, "Cmd", strv_json (cmd));
   json_t *env = json_object_get (c, "Env");
@@ -318,8 +319,8 @@ commit_image (struct ohbox_store *s, const struct ohbox_image *from, size_t keep
   for (size_t i = 0; i < keep; i++)
     json_array_append_new (layers, json_deep_copy (json_array_get (from_layers, i)));
   for (size_t i = 0; i < n_new; i++)
-    json_array_append_new (layers, json_pack ("{s:s, s:s, s:I}", "mediaType", OCI_MEDIA_LAYER, "digest",
-                                              nl[i].digest, "size", (json_int_t) nl[i].size));
+    json_array_append_new (layers, json_pack ("{s:s, s:s, s:I}", "mediaType", OCI_MEDIA_LAYER, "digest", nl[i].digest,
+                                              "size", (json_int_t) nl[i].size));
   json_t *man = json_pack ("{s:i, s:s, s:{s:s, s:s, s:I}, s:o}", "schemaVersion", 2, "mediaType", OCI_MEDIA_MANIFEST,
                            "config", "mediaType", OCI_MEDIA_CONFIG, "digest", cfg_digest, "size",
                            (json_int_t) strlen (cfg_raw), "layers", layers);
@@ -441,8 +442,8 @@ ohbox_build (struct ohbox_store *s, const char *base, const struct ohbox_build_o
     goto out;
   lock_prefix = xasprintf ("%s_", res->lock_tag);
   if (ohbox_build_hash_tag (lock_prefix, in.source_digest, &res->source_tag, err) < 0
-      || runtime_name (repo, res->versioned_tag, &vname, err) < 0
-      || runtime_name (repo, res->lock_tag, &lname, err) < 0 || runtime_name (repo, res->source_tag, &sname, err) < 0)
+      || runtime_name (repo, res->versioned_tag, &vname, err) < 0 || runtime_name (repo, res->lock_tag, &lname, err) < 0
+      || runtime_name (repo, res->source_tag, &sname, err) < 0)
     goto out;
   res->image = xstrdup (sname);
 

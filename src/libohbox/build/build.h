@@ -105,10 +105,10 @@ const char *ohbox_build_path_name (enum ohbox_build_path p);
 
 struct ohbox_build_options
 {
-  const char *runtime_repo;  /* NULL: OHBOX_BUILD_DEFAULT_REPO; a registry in it is tried for lock/versioned */
+  const char *runtime_repo; /* NULL: OHBOX_BUILD_DEFAULT_REPO; a registry in it is tried for lock/versioned */
   bool force_rebuild;
-  bool no_pull;              /* never contact a registry (base and runtime snapshots) */
-  const char *executor;      /* NULL: see above */
+  bool no_pull;         /* never contact a registry (base and runtime snapshots) */
+  const char *executor; /* NULL: see above */
   const char *executor_src;
   const char *bash;
   const struct ohbox_pull_options *pull; /* for the base and the runtime registry (may be NULL) */
@@ -119,13 +119,13 @@ struct ohbox_build_options
 struct ohbox_build_result
 {
   enum ohbox_build_path path;
-  char *image;          /* "<repo>:<source tag>", normalised */
-  char *id;             /* manifest digest */
-  char *base;           /* the base as used in tags */
+  char *image; /* "<repo>:<source tag>", normalised */
+  char *id;    /* manifest digest */
+  char *base;  /* the base as used in tags */
   char *base_digest;
   char *versioned_tag, *lock_tag, *source_tag;
-  char *from;           /* the snapshot built on (paths 2 and 3), else NULL */
-  json_t *tagged;       /* names set by this build */
+  char *from;     /* the snapshot built on (paths 2 and 3), else NULL */
+  json_t *tagged; /* names set by this build */
   double seconds;
 };
 void ohbox_build_result_clear (struct ohbox_build_result *r);
@@ -147,7 +147,7 @@ struct ohbox_build_inputs
   json_t *closure_files; /* [{"path": "lib/NAME", "sha256": hex, "size"}] sorted */
   char *bash;            /* host path of the static bash */
   char *bash_digest;
-  char *source_digest;   /* hex, over the source tree and executor_digest */
+  char *source_digest; /* hex, over the source tree and executor_digest */
 };
 /* Finds and digests the inputs (cached), making the closure when missing. */
 int ohbox_build_inputs_load (struct ohbox_store *s, const struct ohbox_build_options *opts,
@@ -161,11 +161,11 @@ char *ohbox_build_lock_json (const struct ohbox_build_inputs *in, bool with_bash
 
 struct ohbox_build_entry
 {
-  char *path;      /* relative, no leading '/' */
-  char type;       /* 'd', 'f' (from SRC or DATA), 'l' (symlink to TARGET) */
+  char *path; /* relative, no leading '/' */
+  char type;  /* 'd', 'f' (from SRC or DATA), 'l' (symlink to TARGET) */
   unsigned mode;
-  char *src;       /* host file for 'f', or NULL */
-  char *data;      /* contents for 'f' without SRC */
+  char *src;  /* host file for 'f', or NULL */
+  char *data; /* contents for 'f' without SRC */
   size_t data_len;
   char *target;
 };
@@ -177,7 +177,7 @@ struct ohbox_build_layer
 void ohbox_build_layer_dir (struct ohbox_build_layer *spec, const char *path, unsigned mode);
 void ohbox_build_layer_file (struct ohbox_build_layer *spec, const char *path, unsigned mode, const char *src);
 void ohbox_build_layer_data (struct ohbox_build_layer *spec, const char *path, unsigned mode, const char *data,
-                            size_t len);
+                             size_t len);
 void ohbox_build_layer_symlink (struct ohbox_build_layer *spec, const char *path, const char *target);
 void ohbox_build_layer_clear (struct ohbox_build_layer *spec);
 /* Writes SPEC as a reproducible tar, stores it as a blob and unpacks it as

@@ -36,8 +36,7 @@
 /* The first of the N candidates (NULL entries skipped) that
  * exists; WHAT and HINT make the error when none does. */
 static int
-first_existing (const char *const *cand, size_t n, const char *what, const char *hint, char **out,
-                ohbox_error_t *err)
+first_existing (const char *const *cand, size_t n, const char *what, const char *hint, char **out, ohbox_error_t *err)
 {
   for (size_t i = 0; i < n; i++)
     if (cand[i] && *cand[i] && access (cand[i], F_OK) == 0)
@@ -179,8 +178,8 @@ run_closure_sh (const char *script, const char *exe, const char *dir, ohbox_erro
   /* The script copies into the store: a full disk is a store error (exit
    * 7), whichever tool of the script met it. */
   bool full = output && (strstr (output, "No space left on device") || strstr (output, "Disk quota exceeded"));
-  int r = ohbox_error (err, full ? OHBOX_ERR_STORE : OHBOX_ERR_GENERIC, 0, "`%s %s %s` failed: %s", script, exe,
-                       dir, output && *output ? output : "no output");
+  int r = ohbox_error (err, full ? OHBOX_ERR_STORE : OHBOX_ERR_GENERIC, 0, "`%s %s %s` failed: %s", script, exe, dir,
+                       output && *output ? output : "no output");
   if (full)
     ohbox_error_hint (err, "no space left in `%s`: free some (`ohbox prune`) and build again", dir);
   return r;
@@ -387,8 +386,8 @@ is_static_elf (const char *path)
 }
 
 int
-ohbox_build_inputs_load (struct ohbox_store *s, const struct ohbox_build_options *opts,
-                         struct ohbox_build_inputs *in, ohbox_error_t *err)
+ohbox_build_inputs_load (struct ohbox_store *s, const struct ohbox_build_options *opts, struct ohbox_build_inputs *in,
+                         ohbox_error_t *err)
 {
   memset (in, 0, sizeof *in);
   json_t *cache = read_cache (s);
@@ -396,14 +395,14 @@ ohbox_build_inputs_load (struct ohbox_store *s, const struct ohbox_build_options
   int ret = -1;
   const char *exe_cand[] = { opts->executor, getenv ("OHBOX_EXECUTOR"), OHBOX_PKGLIBEXECDIR "/ohbox-executor",
                              OHBOX_BUILDDIR "/ohbox-executor" };
-  const char *src_cand[] = { opts->executor_src, getenv ("OHBOX_EXECUTOR_SRCDIR"),
-                             OHBOX_PKGDATADIR "/executor-src", OHBOX_SRCDIR "/executor" };
+  const char *src_cand[] = { opts->executor_src, getenv ("OHBOX_EXECUTOR_SRCDIR"), OHBOX_PKGDATADIR "/executor-src",
+                             OHBOX_SRCDIR "/executor" };
   const char *bash_cand[] = { opts->bash, opts->bash ? NULL : "/bin/bash-static" };
   cleanup_free char *srcdir = NULL;
   char srchex[65];
   if (first_existing (exe_cand, 4, "the executor (ohbox-executor)", "build it (make) or set OHBOX_EXECUTOR",
                       &in->executor, err)
-          < 0
+        < 0
       || cached_digest (cache, &dirty, in->executor, &in->executor_digest, err) < 0)
     goto out;
   if (first_existing (src_cand, 4, "the executor source tree", "set OHBOX_EXECUTOR_SRCDIR", &srcdir, err) < 0
@@ -456,8 +455,7 @@ ohbox_build_lock_json (const struct ohbox_build_inputs *in, bool with_bash)
   json_t *lock = json_pack ("{s:i, s:s, s:O}", "lock_version", 1, "platform", "linux/amd64", "executor_closure",
                             in->closure_files);
   if (with_bash)
-    json_object_set_new (lock, "bash", json_pack ("{s:s, s:s}", "path", OHBOX_RUNTIME_BASH, "sha256",
-                                                  in->bash_digest));
+    json_object_set_new (lock, "bash", json_pack ("{s:s, s:s}", "path", OHBOX_RUNTIME_BASH, "sha256", in->bash_digest));
   char *s = json_dumps (lock, JSON_COMPACT | JSON_SORT_KEYS);
   json_decref (lock);
   return s;

@@ -183,8 +183,8 @@ out:
 }
 
 int
-ohbox_build_layer_commit (struct ohbox_store *s, struct ohbox_build_layer *spec,
-                          char digest_out[OHBOX_DIGEST_LEN + 1], int64_t *size_out, ohbox_error_t *err)
+ohbox_build_layer_commit (struct ohbox_store *s, struct ohbox_build_layer *spec, char digest_out[OHBOX_DIGEST_LEN + 1],
+                          int64_t *size_out, ohbox_error_t *err)
 {
   struct tar_sink sink = { { 0 }, false };
   if (write_tar (spec, &sink, err) < 0)

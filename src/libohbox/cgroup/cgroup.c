@@ -147,8 +147,8 @@ check_controllers (const struct ohbox_cgroup_host *host, const struct ohbox_cgro
 }
 
 static int
-apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *cg,
-              const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *cg, const struct ohbox_cgroup_limits *l,
+              ohbox_error_t *err)
 {
   const struct ohbox_cgroup_dir *d;
   if (l->memory || l->memory_swap)
@@ -164,8 +164,7 @@ apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *c
     {
       if ((d = dir_for (cg, OHBOX_CGROUP_CPU)) == NULL)
         return missing_controller (host, OHBOX_CGROUP_CPU, l->cpu_quota ? "--cpus" : "--cpu-shares", err);
-      if ((d->version == 1 ? ohbox_cgroup_v1_set_cpu (d->path, l, err) : ohbox_cgroup_v2_set_cpu (d->path, l, err))
-          < 0)
+      if ((d->version == 1 ? ohbox_cgroup_v1_set_cpu (d->path, l, err) : ohbox_cgroup_v2_set_cpu (d->path, l, err)) < 0)
         return -1;
     }
   if (l->pids > 0)
@@ -225,14 +224,12 @@ make_dir (const struct ohbox_cgroup_hier *x, const char *path, ohbox_error_t *er
     {
       int e = errno;
       if (e == EEXIST)
-        return ohbox_error (
-            err, OHBOX_ERR_GENERIC, EEXIST,
-            "create cgroup `%s`: a cgroup of another sandbox with this id exists, or a leftover of "
-            "one that crashed (ohbox reconciles leftovers on its next command)",
-            path);
-      if (e != ENOENT || attempt >= 3)
-        return ohbox_error (err, e == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_CGROUP, e, "create cgroup `%s`",
+        return ohbox_error (err, OHBOX_ERR_GENERIC, EEXIST,
+                            "create cgroup `%s`: a cgroup of another sandbox with this id exists, or a leftover of "
+                            "one that crashed (ohbox reconciles leftovers on its next command)",
                             path);
+      if (e != ENOENT || attempt >= 3)
+        return ohbox_error (err, e == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_CGROUP, e, "create cgroup `%s`", path);
       if ((x->version == 2 ? ohbox_cgroup_v2_enable (x->base, x->parent, want, err)
                            : ohbox_mkdir_p (AT_FDCWD, x->parent, 0755, err))
           < 0)
@@ -256,8 +253,8 @@ make_dir (const struct ohbox_cgroup_hier *x, const char *path, ohbox_error_t *er
 }
 
 int
-ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id,
-                     const struct ohbox_cgroup_limits *limits, struct ohbox_cgroup **out, ohbox_error_t *err)
+ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
+                     struct ohbox_cgroup **out, ohbox_error_t *err)
 {
   static const struct ohbox_cgroup_limits none;
   const struct ohbox_cgroup_limits *l = limits ? limits : &none;
@@ -293,8 +290,7 @@ fail:
 }
 
 int
-ohbox_cgroup_open (const struct ohbox_cgroup_host *host, const char *id, struct ohbox_cgroup **out,
-                   ohbox_error_t *err)
+ohbox_cgroup_open (const struct ohbox_cgroup_host *host, const char *id, struct ohbox_cgroup **out, ohbox_error_t *err)
 {
   if (check_id (id, err) < 0)
     return -1;
@@ -748,8 +744,8 @@ ohbox_cgroup_destroy (struct ohbox_cgroup *cg, ohbox_error_t *err)
 #define RECONCILE_MAX 65536
 
 int
-ohbox_cgroup_reconcile (const struct ohbox_cgroup_host *host, bool (*alive) (const char *id, void *data),
-                        void *data, unsigned *removed, ohbox_error_t *err)
+ohbox_cgroup_reconcile (const struct ohbox_cgroup_host *host, bool (*alive) (const char *id, void *data), void *data,
+                        unsigned *removed, ohbox_error_t *err)
 {
   if (removed)
     *removed = 0;

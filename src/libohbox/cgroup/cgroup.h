@@ -132,8 +132,8 @@ struct ohbox_cgroup;
  * whose controller the host lacks fails with OHBOX_ERR_UNSUPPORTED and
  * nothing is left behind.  ID: [A-Za-z0-9][A-Za-z0-9_.-]{0,127}.  On a
  * disabled host *OUT is an empty cgroup on which everything is a no-op. */
-int ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id,
-                         const struct ohbox_cgroup_limits *limits, struct ohbox_cgroup **out, ohbox_error_t *err);
+int ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
+                         struct ohbox_cgroup **out, ohbox_error_t *err);
 /* A device rule: TYPE 'c', 'b' or 'a' (all), MAJOR and MINOR (-1: any),
  * ACCESS a subset of "rwm". */
 struct ohbox_device_rule

@@ -190,8 +190,8 @@ disable (struct ohbox_cgroup_host *h, char *warning)
   h->warning = warning;
 }
 
-#define ROOTLESS_HINT                                                                                             \
-  "sandboxes run without resource limits (--memory, --cpus, --pids-limit are ignored), stats or pause; "          \
+#define ROOTLESS_HINT                                                                                                  \
+  "sandboxes run without resource limits (--memory, --cpus, --pids-limit are ignored), stats or pause; "               \
   "for limits run ohbox in a delegated cgroup v2 scope (systemd-run --user --scope -p Delegate=yes ohbox ...)"
 
 static int
@@ -241,8 +241,8 @@ detect_parse (const struct ohbox_cgroup_detect_opts *o, const char *mountinfo, c
           mask = OHBOX_CGROUP_NAMED;
         }
       /* The name is the controller list as /proc/self/cgroup spells it. */
-      cleanup_free char *name
-          = mask == OHBOX_CGROUP_NAMED ? xstrdup ("name=systemd") : ohbox_cg_controllers_list (mask, 1, ',');
+      cleanup_free char *name = mask == OHBOX_CGROUP_NAMED ? xstrdup ("name=systemd")
+                                                           : ohbox_cg_controllers_list (mask, 1, ',');
       if (add_hier (h, 1, mask, name, m.point) == NULL)
         {
           ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "too many cgroup v1 hierarchies");
@@ -304,8 +304,7 @@ detect_parse (const struct ohbox_cgroup_detect_opts *o, const char *mountinfo, c
         {
           cleanup_free char *why = NULL;
           cleanup_free char *rel = NULL;
-          if (ohbox_cgroup_v2_find_delegated (v2_mount, owndir + strlen (v2_mount), geteuid (), &rel, &why, err)
-              < 0)
+          if (ohbox_cgroup_v2_find_delegated (v2_mount, owndir + strlen (v2_mount), geteuid (), &rel, &why, err) < 0)
             goto out;
           if (rel == NULL)
             {
@@ -347,8 +346,7 @@ out:
 }
 
 int
-ohbox_cgroup_detect (const struct ohbox_cgroup_detect_opts *opts, struct ohbox_cgroup_host *out,
-                     ohbox_error_t *err)
+ohbox_cgroup_detect (const struct ohbox_cgroup_detect_opts *opts, struct ohbox_cgroup_host *out, ohbox_error_t *err)
 {
   static const struct ohbox_cgroup_detect_opts defaults = { .rootless = -1 };
   const struct ohbox_cgroup_detect_opts *o = opts ? opts : &defaults;

@@ -33,9 +33,9 @@
  * /dev: null, zero, full, random, urandom, tty, console, ptmx and the
  * pseudo-terminals, and tun. */
 const struct ohbox_device_rule ohbox_default_device_rules[] = {
-  { 'c', -1, -1, "m" },  { 'b', -1, -1, "m" },   { 'c', 1, 3, "rwm" }, { 'c', 1, 5, "rwm" },
-  { 'c', 1, 7, "rwm" },  { 'c', 1, 8, "rwm" },   { 'c', 1, 9, "rwm" }, { 'c', 5, 0, "rwm" },
-  { 'c', 5, 1, "rwm" },  { 'c', 5, 2, "rwm" },   { 'c', 136, -1, "rwm" }, { 'c', 10, 200, "rwm" },
+  { 'c', -1, -1, "m" }, { 'b', -1, -1, "m" }, { 'c', 1, 3, "rwm" },    { 'c', 1, 5, "rwm" },
+  { 'c', 1, 7, "rwm" }, { 'c', 1, 8, "rwm" }, { 'c', 1, 9, "rwm" },    { 'c', 5, 0, "rwm" },
+  { 'c', 5, 1, "rwm" }, { 'c', 5, 2, "rwm" }, { 'c', 136, -1, "rwm" }, { 'c', 10, 200, "rwm" },
 };
 const size_t ohbox_n_default_device_rules = sizeof ohbox_default_device_rules / sizeof ohbox_default_device_rules[0];
 

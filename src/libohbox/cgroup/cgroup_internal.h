@@ -17,8 +17,8 @@
 
 /* v1 hierarchies a sandbox joins; others (perf_event, net_cls, hugetlb...)
  * are left as they are. */
-#define OHBOX_CG_V1_JOINED                                                                                        \
-  (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_CPUSET | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_PIDS        \
+#define OHBOX_CG_V1_JOINED                                                                                             \
+  (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_CPUSET | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_PIDS             \
    | OHBOX_CGROUP_FREEZER | OHBOX_CGROUP_IO | OHBOX_CGROUP_DEVICES)
 /* v2 controllers ohbox enables for its sandboxes (each one costs at cgroup
  * creation; cpuset and hugetlb carry nothing ohbox sets). */
@@ -73,8 +73,7 @@ int ohbox_cgroup_v2_enable (const char *base, const char *dir, unsigned controll
 int ohbox_cgroup_v2_set_memory (const char *dir, const struct ohbox_cgroup_limits *l, ohbox_error_t *err);
 int ohbox_cgroup_v2_set_cpu (const char *dir, const struct ohbox_cgroup_limits *l, ohbox_error_t *err);
 int ohbox_cgroup_v2_freeze (const char *dir, bool freeze, int timeout_ms, ohbox_error_t *err);
-int ohbox_cgroup_v2_stats (const char *dir, unsigned controllers, struct ohbox_cgroup_stats *st,
-                           ohbox_error_t *err);
+int ohbox_cgroup_v2_stats (const char *dir, unsigned controllers, struct ohbox_cgroup_stats *st, ohbox_error_t *err);
 /* Writes cgroup.kill; *SUPPORTED false when there is none (Linux < 5.14,
  * or the directory is gone). */
 int ohbox_cgroup_v2_kill (const char *dir, bool *supported, ohbox_error_t *err);

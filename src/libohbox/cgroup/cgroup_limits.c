@@ -68,9 +68,8 @@ ohbox_cgroup_parse_size (const char *s, int64_t *out, ohbox_error_t *err)
   {
     const char *suffix;
     unsigned shift;
-  } units[]
-      = { { "", 0 },     { "b", 0 },  { "k", 10 },  { "kb", 10 },  { "kib", 10 }, { "m", 20 },  { "mb", 20 },
-          { "mib", 20 }, { "g", 30 }, { "gb", 30 }, { "gib", 30 }, { "t", 40 },   { "tb", 40 }, { "tib", 40 } };
+  } units[] = { { "", 0 },     { "b", 0 },  { "k", 10 },  { "kb", 10 },  { "kib", 10 }, { "m", 20 },  { "mb", 20 },
+                { "mib", 20 }, { "g", 30 }, { "gb", 30 }, { "gib", 30 }, { "t", 40 },   { "tb", 40 }, { "tib", 40 } };
   uint64_t ip, nanos;
   const char *rest;
   if (s == NULL || parse_decimal (s, &ip, &nanos, &rest) < 0)
@@ -94,8 +93,7 @@ ohbox_cgroup_parse_size (const char *s, int64_t *out, ohbox_error_t *err)
         *out = (int64_t) (v + frac);
         return 0;
       }
-  return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid size `%s`: unknown unit `%s` (use b, k, m, g or t)", s,
-                      rest);
+  return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid size `%s`: unknown unit `%s` (use b, k, m, g or t)", s, rest);
 }
 
 int
@@ -149,8 +147,8 @@ parse_uint (const char *option, const char *s, uint64_t lo, uint64_t hi, uint64_
   const char *rest;
   if (s == NULL || parse_decimal (s, &ip, &nanos, &rest) < 0 || *rest != '\0' || nanos != 0 || ip < lo || ip > hi)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                        "%s: invalid value `%s`: expected an integer from %" PRIu64 " to %" PRIu64, option,
-                        s ? s : "", lo, hi);
+                        "%s: invalid value `%s`: expected an integer from %" PRIu64 " to %" PRIu64, option, s ? s : "",
+                        lo, hi);
   *out = ip;
   return 0;
 }
@@ -251,6 +249,5 @@ bool
 ohbox_cgroup_limits_any (const struct ohbox_cgroup_limits *l)
 {
   return l
-         && (l->memory || l->memory_swap || l->cpu_quota || l->cpu_period || l->cpu_shares || l->cpu_weight
-             || l->pids);
+         && (l->memory || l->memory_swap || l->cpu_quota || l->cpu_period || l->cpu_shares || l->cpu_weight || l->pids);
 }

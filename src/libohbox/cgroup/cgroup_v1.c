@@ -69,11 +69,10 @@ ohbox_cgroup_v1_set_memory (const char *dir, const struct ohbox_cgroup_limits *l
     {
       if (l->memory_swap == 0)
         return 0; /* no swap accounting, and no swap limit asked for */
-      return ohbox_error (
-          err, OHBOX_ERR_UNSUPPORTED, 0,
-          "--memory-swap: swap accounting is off on this host (no `%s/memory.memsw.limit_in_bytes`); "
-          "boot the kernel with swapaccount=1 or drop --memory-swap",
-          dir);
+      return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                          "--memory-swap: swap accounting is off on this host (no `%s/memory.memsw.limit_in_bytes`); "
+                          "boot the kernel with swapaccount=1 or drop --memory-swap",
+                          dir);
     }
   int64_t memsw = l->memory_swap;
   if (memsw == 0)
@@ -150,8 +149,7 @@ ohbox_cgroup_v1_freeze (const char *dir, bool freeze, int timeout_ms, ohbox_erro
       cleanup_error ohbox_error_t ignored = NULL;
       ohbox_cg_write (dir, "freezer.state", "THAWED", &ignored);
     }
-  return ohbox_error (err, OHBOX_ERR_GENERIC, 0,
-                      "%s `%s`: not %s after %d ms (a process in uninterruptible sleep?)",
+  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "%s `%s`: not %s after %d ms (a process in uninterruptible sleep?)",
                       freeze ? "freeze" : "thaw", dir, want, timeout_ms);
 }
 

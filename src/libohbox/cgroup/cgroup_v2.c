@@ -47,15 +47,14 @@ ensure_subtree (const char *dir, unsigned controllers, ohbox_error_t *err)
   int e = local->errno_value;
   ohbox_error_move (err, &local);
   if (e == EBUSY)
-    return ohbox_error_hint (
-        err,
-        "cgroup `%s` holds processes of its own, and cgroup v2 lets only leaf cgroups "
-        "hold processes once controllers are enabled below them: move them into a child cgroup "
-        "or choose another cgroup parent",
-        dir);
+    return ohbox_error_hint (err,
+                             "cgroup `%s` holds processes of its own, and cgroup v2 lets only leaf cgroups "
+                             "hold processes once controllers are enabled below them: move them into a child cgroup "
+                             "or choose another cgroup parent",
+                             dir);
   if (e == ENOENT)
-    return ohbox_error_hint (
-        err, "a controller is missing from `%s/cgroup.controllers` (not delegated by the parent)", dir);
+    return ohbox_error_hint (err, "a controller is missing from `%s/cgroup.controllers` (not delegated by the parent)",
+                             dir);
   return -1;
 }
 
@@ -170,8 +169,8 @@ int
 ohbox_cgroup_v2_freeze (const char *dir, bool freeze, int timeout_ms, ohbox_error_t *err)
 {
   if (!ohbox_cg_has (dir, "cgroup.freeze"))
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
-                        "no `%s/cgroup.freeze`: the cgroup v2 freezer needs Linux 5.2", dir);
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "no `%s/cgroup.freeze`: the cgroup v2 freezer needs Linux 5.2",
+                        dir);
   cleanup_free char *path = xasprintf ("%s/cgroup.events", dir);
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
@@ -200,8 +199,7 @@ ohbox_cgroup_v2_freeze (const char *dir, bool freeze, int timeout_ms, ohbox_erro
       cleanup_error ohbox_error_t ignored = NULL;
       ohbox_cg_write (dir, "cgroup.freeze", "0", &ignored);
     }
-  return ohbox_error (err, OHBOX_ERR_GENERIC, 0,
-                      "%s `%s`: not %s after %d ms (a process in uninterruptible sleep?)",
+  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "%s `%s`: not %s after %d ms (a process in uninterruptible sleep?)",
                       freeze ? "freeze" : "thaw", dir, freeze ? "frozen" : "thawed", timeout_ms);
 }
 
@@ -348,8 +346,7 @@ ohbox_cgroup_v2_find_delegated (const char *mount, const char *own, uid_t euid, 
     }
   if (best == NULL)
     {
-      *why = xasprintf ("the cgroup of this process, `%s`, is not delegated to uid %d", *own ? own : "/",
-                        (int) euid);
+      *why = xasprintf ("the cgroup of this process, `%s`, is not delegated to uid %d", *own ? own : "/", (int) euid);
       return 0;
     }
   /* The delegated cgroup itself must hold no process, or no controller can

@@ -29,10 +29,10 @@ struct ohbox_dl_library
   const char *package;        /* the Debian package that ships it */
   const char *const *symbols; /* names of the table's slots, in order */
   size_t n_symbols;
-  void **slots;               /* the table (a struct of function pointers) */
+  void **slots; /* the table (a struct of function pointers) */
   pthread_once_t once;
-  void (*init) (void);        /* calls ohbox_dl_open_many on this library */
-  char *error;                /* why it cannot be used; NULL once loaded */
+  void (*init) (void); /* calls ohbox_dl_open_many on this library */
+  char *error;         /* why it cannot be used; NULL once loaded */
 };
 
 /* Opens LIB->soname and resolves every symbol into LIB->slots; on failure
@@ -56,26 +56,25 @@ int ohbox_dl_load (struct ohbox_dl_library *lib, ohbox_error_t *err);
  * (executor/closure.sh, the cgroup v2 guest's payload). NEEDED_FOR and
  * PACKAGE make the error when it cannot be loaded say why and what to
  * install. */
-#define OHBOX_DL_DEFINE(NAME, SYMBOLS, SONAME, NEEDED_FOR, PACKAGE)                                              \
-  union ohbox_dl_##NAME##_table ohbox_dl_##NAME;                                                                 \
-  static const char *const symbols[] = { SYMBOLS (OHBOX_DL_NAME) };                                              \
-  _Static_assert (sizeof (symbols) / sizeof (symbols[0]) == sizeof (ohbox_dl_##NAME.slots) / sizeof (void *),     \
-                  "one name per slot");                                                                          \
-  _Static_assert (sizeof (ohbox_dl_##NAME) == sizeof (ohbox_dl_##NAME.slots),                                    \
-                  "the table is an array of pointers");                                                          \
-  static const char dlopen_soname[] __attribute__ ((section (".ohbox.dlopen"), used)) = SONAME;                  \
-  static void load (void);                                                                                       \
-  static struct ohbox_dl_library library = {                                                                     \
-    .soname = SONAME,                                                                                            \
-    .needed_for = NEEDED_FOR,                                                                                    \
-    .package = PACKAGE,                                                                                          \
-    .symbols = symbols,                                                                                          \
-    .n_symbols = sizeof (symbols) / sizeof (symbols[0]),                                                         \
-    .slots = ohbox_dl_##NAME.slots,                                                                              \
-    .once = PTHREAD_ONCE_INIT,                                                                                   \
-    .init = load,                                                                                                \
-  };                                                                                                             \
-  static void load (void) { ohbox_dl_open_many (&library); }                                                     \
+#define OHBOX_DL_DEFINE(NAME, SYMBOLS, SONAME, NEEDED_FOR, PACKAGE)                                                    \
+  union ohbox_dl_##NAME##_table ohbox_dl_##NAME;                                                                       \
+  static const char *const symbols[] = { SYMBOLS (OHBOX_DL_NAME) };                                                    \
+  _Static_assert(sizeof (symbols) / sizeof (symbols[0]) == sizeof (ohbox_dl_##NAME.slots) / sizeof (void *),           \
+                 "one name per slot");                                                                                 \
+  _Static_assert(sizeof (ohbox_dl_##NAME) == sizeof (ohbox_dl_##NAME.slots), "the table is an array of pointers");     \
+  static const char dlopen_soname[] __attribute__ ((section (".ohbox.dlopen"), used)) = SONAME;                        \
+  static void load (void);                                                                                             \
+  static struct ohbox_dl_library library = {                                                                           \
+    .soname = SONAME,                                                                                                  \
+    .needed_for = NEEDED_FOR,                                                                                          \
+    .package = PACKAGE,                                                                                                \
+    .symbols = symbols,                                                                                                \
+    .n_symbols = sizeof (symbols) / sizeof (symbols[0]),                                                               \
+    .slots = ohbox_dl_##NAME.slots,                                                                                    \
+    .once = PTHREAD_ONCE_INIT,                                                                                         \
+    .init = load,                                                                                                      \
+  };                                                                                                                   \
+  static void load (void) { ohbox_dl_open_many (&library); }                                                           \
   int ohbox_dl_##NAME##_load (ohbox_error_t *err) { return ohbox_dl_load (&library, err); }
 
 #endif

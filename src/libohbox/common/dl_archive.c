@@ -3,4 +3,5 @@
 
 #include "common/dl_archive.h"
 
-OHBOX_DL_DEFINE (archive, OHBOX_DL_ARCHIVE_SYMBOLS, OHBOX_ARCHIVE_SONAME, "reading and writing image layers", "libarchive13")
+OHBOX_DL_DEFINE (archive, OHBOX_DL_ARCHIVE_SYMBOLS, OHBOX_ARCHIVE_SONAME, "reading and writing image layers",
+                 "libarchive13")

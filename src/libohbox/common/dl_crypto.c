@@ -3,4 +3,5 @@
 
 #include "common/dl_crypto.h"
 
-OHBOX_DL_DEFINE (crypto, OHBOX_DL_CRYPTO_SYMBOLS, OHBOX_CRYPTO_SONAME, "SHA-256 digests, base64 and certificates", "libssl3")
+OHBOX_DL_DEFINE (crypto, OHBOX_DL_CRYPTO_SYMBOLS, OHBOX_CRYPTO_SONAME, "SHA-256 digests, base64 and certificates",
+                 "libssl3")

@@ -13,20 +13,20 @@
 
 #include "common/dl.h"
 
-#define OHBOX_DL_CRYPTO_SYMBOLS(X) \
-  X (EVP_Digest) \
-  X (EVP_DigestFinal_ex) \
-  X (EVP_DigestInit_ex) \
-  X (EVP_DigestUpdate) \
-  X (EVP_MD_CTX_copy_ex) \
-  X (EVP_MD_CTX_free) \
-  X (EVP_MD_CTX_new) \
-  X (EVP_sha256) \
-  X (EVP_DecodeBlock) \
-  X (EVP_EncodeBlock) \
-  X (BIO_free) \
-  X (BIO_new_mem_buf) \
-  X (PEM_read_bio_X509) \
+#define OHBOX_DL_CRYPTO_SYMBOLS(X)                                                                                     \
+  X (EVP_Digest)                                                                                                       \
+  X (EVP_DigestFinal_ex)                                                                                               \
+  X (EVP_DigestInit_ex)                                                                                                \
+  X (EVP_DigestUpdate)                                                                                                 \
+  X (EVP_MD_CTX_copy_ex)                                                                                               \
+  X (EVP_MD_CTX_free)                                                                                                  \
+  X (EVP_MD_CTX_new)                                                                                                   \
+  X (EVP_sha256)                                                                                                       \
+  X (EVP_DecodeBlock)                                                                                                  \
+  X (EVP_EncodeBlock)                                                                                                  \
+  X (BIO_free)                                                                                                         \
+  X (BIO_new_mem_buf)                                                                                                  \
+  X (PEM_read_bio_X509)                                                                                                \
   X (X509_free)
 
 #define OHBOX_DL_ONE(name) +1

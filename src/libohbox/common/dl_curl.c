@@ -3,4 +3,5 @@
 
 #include "common/dl_curl.h"
 
-OHBOX_DL_DEFINE (curl, OHBOX_DL_CURL_SYMBOLS, OHBOX_CURL_SONAME, "pulling, pushing and logging in to registries", "libcurl4")
+OHBOX_DL_DEFINE (curl, OHBOX_DL_CURL_SYMBOLS, OHBOX_CURL_SONAME, "pulling, pushing and logging in to registries",
+                 "libcurl4")

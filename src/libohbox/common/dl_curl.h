@@ -14,35 +14,35 @@
 
 #include "common/dl.h"
 
-#define OHBOX_DL_CURL_SYMBOLS(X) \
-  X (curl_easy_cleanup) \
-  X (curl_easy_escape) \
-  X (curl_easy_getinfo) \
-  X (curl_easy_init) \
-  X (curl_easy_pause) \
-  X (curl_easy_perform) \
-  X (curl_easy_reset) \
-  X (curl_easy_setopt) \
-  X (curl_easy_strerror) \
-  X (curl_free) \
-  X (curl_getdate) \
-  X (curl_global_init) \
-  X (curl_multi_add_handle) \
-  X (curl_multi_cleanup) \
-  X (curl_multi_info_read) \
-  X (curl_multi_init) \
-  X (curl_multi_perform) \
-  X (curl_multi_poll) \
-  X (curl_multi_remove_handle) \
-  X (curl_multi_strerror) \
-  X (curl_share_cleanup) \
-  X (curl_share_init) \
-  X (curl_share_setopt) \
-  X (curl_slist_append) \
-  X (curl_slist_free_all) \
-  X (curl_url) \
-  X (curl_url_cleanup) \
-  X (curl_url_get) \
+#define OHBOX_DL_CURL_SYMBOLS(X)                                                                                       \
+  X (curl_easy_cleanup)                                                                                                \
+  X (curl_easy_escape)                                                                                                 \
+  X (curl_easy_getinfo)                                                                                                \
+  X (curl_easy_init)                                                                                                   \
+  X (curl_easy_pause)                                                                                                  \
+  X (curl_easy_perform)                                                                                                \
+  X (curl_easy_reset)                                                                                                  \
+  X (curl_easy_setopt)                                                                                                 \
+  X (curl_easy_strerror)                                                                                               \
+  X (curl_free)                                                                                                        \
+  X (curl_getdate)                                                                                                     \
+  X (curl_global_init)                                                                                                 \
+  X (curl_multi_add_handle)                                                                                            \
+  X (curl_multi_cleanup)                                                                                               \
+  X (curl_multi_info_read)                                                                                             \
+  X (curl_multi_init)                                                                                                  \
+  X (curl_multi_perform)                                                                                               \
+  X (curl_multi_poll)                                                                                                  \
+  X (curl_multi_remove_handle)                                                                                         \
+  X (curl_multi_strerror)                                                                                              \
+  X (curl_share_cleanup)                                                                                               \
+  X (curl_share_init)                                                                                                  \
+  X (curl_share_setopt)                                                                                                \
+  X (curl_slist_append)                                                                                                \
+  X (curl_slist_free_all)                                                                                              \
+  X (curl_url)                                                                                                         \
+  X (curl_url_cleanup)                                                                                                 \
+  X (curl_url_get)                                                                                                     \
   X (curl_url_set)
 
 #define OHBOX_DL_ONE(name) +1

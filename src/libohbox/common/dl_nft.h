@@ -11,14 +11,14 @@
 
 #include "common/dl.h"
 
-#define OHBOX_DL_NFT_SYMBOLS(X) \
-  X (nft_ctx_buffer_error) \
-  X (nft_ctx_buffer_output) \
-  X (nft_ctx_free) \
-  X (nft_ctx_get_error_buffer) \
-  X (nft_ctx_get_output_buffer) \
-  X (nft_ctx_new) \
-  X (nft_ctx_output_set_flags) \
+#define OHBOX_DL_NFT_SYMBOLS(X)                                                                                        \
+  X (nft_ctx_buffer_error)                                                                                             \
+  X (nft_ctx_buffer_output)                                                                                            \
+  X (nft_ctx_free)                                                                                                     \
+  X (nft_ctx_get_error_buffer)                                                                                         \
+  X (nft_ctx_get_output_buffer)                                                                                        \
+  X (nft_ctx_new)                                                                                                      \
+  X (nft_ctx_output_set_flags)                                                                                         \
   X (nft_run_cmd_from_buffer)
 
 #define OHBOX_DL_ONE(name) +1

@@ -10,11 +10,11 @@
 
 #include "common/dl.h"
 
-#define OHBOX_DL_YAML_SYMBOLS(X) \
-  X (yaml_parser_initialize) \
-  X (yaml_parser_set_input_string) \
-  X (yaml_parser_parse) \
-  X (yaml_parser_delete) \
+#define OHBOX_DL_YAML_SYMBOLS(X)                                                                                       \
+  X (yaml_parser_initialize)                                                                                           \
+  X (yaml_parser_set_input_string)                                                                                     \
+  X (yaml_parser_parse)                                                                                                \
+  X (yaml_parser_delete)                                                                                               \
   X (yaml_event_delete)
 
 #define OHBOX_DL_ONE(name) +1

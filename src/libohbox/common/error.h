@@ -25,18 +25,18 @@
 /* Kinds map 1:1 to the documented CLI exit codes (man/ohbox.1). */
 enum ohbox_error_kind
 {
-  OHBOX_ERR_GENERIC = 1,      /* anything else */
-  OHBOX_ERR_USAGE = 2,        /* bad arguments, bad input syntax */
-  OHBOX_ERR_NOT_FOUND = 3,    /* image, tag, manifest or blob does not exist */
-  OHBOX_ERR_AUTH = 4,         /* authentication or authorization refused */
-  OHBOX_ERR_REGISTRY = 5,     /* network, TLS, HTTP error from a registry */
-  OHBOX_ERR_INTEGRITY = 6,    /* digest/size mismatch, unsafe or corrupt layer */
-  OHBOX_ERR_STORE = 7,        /* local storage: I/O, disk full, permissions, locks */
-  OHBOX_ERR_UNSUPPORTED = 8,  /* valid input ohbox does not support (schema1, platform) */
-  OHBOX_ERR_SANDBOX = 9,      /* namespaces, mounts, processes, signals, a sandbox's state */
-  OHBOX_ERR_NETWORK = 10,     /* a sandbox's network: bridge, veth, nftables, ports, pasta */
-  OHBOX_ERR_CGROUP = 11,      /* cgroups: creating, limits, freezing, statistics */
-  OHBOX_ERR_SECURITY = 12,    /* seccomp, capabilities, no_new_privs */
+  OHBOX_ERR_GENERIC = 1,     /* anything else */
+  OHBOX_ERR_USAGE = 2,       /* bad arguments, bad input syntax */
+  OHBOX_ERR_NOT_FOUND = 3,   /* image, tag, manifest or blob does not exist */
+  OHBOX_ERR_AUTH = 4,        /* authentication or authorization refused */
+  OHBOX_ERR_REGISTRY = 5,    /* network, TLS, HTTP error from a registry */
+  OHBOX_ERR_INTEGRITY = 6,   /* digest/size mismatch, unsafe or corrupt layer */
+  OHBOX_ERR_STORE = 7,       /* local storage: I/O, disk full, permissions, locks */
+  OHBOX_ERR_UNSUPPORTED = 8, /* valid input ohbox does not support (schema1, platform) */
+  OHBOX_ERR_SANDBOX = 9,     /* namespaces, mounts, processes, signals, a sandbox's state */
+  OHBOX_ERR_NETWORK = 10,    /* a sandbox's network: bridge, veth, nftables, ports, pasta */
+  OHBOX_ERR_CGROUP = 11,     /* cgroups: creating, limits, freezing, statistics */
+  OHBOX_ERR_SECURITY = 12,   /* seccomp, capabilities, no_new_privs */
 };
 
 /* Messages longer than this are shortened in the middle (error.c). */

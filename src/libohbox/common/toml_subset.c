@@ -366,8 +366,7 @@ out:
 }
 
 int
-ohbox_toml_parse (const char *text, const char *filename, const struct toml_handler *h, void *data,
-                  ohbox_error_t *err)
+ohbox_toml_parse (const char *text, const char *filename, const struct toml_handler *h, void *data, ohbox_error_t *err)
 {
   struct toml t = { .p = text, .file = filename, .line = 1 };
   for (;;)

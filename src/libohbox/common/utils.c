@@ -130,8 +130,7 @@ ohbox_fsync_dir (int dirfd, const char *path)
 }
 
 int
-ohbox_write_file_atomic (int dirfd, const char *name, const void *data, size_t len, mode_t mode,
-                         ohbox_error_t *err)
+ohbox_write_file_atomic (int dirfd, const char *name, const void *data, size_t len, mode_t mode, ohbox_error_t *err)
 {
   cleanup_free char *tmp = NULL;
   const char *slash = strrchr (name, '/');
@@ -220,8 +219,7 @@ ohbox_read_fd (int fd, const char *what, size_t max, char **out, size_t *len, oh
       if (b.len + (size_t) r > max)
         {
           ohbox_buf_free (&b);
-          return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "read `%s`: larger than the limit of %zu bytes", what,
-                              max);
+          return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "read `%s`: larger than the limit of %zu bytes", what, max);
         }
       ohbox_buf_append (&b, chunk, (size_t) r);
     }
@@ -278,7 +276,8 @@ check_private_step (int fd, const char *path, size_t len, bool final, ohbox_erro
     problem = "others may write to it";
   if (problem == NULL)
     return 0;
-  return ohbox_error (err, OHBOX_ERR_STORE, 0, "refusing `%.*s` (uid %u, mode %04o) for private state: %s; "
+  return ohbox_error (err, OHBOX_ERR_STORE, 0,
+                      "refusing `%.*s` (uid %u, mode %04o) for private state: %s; "
                       "remove it, or set XDG_RUNTIME_DIR or OHBOX_RUNROOT to a directory of your own",
                       (int) len, path, (unsigned) st.st_uid, (unsigned) (st.st_mode & 07777), problem);
 }
@@ -313,8 +312,8 @@ ohbox_private_dir_open (const char *path, ohbox_error_t *err)
     }
   /* RESOLVED, then the missing rest (which starts with its '/', except
    * after "/" itself). */
-  cleanup_free char *walk = xasprintf ("%s%s%s", resolved, strcmp (resolved, "/") && full[cut] && full[cut] != '/'
-                                                               ? "/" : "", full + cut);
+  cleanup_free char *walk = xasprintf ("%s%s%s", resolved,
+                                       strcmp (resolved, "/") && full[cut] && full[cut] != '/' ? "/" : "", full + cut);
   cleanup_close int fd = open ("/", O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (fd < 0)
     return ohbox_error_errno (err, "open `/`");
@@ -346,8 +345,10 @@ ohbox_private_dir_open (const char *path, ohbox_error_t *err)
           next = openat (fd, name, O_RDONLY | O_DIRECTORY | O_NOFOLLOW | O_CLOEXEC);
         }
       if (next < 0 && (errno == ELOOP || errno == ENOTDIR))
-        return ohbox_error (err, OHBOX_ERR_STORE, errno, "refusing `%.*s` for private state: it was replaced "
-                            "by a symbolic link or a file", (int) len, walk);
+        return ohbox_error (err, OHBOX_ERR_STORE, errno,
+                            "refusing `%.*s` for private state: it was replaced "
+                            "by a symbolic link or a file",
+                            (int) len, walk);
       if (next < 0)
         return ohbox_error_errno (err, "open `%.*s`", (int) len, walk);
       close (fd);
@@ -433,8 +434,7 @@ rm_level_up (struct rm_level *stack, size_t depth, ohbox_error_t *err)
       if (st.st_dev != parent->dev || st.st_ino != parent->ino)
         {
           close (up);
-          return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` (depth %zu) was moved during its removal", l->name,
-                              depth);
+          return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` (depth %zu) was moved during its removal", l->name, depth);
         }
       parent->dir = fdopendir (up);
       if (parent->dir == NULL)

@@ -49,8 +49,18 @@ cleanup_dir_fn (DIR **d)
 #define cleanup_dir __attribute__ ((cleanup (cleanup_dir_fn)))
 
 /* Hands ownership out of a cleanup variable. */
-#define steal_pointer(pp) ({ __typeof__ (*(pp)) _p = *(pp); *(pp) = NULL; _p; })
-#define steal_fd(pfd) ({ int _fd = *(pfd); *(pfd) = -1; _fd; })
+#define steal_pointer(pp)                                                                                              \
+  ({                                                                                                                   \
+    __typeof__ (*(pp)) _p = *(pp);                                                                                     \
+    *(pp) = NULL;                                                                                                      \
+    _p;                                                                                                                \
+  })
+#define steal_fd(pfd)                                                                                                  \
+  ({                                                                                                                   \
+    int _fd = *(pfd);                                                                                                  \
+    *(pfd) = -1;                                                                                                       \
+    _fd;                                                                                                               \
+  })
 
 void *xmalloc (size_t n);
 void *xcalloc (size_t n, size_t m);

@@ -34,8 +34,7 @@ parser_error (struct reader *r)
     return ohbox_error (r->err, OHBOX_ERR_GENERIC, ENOMEM, "%s: out of memory", r->what);
   return ohbox_error (r->err, OHBOX_ERR_USAGE, 0, "%s: line %zu, column %zu: %s%s%s", r->what,
                       (size_t) p->problem_mark.line + 1, (size_t) p->problem_mark.column + 1,
-                      p->problem ? p->problem : "invalid YAML", p->context ? " " : "",
-                      p->context ? p->context : "");
+                      p->problem ? p->problem : "invalid YAML", p->context ? " " : "", p->context ? p->context : "");
 }
 
 static int

@@ -142,7 +142,7 @@ struct field
   unsigned since;
 };
 
-#define V(major, minor) ((major) * 10000u + (minor) * 100u)
+#define V(major, minor) ((major) *10000u + (minor) *100u)
 
 static int
 check_fields (const struct spec *s, json_t *obj, const char *where, const struct field *fields, ohbox_error_t *err)
@@ -173,8 +173,8 @@ check_strings (const struct spec *s, json_t *arr, const char *where, ohbox_error
   json_t *x;
   if (!json_is_array (arr))
     return spec_error (err, s, where, "must be a list of strings");
-  json_array_foreach (arr, i, x) if (!json_is_string (x)) return spec_error (err, s, where,
-                                                                              "item %zu is not a string", i);
+  json_array_foreach (arr, i, x) if (!json_is_string (x)) return spec_error (err, s, where, "item %zu is not a string",
+                                                                             i);
   return 0;
 }
 
@@ -186,7 +186,7 @@ check_annotations (const struct spec *s, json_t *obj, const char *where, ohbox_e
   if (!json_is_object (obj))
     return spec_error (err, s, where, "must be a map of strings");
   json_object_foreach (obj, key, value) if (!json_is_string (value)) return spec_error (err, s, where,
-                                                                                         "`%s` is not a string", key);
+                                                                                        "`%s` is not a string", key);
   return 0;
 }
 
@@ -226,16 +226,18 @@ check_uint32 (const struct spec *s, json_t *obj, const char *key, const char *wh
 static int
 check_node (const struct spec *s, json_t *n, const char *where, ohbox_error_t *err)
 {
-  static const struct field fields[]
-    = { { "path", 0 },     { "hostPath", V (0, 5) }, { "type", 0 }, { "major", 0 }, { "minor", 0 },
-        { "fileMode", 0 }, { "permissions", 0 },    { "uid", 0 },  { "gid", 0 },   { NULL, 0 } };
+  static const struct field fields[] = {
+    { "path", 0 },     { "hostPath", V (0, 5) }, { "type", 0 }, { "major", 0 }, { "minor", 0 },
+    { "fileMode", 0 }, { "permissions", 0 },     { "uid", 0 },  { "gid", 0 },   { NULL, 0 }
+  };
   if (check_fields (s, n, where, fields, err) < 0 || check_absolute (s, n, "path", true, where, err) < 0
       || check_absolute (s, n, "hostPath", false, where, err) < 0 || check_uint32 (s, n, "uid", where, err) < 0
       || check_uint32 (s, n, "gid", where, err) < 0 || check_uint32 (s, n, "fileMode", where, err) < 0
       || check_uint32 (s, n, "major", where, err) < 0 || check_uint32 (s, n, "minor", where, err) < 0)
     return -1;
   const char *type = string_or_null (n, "type");
-  if (json_object_get (n, "type") != NULL && (type == NULL || strcmp (type, "c") != 0) && (type == NULL || strcmp (type, "b") != 0))
+  if (json_object_get (n, "type") != NULL && (type == NULL || strcmp (type, "c") != 0)
+      && (type == NULL || strcmp (type, "b") != 0))
     return spec_error (err, s, where, "type `%s`: ohbox gives only character (c) and block (b) devices",
                        type ? type : "?");
   if ((json_object_get (n, "major") != NULL) != (json_object_get (n, "minor") != NULL))
@@ -281,12 +283,13 @@ hook_stage (const char *name)
 static int
 check_hook (const struct spec *s, json_t *h, const char *where, ohbox_error_t *err)
 {
-  static const struct field fields[]
-    = { { "hookName", 0 }, { "path", 0 }, { "args", 0 }, { "env", 0 }, { "timeout", 0 }, { NULL, 0 } };
+  static const struct field fields[] = { { "hookName", 0 }, { "path", 0 },    { "args", 0 },
+                                         { "env", 0 },      { "timeout", 0 }, { NULL, 0 } };
   if (check_fields (s, h, where, fields, err) < 0 || check_absolute (s, h, "path", true, where, err) < 0)
     return -1;
   if (hook_stage (string_or_null (h, "hookName")) < 0)
-    return spec_error (err, s, where, "hookName must be one of createRuntime, createContainer, startContainer, "
+    return spec_error (err, s, where,
+                       "hookName must be one of createRuntime, createContainer, startContainer, "
                        "poststart, poststop (or prestart)");
   static const char *const lists[] = { "args", "env" };
   for (size_t i = 0; i < 2; i++)
@@ -327,10 +330,11 @@ check_list (const struct spec *s, json_t *edits, const char *key, const char *wh
 static int
 check_edits (const struct spec *s, json_t *edits, const char *where, ohbox_error_t *err)
 {
-  static const struct field fields[] = { { "env", 0 },         { "deviceNodes", 0 },          { "hooks", 0 },
-                                         { "mounts", 0 },      { "intelRdt", V (0, 7) },      { "additionalGids", V (0, 7) },
+  static const struct field fields[] = { { "env", 0 },    { "deviceNodes", 0 },     { "hooks", 0 },
+                                         { "mounts", 0 }, { "intelRdt", V (0, 7) }, { "additionalGids", V (0, 7) },
                                          { NULL, 0 } };
-  if (check_fields (s, edits, where, fields, err) < 0 || check_list (s, edits, "deviceNodes", where, check_node, err) < 0
+  if (check_fields (s, edits, where, fields, err) < 0
+      || check_list (s, edits, "deviceNodes", where, check_node, err) < 0
       || check_list (s, edits, "mounts", where, check_mount, err) < 0
       || check_list (s, edits, "hooks", where, check_hook, err) < 0)
     return -1;
@@ -350,9 +354,10 @@ check_edits (const struct spec *s, json_t *edits, const char *where, ohbox_error
   if (gids != NULL && !json_is_array (gids))
     return spec_error (err, s, where, "additionalGids must be a list of group ids");
   json_array_foreach (gids, i, x) if (!json_is_integer (x) || json_integer_value (x) < 0
-                                      || json_integer_value (x) > 0xffffffffLL) return spec_error (err, s, where,
-                                                                                                   "additionalGids[%zu] is not a group id",
-                                                                                                   i);
+                                      || json_integer_value (x)
+                                           > 0xffffffffLL) return spec_error (err, s, where,
+                                                                              "additionalGids[%zu] is not a group id",
+                                                                              i);
   return 0;
 }
 
@@ -398,14 +403,16 @@ check_spec (struct spec *s, ohbox_error_t *err)
   json_t *d;
   json_array_foreach (devices, i, d)
   {
-    static const struct field dfields[]
-      = { { "name", 0 }, { "annotations", V (0, 6) }, { "containerEdits", 0 }, { NULL, 0 } };
+    static const struct field dfields[] = {
+      { "name", 0 }, { "annotations", V (0, 6) }, { "containerEdits", 0 }, { NULL, 0 }
+    };
     cleanup_free char *where = xasprintf ("devices[%zu]", i);
     if (check_fields (s, d, where, dfields, err) < 0)
       return -1;
     const char *name = string_or_null (d, "name");
     if (name == NULL || !valid_device_name (name))
-      return spec_error (err, s, where, "name must be letters, digits, `-`, `_`, `.` and `:`, starting and "
+      return spec_error (err, s, where,
+                         "name must be letters, digits, `-`, `_`, `.` and `:`, starting and "
                          "ending with a letter or digit");
     cleanup_free char *ewhere = xasprintf ("%s.containerEdits", where);
     json_t *dedits = json_object_get (d, "containerEdits");
@@ -480,8 +487,9 @@ read_dir (const char *dir, size_t priority, struct specs *out, ohbox_error_t *er
 {
   cleanup_dir DIR *d = opendir (dir);
   if (d == NULL)
-    return errno == ENOENT || errno == ENOTDIR ? 0
-                                               : ohbox_error (err, OHBOX_ERR_GENERIC, errno, "CDI spec folder `%s`", dir);
+    return errno == ENOENT || errno == ENOTDIR
+             ? 0
+             : ohbox_error (err, OHBOX_ERR_GENERIC, errno, "CDI spec folder `%s`", dir);
   char **names = NULL;
   size_t n = 0;
   struct dirent *de;
@@ -580,8 +588,7 @@ apply_hook (json_t *h, struct ohbox_device_edits *e)
 }
 
 static int
-apply_edits (const struct spec *s, json_t *edits, const char *device, struct ohbox_device_edits *e,
-             ohbox_error_t *err)
+apply_edits (const struct spec *s, json_t *edits, const char *device, struct ohbox_device_edits *e, ohbox_error_t *err)
 {
   size_t i;
   json_t *x;
@@ -624,8 +631,8 @@ device_of (const struct spec *s, const char *name)
 {
   size_t i;
   json_t *d;
-  json_array_foreach (json_object_get (s->root, "devices"), i, d) if (strcmp (string_or_null (d, "name"), name)
-                                                                      == 0) return d;
+  json_array_foreach (json_object_get (s->root, "devices"), i,
+                      d) if (strcmp (string_or_null (d, "name"), name) == 0) return d;
   return NULL;
 }
 
@@ -659,8 +666,7 @@ find_device (struct resolver *r, const char *kind, const char *name, size_t *whi
 }
 
 static int
-apply_device (struct resolver *r, const char *kind, const char *name, struct ohbox_device_edits *e,
-              ohbox_error_t *err)
+apply_device (struct resolver *r, const char *kind, const char *name, struct ohbox_device_edits *e, ohbox_error_t *err)
 {
   size_t i;
   if (find_device (r, kind, name, &i, err) < 0)

@@ -102,8 +102,8 @@ ohbox_device_node_from_host (struct ohbox_device_node *node, bool have_type, boo
 {
   struct stat st;
   if (stat (node->host_path, &st) < 0)
-    return ohbox_error (err, errno == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_GENERIC, errno,
-                        "device `%s`", node->host_path);
+    return ohbox_error (err, errno == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_GENERIC, errno, "device `%s`",
+                        node->host_path);
   char type = S_ISCHR (st.st_mode) ? 'c' : S_ISBLK (st.st_mode) ? 'b' : '\0';
   if (type == '\0')
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` is not a device node (a character or block device)",

@@ -22,8 +22,8 @@ struct ohbox_device_node
   char *host_path; /* on the host, absolute */
   char type;       /* 'c' or 'b' */
   int64_t major, minor;
-  mode_t file_mode; /* permission bits of the node in the sandbox */
-  char access[4];   /* cgroup access: a subset of "rwm" */
+  mode_t file_mode;      /* permission bits of the node in the sandbox */
+  char access[4];        /* cgroup access: a subset of "rwm" */
   bool has_uid, has_gid; /* the spec gives the owner */
   uint32_t uid, gid;     /* owner of the node in the sandbox: the spec's, else the host node's */
 };
@@ -147,7 +147,7 @@ void ohbox_gpu_request_free (struct ohbox_gpu_request *req);
 /* Adds the edits of the GPUs REQ asks for: from a CDI spec of kind
  * nvidia.com/gpu in DIRS (as ohbox_cdi_resolve) when there is one, else
  * from what the NVIDIA driver installed on this host. */
-int ohbox_gpus_resolve (const char *const *cdi_dirs, const struct ohbox_gpu_request *req,
-                        struct ohbox_device_edits *e, ohbox_error_t *err);
+int ohbox_gpus_resolve (const char *const *cdi_dirs, const struct ohbox_gpu_request *req, struct ohbox_device_edits *e,
+                        ohbox_error_t *err);
 
 #endif

@@ -91,8 +91,8 @@ compare_indices (const void *a, const void *b)
 }
 
 static int
-gpus_from_cdi (const char *const *dirs, char **names, const struct ohbox_gpu_request *req,
-               struct ohbox_device_edits *e, ohbox_error_t *err)
+gpus_from_cdi (const char *const *dirs, char **names, const struct ohbox_gpu_request *req, struct ohbox_device_edits *e,
+               ohbox_error_t *err)
 {
   char **want = NULL;
   size_t n = 0;
@@ -239,7 +239,8 @@ select_gpus (const struct gpu *gpus, size_t n, const struct ohbox_gpu_request *r
     {
       const char *id = req->ids[k];
       size_t i = 0;
-      while (i < n && !(all_digits (id) ? (size_t) atoi (id) == i && strlen (id) < 6 : strcasecmp (gpus[i].uuid, id) == 0))
+      while (i < n
+             && !(all_digits (id) ? (size_t) atoi (id) == i && strlen (id) < 6 : strcasecmp (gpus[i].uuid, id) == 0))
         i++;
       if (i == n)
         return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0,
@@ -284,15 +285,28 @@ add_ro_mount (struct ohbox_device_edits *e, const char *host, const char *target
 
 /* The libraries of the `utility` and `compute` driver capabilities. */
 static const char *const driver_libraries[] = {
-  "libnvidia-ml",       "libnvidia-cfg",        "libnvidia-nscq",     "libcuda",
-  "libcudadebugger",    "libnvidia-opencl",     "libnvidia-gpucomp",  "libnvidia-ptxjitcompiler",
-  "libnvidia-fatbinaryloader", "libnvidia-allocator", "libnvidia-compiler", "libnvidia-pkcs11",
-  "libnvidia-pkcs11-openssl3", "libnvidia-nvvm",
+  "libnvidia-ml",
+  "libnvidia-cfg",
+  "libnvidia-nscq",
+  "libcuda",
+  "libcudadebugger",
+  "libnvidia-opencl",
+  "libnvidia-gpucomp",
+  "libnvidia-ptxjitcompiler",
+  "libnvidia-fatbinaryloader",
+  "libnvidia-allocator",
+  "libnvidia-compiler",
+  "libnvidia-pkcs11",
+  "libnvidia-pkcs11-openssl3",
+  "libnvidia-nvvm",
 };
 
 /* Folders the driver installs its libraries in outside the linker's. */
 static const char *const driver_dirs[] = {
-  "/usr/lib/x86_64-linux-gnu/nvidia/current", "/usr/lib64/nvidia", "/usr/local/nvidia/lib64", "/usr/lib/nvidia",
+  "/usr/lib/x86_64-linux-gnu/nvidia/current",
+  "/usr/lib64/nvidia",
+  "/usr/local/nvidia/lib64",
+  "/usr/lib/nvidia",
 };
 
 /* Whether the file name NAME is a version of library LIB: LIB.so, LIB.so.1, LIB.so.550.54.14. */
@@ -478,7 +492,8 @@ gpus_from_driver (const struct ohbox_gpu_request *req, struct ohbox_device_edits
   if (add_libraries (e) == 0)
     return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0,
                         "--gpus: the NVIDIA driver's libraries were not found (no libcuda or libnvidia-ml in the "
-                        "linker cache or in %s)", driver_dirs[0]);
+                        "linker cache or in %s)",
+                        driver_dirs[0]);
   add_tools (e);
   return 0;
 }

@@ -22,10 +22,9 @@ ohbox_image_record_new (const char *id, const struct oci_manifest *man, const st
     }
   cleanup_free char *platform = oci_platform_string (&cfg->platform);
   cleanup_free char *now = ohbox_now_rfc3339 ();
-  json_t *rec = json_pack ("{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:s}", "id", id, "manifest_media_type",
-                           man->media_type, "config_digest", man->config.digest, "config_size",
-                           (json_int_t) man->config.size, "platform", platform, "layers", layers, "size",
-                           (json_int_t) total, "stored_at", now);
+  json_t *rec = json_pack ("{s:s, s:s, s:s, s:I, s:s, s:o, s:I, s:s}", "id", id, "manifest_media_type", man->media_type,
+                           "config_digest", man->config.digest, "config_size", (json_int_t) man->config.size,
+                           "platform", platform, "layers", layers, "size", (json_int_t) total, "stored_at", now);
   if (cfg->created)
     json_object_set_new (rec, "created", json_string (cfg->created));
   if (index_digest)
@@ -76,8 +75,8 @@ static int
 image_load (struct ohbox_store *s, const char *what, bool resolved, bool verify, struct ohbox_image **out,
             ohbox_error_t *err)
 {
-  int (*read_blob) (struct ohbox_store *, const char *, size_t, char **, size_t *, ohbox_error_t *)
-      = verify ? ohbox_store_read_blob : ohbox_store_read_blob_unverified;
+  int (*read_blob) (struct ohbox_store *, const char *, size_t, char **, size_t *,
+                    ohbox_error_t *) = verify ? ohbox_store_read_blob : ohbox_store_read_blob_unverified;
   struct ohbox_image *img = xcalloc (1, sizeof *img);
   cleanup_free char *cfg_raw = NULL;
   size_t cfg_len = 0;
@@ -93,7 +92,7 @@ image_load (struct ohbox_store *s, const char *what, bool resolved, bool verify,
                           "config blob %s in the store has %zu bytes, its manifest says %lld: the store is "
                           "damaged (see `ohbox check`)",
                           img->manifest->config.digest, cfg_len, (long long) img->manifest->config.size)
-                 < 0)
+               < 0)
       || oci_image_config_parse (cfg_raw, cfg_len, &img->config, err) < 0)
     {
       ohbox_image_free (img);
@@ -147,17 +146,17 @@ ohbox_image_inspect_json (struct ohbox_store *s, const struct ohbox_image *img)
   for (i = 0; i < img->manifest->n_layers; i++)
     {
       json_array_append_new (diff_ids, json_string (img->config->diff_ids[i]));
-      json_array_append_new (layers, json_pack ("{s:s, s:s, s:I, s:s}", "Digest", img->manifest->layers[i].digest,
-                                                "DiffID", img->config->diff_ids[i], "Size",
-                                                (json_int_t) img->manifest->layers[i].size, "MediaType",
-                                                img->manifest->layers[i].media_type));
+      json_array_append_new (layers,
+                             json_pack ("{s:s, s:s, s:I, s:s}", "Digest", img->manifest->layers[i].digest, "DiffID",
+                                        img->config->diff_ids[i], "Size", (json_int_t) img->manifest->layers[i].size,
+                                        "MediaType", img->manifest->layers[i].media_type));
     }
   json_t *config = img->config->runtime_config ? json_deep_copy (img->config->runtime_config) : json_object ();
   json_t *out = json_pack ("{s:s, s:s, s:o, s:o, s:s?, s:s, s:s, s:O, s:o, s:{s:s, s:o}, s:o, s:s, s:s?}", "Id",
                            img->id, "Digest", img->id, "RepoTags", tags, "RepoDigests", digests, "Created",
                            img->config->created, "Os", img->config->platform.os, "Architecture",
-                           img->config->platform.architecture, "Size", json_object_get (img->record, "size"),
-                           "Config", config, "RootFS", "Type", "layers", "Layers", diff_ids, "Layers", layers,
+                           img->config->platform.architecture, "Size", json_object_get (img->record, "size"), "Config",
+                           config, "RootFS", "Type", "layers", "Layers", diff_ids, "Layers", layers,
                            "ManifestMediaType", img->manifest->media_type, "IndexDigest", index_digest);
   if (img->config->platform.variant)
     json_object_set_new (out, "Variant", json_string (img->config->platform.variant));

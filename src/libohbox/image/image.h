@@ -28,11 +28,9 @@ struct ohbox_image
 int ohbox_image_load (struct ohbox_store *s, const char *what, struct ohbox_image **out, ohbox_error_t *err);
 /* The same for starting a sandbox: the manifest and config are not hashed
  * again (ohbox_store_read_blob_unverified), only their sizes checked. */
-int ohbox_image_load_for_run (struct ohbox_store *s, const char *what, struct ohbox_image **out,
-                              ohbox_error_t *err);
+int ohbox_image_load_for_run (struct ohbox_store *s, const char *what, struct ohbox_image **out, ohbox_error_t *err);
 /* The same for the image id ID (already resolved: the run plan's). */
-int ohbox_image_load_id_for_run (struct ohbox_store *s, const char *id, struct ohbox_image **out,
-                                 ohbox_error_t *err);
+int ohbox_image_load_id_for_run (struct ohbox_store *s, const char *id, struct ohbox_image **out, ohbox_error_t *err);
 void ohbox_image_free (struct ohbox_image *img);
 /* The JSON `ohbox inspect` prints. */
 json_t *ohbox_image_inspect_json (struct ohbox_store *s, const struct ohbox_image *img);

@@ -794,8 +794,7 @@ unpack_release (struct unpack *u)
 }
 
 static int
-unpack_all (struct unpack *u, int blob_fd, int dest_dirfd, const struct ohbox_layer_options *opts,
-            ohbox_error_t *err)
+unpack_all (struct unpack *u, int blob_fd, int dest_dirfd, const struct ohbox_layer_options *opts, ohbox_error_t *err)
 {
   struct archive_entry *e;
   /* Our own fd: the caller's may be O_PATH, and fchmod/fsetxattr need a real one. */

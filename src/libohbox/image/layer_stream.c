@@ -63,7 +63,7 @@ struct layer_stream
   pthread_cond_t freed;  /* a slot was given back, or the consumer cancelled */
   struct slot slots[N_SLOTS];
   size_t count;
-  bool ended;  /* the producer has finished (at the end of the stream, or failed) */
+  bool ended; /* the producer has finished (at the end of the stream, or failed) */
   bool failed;
   bool cancel;
 
@@ -170,8 +170,7 @@ fill_slot (struct layer_stream *s, struct slot *sl)
           s->uncompressed += size;
           if (s->uncompressed > s->max)
             return ohbox_error (&s->err, OHBOX_ERR_INTEGRITY, 0,
-                                "layer exceeds the uncompressed size limit of %llu bytes",
-                                (unsigned long long) s->max);
+                                "layer exceeds the uncompressed size limit of %llu bytes", (unsigned long long) s->max);
           s->pending = block;
           s->pending_len = size;
         }
@@ -225,8 +224,8 @@ produce (void *arg)
 /* ---- the consumer ---- */
 
 int
-layer_stream_start (int blob_fd, const struct ohbox_layer_options *opts, uint64_t max,
-                    struct layer_stream **out, ohbox_error_t *err)
+layer_stream_start (int blob_fd, const struct ohbox_layer_options *opts, uint64_t max, struct layer_stream **out,
+                    ohbox_error_t *err)
 {
   /* The entry point of every layer read (layer.c starts a stream first). */
   if (ohbox_dl_archive_load (err) < 0)

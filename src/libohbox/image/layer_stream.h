@@ -25,8 +25,8 @@ struct layer_stream;
 
 /* Starts the producer on BLOB_FD (borrowed: it must stay open until
  * layer_stream_free). OPTS (progress, wait_more) must outlive the stream. */
-int layer_stream_start (int blob_fd, const struct ohbox_layer_options *opts, uint64_t max,
-                        struct layer_stream **out, ohbox_error_t *err);
+int layer_stream_start (int blob_fd, const struct ohbox_layer_options *opts, uint64_t max, struct layer_stream **out,
+                        ohbox_error_t *err);
 
 /* The next block of the uncompressed stream: its length (> 0) with *BUF
  * valid until the next call, 0 at the end, -1 when the producer failed

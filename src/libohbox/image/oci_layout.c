@@ -49,8 +49,10 @@ open_layout_file (int dirfd, const char *dir, const char *name, ohbox_error_t *e
   if (fd < 0)
     {
       if (errno == ELOOP || errno == EXDEV)
-        return ohbox_error (err, OHBOX_ERR_USAGE, errno, "OCI layout `%s`: `%s` is or passes through a symbolic "
-                            "link, which is never followed", dir, name);
+        return ohbox_error (err, OHBOX_ERR_USAGE, errno,
+                            "OCI layout `%s`: `%s` is or passes through a symbolic "
+                            "link, which is never followed",
+                            dir, name);
       return ohbox_error_errno (err, "OCI layout `%s`: open `%s`", dir, name);
     }
   struct stat st;
@@ -83,8 +85,10 @@ read_layout_index (int layoutfd, const char *dir, json_t **out, ohbox_error_t *e
       /* Where, not what: the text is not echoed back. */
       json_decref (idx);
       if (idx == NULL)
-        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OCI layout `%s`: index.json is not valid JSON (line %d, "
-                            "column %d)", dir, jerr.line, jerr.column);
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "OCI layout `%s`: index.json is not valid JSON (line %d, "
+                            "column %d)",
+                            dir, jerr.line, jerr.column);
       return ohbox_error (err, OHBOX_ERR_USAGE, 0, "OCI layout `%s`: index.json is not an image index", dir);
     }
   *out = idx;
@@ -115,7 +119,8 @@ check_dest_dir (int fd, const char *what, bool *ours, ohbox_error_t *err)
   if (!S_ISDIR (st.st_mode))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` is not a directory", what);
   if (st.st_uid != geteuid () && st.st_uid != 0)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` belongs to uid %u: refusing to write into another "
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                        "`%s` belongs to uid %u: refusing to write into another "
                         "user's directory (they could plant links in it); save to a directory of your own",
                         what, (unsigned) st.st_uid);
   *ours = *ours && st.st_uid == geteuid () && (st.st_mode & 022) == 0;
@@ -174,8 +179,7 @@ close_layout_out (struct layout_out *o)
 /* Copies store blob DIGEST of SIZE bytes to blobs/sha256/<hex> unless a
  * regular file of that size is there. */
 static int
-copy_blob_out (struct ohbox_store *s, const struct layout_out *o, const char *digest, int64_t size,
-               ohbox_error_t *err)
+copy_blob_out (struct ohbox_store *s, const struct layout_out *o, const char *digest, int64_t size, ohbox_error_t *err)
 {
   const char *hex = ohbox_digest_hex (digest);
   struct stat st;
@@ -217,8 +221,7 @@ copy_blob_out (struct ohbox_store *s, const struct layout_out *o, const char *di
 }
 
 int
-ohbox_oci_layout_save (struct ohbox_store *s, const char *what, const char *dir, const char *tag,
-                       ohbox_error_t *err)
+ohbox_oci_layout_save (struct ohbox_store *s, const char *what, const char *dir, const char *tag, ohbox_error_t *err)
 {
   struct ohbox_image *img = NULL;
   if (ohbox_image_load (s, what, &img, err) < 0)
@@ -319,8 +322,7 @@ read_layout_blob (int layoutfd, const char *dir, const char *digest, size_t max,
 
 /* Streams a layout blob into the store, verified by the blob writer. */
 static int
-import_blob (struct ohbox_store *s, int layoutfd, const char *dir, const char *digest, int64_t size,
-             ohbox_error_t *err)
+import_blob (struct ohbox_store *s, int layoutfd, const char *dir, const char *digest, int64_t size, ohbox_error_t *err)
 {
   if (ohbox_store_has_blob (s, digest))
     return 0;
@@ -390,8 +392,8 @@ select_entry (json_t *index, const char *dir, const char *tag, json_t **out, ohb
 }
 
 int
-ohbox_oci_layout_load (struct ohbox_store *s, const char *dir, const char *tag, const char *name,
-                       const char *platform, char **id_out, ohbox_error_t *err)
+ohbox_oci_layout_load (struct ohbox_store *s, const char *dir, const char *tag, const char *name, const char *platform,
+                       char **id_out, ohbox_error_t *err)
 {
   cleanup_close int layoutfd = open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (layoutfd < 0)

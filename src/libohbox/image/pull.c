@@ -60,7 +60,7 @@ struct pull_ctx
   bool q_closed;
   struct layer_job *jobs;
   size_t n_jobs;
-  ohbox_error_t unpack_err; /* first unpack failure */
+  ohbox_error_t unpack_err;          /* first unpack failure */
   struct ohbox_unpack_budget budget; /* the layers this pull unpacks, together */
 };
 
@@ -277,8 +277,7 @@ on_fetch_complete (void *ud, size_t fetch_idx)
 {
   struct fetch_cb_ctx *f = ud;
   /* Another process may have downloaded it while this one waited. */
-  emit_state (f->c, f->map[fetch_idx],
-              f->fetches[fetch_idx].downloaded ? OHBOX_LAYER_DOWNLOADED : OHBOX_LAYER_PRESENT);
+  emit_state (f->c, f->map[fetch_idx], f->fetches[fetch_idx].downloaded ? OHBOX_LAYER_DOWNLOADED : OHBOX_LAYER_PRESENT);
   feed_committed (f->c, f->map[fetch_idx]);
 }
 
@@ -421,8 +420,8 @@ resolve_manifest (struct pull_ctx *c, struct ohbox_registry *r, const char *repo
   if (oci_document_kind (m->content_type, m->body, m->len, &kind, err) < 0)
     return -1;
   if (kind != OCI_DOC_MANIFEST)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "index entry %s is itself an index; nested indexes are not supported",
-                        child);
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "index entry %s is itself an index; nested indexes are not supported", child);
   return 0;
 }
 
@@ -476,8 +475,10 @@ fetch_and_unpack (struct pull_ctx *c, struct ohbox_registry *r, const char *repo
   size_t n_fetch = 0;
   for (size_t i = 0; i < n; i++)
     {
-      c->jobs[i] = (struct layer_job){ .digest = man->layers[i].digest, .diff_id = cfg->diff_ids[i],
-                                       .size = man->layers[i].size, .feed = FEED_COMMITTED };
+      c->jobs[i] = (struct layer_job){ .digest = man->layers[i].digest,
+                                       .diff_id = cfg->diff_ids[i],
+                                       .size = man->layers[i].size,
+                                       .feed = FEED_COMMITTED };
       enum oci_layer_compression comp;
       if (oci_layer_compression (man->layers[i].media_type, &comp, err) < 0)
         goto fail_early;
@@ -491,8 +492,8 @@ fetch_and_unpack (struct pull_ctx *c, struct ohbox_registry *r, const char *repo
       to_download += (uint64_t) c->jobs[i].size;
   if (ohbox_store_check_space (c->store, to_download, "the image's blobs to download", err) < 0)
     goto fail_early;
-  ohbox_store_budget_init (c->store, c->opts->max_image_size ? c->opts->max_image_size
-                                                              : OHBOX_PULL_DEFAULT_MAX_IMAGE_SIZE,
+  ohbox_store_budget_init (c->store,
+                           c->opts->max_image_size ? c->opts->max_image_size : OHBOX_PULL_DEFAULT_MAX_IMAGE_SIZE,
                            &c->budget);
 
   unsigned n_workers = n < 2 ? 1 : 2;
@@ -609,8 +610,7 @@ pull_from (struct pull_ctx *c, struct ohbox_registry *r, const struct pull_sourc
     }
   if (load_config (c, r, src->repository, man, &cfg, err) < 0)
     goto out;
-  if (platform_explicit && index_digest == NULL
-      && !oci_platform_matches (&cfg->platform, want))
+  if (platform_explicit && index_digest == NULL && !oci_platform_matches (&cfg->platform, want))
     {
       cleanup_free char *have = oci_platform_string (&cfg->platform);
       cleanup_free char *wanted = oci_platform_string (want);
@@ -726,8 +726,8 @@ ohbox_pull (struct ohbox_store *store, const char *image, const struct ohbox_pul
           last = e;
           break;
         }
-      cleanup_free char *line = xasprintf ("%s%s/%s: %s", tried.len ? "; " : "", sources[i].host,
-                                           sources[i].repository, e->msg);
+      cleanup_free char *line = xasprintf ("%s%s/%s: %s", tried.len ? "; " : "", sources[i].host, sources[i].repository,
+                                           e->msg);
       ohbox_buf_append (&tried, line, strlen (line));
       if (i + 1 == n_sources)
         {

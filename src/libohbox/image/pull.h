@@ -20,11 +20,11 @@
 
 enum ohbox_layer_state
 {
-  OHBOX_LAYER_PRESENT,     /* blob and unpacked layer were already in the store */
-  OHBOX_LAYER_WAITING,     /* queued for download */
-  OHBOX_LAYER_DOWNLOADED,  /* blob complete and verified */
+  OHBOX_LAYER_PRESENT,    /* blob and unpacked layer were already in the store */
+  OHBOX_LAYER_WAITING,    /* queued for download */
+  OHBOX_LAYER_DOWNLOADED, /* blob complete and verified */
   OHBOX_LAYER_UNPACKING,
-  OHBOX_LAYER_DONE,        /* unpacked and verified against its DiffID */
+  OHBOX_LAYER_DONE, /* unpacked and verified against its DiffID */
 };
 
 struct ohbox_pull_events
@@ -41,11 +41,11 @@ struct ohbox_pull_events
 
 struct ohbox_pull_options
 {
-  const char *platform;                       /* "os/arch[/variant]"; NULL: the host's */
-  struct ohbox_registry_options registry;     /* credentials, TLS, parallelism */
-  bool tls_verify_explicit;                   /* registry.insecure came from the user, not the conf */
-  const struct ohbox_registries_conf *conf;   /* may be NULL */
-  uint64_t max_layer_size;                    /* 0: OHBOX_LAYER_DEFAULT_MAX_SIZE */
+  const char *platform;                     /* "os/arch[/variant]"; NULL: the host's */
+  struct ohbox_registry_options registry;   /* credentials, TLS, parallelism */
+  bool tls_verify_explicit;                 /* registry.insecure came from the user, not the conf */
+  const struct ohbox_registries_conf *conf; /* may be NULL */
+  uint64_t max_layer_size;                  /* 0: OHBOX_LAYER_DEFAULT_MAX_SIZE */
   /* The layers this pull unpacks, together (uncompressed); 0:
    * OHBOX_PULL_DEFAULT_MAX_IMAGE_SIZE. Over it: OHBOX_ERR_INTEGRITY. */
   uint64_t max_image_size;
@@ -53,7 +53,7 @@ struct ohbox_pull_options
    * downloads included) ends within this many seconds; 0:
    * OHBOX_PULL_DEFAULT_TIMEOUT_S, < 0: none. Past it: OHBOX_ERR_REGISTRY. */
   double timeout_s;
-  const struct ohbox_pull_events *events;     /* may be NULL */
+  const struct ohbox_pull_events *events; /* may be NULL */
 };
 
 #define OHBOX_PULL_DEFAULT_MAX_IMAGE_SIZE OHBOX_LAYER_DEFAULT_MAX_SIZE

@@ -80,7 +80,7 @@ ohbox_cidr4_overlap (const struct ohbox_cidr4 *a, const struct ohbox_cidr4 *b)
 struct in_addr
 ohbox_cidr4_last (const struct ohbox_cidr4 *c)
 {
-  return (struct in_addr) { .s_addr = htonl (ntohl (c->net.s_addr) | ~mask_of (c->prefix)) };
+  return (struct in_addr){ .s_addr = htonl (ntohl (c->net.s_addr) | ~mask_of (c->prefix)) };
 }
 
 /* Adds C to E unless a range of E holds it; drops those C holds. */
@@ -119,8 +119,8 @@ ohbox_egress_parse (const char *spec, struct ohbox_egress *ret, ohbox_error_t *e
     {
       struct ohbox_cidr4 c;
       if (strchr (t, ':'))
-        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
-                            "--egress: `%s` is IPv6: ohbox's bridges carry IPv4 only", t);
+        return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--egress: `%s` is IPv6: ohbox's bridges carry IPv4 only",
+                            t);
       if (ohbox_cidr4_parse (t, false, &c) < 0)
         return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                             "invalid --egress `%s`: use public, all, none or IPv4 ranges A.B.C.D/N (host bits "

@@ -411,7 +411,9 @@ int
 ohbox_nl_addr_add (struct ohbox_nl *nl, int index, struct in_addr addr, int prefix, ohbox_error_t *err)
 {
   char buf[NL_REQ_SIZE];
-  struct ifaddrmsg ifa = { .ifa_family = AF_INET, .ifa_prefixlen = (unsigned char) prefix, .ifa_index = (unsigned) index };
+  struct ifaddrmsg ifa = { .ifa_family = AF_INET,
+                           .ifa_prefixlen = (unsigned char) prefix,
+                           .ifa_index = (unsigned) index };
   struct nlmsghdr *nlh = msg_start (buf, RTM_NEWADDR, NLM_F_CREATE | NLM_F_EXCL, &ifa, sizeof ifa);
   mnl_attr_put (nlh, IFA_LOCAL, sizeof addr, &addr);
   mnl_attr_put (nlh, IFA_ADDRESS, sizeof addr, &addr);
@@ -491,7 +493,8 @@ ohbox_nl_nft_chain_exists (int family, const char *table, const char *chain, boo
 {
   /* One GETCHAIN over nfnetlink: what `nft list chain` would tell, without
    * loading libnftables and fetching its rule cache (~2.5 ms a start). */
-  struct ohbox_nl nl = { .sock = mnl_socket_open2 (NETLINK_NETFILTER, SOCK_CLOEXEC), .seq = (unsigned int) time (NULL) };
+  struct ohbox_nl nl = { .sock = mnl_socket_open2 (NETLINK_NETFILTER, SOCK_CLOEXEC),
+                         .seq = (unsigned int) time (NULL) };
   if (nl.sock == NULL)
     return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open a netfilter netlink socket");
   if (mnl_socket_bind (nl.sock, 0, MNL_SOCKET_AUTOPID) < 0)

@@ -35,14 +35,12 @@ int ohbox_nl_brport_hairpin (struct ohbox_nl *nl, int index, ohbox_error_t *err)
 int ohbox_nl_link_mac (struct ohbox_nl *nl, int index, uint8_t mac[6], ohbox_error_t *err);
 int ohbox_nl_link_set_mac (struct ohbox_nl *nl, int index, const uint8_t mac[6], ohbox_error_t *err);
 /* A permanent neighbour entry ADDR -> MAC on link INDEX (replacing any). */
-int ohbox_nl_neigh_set (struct ohbox_nl *nl, int index, struct in_addr addr, const uint8_t mac[6],
-                        ohbox_error_t *err);
+int ohbox_nl_neigh_set (struct ohbox_nl *nl, int index, struct in_addr addr, const uint8_t mac[6], ohbox_error_t *err);
 /* Deletes the neighbour entry ADDR of link INDEX; a missing one is fine. */
 int ohbox_nl_neigh_del (struct ohbox_nl *nl, int index, struct in_addr addr, ohbox_error_t *err);
 /* The addresses of link INDEX's permanent IPv4 neighbour entries (*RET
  * malloc'd). */
-int ohbox_nl_neigh_permanent (struct ohbox_nl *nl, int index, struct in_addr **ret, size_t *ret_n,
-                              ohbox_error_t *err);
+int ohbox_nl_neigh_permanent (struct ohbox_nl *nl, int index, struct in_addr **ret, size_t *ret_n, ohbox_error_t *err);
 /* The IPv4 routes of the main table but the default ones. */
 struct ohbox_nl_route4
 {
@@ -58,8 +56,7 @@ int ohbox_nl_link_del (struct ohbox_nl *nl, const char *name, ohbox_error_t *err
 /* Adds ADDR/PREFIX to link INDEX; an existing identical address is fine. */
 int ohbox_nl_addr_add (struct ohbox_nl *nl, int index, struct in_addr addr, int prefix, ohbox_error_t *err);
 /* Whether link INDEX has ADDR/PREFIX. */
-int ohbox_nl_addr_has (struct ohbox_nl *nl, int index, struct in_addr addr, int prefix, bool *ret,
-                       ohbox_error_t *err);
+int ohbox_nl_addr_has (struct ohbox_nl *nl, int index, struct in_addr addr, int prefix, bool *ret, ohbox_error_t *err);
 /* Adds the default route via GW on link INDEX. */
 int ohbox_nl_route_default (struct ohbox_nl *nl, int index, struct in_addr gw, ohbox_error_t *err);
 /* Whether nftables has CHAIN in TABLE of FAMILY (NFPROTO_INET...): *RET. */

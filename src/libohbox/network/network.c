@@ -19,8 +19,6 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 
-
-
 /* Computed once per process (pthread_once: libohbox may be called from
  * several threads, ohbox.h). */
 static char *rootless_root;
@@ -228,7 +226,8 @@ lease_ip (int netfd, const char *owner, const struct ohbox_netdef *d, struct in_
       *ret = a;
       return 0;
     }
-  return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "no free address in the subnet of network `%s` (/%d): remove sandboxes",
+  return ohbox_error (err, OHBOX_ERR_GENERIC, 0,
+                      "no free address in the subnet of network `%s` (/%d): remove sandboxes",
                       d->name[0] ? d->name : "bridge", prefix);
 }
 
@@ -240,9 +239,9 @@ ports_json (const struct ohbox_port_mapping *maps, size_t n)
     {
       char hip[INET_ADDRSTRLEN];
       inet_ntop (AF_INET, &maps[i].host_ip, hip, sizeof hip);
-      json_array_append_new (a, json_pack ("{s:s, s:i, s:i, s:s}", "host_ip", hip, "host_port",
-                                           (int) maps[i].host_port, "container_port", (int) maps[i].ctr_port,
-                                           "protocol", maps[i].proto == IPPROTO_UDP ? "udp" : "tcp"));
+      json_array_append_new (a, json_pack ("{s:s, s:i, s:i, s:s}", "host_ip", hip, "host_port", (int) maps[i].host_port,
+                                           "container_port", (int) maps[i].ctr_port, "protocol",
+                                           maps[i].proto == IPPROTO_UDP ? "udp" : "tcp"));
     }
   return a;
 }
@@ -419,16 +418,14 @@ publish_bridge (struct ohbox_network *n, ohbox_error_t *err)
 
 /* container:ID: a pidfd of the other sandbox's init (setns(2) takes it). */
 static int
-prepare_join (struct ohbox_network *n, struct ohbox_runtime *rt, const struct ohbox_run_options *o,
-              ohbox_error_t *err)
+prepare_join (struct ohbox_network *n, struct ohbox_runtime *rt, const struct ohbox_run_options *o, ohbox_error_t *err)
 {
   cleanup_free char *other = NULL;
   cleanup_close int odfd = -1;
   bool exited;
   if (o->network_container == NULL || *o->network_container == '\0')
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--network container: needs a sandbox (container:NAME)");
-  if (ohbox_sandbox_resolve (rt, o->network_container, &other, err) < 0
-      || ohbox_state_open (rt, other, &odfd, err) < 0)
+  if (ohbox_sandbox_resolve (rt, o->network_container, &other, err) < 0 || ohbox_state_open (rt, other, &odfd, err) < 0)
     return ohbox_error_prefix (err, "--network container:%s", o->network_container);
   n->join_fd = ohbox_state_pidfd (odfd, &exited, err);
   if (n->join_fd < 0)
@@ -573,8 +570,7 @@ ohbox_network_attach (struct ohbox_network *n, pid_t pid, int userns_fd, int net
 {
   if (n == NULL || n->mode != OHBOX_NETWORK_BRIDGE)
     return 0;
-  if ((n->pasta || n->slirp) && n->helper.pid == 0
-      && ohbox_network_attach_early (n, userns_fd, netns_fd, err) < 0)
+  if ((n->pasta || n->slirp) && n->helper.pid == 0 && ohbox_network_attach_early (n, userns_fd, netns_fd, err) < 0)
     return -1;
   if (n->pasta)
     {
@@ -694,8 +690,7 @@ port_from_json (json_t *p, struct ohbox_port_mapping *m)
     return false;
   m->host_port = (uint16_t) json_integer_value (json_object_get (p, "host_port"));
   m->ctr_port = (uint16_t) json_integer_value (json_object_get (p, "container_port"));
-  m->proto = strcmp (json_string_value (json_object_get (p, "protocol")) ?: "", "udp") == 0 ? IPPROTO_UDP
-                                                                                          : IPPROTO_TCP;
+  m->proto = strcmp (json_string_value (json_object_get (p, "protocol")) ?: "", "udp") == 0 ? IPPROTO_UDP : IPPROTO_TCP;
   return true;
 }
 

@@ -29,7 +29,8 @@ write_sysctl (const char *path, const char *value, bool missing_ok, ohbox_error_
   if (fd < 0)
     return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "open `%s`", path);
   ssize_t n = read (fd, cur, sizeof cur - 1);
-  if (n > 0 && strncmp (cur, value, strlen (value)) == 0 && (cur[strlen (value)] == '\n' || cur[strlen (value)] == '\0'))
+  if (n > 0 && strncmp (cur, value, strlen (value)) == 0
+      && (cur[strlen (value)] == '\n' || cur[strlen (value)] == '\0'))
     return 0;
   if (pwrite (fd, value, strlen (value), 0) < 0)
     return ohbox_error_sys (err, OHBOX_ERR_NETWORK, "write `%s`", path);
@@ -83,16 +84,16 @@ netdef_elements (const struct ohbox_netdef *d, struct ohbox_nfnl_elem out[3])
 {
   size_t n = 0;
   struct ohbox_cidr4 sub = { .net = d->net, .prefix = d->prefix };
-  out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "bridges" };
+  out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_INET, .set = "bridges" };
   ohbox_nfnl_key_ifname (&out[n++].key, d->bridge);
-  out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "subnets" };
+  out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_INET, .set = "subnets" };
   ohbox_nfnl_key_ipv4 (&out[n].key, d->net);
   ohbox_nfnl_key_ifname (&out[n].key, d->bridge);
   ohbox_nfnl_key_ipv4 (&out[n].end, ohbox_cidr4_last (&sub));
   ohbox_nfnl_key_ifname (&out[n++].end, d->bridge);
   if (!d->isolated)
     {
-      out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "peers" };
+      out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_INET, .set = "peers" };
       ohbox_nfnl_key_ifname (&out[n].key, d->bridge);
       ohbox_nfnl_key_ifname (&out[n++].key, d->bridge);
     }
@@ -109,8 +110,9 @@ tables_ensure (ohbox_error_t *err)
     return -1;
   struct ohbox_nft_bridge *nets = xcalloc (n + 1, sizeof *nets);
   for (size_t i = 0; i < n; i++)
-    nets[i] = (struct ohbox_nft_bridge) { .name = defs[i].bridge, .subnet = defs[i].net, .prefix = defs[i].prefix,
-                                          .peers = !defs[i].isolated };
+    nets[i] = (struct ohbox_nft_bridge){
+      .name = defs[i].bridge, .subnet = defs[i].net, .prefix = defs[i].prefix, .peers = !defs[i].isolated
+    };
   int r = ohbox_nft_ensure (nets, n, err);
   free (nets);
   free (defs);
@@ -237,12 +239,12 @@ size_t
 ohbox_port_elements (const struct ohbox_port *p, struct ohbox_nfnl_elem *out)
 {
   size_t n = 0;
-  out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_BRIDGE, .set = "ports" };
+  out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_BRIDGE, .set = "ports" };
   ohbox_nfnl_key_ifname (&out[n].key, p->veth);
   ohbox_nfnl_key_mac (&out[n].key, p->mac);
   ohbox_nfnl_key_ipv4 (&out[n++].key, p->ip);
   /* Where its frames may go: its named network's members, or the host. */
-  out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_BRIDGE, .set = p->open ? "open" : "uplink" };
+  out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_BRIDGE, .set = p->open ? "open" : "uplink" };
   ohbox_nfnl_key_ifname (&out[n].key, p->veth);
   ohbox_nfnl_key_ipv4 (&out[n].key, p->ip);
   if (!p->open)
@@ -250,14 +252,14 @@ ohbox_port_elements (const struct ohbox_port *p, struct ohbox_nfnl_elem *out)
   n++;
   for (size_t i = 0; i < p->n_dns; i++)
     {
-      out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "dns" };
+      out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_INET, .set = "dns" };
       ohbox_nfnl_key_ipv4 (&out[n].key, p->ip);
       ohbox_nfnl_key_ipv4 (&out[n++].key, p->dns[i]);
     }
   const struct ohbox_egress *e = &p->egress;
   if (e->mode == OHBOX_EGRESS_NONE)
     {
-      out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "noegress" };
+      out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_INET, .set = "noegress" };
       ohbox_nfnl_key_ipv4 (&out[n++].key, p->ip);
     }
   struct ohbox_cidr4 everything = { 0 };
@@ -267,7 +269,7 @@ ohbox_port_elements (const struct ohbox_port *p, struct ohbox_nfnl_elem *out)
     {
       /* An interval of a concatenation: the sandbox's address exactly,
        * then the range. */
-      out[n] = (struct ohbox_nfnl_elem) { .family = NFPROTO_INET, .set = "egress" };
+      out[n] = (struct ohbox_nfnl_elem){ .family = NFPROTO_INET, .set = "egress" };
       ohbox_nfnl_key_ipv4 (&out[n].key, p->ip);
       ohbox_nfnl_key_ipv4 (&out[n].key, ranges[i].net);
       ohbox_nfnl_key_ipv4 (&out[n].end, p->ip);
@@ -295,8 +297,8 @@ ohbox_port_to_json (const struct ohbox_port *p, json_t *j)
   json_object_set_new (j, "veth", json_string (p->veth));
   json_object_set_new (j, "mac", json_string (mac));
   json_object_set_new (j, "open", json_boolean (p->open));
-  snprintf (mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", p->gw_mac[0], p->gw_mac[1], p->gw_mac[2],
-            p->gw_mac[3], p->gw_mac[4], p->gw_mac[5]);
+  snprintf (mac, sizeof mac, "%02x:%02x:%02x:%02x:%02x:%02x", p->gw_mac[0], p->gw_mac[1], p->gw_mac[2], p->gw_mac[3],
+            p->gw_mac[4], p->gw_mac[5]);
   json_object_set_new (j, "gateway_mac", json_string (mac));
   json_object_set_new (j, "dns_allowed", dns);
   json_object_set_new (j, "egress", json_string (egress));

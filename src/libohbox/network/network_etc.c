@@ -114,8 +114,7 @@ add_hosts (char **hosts, char **add, ohbox_error_t *err)
                     || c == '_';
         }
       unsigned char buf[sizeof (struct in6_addr)];
-      if (!name_ok
-          || (inet_pton (AF_INET, colon + 1, buf) != 1 && inet_pton (AF_INET6, colon + 1, buf) != 1))
+      if (!name_ok || (inet_pton (AF_INET, colon + 1, buf) != 1 && inet_pton (AF_INET6, colon + 1, buf) != 1))
         return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid --add-host `%s`: use NAME:IP", add[i]);
       char *more = xasprintf ("%s%s\t%.*s\n", *hosts, colon + 1, (int) len, add[i]);
       free (*hosts);
@@ -182,8 +181,8 @@ ohbox_network_write_etc (struct ohbox_network *n, int dirfd, const struct ohbox_
          * Debian's 127.0.1.1), so that sudo and friends do not complain
          * `unable to resolve host`. */
         self = xasprintf ("127.0.1.1\t%s%s%s\n", hostname, o->name ? " " : "", o->name ? o->name : "");
-      hosts = xasprintf ("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s%s",
-                         self ? self : "", host ? host : "");
+      hosts = xasprintf ("127.0.0.1\tlocalhost\n::1\tlocalhost ip6-localhost ip6-loopback\n%s%s", self ? self : "",
+                         host ? host : "");
     }
   if (add_hosts (&hosts, o->add_hosts, err) < 0)
     return -1;
@@ -244,4 +243,3 @@ ohbox_network_etc_into_upper (struct ohbox_network *n, const char *upper, ohbox_
     }
   return 0;
 }
-

@@ -33,8 +33,8 @@ struct ohbox_port
   char veth[IFNAMSIZ];
   uint8_t mac[6];
   struct in_addr ip;
-  bool open;         /* on a named network: its frames may go to the members */
-  uint8_t gw_mac[6]; /* its bridge's (ohbox_bridge_mac): where they go else */
+  bool open;                             /* on a named network: its frames may go to the members */
+  uint8_t gw_mac[6];                     /* its bridge's (ohbox_bridge_mac): where they go else */
   struct in_addr dns[OHBOX_NET_MAX_DNS]; /* IPv4 resolvers of its resolv.conf */
   size_t n_dns;
   struct ohbox_egress egress;
@@ -47,9 +47,9 @@ struct ohbox_port
 struct ohbox_network
 {
   enum ohbox_network_mode mode;
-  char *state_dir;    /* owner of the leases */
-  char *etc_dir;      /* where hosts, hostname, resolv.conf are (NULL: none) */
-  char *resolv;       /* resolv.conf's text, once planned */
+  char *state_dir; /* owner of the leases */
+  char *etc_dir;   /* where hosts, hostname, resolv.conf are (NULL: none) */
+  char *resolv;    /* resolv.conf's text, once planned */
   struct ohbox_netdef def;
   struct ohbox_port port;
   struct in_addr ip, gw;

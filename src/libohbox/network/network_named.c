@@ -107,8 +107,8 @@ load_json (int dfd, const char *name, json_t **ret, ohbox_error_t *err)
   cleanup_free char *text = NULL;
   size_t len;
   if (dfd < 0 || ohbox_read_file_at (dfd, file, 64 * 1024, &text, &len, NULL) < 0)
-    return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no network `%s`: make it with `ohbox network create %s`",
-                        name, name);
+    return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no network `%s`: make it with `ohbox network create %s`", name,
+                        name);
   json_error_t je;
   *ret = json_loadb (text, len, 0, &je);
   if (*ret == NULL)
@@ -298,8 +298,9 @@ int
 ohbox_network_create (const char *name, const char *subnet, json_t **ret, ohbox_error_t *err)
 {
   if (geteuid () != 0)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "named networks need root (rootless sandboxes use pasta or "
-                                                       "slirp4netns, one network each)");
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "named networks need root (rootless sandboxes use pasta or "
+                        "slirp4netns, one network each)");
   if (ohbox_network_name_check (name, err) < 0)
     return -1;
   cleanup_close int lock = -1, dfd = -1;

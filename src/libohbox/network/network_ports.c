@@ -209,7 +209,7 @@ try_port (struct alloc *a, struct in_addr ip, int proto, uint16_t port, uint16_t
       errno = e;
       return -1;
     }
-  a->maps[a->n] = (struct ohbox_port_mapping) { .host_ip = ip, .host_port = port, .ctr_port = ctr, .proto = proto };
+  a->maps[a->n] = (struct ohbox_port_mapping){ .host_ip = ip, .host_port = port, .ctr_port = ctr, .proto = proto };
   a->fds[a->n] = fd;
   a->n++;
   return 0;
@@ -244,7 +244,9 @@ ohbox_ports_allocate (int netdirfd, const char *owner, const struct ohbox_publis
     total += reqs[i].ctr_hi - reqs[i].ctr_lo + 1u;
   if (total > OHBOX_NET_MAX_PORTS)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many published ports (at most %d)", OHBOX_NET_MAX_PORTS);
-  struct alloc a = { .netdirfd = netdirfd, .owner = owner, .maps = xcalloc (total + 1, sizeof (*a.maps)),
+  struct alloc a = { .netdirfd = netdirfd,
+                     .owner = owner,
+                     .maps = xcalloc (total + 1, sizeof (*a.maps)),
                      .fds = xcalloc (total + 1, sizeof (int)) };
   uint16_t elo, ehi;
   ephemeral_range (&elo, &ehi);
@@ -273,11 +275,10 @@ ohbox_ports_allocate (int netdirfd, const char *owner, const struct ohbox_publis
           if (fixed)
             ohbox_error (err, OHBOX_ERR_USAGE, e, "publish host port `%s:%u/%s`", ip, (unsigned) fixed, proto);
           else
-            ohbox_error (err, OHBOX_ERR_USAGE, e, "publish container port %u/%s: no free host port in %u-%u", c,
-                         proto, r->host_lo ? r->host_lo : elo, r->host_lo ? r->host_hi : ehi);
+            ohbox_error (err, OHBOX_ERR_USAGE, e, "publish container port %u/%s: no free host port in %u-%u", c, proto,
+                         r->host_lo ? r->host_lo : elo, r->host_lo ? r->host_hi : ehi);
           if (e == EADDRINUSE)
-            ohbox_error_hint (err, "stop what uses it, or choose another host port (or let ohbox choose: -p %u)",
-                              c);
+            ohbox_error_hint (err, "stop what uses it, or choose another host port (or let ohbox choose: -p %u)", c);
           else if (e == EADDRNOTAVAIL)
             ohbox_error_hint (err, "`%s` is not an address of this host", ip);
           for (size_t k = 0; k < a.n; k++)

@@ -151,8 +151,8 @@ elements_batch (struct nfnl *nl, const char *table, bool add, const struct ohbox
   uint16_t type = (NFNL_SUBSYS_NFTABLES << 8) | (add ? NFT_MSG_NEWSETELEM : NFT_MSG_DELSETELEM);
   for (size_t i = 0; i < n; i++)
     {
-      struct nlmsghdr *nlh = put_msg (mnl_nlmsg_batch_current (b), type, (uint16_t) (NLM_F_ACK | (add ? NLM_F_CREATE : 0)),
-                                      e[i].family, 0, ++nl->seq);
+      struct nlmsghdr *nlh = put_msg (mnl_nlmsg_batch_current (b), type,
+                                      (uint16_t) (NLM_F_ACK | (add ? NLM_F_CREATE : 0)), e[i].family, 0, ++nl->seq);
       mnl_attr_put_strz (nlh, NFTA_SET_ELEM_LIST_TABLE, table);
       mnl_attr_put_strz (nlh, NFTA_SET_ELEM_LIST_SET, e[i].set);
       struct nlattr *list = mnl_attr_nest_start (nlh, NFTA_SET_ELEM_LIST_ELEMENTS);
@@ -228,8 +228,7 @@ chain_cb (const struct nlmsghdr *nlh, void *data)
 }
 
 int
-ohbox_nfnl_chains_present (uint8_t family, const char *table, const char *const *chains, bool *ret,
-                           ohbox_error_t *err)
+ohbox_nfnl_chains_present (uint8_t family, const char *table, const char *const *chains, bool *ret, ohbox_error_t *err)
 {
   /* One dump of the table's chains: what `nft list table` would tell about
    * them, without libnftables and its ruleset cache (nfnl.h). */
@@ -237,8 +236,8 @@ ohbox_nfnl_chains_present (uint8_t family, const char *table, const char *const 
   if (nfnl_open (&nl, err) < 0)
     return -1;
   char buf[512];
-  struct nlmsghdr *nlh = put_msg (buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETCHAIN, NLM_F_DUMP | NLM_F_ACK,
-                                  family, 0, ++nl.seq);
+  struct nlmsghdr *nlh = put_msg (buf, (NFNL_SUBSYS_NFTABLES << 8) | NFT_MSG_GETCHAIN, NLM_F_DUMP | NLM_F_ACK, family,
+                                  0, ++nl.seq);
   /* (kernels filter the dump by table; the callback checks it anyway) */
   mnl_attr_put_strz (nlh, NFTA_CHAIN_TABLE, table);
   struct chains_seen c = { .table = table, .chains = chains };

@@ -48,8 +48,7 @@ void ohbox_nfnl_key_ipv4 (struct ohbox_nfnl_key *k, struct in_addr a);
 /* Adds (ADD) or deletes the N elements of TABLE in one transaction. Adding
  * an element that exists is fine; deleting one that is gone is fine (then
  * the others are deleted one by one). */
-int ohbox_nfnl_elements (const char *table, bool add, const struct ohbox_nfnl_elem *e, size_t n,
-                         ohbox_error_t *err);
+int ohbox_nfnl_elements (const char *table, bool add, const struct ohbox_nfnl_elem *e, size_t n, ohbox_error_t *err);
 
 /* Whether TABLE of FAMILY has every chain of CHAINS (NULL-terminated):
  * *RET. A missing table is *RET false, not an error. */

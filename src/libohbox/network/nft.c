@@ -63,9 +63,9 @@ ohbox_nft_run (const char *cmds, ohbox_error_t *err)
 /* The chains of each table, the marker last: present with the others, it
  * says the rules are this version's. A table without all of them (an older
  * ohbox's, or one someone changed) is made again. */
-static const char *const inet_chains[] = { "published", "prerouting", "output", "postrouting", "guard", "input",
-                                           "sandbox_in", "forward", "from_sandbox", "to_sandbox",
-                                           OHBOX_NFT_MARKER, NULL };
+static const char *const inet_chains[] = { "published",    "prerouting", "output",         "postrouting",
+                                           "guard",        "input",      "sandbox_in",     "forward",
+                                           "from_sandbox", "to_sandbox", OHBOX_NFT_MARKER, NULL };
 static const char *const bridge_chains[] = { "prerouting", "port_in", "port_ip", "port_arp", OHBOX_NFT_MARKER, NULL };
 
 int
@@ -85,37 +85,45 @@ ohbox_nft_complete (bool *ret, ohbox_error_t *err)
 static void
 append_objects (struct ohbox_buf *b)
 {
-  static const char text[] =
-      "add table inet " OHBOX_NFT_TABLE "\n"
-      "add map inet " OHBOX_NFT_TABLE " pub4 { type ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service; }\n"
-      "add map inet " OHBOX_NFT_TABLE " puball { type inet_proto . inet_service : ipv4_addr . inet_service; }\n"
-      "add set inet " OHBOX_NFT_TABLE " bridges { type ifname; }\n"
-      "add set inet " OHBOX_NFT_TABLE " peers { type ifname . ifname; }\n"
-      "add set inet " OHBOX_NFT_TABLE " subnets { type ipv4_addr . ifname; flags interval; }\n"
-      "add set inet " OHBOX_NFT_TABLE " dns { type ipv4_addr . ipv4_addr; }\n"
-      "add set inet " OHBOX_NFT_TABLE " egress { type ipv4_addr . ipv4_addr; flags interval; }\n"
-      "add set inet " OHBOX_NFT_TABLE " noegress { type ipv4_addr; }\n"
-      "add set inet " OHBOX_NFT_TABLE " blocked4 { type ipv4_addr; flags interval; }\n"
-      "add chain inet " OHBOX_NFT_TABLE " published\n"
-      "add chain inet " OHBOX_NFT_TABLE " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
-      "add chain inet " OHBOX_NFT_TABLE " output { type nat hook output priority -100; policy accept; }\n"
-      "add chain inet " OHBOX_NFT_TABLE " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
-      "add chain inet " OHBOX_NFT_TABLE " guard { type filter hook prerouting priority raw; policy accept; }\n"
-      "add chain inet " OHBOX_NFT_TABLE " input { type filter hook input priority filter; policy accept; }\n"
-      "add chain inet " OHBOX_NFT_TABLE " sandbox_in\n"
-      "add chain inet " OHBOX_NFT_TABLE " forward { type filter hook forward priority filter; policy accept; }\n"
-      "add chain inet " OHBOX_NFT_TABLE " from_sandbox\n"
-      "add chain inet " OHBOX_NFT_TABLE " to_sandbox\n"
-      "add table bridge " OHBOX_NFT_TABLE "\n"
-      "add set bridge " OHBOX_NFT_TABLE " ports { type ifname . ether_addr . ipv4_addr; }\n"
-      "add set bridge " OHBOX_NFT_TABLE " uplink { type ifname . ipv4_addr . ether_addr; }\n"
-      "add set bridge " OHBOX_NFT_TABLE " open { type ifname . ipv4_addr; }\n"
-      /* Before br_netfilter's hook (0) and the bridge's learning: a forged
-       * frame neither reaches the IP hooks nor teaches the bridge a MAC. */
-      "add chain bridge " OHBOX_NFT_TABLE " prerouting { type filter hook prerouting priority filter; policy accept; }\n"
-      "add chain bridge " OHBOX_NFT_TABLE " port_in\n"
-      "add chain bridge " OHBOX_NFT_TABLE " port_ip\n"
-      "add chain bridge " OHBOX_NFT_TABLE " port_arp\n";
+  static const char text[] = "add table inet " OHBOX_NFT_TABLE "\n"
+                             "add map inet " OHBOX_NFT_TABLE
+                             " pub4 { type ipv4_addr . inet_proto . inet_service : ipv4_addr . inet_service; }\n"
+                             "add map inet " OHBOX_NFT_TABLE
+                             " puball { type inet_proto . inet_service : ipv4_addr . inet_service; }\n"
+                             "add set inet " OHBOX_NFT_TABLE " bridges { type ifname; }\n"
+                             "add set inet " OHBOX_NFT_TABLE " peers { type ifname . ifname; }\n"
+                             "add set inet " OHBOX_NFT_TABLE " subnets { type ipv4_addr . ifname; flags interval; }\n"
+                             "add set inet " OHBOX_NFT_TABLE " dns { type ipv4_addr . ipv4_addr; }\n"
+                             "add set inet " OHBOX_NFT_TABLE " egress { type ipv4_addr . ipv4_addr; flags interval; }\n"
+                             "add set inet " OHBOX_NFT_TABLE " noegress { type ipv4_addr; }\n"
+                             "add set inet " OHBOX_NFT_TABLE " blocked4 { type ipv4_addr; flags interval; }\n"
+                             "add chain inet " OHBOX_NFT_TABLE " published\n"
+                             "add chain inet " OHBOX_NFT_TABLE
+                             " prerouting { type nat hook prerouting priority dstnat; policy accept; }\n"
+                             "add chain inet " OHBOX_NFT_TABLE
+                             " output { type nat hook output priority -100; policy accept; }\n"
+                             "add chain inet " OHBOX_NFT_TABLE
+                             " postrouting { type nat hook postrouting priority srcnat; policy accept; }\n"
+                             "add chain inet " OHBOX_NFT_TABLE
+                             " guard { type filter hook prerouting priority raw; policy accept; }\n"
+                             "add chain inet " OHBOX_NFT_TABLE
+                             " input { type filter hook input priority filter; policy accept; }\n"
+                             "add chain inet " OHBOX_NFT_TABLE " sandbox_in\n"
+                             "add chain inet " OHBOX_NFT_TABLE
+                             " forward { type filter hook forward priority filter; policy accept; }\n"
+                             "add chain inet " OHBOX_NFT_TABLE " from_sandbox\n"
+                             "add chain inet " OHBOX_NFT_TABLE " to_sandbox\n"
+                             "add table bridge " OHBOX_NFT_TABLE "\n"
+                             "add set bridge " OHBOX_NFT_TABLE " ports { type ifname . ether_addr . ipv4_addr; }\n"
+                             "add set bridge " OHBOX_NFT_TABLE " uplink { type ifname . ipv4_addr . ether_addr; }\n"
+                             "add set bridge " OHBOX_NFT_TABLE " open { type ifname . ipv4_addr; }\n"
+                             /* Before br_netfilter's hook (0) and the bridge's learning: a forged
+                              * frame neither reaches the IP hooks nor teaches the bridge a MAC. */
+                             "add chain bridge " OHBOX_NFT_TABLE
+                             " prerouting { type filter hook prerouting priority filter; policy accept; }\n"
+                             "add chain bridge " OHBOX_NFT_TABLE " port_in\n"
+                             "add chain bridge " OHBOX_NFT_TABLE " port_ip\n"
+                             "add chain bridge " OHBOX_NFT_TABLE " port_arp\n";
   ohbox_buf_append (b, text, sizeof text - 1);
   /* (all but the marker, added with the rules) */
   for (size_t i = 0; inet_chains[i + 1]; i++)
@@ -144,77 +152,64 @@ append_rules (struct ohbox_buf *b)
 #define R(chain, rule) "add rule inet " OHBOX_NFT_TABLE " " chain " " rule "\n"
 #define B(chain, rule) "add rule bridge " OHBOX_NFT_TABLE " " chain " " rule "\n"
   static const char text[] =
-      /* Published ports: DNAT of local addresses through the maps, from
-       * other hosts and sandboxes (prerouting) and the host's own
-       * processes, 127.0.0.1 included (output). */
-      R ("published", "dnat ip to ip daddr . meta l4proto . th dport map @pub4")
+    /* Published ports: DNAT of local addresses through the maps, from
+     * other hosts and sandboxes (prerouting) and the host's own
+     * processes, 127.0.0.1 included (output). */
+    R ("published", "dnat ip to ip daddr . meta l4proto . th dport map @pub4")
       R ("published", "dnat ip to meta l4proto . th dport map @puball")
-      R ("prerouting", "fib daddr type local jump published")
-      R ("output", "fib daddr type local jump published")
-      /* 127.0.0.1 clients (routed to a bridge with route_localnet),
-       * hairpins through the host, and egress. */
-      R ("postrouting", "oifname @bridges ip saddr 127.0.0.0/8 masquerade")
+        R ("prerouting", "fib daddr type local jump published") R ("output", "fib daddr type local jump published")
+    /* 127.0.0.1 clients (routed to a bridge with route_localnet),
+     * hairpins through the host, and egress. */
+    R ("postrouting", "oifname @bridges ip saddr 127.0.0.0/8 masquerade")
       R ("postrouting", "iifname @bridges oifname @bridges ct status dnat masquerade")
-      /* (the same when br_netfilter bridged it back: no input interface
-       * then; the neighbour answers the host, not the sandbox directly) */
-      R ("postrouting", "ip saddr . oifname @subnets ct status dnat masquerade")
+    /* (the same when br_netfilter bridged it back: no input interface
+     * then; the neighbour answers the host, not the sandbox directly) */
+    R ("postrouting", "ip saddr . oifname @subnets ct status dnat masquerade")
       R ("postrouting", "iifname @bridges oifname != @bridges masquerade")
-      /* route_localnet lets 127.0.0.0/8 be routed on the bridges: never
-       * from a sandbox to the host's loopback services (CVE-2020-8558). */
-      R ("guard", "iifname @bridges ip daddr 127.0.0.0/8 drop")
-      /* What a sandbox may send to the host itself: answers, DNS to the
-       * resolvers of its resolv.conf, and what its --egress allows (all:
-       * the host too). Not a service listening on 0.0.0.0 or on any host
-       * address (issue 14, item 8). */
-      R ("input", "iifname @bridges jump sandbox_in")
-      R ("sandbox_in", "ct state established,related accept")
+    /* route_localnet lets 127.0.0.0/8 be routed on the bridges: never
+     * from a sandbox to the host's loopback services (CVE-2020-8558). */
+    R ("guard", "iifname @bridges ip daddr 127.0.0.0/8 drop")
+    /* What a sandbox may send to the host itself: answers, DNS to the
+     * resolvers of its resolv.conf, and what its --egress allows (all:
+     * the host too). Not a service listening on 0.0.0.0 or on any host
+     * address (issue 14, item 8). */
+    R ("input", "iifname @bridges jump sandbox_in") R ("sandbox_in", "ct state established,related accept")
       R ("sandbox_in", "meta l4proto { tcp, udp } th dport 53 ip saddr . ip daddr @dns accept")
-      R ("sandbox_in", "ip saddr . ip daddr @egress accept")
-      R ("sandbox_in", "drop")
-      R ("forward", "iifname @bridges jump from_sandbox")
-      R ("forward", "oifname @bridges jump to_sandbox")
-      /* From a sandbox: published ports (DNAT'ed, also another sandbox's
-       * through the host), its own named network's members (seen here
-       * when br_netfilter passes bridged frames through these hooks);
-       * never another bridge, nor a neighbour through the host; no IPv6;
-       * then its --egress (egress.h). */
-      R ("from_sandbox", "ct state established,related accept")
-      R ("from_sandbox", "ct status dnat accept")
-      R ("from_sandbox", "iifname . oifname @peers accept")
-      R ("from_sandbox", "oifname @bridges drop")
-      R ("from_sandbox", "meta nfproto ipv6 drop")
-      R ("from_sandbox", "ip saddr @noegress drop")
-      R ("from_sandbox", "meta l4proto { tcp, udp } th dport 53 ip saddr . ip daddr @dns accept")
-      R ("from_sandbox", "ip saddr . ip daddr @egress accept")
-      R ("from_sandbox", "ip daddr @blocked4 drop")
-      /* To a sandbox from elsewhere: only through a published port (a host
-       * routing the subnet to us reaches no executor directly). */
-      R ("to_sandbox", "ct state established,related accept")
-      R ("to_sandbox", "ct status dnat accept")
+        R ("sandbox_in", "ip saddr . ip daddr @egress accept") R ("sandbox_in", "drop")
+          R ("forward", "iifname @bridges jump from_sandbox") R ("forward", "oifname @bridges jump to_sandbox")
+    /* From a sandbox: published ports (DNAT'ed, also another sandbox's
+     * through the host), its own named network's members (seen here
+     * when br_netfilter passes bridged frames through these hooks);
+     * never another bridge, nor a neighbour through the host; no IPv6;
+     * then its --egress (egress.h). */
+    R ("from_sandbox", "ct state established,related accept") R ("from_sandbox", "ct status dnat accept")
+      R ("from_sandbox", "iifname . oifname @peers accept") R ("from_sandbox", "oifname @bridges drop")
+        R ("from_sandbox", "meta nfproto ipv6 drop") R ("from_sandbox", "ip saddr @noegress drop")
+          R ("from_sandbox", "meta l4proto { tcp, udp } th dport 53 ip saddr . ip daddr @dns accept")
+            R ("from_sandbox", "ip saddr . ip daddr @egress accept") R ("from_sandbox", "ip daddr @blocked4 drop")
+    /* To a sandbox from elsewhere: only through a published port (a host
+     * routing the subnet to us reaches no executor directly). */
+    R ("to_sandbox", "ct state established,related accept") R ("to_sandbox", "ct status dnat accept")
       R ("to_sandbox", "drop")
-      /* Every frame a sandbox port sends. Its source: the sandbox's own
-       * MAC, and its own address in IPv4 and ARP; nothing else (no IPv6 and
-       * so no router advertisement, no VLAN tag, no other protocol). */
-      B ("prerouting", "iifname \"" OHBOX_NFT_PORT_PREFIX "*\" jump port_in")
+    /* Every frame a sandbox port sends. Its source: the sandbox's own
+     * MAC, and its own address in IPv4 and ARP; nothing else (no IPv6 and
+     * so no router advertisement, no VLAN tag, no other protocol). */
+    B ("prerouting", "iifname \"" OHBOX_NFT_PORT_PREFIX "*\" jump port_in")
       B ("port_in", "icmpv6 type nd-router-advert drop")
-      B ("port_in", "iifname . ether saddr . ip saddr @ports jump port_ip")
-      B ("port_in", "arp htype 1 arp ptype ip arp hlen 6 arp plen 4 iifname . ether saddr . arp saddr ip @ports "
-                    "iifname . arp saddr ether . arp saddr ip @ports jump port_arp")
-      B ("port_in", "drop")
-      /* Its destination: on a named network anyone (open); on ohbox0 the
-       * host only (uplink: the bridge's own MAC; the sandbox has a
-       * permanent neighbour entry for it and never asks by broadcast): no
-       * frame goes from one sandbox to another. The kernel's port
-       * isolation is not used for that: with br_netfilter a connection to
-       * a neighbour's published port on the host's address is DNAT'ed and
-       * then bridged from port to port, which isolated ports refuse
-       * (README: Network isolation). */
-      B ("port_ip", "iifname . ip saddr @open accept")
-      B ("port_ip", "iifname . ip saddr . ether daddr @uplink accept")
-      B ("port_ip", "drop")
-      B ("port_arp", "iifname . arp saddr ip @open accept")
-      B ("port_arp", "iifname . arp saddr ip . ether daddr @uplink accept")
-      B ("port_arp", "drop");
+        B ("port_in", "iifname . ether saddr . ip saddr @ports jump port_ip")
+          B ("port_in", "arp htype 1 arp ptype ip arp hlen 6 arp plen 4 iifname . ether saddr . arp saddr ip @ports "
+                        "iifname . arp saddr ether . arp saddr ip @ports jump port_arp") B ("port_in", "drop")
+    /* Its destination: on a named network anyone (open); on ohbox0 the
+     * host only (uplink: the bridge's own MAC; the sandbox has a
+     * permanent neighbour entry for it and never asks by broadcast): no
+     * frame goes from one sandbox to another. The kernel's port
+     * isolation is not used for that: with br_netfilter a connection to
+     * a neighbour's published port on the host's address is DNAT'ed and
+     * then bridged from port to port, which isolated ports refuse
+     * (README: Network isolation). */
+    B ("port_ip", "iifname . ip saddr @open accept") B ("port_ip", "iifname . ip saddr . ether daddr @uplink accept")
+      B ("port_ip", "drop") B ("port_arp", "iifname . arp saddr ip @open accept")
+        B ("port_arp", "iifname . arp saddr ip . ether daddr @uplink accept") B ("port_arp", "drop");
 #undef R
 #undef B
   ohbox_buf_append (b, text, sizeof text - 1);
@@ -258,7 +253,7 @@ ohbox_nft_ensure (const struct ohbox_nft_bridge *nets, size_t n, ohbox_error_t *
   append_rules (&b);
   append_network_elements (&b, nets, n);
   static const char markers[] = "add chain inet " OHBOX_NFT_TABLE " " OHBOX_NFT_MARKER "\n"
-                                 "add chain bridge " OHBOX_NFT_TABLE " " OHBOX_NFT_MARKER "\n";
+                                "add chain bridge " OHBOX_NFT_TABLE " " OHBOX_NFT_MARKER "\n";
   ohbox_buf_append (&b, markers, sizeof markers - 1);
   int r = nft_exec (b.data, false, NULL, err);
   if (r < 0)
@@ -322,10 +317,7 @@ key_text (json_t *key, bool quoted)
   bool ok = true;
   if (parts == NULL)
     ok = append_field (&b, key, quoted);
-  json_array_foreach (parts, i, part)
-  {
-    ok = ok && append_field (&b, part, quoted && i == 0);
-  }
+  json_array_foreach (parts, i, part) { ok = ok && append_field (&b, part, quoted && i == 0); }
   if (!ok || b.data == NULL)
     {
       ohbox_buf_free (&b);
@@ -365,8 +357,7 @@ element_json (const char *family, const char *kind, const char *name, json_t *el
       addr = json_string_value (json_array_get (json_object_get (json_array_get (elem, 1), "concat"), 0));
     }
   else
-    addr = first_ipv4 (json_object_get (elem, "elem") ? json_object_get (json_object_get (elem, "elem"), "val")
-                                                      : elem);
+    addr = first_ipv4 (json_object_get (elem, "elem") ? json_object_get (json_object_get (elem, "elem"), "val") : elem);
   /* (the bridge table's keys start with the port's name) */
   cleanup_free char *text = key_text (key, strcmp (family, "bridge") == 0);
   if (text == NULL || addr == NULL)
@@ -481,8 +472,8 @@ ohbox_nft_delete_elements (json_t *elems, ohbox_error_t *err)
   json_array_foreach (elems, i, e)
   {
     const char *family = json_string_value (json_object_get (e, "family")) ?: "inet";
-    cleanup_free char *line = xasprintf ("delete element %s " OHBOX_NFT_TABLE " %s { %s }\n", family,
-                                         element_set (e), json_string_value (json_object_get (e, "key")));
+    cleanup_free char *line = xasprintf ("delete element %s " OHBOX_NFT_TABLE " %s { %s }\n", family, element_set (e),
+                                         json_string_value (json_object_get (e, "key")));
     ohbox_buf_append (&b, line, strlen (line));
   }
   int r = nft_exec (b.data, false, NULL, err);

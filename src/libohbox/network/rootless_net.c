@@ -161,8 +161,10 @@ ohbox_slirp_wait (struct ohbox_net_helper *h, ohbox_error_t *err)
   if (WIFEXITED (status) && WEXITSTATUS (status) == 127)
     ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, SLIRP_BIN " cannot be run");
   else
-    ohbox_error (err, OHBOX_ERR_GENERIC, 0, SLIRP_BIN " did not set up the network%s (see `slirp4netns.log` in the "
-                 "sandbox's state directory)", r == 0 ? " in time" : "");
+    ohbox_error (err, OHBOX_ERR_GENERIC, 0,
+                 SLIRP_BIN " did not set up the network%s (see `slirp4netns.log` in the "
+                           "sandbox's state directory)",
+                 r == 0 ? " in time" : "");
   ohbox_error_hint (err, "install the slirp4netns package, or use --network none");
   return -1;
 }

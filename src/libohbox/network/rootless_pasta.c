@@ -61,13 +61,30 @@ build_argv (int userns, int netns, const char *state_dir, const struct ohbox_por
   size_t n = 0;
   bool tcp = false, udp = false;
   static const char *const fixed[] = {
-    PASTA_BIN, "--config-net", "-f", "-q", "-4",
+    PASTA_BIN,
+    "--config-net",
+    "-f",
+    "-q",
+    "-4",
     /* The same addresses as slirp4netns: /etc/hosts and the docs hold for both. */
-    "-I", "tap0", "-a", "10.0.2.100", "-n", "24", "-g", "10.0.2.2", "--dns-forward", "10.0.2.3",
+    "-I",
+    "tap0",
+    "-a",
+    "10.0.2.100",
+    "-n",
+    "24",
+    "-g",
+    "10.0.2.2",
+    "--dns-forward",
+    "10.0.2.3",
     /* Nothing from the sandbox to the host's loopback: no automatic
      * forwarding of the namespace's ports, and the gateway address is not
      * the host (what --disable-host-loopback is to slirp4netns). */
-    "-T", "none", "-U", "none", "--no-map-gw",
+    "-T",
+    "none",
+    "-U",
+    "none",
+    "--no-map-gw",
   };
   for (size_t i = 0; i < sizeof fixed / sizeof fixed[0]; i++)
     argv[n++] = xstrdup (fixed[i]);
@@ -107,8 +124,8 @@ free_argv (char **argv)
 }
 
 int
-ohbox_pasta_spawn (int userns, int netns, const char *state_dir, const struct ohbox_port_mapping *maps,
-                   size_t n_maps, struct ohbox_net_helper *h, ohbox_error_t *err)
+ohbox_pasta_spawn (int userns, int netns, const char *state_dir, const struct ohbox_port_mapping *maps, size_t n_maps,
+                   struct ohbox_net_helper *h, ohbox_error_t *err)
 {
   cleanup_free char *fifo = xasprintf ("%s/pasta.ready", state_dir);
   cleanup_free char *log = xasprintf ("%s/pasta.log", state_dir);

@@ -84,8 +84,8 @@ network_json (const struct ohbox_run_plan *p)
   return json_pack ("{s:s, s:o, s:b, s:o, s:o, s:o, s:o, s:o, s:o}", "mode", network_name (p->network), "backend",
                     str_or_null (ohbox_net_backend_name (p->backend)), "explicit", p->network_explicit, "container",
                     str_or_null (p->network_container), "name", str_or_null (p->network_name), "egress",
-                    str_or_null (p->egress), "publish", strv_json (p->publish, false), "dns",
-                    strv_json (r->dns, false), "add_hosts", strv_json (r->add_hosts, false));
+                    str_or_null (p->egress), "publish", strv_json (p->publish, false), "dns", strv_json (r->dns, false),
+                    "add_hosts", strv_json (r->add_hosts, false));
 }
 
 static json_t *
@@ -127,8 +127,8 @@ static json_t *
 security_json (const struct ohbox_run_plan *p)
 {
   const struct ohbox_run_request *r = p->req;
-  return json_pack ("{s:s, s:o, s:o, s:s, s:b, s:b}", "user_namespace", r->userns_host ? "host" : "private",
-                    "cap_add", strv_json (r->cap_add, false), "cap_drop", strv_json (r->cap_drop, false), "seccomp",
+  return json_pack ("{s:s, s:o, s:o, s:s, s:b, s:b}", "user_namespace", r->userns_host ? "host" : "private", "cap_add",
+                    strv_json (r->cap_add, false), "cap_drop", strv_json (r->cap_drop, false), "seccomp",
                     r->seccomp_profile ? r->seccomp_profile : "default", "no_new_privileges", r->no_new_privs,
                     "read_only", r->read_only);
 }
@@ -140,15 +140,15 @@ devices_json (const struct ohbox_device_edits *d)
   for (size_t i = 0; i < d->n_nodes; i++)
     {
       const struct ohbox_device_node *n = &d->nodes[i];
-      json_array_append_new (nodes, json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path",
-                                               n->host_path, "type", &n->type, (size_t) 1, "major",
-                                               (json_int_t) n->major, "minor", (json_int_t) n->minor, "access",
-                                               n->access));
+      json_array_append_new (nodes,
+                             json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path", n->host_path,
+                                        "type", &n->type, (size_t) 1, "major", (json_int_t) n->major, "minor",
+                                        (json_int_t) n->minor, "access", n->access));
     }
   for (size_t i = 0; i < d->n_mounts; i++)
-    json_array_append_new (mounts, json_pack ("{s:s, s:s, s:o}", "host_path", d->mounts[i].host_path,
-                                              "container_path", d->mounts[i].container_path, "options",
-                                              strv_json (d->mounts[i].options, false)));
+    json_array_append_new (mounts,
+                           json_pack ("{s:s, s:s, s:o}", "host_path", d->mounts[i].host_path, "container_path",
+                                      d->mounts[i].container_path, "options", strv_json (d->mounts[i].options, false)));
   json_t *hooks = json_array ();
   for (size_t i = 0; i < d->n_hooks; i++)
     json_array_append_new (hooks, json_pack ("{s:s, s:o}", "path", d->hooks[i].path, "args",
@@ -170,12 +170,11 @@ ohbox_run_plan_json (const struct ohbox_run_plan *p)
   json_t *mounts = json_pack ("{s:o, s:o}", "volumes", strv_json (p->req->volumes, false), "tmpfs",
                               strv_json (p->req->tmpfs, false));
   return json_pack ("{s:s, s:o, s:b, s:{s:i, s:b}, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o, s:o}", "image",
-                    p->req->image,
-                    "image_id", str_or_null (p->image_id), "runtime_image", p->runtime_image, "caller", "euid",
-                    (int) p->euid, "rootless", p->rootless, "host", host, "network", network_json (p), "executor",
-                    executor_json (&p->executor), "process", process_json (p), "limits",
-                    limits_json (&p->req->limits, p->opts.storage_size), "security", security_json (p), "mounts", mounts, "devices",
-                    devices_json (&p->devices), "warnings", strv_json (p->warnings, false), "labels",
+                    p->req->image, "image_id", str_or_null (p->image_id), "runtime_image", p->runtime_image, "caller",
+                    "euid", (int) p->euid, "rootless", p->rootless, "host", host, "network", network_json (p),
+                    "executor", executor_json (&p->executor), "process", process_json (p), "limits",
+                    limits_json (&p->req->limits, p->opts.storage_size), "security", security_json (p), "mounts",
+                    mounts, "devices", devices_json (&p->devices), "warnings", strv_json (p->warnings, false), "labels",
                     strv_json (p->req->labels, false));
 }
 

@@ -45,8 +45,7 @@ vpush (char **v, char *s)
   v[vlen (v)] = s;
 }
 
-static void
-plan_warn (struct ohbox_run_plan *p, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
+static void plan_warn (struct ohbox_run_plan *p, const char *fmt, ...) __attribute__ ((format (printf, 2, 3)));
 
 static void
 plan_warn (struct ohbox_run_plan *p, const char *fmt, ...)
@@ -205,8 +204,8 @@ user_publishes (const struct ohbox_run_request *req, int port, struct ohbox_publ
     {
       cleanup_error ohbox_error_t ignored = NULL;
       struct ohbox_publish pub;
-      if (ohbox_publish_parse (req->publish[i], &pub, &ignored) == 0 && pub.proto == IPPROTO_TCP
-          && pub.ctr_lo <= port && port <= pub.ctr_hi)
+      if (ohbox_publish_parse (req->publish[i], &pub, &ignored) == 0 && pub.proto == IPPROTO_TCP && pub.ctr_lo <= port
+          && port <= pub.ctr_hi)
         {
           *ret = pub;
           return true;
@@ -232,8 +231,9 @@ executor_on_bridge (struct ohbox_run_plan *p)
         x->host_port = pub.host_lo + (x->port - pub.ctr_lo);
       char ip[INET_ADDRSTRLEN] = OHBOX_EXECUTOR_HOST_ADDRESS;
       if (pub.host_ip.s_addr == htonl (INADDR_ANY))
-        plan_warn (p, "the executor's port %d is published on every address of the host (-p): anyone who reaches "
-                      "the host can try its session key; publish it on 127.0.0.1 (or leave it to ohbox)",
+        plan_warn (p,
+                   "the executor's port %d is published on every address of the host (-p): anyone who reaches "
+                   "the host can try its session key; publish it on 127.0.0.1 (or leave it to ohbox)",
                    x->port);
       else
         inet_ntop (AF_INET, &pub.host_ip, ip, sizeof ip);
@@ -282,14 +282,16 @@ executor_network (struct ohbox_run_plan *p, ohbox_error_t *err)
                             "slirp4netns or passt (pasta), or ask for --network none (the executor is then "
                             "reachable from the sandbox's network namespace only)");
       x->listen_address = OHBOX_EXECUTOR_HOST_ADDRESS;
-      plan_warn (p, "--network none: the executor is reachable only inside the sandbox's network namespace "
-                    "(127.0.0.1:%d there), not from the host",
+      plan_warn (p,
+                 "--network none: the executor is reachable only inside the sandbox's network namespace "
+                 "(127.0.0.1:%d there), not from the host",
                  x->port);
       return 0;
     case OHBOX_NETWORK_CONTAINER:
       x->listen_address = "0.0.0.0";
-      plan_warn (p, "--network container:%s: the executor listens on port %d in that sandbox's network namespace "
-                    "and is not published on the host",
+      plan_warn (p,
+                 "--network container:%s: the executor listens on port %d in that sandbox's network namespace "
+                 "and is not published on the host",
                  p->network_container, x->port);
       return 0;
     }
@@ -381,9 +383,10 @@ plan_executor (struct ohbox_run_plan *p, bool labelled, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                         "a standby executor needs a runtime image run without a command, on a service port");
   if (labelled && default_command)
-    plan_warn (p, "image `%s` carries the label org.ohbox.runtime=1, but `ohbox build` did not make it in this store: "
-                  "it runs as an ordinary image (its own entrypoint and command; no executor started, no session "
-                  "key); `ohbox build` its base to make a runtime image",
+    plan_warn (p,
+               "image `%s` carries the label org.ohbox.runtime=1, but `ohbox build` did not make it in this store: "
+               "it runs as an ordinary image (its own entrypoint and command; no executor started, no session "
+               "key); `ohbox build` its base to make a runtime image",
                req->image);
   if (req->service_port && !runs_executor)
     return plan_own_service (p, err);
@@ -406,7 +409,6 @@ plan_executor (struct ohbox_run_plan *p, bool labelled, ohbox_error_t *err)
   return 0;
 }
 
-
 /* ---- the rest ---- */
 
 /* --storage-size: a filesystem of its own on a loop device (snapshot.h),
@@ -421,7 +423,8 @@ plan_storage_size (struct ohbox_run_plan *p, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--storage-size %llu is too small: at least %d MiB",
                         (unsigned long long) req->storage_size, OHBOX_SNAPSHOT_MIN_SIZE >> 20);
   if (p->rootless)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--storage-size needs root: the writable layer is bounded "
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "--storage-size needs root: the writable layer is bounded "
                         "by a filesystem of its own on a loop device, which only root may attach");
   if (req->read_only)
     plan_warn (p, "--storage-size is ignored with --read-only: the root filesystem has no writable layer");
@@ -439,7 +442,7 @@ plan_devices (struct ohbox_run_plan *p, ohbox_error_t *err)
     return -1;
   if (p->devices.n_names > 0 && p->rootless)
     plan_warn (p, "rootless: the devices' nodes keep the host's owner and mode inside, and no device cgroup "
-               "limits them (the sandbox still reaches no other node)");
+                  "limits them (the sandbox still reaches no other node)");
   return 0;
 }
 
@@ -486,13 +489,14 @@ plan_checks (struct ohbox_run_plan *p, ohbox_error_t *err)
   if (check_labels (req->labels, err) < 0)
     return -1;
   if (ohbox_cgroup_limits_any (&req->limits) && !p->host->cgroup_limits)
-    plan_warn (p, "%s", p->host->cgroup_warning ? p->host->cgroup_warning
-                                                 : "this host's cgroups cannot carry the limits: they are not applied");
+    plan_warn (p, "%s",
+               p->host->cgroup_warning ? p->host->cgroup_warning
+                                       : "this host's cgroups cannot carry the limits: they are not applied");
   /* A bad name is the run's error (the same call, with its message). */
   uint64_t caps = 0, added = 0;
   if (ohbox_caps_tweak (ohbox_caps_default (), (const char *const *) req->cap_add, vlen (req->cap_add),
                         (const char *const *) req->cap_drop, vlen (req->cap_drop), &caps, &added, NULL)
-          == 0
+        == 0
       && (caps & OHBOX_CAP_BIT (CAP_NET_RAW)))
     plan_warn (p, "CAP_NET_RAW: the sandbox can open raw sockets (ohbox's bridge still drops forged addresses)");
   return 0;

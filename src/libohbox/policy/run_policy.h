@@ -196,20 +196,20 @@ enum ohbox_net_backend
 
 struct ohbox_plan_executor
 {
-  bool enabled;         /* a runtime sandbox: the executor is the command */
+  bool enabled; /* a runtime sandbox: the executor is the command */
   /* service_port of a command that is not ohbox's executor: published and
    * keyed like one, the command as the request gives it (argv NULL). */
   bool own_command;
-  bool standby;         /* executor_standby */
-  int port;             /* its TCP port in the sandbox's network namespace */
+  bool standby; /* executor_standby */
+  int port;     /* its TCP port in the sandbox's network namespace */
   const char *listen_address;
-  bool reachable;       /* from the host: published, or the host's network */
-  bool published;       /* the plan publishes it (bridge) */
-  char *host_address;   /* where the host reaches it (reachable) */
-  int host_port;        /* 0: chosen at start (published from a free port) */
+  bool reachable;         /* from the host: published, or the host's network */
+  bool published;         /* the plan publishes it (bridge) */
+  char *host_address;     /* where the host reaches it (reachable) */
+  int host_port;          /* 0: chosen at start (published from a free port) */
   const char *key_source; /* "request", "environment" or "generated" */
-  char *api_key;        /* NULL until ohbox_run_plan_realize (generated keys) */
-  char *url;            /* the host's URL when known before the start, else NULL */
+  char *api_key;          /* NULL until ohbox_run_plan_realize (generated keys) */
+  char *url;              /* the host's URL when known before the start, else NULL */
   char **argv;
 };
 
@@ -226,7 +226,7 @@ struct ohbox_run_plan
   bool network_explicit;
   const char *network_name; /* a named network (bridge, root); NULL: ohbox0 or the user-mode network */
   char *egress;             /* canonical --egress of a root bridge ("public", ...); NULL: not filtered */
-  char **publish; /* the request's -p and the executor's */
+  char **publish;           /* the request's -p and the executor's */
   char **command;
   char **env;
   struct ohbox_plan_executor executor;
@@ -251,8 +251,7 @@ int ohbox_run_plan_make (struct ohbox_store *s, const struct ohbox_run_request *
 /* The same from facts the caller has (tests): IMAGE_ID, and whether `ohbox
  * build` recorded it (RUNTIME) or only its label says so (LABELLED). */
 int ohbox_run_plan_resolve (const struct ohbox_run_request *req, const char *image_id, bool runtime, bool labelled,
-                            const struct ohbox_host_abilities *host, struct ohbox_run_plan *plan,
-                            ohbox_error_t *err);
+                            const struct ohbox_host_abilities *host, struct ohbox_run_plan *plan, ohbox_error_t *err);
 /* Before the start: a generated session key, a free port for an executor
  * on the host's network. */
 int ohbox_run_plan_realize (struct ohbox_run_plan *plan, ohbox_error_t *err);

@@ -243,8 +243,7 @@ ohbox_auth_challenge_parse (const char *header_value, struct ohbox_auth_challeng
       p = skip_token (p);
       if (p == name)
         {
-          ohbox_error (err, OHBOX_ERR_REGISTRY, 0, MALFORMED "unexpected `%c`",
-                       *p >= 0x20 && *p < 0x7f ? *p : '?');
+          ohbox_error (err, OHBOX_ERR_REGISTRY, 0, MALFORMED "unexpected `%c`", *p >= 0x20 && *p < 0x7f ? *p : '?');
           goto out;
         }
       if (*p == '=')

@@ -73,8 +73,8 @@ ohbox_credentials_parse (const char *s, struct ohbox_credentials **out, ohbox_er
 static const char *
 canonical_host (const char *host, size_t len, size_t *out_len)
 {
-  static const char *const hub[]
-      = { "docker.io", "index.docker.io", "registry-1.docker.io", "registry.hub.docker.com" };
+  static const char *const hub[] = { "docker.io", "index.docker.io", "registry-1.docker.io",
+                                     "registry.hub.docker.com" };
   for (size_t i = 0; i < sizeof hub / sizeof hub[0]; i++)
     if (strlen (hub[i]) == len && strncasecmp (host, hub[i], len) == 0)
       {
@@ -219,8 +219,7 @@ load_file (const char *path, bool missing_ok, json_t **out, ohbox_error_t *err)
 
 /* Credentials of one "auths" entry. */
 static int
-entry_credentials (const char *path, const char *key, json_t *entry, struct ohbox_credentials **out,
-                   ohbox_error_t *err)
+entry_credentials (const char *path, const char *key, json_t *entry, struct ohbox_credentials **out, ohbox_error_t *err)
 {
   if (!json_is_object (entry))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "auth file `%s`: entry `%s` must be an object", path, key);
@@ -239,8 +238,7 @@ entry_credentials (const char *path, const char *key, json_t *entry, struct ohbo
   size_t len = 0;
   cleanup_free char *decoded = base64_decode (json_string_value (auth), &len);
   if (decoded == NULL)
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "auth file `%s`: `auth` of entry `%s` is not valid base64", path,
-                        key);
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "auth file `%s`: `auth` of entry `%s` is not valid base64", path, key);
   char *colon = memchr (decoded, ':', len);
   bool ok = colon != NULL && colon != decoded && memchr (decoded, '\0', len) == NULL;
   if (ok)
@@ -265,17 +263,17 @@ lookup_in_doc (const char *path, json_t *j, const char *registry, const char *na
   const char *key;
   json_t *value;
   json_object_foreach (auths, key, value)
-    {
-      cleanup_free char *norm = normalize_key (key);
-      long m = key_match (norm, name);
-      /* Longest match wins; on a tie the key written in canonical form wins. */
-      if (m > best_len || (m == best_len && m >= 0 && strcmp (norm, key) == 0))
-        {
-          best_len = m;
-          best_key = key;
-          best = value;
-        }
-    }
+  {
+    cleanup_free char *norm = normalize_key (key);
+    long m = key_match (norm, name);
+    /* Longest match wins; on a tie the key written in canonical form wins. */
+    if (m > best_len || (m == best_len && m >= 0 && strcmp (norm, key) == 0))
+      {
+        best_len = m;
+        best_key = key;
+        best = value;
+      }
+  }
   if (best != NULL)
     {
       int r = entry_credentials (path, best_key, best, out, err);
@@ -290,11 +288,11 @@ lookup_in_doc (const char *path, json_t *j, const char *registry, const char *na
   if (json_is_object (helpers))
     {
       json_object_foreach (helpers, key, value)
-        {
-          cleanup_free char *norm = normalize_key (key);
-          if (strcmp (norm, registry) == 0 && json_is_string (value))
-            helper = json_string_value (value);
-        }
+      {
+        cleanup_free char *norm = normalize_key (key);
+        if (strcmp (norm, registry) == 0 && json_is_string (value))
+          helper = json_string_value (value);
+      }
     }
   json_t *store = json_object_get (j, "credsStore");
   if (helper == NULL && best != NULL && json_is_string (store))
@@ -432,11 +430,11 @@ ohbox_auth_json_add (json_t *doc, const char *key, const char *username, const c
   const char *k;
   json_t *v;
   json_object_foreach (auths, k, v)
-    {
-      cleanup_free char *norm = normalize_key (k);
-      if (strcmp (norm, want) == 0)
-        return 0;
-    }
+  {
+    cleanup_free char *norm = normalize_key (k);
+    if (strcmp (norm, want) == 0)
+      return 0;
+  }
   cleanup_free char *plain = xasprintf ("%s:%s", username, password);
   char *b64 = base64_encode (plain, strlen (plain));
   explicit_bzero (plain, strlen (plain));
@@ -476,14 +474,14 @@ remove_equivalent_keys (json_t *auths, const char *registry)
   json_t *value;
   void *tmp;
   json_object_foreach_safe (auths, tmp, key, value)
-    {
-      cleanup_free char *norm = normalize_key (key);
-      if (strcmp (norm, target) == 0)
-        {
-          json_object_del (auths, key);
-          removed = 1;
-        }
-    }
+  {
+    cleanup_free char *norm = normalize_key (key);
+    if (strcmp (norm, target) == 0)
+      {
+        json_object_del (auths, key);
+        removed = 1;
+      }
+  }
   return removed;
 }
 
@@ -509,8 +507,7 @@ save_file (const char *path, json_t *doc, ohbox_error_t *err)
 }
 
 int
-ohbox_authfile_store (const char *path, const char *registry, const struct ohbox_credentials *c,
-                      ohbox_error_t *err)
+ohbox_authfile_store (const char *path, const char *registry, const struct ohbox_credentials *c, ohbox_error_t *err)
 {
   if (registry == NULL || registry[0] == '\0' || c == NULL || c->username == NULL || c->password == NULL
       || strchr (c->username, ':') != NULL || c->username[0] == '\0')

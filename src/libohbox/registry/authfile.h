@@ -50,8 +50,7 @@ void ohbox_credentials_free (struct ohbox_credentials *c);
  * (an auth.json document; "auths" made when missing) unless an entry for the
  * same registry or repository (in any spelling) is there already: the
  * first source of credentials wins. OHBOX_ERR_USAGE when they are unusable. */
-int ohbox_auth_json_add (json_t *doc, const char *key, const char *username, const char *password,
-                         ohbox_error_t *err);
+int ohbox_auth_json_add (json_t *doc, const char *key, const char *username, const char *password, ohbox_error_t *err);
 
 /* The file `ohbox login` writes: AUTHFILE, else $REGISTRY_AUTH_FILE, else
  * $XDG_RUNTIME_DIR/containers/auth.json (or /run/containers/<uid>/auth.json). */

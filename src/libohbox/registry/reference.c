@@ -253,8 +253,7 @@ split_domain (const char *name, size_t len, char **registry, char **repository, 
   if (slash)
     {
       size_t first = (size_t) (slash - name);
-      if (memchr (name, '.', first) || memchr (name, ':', first)
-          || (first == 9 && memcmp (name, "localhost", 9) == 0))
+      if (memchr (name, '.', first) || memchr (name, ':', first) || (first == 9 && memcmp (name, "localhost", 9) == 0))
         {
           *explicit = true;
           *registry = xstrndup (name, first);
@@ -299,8 +298,8 @@ ohbox_reference_parse (const char *s, struct ohbox_reference **out, ohbox_error_
       if (!ohbox_digest_is_valid (digest))
         return ref_error (err, s,
                           looks_like_other_digest (digest)
-                              ? "only sha256 digests are supported"
-                              : "the digest must be `sha256:` and 64 lowercase hexadecimal characters");
+                            ? "only sha256 digests are supported"
+                            : "the digest must be `sha256:` and 64 lowercase hexadecimal characters");
     }
 
   /* The tag is after the last ':' that follows the last '/', so that

@@ -16,10 +16,10 @@
 
 struct ohbox_reference
 {
-  char *registry;   /* "docker.io", "127.0.0.1:5000"; never NULL after parse */
-  char *repository; /* "library/busybox", "ns/img" */
-  char *tag;        /* NULL when only a digest was given and no tag */
-  char *digest;     /* validated "sha256:..." or NULL */
+  char *registry;         /* "docker.io", "127.0.0.1:5000"; never NULL after parse */
+  char *repository;       /* "library/busybox", "ns/img" */
+  char *tag;              /* NULL when only a digest was given and no tag */
+  char *digest;           /* validated "sha256:..." or NULL */
   bool registry_explicit; /* the user wrote a registry host */
 };
 

@@ -317,8 +317,8 @@ set_alias (struct parse_state *st, const char *key, struct toml_value *v, int li
     return conf_error (st, line, err, "alias `%s`: not a short name (lowercase, no registry, tag or digest)", key);
   const char *why = location_error (v->s);
   if (*v->s && (why || strchr (v->s, '/') == NULL))
-    return conf_error (st, line, err, "alias `%s`: `%s` is not registry/repository%s%s", key, v->s,
-                       why ? ": " : "", why ? why : "");
+    return conf_error (st, line, err, "alias `%s`: `%s` is not registry/repository%s%s", key, v->s, why ? ": " : "",
+                       why ? why : "");
   for (size_t i = 0; i < c->n_aliases; i++)
     if (strcmp (c->aliases[i].name, key) == 0)
       return conf_error (st, line, err, "alias `%s` is defined twice", key);
@@ -378,8 +378,7 @@ on_keyval (void *data, const char *key, struct toml_value *v, int line, ohbox_er
         {
           trim_slashes (v->items[i]);
           if (!ohbox_reference_valid_domain (v->items[i], strlen (v->items[i])))
-            return conf_error (st, line, err, "unqualified-search-registries: `%s` is not a host[:port]",
-                               v->items[i]);
+            return conf_error (st, line, err, "unqualified-search-registries: `%s` is not a host[:port]", v->items[i]);
         }
       free (c->unqualified_search);
       c->unqualified_search = steal_pointer (&v->items);
@@ -473,8 +472,8 @@ convert_v1 (struct parse_state *st, ohbox_error_t *err)
 }
 
 static int
-parse_one (const char *text, const char *filename, struct ohbox_registries_conf **out, bool *search_set,
-           bool *v1_used, ohbox_error_t *err)
+parse_one (const char *text, const char *filename, struct ohbox_registries_conf **out, bool *search_set, bool *v1_used,
+           ohbox_error_t *err)
 {
   static const struct toml_handler handler = { on_table, on_keyval };
   struct parse_state st = { .file = filename ? filename : "registries.conf", .c = conf_new () };

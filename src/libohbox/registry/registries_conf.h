@@ -69,8 +69,8 @@ struct ohbox_registries_conf
 int ohbox_registries_conf_load (const char *path, struct ohbox_registries_conf **out, ohbox_error_t *err);
 /* The default-location logic with explicit directories (SYSTEM_DIR is
  * "/etc/containers", USER_DIR "~/.config/containers" or NULL). */
-int ohbox_registries_conf_load_dirs (const char *system_dir, const char *user_dir,
-                                     struct ohbox_registries_conf **out, ohbox_error_t *err);
+int ohbox_registries_conf_load_dirs (const char *system_dir, const char *user_dir, struct ohbox_registries_conf **out,
+                                     ohbox_error_t *err);
 /* Parses one file's TEXT; FILENAME is for messages. */
 int ohbox_registries_conf_parse (const char *text, const char *filename, struct ohbox_registries_conf **out,
                                  ohbox_error_t *err);
@@ -79,8 +79,7 @@ void ohbox_registries_conf_free (struct ohbox_registries_conf *c);
 /* The entry whose prefix matches NAME ("registry/repository") best, or NULL.
  * A prefix matches at a component boundary ("a.io/x" matches "a.io/x/y",
  * not "a.io/xy"); "*.example.com" wildcard prefixes match subdomains. */
-const struct ohbox_registry_entry *ohbox_registries_conf_find (const struct ohbox_registries_conf *c,
-                                                               const char *name);
+const struct ohbox_registry_entry *ohbox_registries_conf_find (const struct ohbox_registries_conf *c, const char *name);
 
 /* Where to try to pull NAME ("registry/repository") from, in order: the
  * mirrors of the matching entry, then its location (prefix rewritten).

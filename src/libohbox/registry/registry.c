@@ -469,9 +469,7 @@ ohbox_registry_get_manifest (struct ohbox_registry *r, const char *repository, c
   struct ohbox_buf buf = { 0 };
   struct reg_response resp = { 0 };
   bool creds_sent = false;
-  if (reg_get (r, repository, url, OCI_MANIFEST_ACCEPT, OCI_MAX_MANIFEST_SIZE, what, &buf, &resp, &creds_sent,
-               err)
-      < 0)
+  if (reg_get (r, repository, url, OCI_MANIFEST_ACCEPT, OCI_MAX_MANIFEST_SIZE, what, &buf, &resp, &creds_sent, err) < 0)
     return ohbox_error_prefix (err, "get manifest %s/%s%c%s", r->display, repository, sep, ref);
   int ret = 0;
   if (resp.status == 404)
@@ -512,8 +510,8 @@ ohbox_registry_get_manifest (struct ohbox_registry *r, const char *repository, c
 }
 
 int
-ohbox_registry_get_blob (struct ohbox_registry *r, const char *repository, const char *digest, size_t max,
-                         char **body, size_t *len, ohbox_error_t *err)
+ohbox_registry_get_blob (struct ohbox_registry *r, const char *repository, const char *digest, size_t max, char **body,
+                         size_t *len, ohbox_error_t *err)
 {
   *body = NULL;
   if (validate_repository (repository, err) < 0 || ohbox_digest_validate (digest, err) < 0)
@@ -538,9 +536,8 @@ ohbox_registry_get_blob (struct ohbox_registry *r, const char *repository, const
       char got[OHBOX_DIGEST_LEN + 1];
       ohbox_sha256_buffer (buf.data, buf.len, got);
       if (strcmp (got, digest) != 0)
-        ret = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
-                           "blob %s from %s/%s: the registry sent content with digest %s", digest, r->display,
-                           repository, got);
+        ret = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "blob %s from %s/%s: the registry sent content with digest %s",
+                           digest, r->display, repository, got);
       else
         {
           *len = buf.len;

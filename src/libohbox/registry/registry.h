@@ -68,7 +68,7 @@ struct ohbox_registry_options
   /* Only --creds, AUTH_JSON and AUTHFILE: never the default auth files of
    * the user (a CI runner's host credentials). */
   bool no_default_authfiles;
-  const char *user_agent;                /* 0 -> "ohbox/VERSION" */
+  const char *user_agent; /* 0 -> "ohbox/VERSION" */
 };
 
 struct ohbox_registry;
@@ -112,7 +112,7 @@ struct ohbox_blob_fetch
   const char *digest; /* validated by the caller */
   int64_t size;       /* from the descriptor */
   /* Results, set by ohbox_registry_fetch_blobs: */
-  bool downloaded;    /* false when the store already had it */
+  bool downloaded; /* false when the store already had it */
   uint64_t bytes_transferred;
 };
 

@@ -157,7 +157,7 @@ parse_rfc3339 (const char *s)
   if (s == NULL
       || sscanf (s, "%4d-%2d-%2dT%2d:%2d:%2d%n", &tm.tm_year, &tm.tm_mon, &tm.tm_mday, &tm.tm_hour, &tm.tm_min,
                  &tm.tm_sec, &consumed)
-             != 6)
+           != 6)
     return -1;
   tm.tm_year -= 1900;
   tm.tm_mon -= 1;
@@ -197,8 +197,8 @@ parse_token_response (const char *realm, const struct ohbox_buf *body, char **to
   if (!ok)
     {
       json_decref (j);
-      return ohbox_error (err, OHBOX_ERR_REGISTRY, 0,
-                          "token server `%.200s` sent no usable `token` or `access_token`", realm);
+      return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "token server `%.200s` sent no usable `token` or `access_token`",
+                          realm);
     }
   double expires_in = DEFAULT_TOKEN_LIFETIME_S;
   json_t *e = json_object_get (j, "expires_in");
@@ -230,8 +230,8 @@ request_token (struct ohbox_registry *r, const char *repository, const struct oh
   const char *realm = c->realm;
   bool https = strncasecmp (realm, "https://", 8) == 0;
   if (!https && strncasecmp (realm, "http://", 7) != 0)
-    return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "%s: token realm `%.200s` is not an http or https URL",
-                        r->display, realm);
+    return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "%s: token realm `%.200s` is not an http or https URL", r->display,
+                        realm);
   const struct ohbox_credentials *creds = NULL;
   if (credentials_for (r, repository, &creds, err) < 0)
     return -1;
@@ -321,8 +321,7 @@ fetch_token (struct ohbox_registry *r, const char *repository, const struct ohbo
 }
 
 int
-reg_auth_header (struct ohbox_registry *r, const char *repository, char **out, bool *creds_sent,
-                 ohbox_error_t *err)
+reg_auth_header (struct ohbox_registry *r, const char *repository, char **out, bool *creds_sent, ohbox_error_t *err)
 {
   *out = NULL;
   *creds_sent = false;
@@ -353,8 +352,8 @@ reg_auth_header (struct ohbox_registry *r, const char *repository, char **out, b
 }
 
 int
-reg_auth_challenged (struct ohbox_registry *r, const char *repository, const char *www_authenticate,
-                     bool creds_sent, ohbox_error_t *err)
+reg_auth_challenged (struct ohbox_registry *r, const char *repository, const char *www_authenticate, bool creds_sent,
+                     ohbox_error_t *err)
 {
   if (www_authenticate == NULL)
     return 0;
@@ -368,8 +367,7 @@ reg_auth_challenged (struct ohbox_registry *r, const char *repository, const cha
       /* A fresh token, with the scope the registry asked for if it said. */
       cleanup_free char *scope = scope_for (r, repository);
       token_drop (r, scope);
-      if (fetch_token (r, repository, &r->challenge, r->challenge.scope ? r->challenge.scope : scope, scope, NULL,
-                       err)
+      if (fetch_token (r, repository, &r->challenge, r->challenge.scope ? r->challenge.scope : scope, scope, NULL, err)
           < 0)
         return -1;
       return 1;
@@ -386,8 +384,7 @@ reg_auth_error (struct ohbox_registry *r, const char *repository, bool creds_sen
 {
   if (repository == NULL)
     return ohbox_error (err, OHBOX_ERR_AUTH, 0,
-                        "unauthorized: credentials for %s were refused; check the user name and password",
-                        r->display);
+                        "unauthorized: credentials for %s were refused; check the user name and password", r->display);
   if (creds_sent)
     return ohbox_error (err, OHBOX_ERR_AUTH, 0,
                         "unauthorized: credentials for %s were refused for %s/%s; check the user name and "

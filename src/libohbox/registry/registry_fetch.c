@@ -40,18 +40,18 @@ struct fetch_item
   struct fetch_ctx *ctx;
   enum item_state state;
   struct ohbox_blob_writer *w;
-  double not_before;     /* no new attempt before this ohbox_monotonic () time */
-  unsigned failures;     /* transient failures so far */
-  bool busy;             /* another process holds the blob's lock */
-  bool no_range;         /* the server mishandled Range: ask for the whole blob */
-  bool range_mismatch;   /* this attempt got a 206 for the wrong range */
-  bool resumed;          /* some of the data came from a Range request */
+  double not_before;   /* no new attempt before this ohbox_monotonic () time */
+  unsigned failures;   /* transient failures so far */
+  bool busy;           /* another process holds the blob's lock */
+  bool no_range;       /* the server mishandled Range: ask for the whole blob */
+  bool range_mismatch; /* this attempt got a 206 for the wrong range */
+  bool resumed;        /* some of the data came from a Range request */
   bool clean_restart_done;
   bool auth_retried;
   bool creds_sent;
   CURL *easy;
   struct reg_xfer x;
-  bool x_live;           /* X holds allocations */
+  bool x_live; /* X holds allocations */
 };
 
 struct fetch_ctx
@@ -268,8 +268,9 @@ transfer_done (struct fetch_ctx *ctx, struct fetch_item *it, CURLcode rc, ohbox_
   if (it->range_mismatch)
     {
       it->no_range = true;
-      return transient (ctx, it, xasprintf ("the server answered a Range request with `%.100s`",
-                                            x->resp.content_range ? x->resp.content_range : "no Content-Range"),
+      return transient (ctx, it,
+                        xasprintf ("the server answered a Range request with `%.100s`",
+                                   x->resp.content_range ? x->resp.content_range : "no Content-Range"),
                         err);
     }
   enum reg_outcome outcome = reg_xfer_outcome (x, rc, true);
@@ -308,8 +309,8 @@ transfer_done (struct fetch_ctx *ctx, struct fetch_item *it, CURLcode rc, ohbox_
       /* The whole blob (200, its Content-Length all received) is shorter
        * than the manifest's descriptor says: no retry can fix that. */
       curl_off_t cl = -1;
-      if (status == 200 && curl_easy_getinfo (it->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK
-          && cl >= 0 && off == (int64_t) cl && off < it->f->size)
+      if (status == 200 && curl_easy_getinfo (it->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl >= 0
+          && off == (int64_t) cl && off < it->f->size)
         {
           ohbox_error (err, OHBOX_ERR_INTEGRITY, 0,
                        "blob %s: size mismatch: the registry's blob has %lld bytes, the manifest's descriptor says "

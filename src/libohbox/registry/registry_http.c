@@ -333,8 +333,9 @@ open_socket (void *clientp, curlsocktype purpose, struct curl_sockaddr *a)
     r->addr_class = kind && strcmp (kind, "unspecified") != 0 ? REG_ADDR_LOCAL : REG_ADDR_REMOTE;
   else if (kind && r->addr_class == REG_ADDR_REMOTE)
     {
-      const void *in = a->addr.sa_family == AF_INET ? (const void *) &((const struct sockaddr_in *) &a->addr)->sin_addr
-                                                     : (const void *) &((const struct sockaddr_in6 *) &a->addr)->sin6_addr;
+      const void *in = a->addr.sa_family == AF_INET
+                         ? (const void *) &((const struct sockaddr_in *) &a->addr)->sin_addr
+                         : (const void *) &((const struct sockaddr_in6 *) &a->addr)->sin6_addr;
       if (inet_ntop (a->addr.sa_family, in, x->refused_addr, sizeof x->refused_addr) == NULL)
         snprintf (x->refused_addr, sizeof x->refused_addr, "?");
       x->refused_kind = kind;
@@ -399,13 +400,13 @@ hop_timeout_ms (struct reg_xfer *x)
   return ms > 0 ? (long) ms + 1 : 0;
 }
 
-#define SETOPT(opt, val)                                                                                       \
-  do                                                                                                           \
-    {                                                                                                          \
-      CURLcode _c = curl_easy_setopt (e, opt, val);                                                            \
-      if (_c != CURLE_OK)                                                                                      \
-        return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "libcurl option " #opt ": %s", curl_easy_strerror (_c)); \
-    }                                                                                                          \
+#define SETOPT(opt, val)                                                                                               \
+  do                                                                                                                   \
+    {                                                                                                                  \
+      CURLcode _c = curl_easy_setopt (e, opt, val);                                                                    \
+      if (_c != CURLE_OK)                                                                                              \
+        return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "libcurl option " #opt ": %s", curl_easy_strerror (_c));       \
+    }                                                                                                                  \
   while (0)
 
 int
@@ -693,8 +694,8 @@ reg_xfer_net_error (struct reg_xfer *x, CURLcode rc, ohbox_error_t *err)
         return reg_deadline_error (r, what, err);
       char limit[64];
       format_duration ((double) r->request_timeout_s, limit, sizeof limit);
-      return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "GET `%.200s`: %s did not answer within %s", x->url,
-                          r->display, limit);
+      return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "GET `%.200s`: %s did not answer within %s", x->url, r->display,
+                          limit);
     }
   const char *detail = x->errbuf[0] ? x->errbuf : curl_easy_strerror (rc);
   ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "GET `%.200s`: %s", x->url, detail);
@@ -829,8 +830,8 @@ membody_headers (struct reg_xfer *x)
   curl_off_t cl = -1;
   m->buf.len = 0;
   if (curl_easy_getinfo (x->easy, CURLINFO_CONTENT_LENGTH_DOWNLOAD_T, &cl) == CURLE_OK && cl > (curl_off_t) m->max)
-    return ohbox_error (&x->cb_err, OHBOX_ERR_INTEGRITY, 0, "%s is larger than the limit of %zu bytes (%lld)",
-                        m->what, m->max, (long long) cl);
+    return ohbox_error (&x->cb_err, OHBOX_ERR_INTEGRITY, 0, "%s is larger than the limit of %zu bytes (%lld)", m->what,
+                        m->max, (long long) cl);
   return 0;
 }
 
@@ -901,8 +902,8 @@ reg_get (struct ohbox_registry *r, const char *repository, const char *url, cons
 }
 
 int
-reg_status_error (struct ohbox_registry *r, const char *repository, const char *what,
-                  const struct reg_response *resp, bool creds_sent, ohbox_error_t *err)
+reg_status_error (struct ohbox_registry *r, const char *repository, const char *what, const struct reg_response *resp,
+                  bool creds_sent, ohbox_error_t *err)
 {
   cleanup_free char *detail = reg_error_detail (resp);
   if (resp->foreign_origin && (resp->status == 401 || resp->status == 403))

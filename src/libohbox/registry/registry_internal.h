@@ -56,9 +56,9 @@ struct ohbox_registry
   bool insecure;
 
   char *authfile;
-  char *auth_json;           /* credentials in memory (registry.h) */
+  char *auth_json; /* credentials in memory (registry.h) */
   char *auth_json_name;
-  bool no_default_authfiles; /* never the user's auth files */
+  bool no_default_authfiles;           /* never the user's auth files */
   struct ohbox_credentials *opt_creds; /* --creds */
   unsigned max_parallel;
   unsigned max_attempts;
@@ -66,8 +66,8 @@ struct ohbox_registry
   long connect_timeout_s;
   long low_speed_timeout_s;
   long request_timeout_s;
-  double deadline;   /* ohbox_monotonic () time every request must end by; 0: none */
-  double timeout_s;  /* what DEADLINE came from, for messages */
+  double deadline;  /* ohbox_monotonic () time every request must end by; 0: none */
+  double timeout_s; /* what DEADLINE came from, for messages */
   char *user_agent;
   enum reg_addr_class addr_class;
   bool creds_used; /* some request went with credentials (registry.h) */
@@ -103,10 +103,10 @@ struct reg_response
   char *content_type;
   char *www_authenticate; /* every challenge header, joined with ", " */
   char *content_range;
-  char *location;         /* Location (uploads: where to send the data) */
-  char *content_digest;   /* Docker-Content-Digest */
-  long retry_after_s;     /* -1 when absent */
-  char *foreign_origin;   /* set when the answer came from another origin (a redirect) */
+  char *location;              /* Location (uploads: where to send the data) */
+  char *content_digest;        /* Docker-Content-Digest */
+  long retry_after_s;          /* -1 when absent */
+  char *foreign_origin;        /* set when the answer came from another origin (a redirect) */
   struct ohbox_buf error_body; /* the start of a non-2xx body, for messages */
 };
 
@@ -123,17 +123,17 @@ struct reg_xfer
   /* A transfer whose length has no fixed bound (a blob download or
    * upload): only the deadline limits it, not the request timeout. */
   bool long_transfer;
-  double started;    /* ohbox_monotonic () when the current hop began */
-  long timeout_ms;   /* CURLOPT_TIMEOUT_MS of the current hop, 0: none */
+  double started;  /* ohbox_monotonic () when the current hop began */
+  long timeout_ms; /* CURLOPT_TIMEOUT_MS of the current hop, 0: none */
   /* The address open_socket refused, and what it is ("loopback", ...). */
   char refused_addr[64];
   const char *refused_kind;
-  char *start_url;      /* the request as made (retries start here again) */
-  char *url;            /* the current hop (after redirects) */
-  char *authorization;  /* "Authorization: ..." header line, or NULL */
-  char *auth_origin;    /* the only origin AUTHORIZATION is sent to */
+  char *start_url;     /* the request as made (retries start here again) */
+  char *url;           /* the current hop (after redirects) */
+  char *authorization; /* "Authorization: ..." header line, or NULL */
+  char *auth_origin;   /* the only origin AUTHORIZATION is sent to */
   const char *accept;
-  int64_t range_from;   /* > 0: ask for "bytes=RANGE_FROM-" */
+  int64_t range_from; /* > 0: ask for "bytes=RANGE_FROM-" */
   /* Other requests than GET (registry_push.c): METHOD "HEAD", "POST" or
    * "PUT" with a body of BODY_LEN bytes from BODY, or from BODY_FD when
    * BODY is NULL and BODY_LEN > 0 (read with pread from 0: a retry sends
@@ -214,8 +214,7 @@ void reg_membody_attach (struct reg_xfer *x, struct reg_membody *m);
  * bytes, authenticating as the registry asks (one retry after a 401).
  * *CREDS_SENT tells whether credentials were offered (for the 401 wording). */
 int reg_get (struct ohbox_registry *r, const char *repository, const char *url, const char *accept, size_t max,
-             const char *what, struct ohbox_buf *body, struct reg_response *resp, bool *creds_sent,
-             ohbox_error_t *err);
+             const char *what, struct ohbox_buf *body, struct reg_response *resp, bool *creds_sent, ohbox_error_t *err);
 void reg_response_clear (struct reg_response *resp);
 /* Fills ERR for an unexpected final status of a request about REPOSITORY:
  * 401/403 -> AUTH, else REGISTRY with the status and the registry's message.

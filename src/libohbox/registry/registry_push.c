@@ -102,8 +102,8 @@ upload_url (struct ohbox_registry *r, const char *location, const char *digest, 
 }
 
 int
-ohbox_registry_push_blob (struct ohbox_registry *r, struct ohbox_store *s, const char *repository,
-                          const char *digest, uint64_t size, ohbox_error_t *err)
+ohbox_registry_push_blob (struct ohbox_registry *r, struct ohbox_store *s, const char *repository, const char *digest,
+                          uint64_t size, ohbox_error_t *err)
 {
   if (ohbox_digest_validate (digest, err) < 0 || reg_prepare_repository (r, repository, err) < 0)
     return -1;
@@ -136,8 +136,8 @@ ohbox_registry_push_blob (struct ohbox_registry *r, struct ohbox_store *s, const
 }
 
 int
-ohbox_registry_put_manifest (struct ohbox_registry *r, const char *repository, const char *ref,
-                             const char *media_type, const char *body, size_t len, ohbox_error_t *err)
+ohbox_registry_put_manifest (struct ohbox_registry *r, const char *repository, const char *ref, const char *media_type,
+                             const char *body, size_t len, ohbox_error_t *err)
 {
   if (reg_prepare_repository (r, repository, err) < 0)
     return -1;

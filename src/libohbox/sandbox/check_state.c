@@ -82,8 +82,7 @@ check_exited (struct ohbox_check_ctx *c, const char *id, int dfd, const char *wh
   if (ohbox_cgroup_open (host, id, &cg, &e) == 0)
     {
       const char *p = ohbox_cgroup_path (cg, 0);
-      json_t *f = ohbox_check_add (c, "leftover-cgroup", p ? p : where, true, "cgroup of exited sandbox `%.12s`",
-                                   id);
+      json_t *f = ohbox_check_add (c, "leftover-cgroup", p ? p : where, true, "cgroup of exited sandbox `%.12s`", id);
       if (c->repair)
         ohbox_check_repaired (f, ohbox_cgroup_destroy (cg, &e), &e);
       ohbox_cgroup_free (cg);
@@ -94,8 +93,10 @@ check_exited (struct ohbox_check_ctx *c, const char *id, int dfd, const char *wh
   json_decref (net);
   if (active)
     {
-      json_t *f = ohbox_check_add (c, "leftover-network", where, true, "exited sandbox `%.12s` still holds its "
-                                                                        "address, ports and nft elements", id);
+      json_t *f = ohbox_check_add (c, "leftover-network", where, true,
+                                   "exited sandbox `%.12s` still holds its "
+                                   "address, ports and nft elements",
+                                   id);
       if (c->repair)
         ohbox_check_repaired (f, ohbox_network_release (where, dfd, &e), &e);
     }
@@ -137,8 +138,7 @@ ohbox_check_sandbox_gone (struct ohbox_check_ctx *c, const char *id)
   json_t *veth = NULL;
   cleanup_free char *vwhere = xasprintf ("/sys/class/net/ohb%.12s", id);
   if (veth_exists (id))
-    veth = ohbox_check_add (c, "leftover-veth", vwhere, true, "host veth of sandbox `%.12s`, whose state is gone",
-                            id);
+    veth = ohbox_check_add (c, "leftover-veth", vwhere, true, "host veth of sandbox `%.12s`, whose state is gone", id);
   /* The cgroup's name is the sandbox's id, unique whatever the state root
    * (random, 256 bits): no other sandbox's. Destroying it ends what still
    * runs in it. */
@@ -187,14 +187,14 @@ check_sandbox (struct ohbox_check_ctx *c, const char *id, ohbox_error_t *err)
     return check_exited (c, id, dfd, where, err);
   struct ohbox_sandbox_info info;
   ohbox_state_describe (dfd, id, &info);
-  const char *status = info.record.doc == NULL                             ? "never started"
-                       : info.record.present & OHBOX_RECORD_STATUS       ? ohbox_status_name (info.record.status)
-                       : info.record.status_unknown                      ? info.record.status_unknown
-                                                                         : "never started";
+  const char *status = info.record.doc == NULL                     ? "never started"
+                       : info.record.present & OHBOX_RECORD_STATUS ? ohbox_status_name (info.record.status)
+                       : info.record.status_unknown                ? info.record.status_unknown
+                                                                   : "never started";
   json_t *f = ohbox_check_add (c, "dead-sandbox", where, true,
                                info.config.doc == NULL
-                                   ? "sandbox `%.12s` was killed while starting (%s): its monitor is gone"
-                                   : "the monitor of sandbox `%.12s` (%s) died before it finished",
+                                 ? "sandbox `%.12s` was killed while starting (%s): its monitor is gone"
+                                 : "the monitor of sandbox `%.12s` (%s) died before it finished",
                                id, status);
   ohbox_sandbox_info_clear (&info);
   if (c->repair)
@@ -236,8 +236,11 @@ check_names (struct ohbox_check_ctx *c)
       if (c->repair)
         {
           ohbox_error_t e = NULL;
-          ohbox_check_repaired (f, unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT
-                                   ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "remove `%s`", where) : 0, &e);
+          ohbox_check_repaired (f,
+                                unlinkat (dirfd (d), de->d_name, 0) < 0 && errno != ENOENT
+                                  ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "remove `%s`", where)
+                                  : 0,
+                                &e);
         }
     }
   return 0;
@@ -402,8 +405,11 @@ check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
           /* MNT_DETACH: whatever still uses it keeps it until done; nothing
            * new can reach it. Paths come from our own mount table. */
           ohbox_error_t e = NULL;
-          ohbox_check_repaired (f, umount2 (mp, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL
-                                   ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "unmount `%s`", mp) : 0, &e);
+          ohbox_check_repaired (f,
+                                umount2 (mp, MNT_DETACH | UMOUNT_NOFOLLOW) < 0 && errno != EINVAL
+                                  ? ohbox_error_sys (&e, OHBOX_ERR_SANDBOX, "unmount `%s`", mp)
+                                  : 0,
+                                &e);
         }
     }
   json_decref (found);
@@ -547,8 +553,8 @@ check_networks (struct ohbox_check_ctx *c)
   json_array_foreach (missing, i, o)
   {
     const char *name = json_string_value (json_object_get (o, "name"));
-    json_t *f = ohbox_check_add (c, "missing-network-bridge", json_string_value (json_object_get (o, "bridge")),
-                                 true, "bridge of named network `%s` does not exist", name);
+    json_t *f = ohbox_check_add (c, "missing-network-bridge", json_string_value (json_object_get (o, "bridge")), true,
+                                 "bridge of named network `%s` does not exist", name);
     if (c->repair)
       ohbox_check_repaired (f, ohbox_network_repair_bridge (name, &e), &e);
   }
@@ -581,8 +587,9 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
         }
       if (strncmp (de->d_name, OHBOX_STATE_REMOVING, strlen (OHBOX_STATE_REMOVING)) == 0)
         {
-          leftover_state_dir (c, de->d_name, "half-removed-sandbox", "state of a sandbox whose removal did not "
-                                                                     "finish");
+          leftover_state_dir (c, de->d_name, "half-removed-sandbox",
+                              "state of a sandbox whose removal did not "
+                              "finish");
           continue;
         }
       if (is_sandbox_id (de->d_name) && check_sandbox (c, de->d_name, err) < 0)

@@ -33,7 +33,6 @@
 #include <sys/wait.h>
 #include <grp.h>
 
-
 int
 ohbox_exec_record (int state_dirfd, const struct ohbox_exec_record *rec, ohbox_error_t *err)
 {
@@ -54,8 +53,8 @@ ohbox_exec_record (int state_dirfd, const struct ohbox_exec_record *rec, ohbox_e
   else if (rec->seccomp_profile)
     profile = xstrdup (rec->seccomp_profile);
   json_t *j = json_pack ("{s:o, s:s, s:s?, s:I, s:I, s:b, s:s?}", "env", env, "cwd", rec->cwd, "user", rec->user,
-                         "caps", (json_int_t) rec->caps, "caps_added", (json_int_t) rec->caps_added,
-                         "no_new_privs", rec->no_new_privs, "seccomp", profile);
+                         "caps", (json_int_t) rec->caps, "caps_added", (json_int_t) rec->caps_added, "no_new_privs",
+                         rec->no_new_privs, "seccomp", profile);
   int r = ohbox_state_write_json (state_dirfd, "exec.json", j, err);
   json_decref (j);
   return r;
@@ -98,7 +97,6 @@ ohbox_exec_parse_detach_keys (const char *spec, char *buf, size_t max, ohbox_err
 
 /* ---- what the sandbox's command got ---- */
 
-
 static void
 exec_plan_release (struct exec_plan *p)
 {
@@ -122,9 +120,7 @@ load_plan (int dfd, const struct ohbox_exec_options *o, struct exec_plan *p, ohb
     r = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "exec.json: `env` is not an array of at most %d strings",
                      OHBOX_SANDBOX_MAX_ENV);
   else
-    json_array_foreach (env, i, x)
-      if (json_is_string (x))
-        exec_env_set (&p->env, &n, json_string_value (x));
+    json_array_foreach (env, i, x) if (json_is_string (x)) exec_env_set (&p->env, &n, json_string_value (x));
   const char *cwd = json_string_value (json_object_get (j, "cwd"));
   const char *user = json_string_value (json_object_get (j, "user"));
   const char *sc = json_string_value (json_object_get (j, "seccomp"));
@@ -163,8 +159,8 @@ load_plan (int dfd, const struct ohbox_exec_options *o, struct exec_plan *p, ohb
 
 /* The user namespace first: the others are checked against it. */
 const struct exec_ns exec_namespaces[N_NS] = {
-  { "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },   { "pid", CLONE_NEWPID },       { "uts", CLONE_NEWUTS },
-  { "ipc", CLONE_NEWIPC },   { "net", CLONE_NEWNET },  { "cgroup", CLONE_NEWCGROUP },
+  { "user", CLONE_NEWUSER }, { "mnt", CLONE_NEWNS },  { "pid", CLONE_NEWPID },       { "uts", CLONE_NEWUTS },
+  { "ipc", CLONE_NEWIPC },   { "net", CLONE_NEWNET }, { "cgroup", CLONE_NEWCGROUP },
 };
 
 /* A child of PARENT: the sandbox's command (dumpable once it ran execve,
@@ -203,7 +199,8 @@ ns_plan (pid_t init, pid_t *ret_ref, int *ret_flags, int fds[N_NS], ohbox_error_
       ref = find_child (init);
       snprintf (path, sizeof path, "/proc/%d/ns/user", (int) ref);
       if (ref <= 0 || stat (path, &st) < 0)
-        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "look at the namespaces of the sandbox's init (pid %d)", (int) init);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "look at the namespaces of the sandbox's init (pid %d)",
+                                (int) init);
     }
   int flags = 0;
   for (size_t i = 0; i < N_NS; i++)
@@ -429,8 +426,8 @@ fork_helper (const struct ohbox_cgroup *cg, bool *in_v2)
 }
 
 int
-ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohbox_exec_options *o,
-                    int *ret_exit_code, ohbox_error_t *err)
+ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohbox_exec_options *o, int *ret_exit_code,
+                    ohbox_error_t *err)
 {
   *ret_exit_code = OHBOX_EXIT_RUNTIME;
   size_t argc = exec_strv_len (o->argv);

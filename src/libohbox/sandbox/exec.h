@@ -29,12 +29,12 @@
 
 struct ohbox_exec_options
 {
-  char **argv;          /* NULL-terminated, not empty; argv[0] looked up in PATH */
-  char **env;           /* K=V over the sandbox's environment (NULL-terminated or NULL) */
-  const char *workdir;  /* NULL: the sandbox's */
-  const char *user;     /* "uid[:gid]" or "name[:group]"; NULL: the sandbox's */
-  bool interactive;     /* -i: the command reads the caller's stdin (else /dev/null) */
-  bool tty;             /* -t: a pseudo-terminal, proxied to the caller's fds 0 and 1 */
+  char **argv;         /* NULL-terminated, not empty; argv[0] looked up in PATH */
+  char **env;          /* K=V over the sandbox's environment (NULL-terminated or NULL) */
+  const char *workdir; /* NULL: the sandbox's */
+  const char *user;    /* "uid[:gid]" or "name[:group]"; NULL: the sandbox's */
+  bool interactive;    /* -i: the command reads the caller's stdin (else /dev/null) */
+  bool tty;            /* -t: a pseudo-terminal, proxied to the caller's fds 0 and 1 */
   /* -t: the key sequence that detaches (the command keeps running); NULL
    * or empty: none. Parsed with ohbox_exec_parse_detach_keys. */
   const char *detach_keys;
@@ -68,9 +68,9 @@ int ohbox_sandbox_attach (struct ohbox_runtime *rt, const char *what, const char
 /* What `ohbox run` gave the sandbox's command, for exec (exec.json). */
 struct ohbox_exec_record
 {
-  char **env;                  /* NULL-terminated */
-  const char *cwd;             /* absolute */
-  const char *user;            /* NULL: root */
+  char **env;       /* NULL-terminated */
+  const char *cwd;  /* absolute */
+  const char *user; /* NULL: root */
   uint64_t caps;
   uint64_t caps_added;
   bool no_new_privs;

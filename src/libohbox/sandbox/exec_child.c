@@ -22,7 +22,6 @@
 
 /* ---- the child side: no return ---- */
 
-
 __attribute__ ((noreturn)) static void
 child_fail (int fd, int code, int kind, const char *fmt, ...)
 {
@@ -134,16 +133,14 @@ command_main (struct child_ctx *c)
    * order: security/seccomp.h), as `ohbox run` does. */
   bool nnp = c->plan->no_new_privs;
   if (c->seccomp && !nnp && ohbox_seccomp_load (c->seccomp, &step) < 0)
-    child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "load the seccomp filter (%s): %s", step,
-                strerror (errno));
+    child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "load the seccomp filter (%s): %s", step, strerror (errno));
   if (ohbox_caps_apply (caps, &step) < 0)
     child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "set up capabilities (%s): %s", step, strerror (errno));
   if (chdir (c->plan->cwd) < 0)
     child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "chdir to working directory `%s`: %s", c->plan->cwd,
                 strerror (errno));
   if (c->seccomp && nnp && ohbox_seccomp_load (c->seccomp, &step) < 0)
-    child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "load the seccomp filter (%s): %s", step,
-                strerror (errno));
+    child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "load the seccomp filter (%s): %s", step, strerror (errno));
   exec_in_path (c->o->argv[0], c->o->argv, env, fd);
   _exit (OHBOX_EXIT_RUNTIME);
 }
@@ -168,8 +165,7 @@ ohbox_exec_helper_main (struct child_ctx *c)
   if (c->ns_flags && setns (c->pidfd, c->ns_flags) < 0)
     {
       if (errno != EINVAL || c->ns_fds == NULL)
-        child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "join the sandbox's namespaces: %s",
-                    strerror (errno));
+        child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "join the sandbox's namespaces: %s", strerror (errno));
       /* Before Linux 5.8: one namespace at a time, the user one first. */
       for (size_t i = 0; i < N_NS; i++)
         if (c->ns_fds[i] >= 0 && setns (c->ns_fds[i], exec_namespaces[i].flag) < 0)
@@ -190,9 +186,7 @@ ohbox_exec_helper_main (struct child_ctx *c)
        * there (tty(1), /proc/self/fd/0); TIOCGPTPEER opens the slave
        * without a path lookup. */
       master = open ("/dev/ptmx", O_RDWR | O_NOCTTY | O_CLOEXEC);
-      int slave = master < 0 || unlockpt (master) < 0
-                      ? -1
-                      : ioctl (master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+      int slave = master < 0 || unlockpt (master) < 0 ? -1 : ioctl (master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
       if (slave < 0)
         child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC,
                     "allocate a pseudo-terminal in the sandbox (/dev/ptmx): %s", strerror (errno));
@@ -212,4 +206,3 @@ ohbox_exec_helper_main (struct child_ctx *c)
   ohbox_send_with_fd (fd, msg, strlen (msg), master);
   _exit (0);
 }
-

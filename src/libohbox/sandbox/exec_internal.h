@@ -88,16 +88,16 @@ struct child_ctx
   const struct ohbox_seccomp_filter *seccomp;
   const struct ohbox_cgroup *cgroup;
   bool in_v2_cgroup; /* the helper was cloned into the v2 cgroup (CLONE_INTO_CGROUP) */
-  int pidfd;     /* the init's */
+  int pidfd;         /* the init's */
   int ns_flags;
-  int *ns_fds;   /* fallback when setns(pidfd) is not supported */
+  int *ns_fds; /* fallback when setns(pidfd) is not supported */
   int stdio[3];
-  bool tty;           /* the helper makes the terminal, in the sandbox's devpts */
+  bool tty; /* the helper makes the terminal, in the sandbox's devpts */
   bool has_ws;
-  struct winsize ws;  /* the caller's window size */
-  sigset_t sigmask; /* the caller's, for the command */
-  int helper_fd; /* helper -> caller */
-  int cmd_fd;    /* command -> caller, CLOEXEC: EOF once execve succeeded */
+  struct winsize ws; /* the caller's window size */
+  sigset_t sigmask;  /* the caller's, for the command */
+  int helper_fd;     /* helper -> caller */
+  int cmd_fd;        /* command -> caller, CLOEXEC: EOF once execve succeeded */
 };
 
 /* In the forked helper: cgroup, namespaces, the command's process; never returns. */

@@ -255,8 +255,10 @@ ohbox_user_lookup (int rootfd, const char *user, struct ohbox_user_ids *ret, ohb
         }
     }
   if (!uid_numeric && name == NULL)
-    return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "user `%s` not found in the image's /etc/passwd; use a numeric "
-                        "uid", spec);
+    return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0,
+                        "user `%s` not found in the image's /etc/passwd; use a numeric "
+                        "uid",
+                        spec);
   if (!have_gid)
     gid = 0;
   cleanup_free char *groups = read_in_root (rootfd, "/etc/group");

@@ -60,7 +60,7 @@ enum
 {
   MSG_GO = 1,
   MSG_ERROR = 2,
-  MSG_NS = 3, /* child -> parent: its user, then its network namespace (after_clone) */
+  MSG_NS = 3,    /* child -> parent: its user, then its network namespace (after_clone) */
   MSG_READY = 4, /* command -> parent: set up, waiting for the last GO (before_start) */
 };
 
@@ -81,7 +81,6 @@ struct exec_ctx
   char **env;
   int sync_fd;
 };
-
 
 static void
 send_msg (int fd, int type, int kind, int errno_value, int exit_code, const char *text, int pass_fd)
@@ -262,7 +261,7 @@ exec_command (void *arg)
     path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
   int saved = ENOENT;
   char buf[4096];
-  for (const char *p = path; ; )
+  for (const char *p = path;;)
     {
       const char *colon = strchr (p, ':');
       size_t len = colon ? (size_t) (colon - p) : strlen (p);
@@ -351,7 +350,8 @@ ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
   int len = snprintf (text, sizeof text, "%u %u", lo, hi);
   cleanup_close int fd = open ("/proc/sys/net/ipv4/ping_group_range", O_WRONLY | O_CLOEXEC);
   if (fd < 0 || write (fd, text, (size_t) len) != len)
-    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "set net.ipv4.ping_group_range to `%s` in the sandbox's network namespace", text);
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX,
+                            "set net.ipv4.ping_group_range to `%s` in the sandbox's network namespace", text);
   return 0;
 }
 
@@ -440,13 +440,11 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
    * later access through the bind are checked against the user's own ids
    * (our uid 0 is the user's), so the sandbox gets no access the user did
    * not have. The specs are this child's copy of the parent's memory. */
-  if (spec->rootless
-      && ohbox_mounts_prepare_binds ((struct ohbox_mount_spec *) spec->mounts, spec->n_mounts, &err) < 0)
+  if (spec->rootless && ohbox_mounts_prepare_binds ((struct ohbox_mount_spec *) spec->mounts, spec->n_mounts, &err) < 0)
     child_fail (sync, &err);
   if (spec->netns && !spec->join_netns && ping_groups_open (spec, &err) < 0)
     child_fail (sync, &err);
-  if (mfd < 0
-      && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
+  if (mfd < 0 && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
     child_fail (sync, &err);
   /* Our cwd is the mount point: clone translated it into our new mount
    * namespace (an fd opened before would still name the host's). */
@@ -542,8 +540,8 @@ enum clone_step
   STEP_CHDIR,
   STEP_CLONE,
 };
-static const char *const clone_step_text[]
-    = { "enter the network namespace to share", "chdir to the rootfs mount point", "clone3 the sandbox's init" };
+static const char *const clone_step_text[] = { "enter the network namespace to share",
+                                               "chdir to the rootfs mount point", "clone3 the sandbox's init" };
 
 /* The clone itself, in a process with a single thread: with the rootfs
  * mount point as cwd (child_main) and, for --network container:, in the
@@ -725,8 +723,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
     {
       /* The init sends them first thing, before it waits for GO. */
       for (int i = 0; i < 2 && r == 0; i++)
-        if (recv_msg (sync, &m, &ns[i]) < (ssize_t) offsetof (struct sync_msg, text) || m.type != MSG_NS
-            || ns[i] < 0)
+        if (recv_msg (sync, &m, &ns[i]) < (ssize_t) offsetof (struct sync_msg, text) || m.type != MSG_NS || ns[i] < 0)
           r = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the sandbox's init did not pass its namespaces");
       if (r == 0 && spec->right_after_clone)
         r = spec->right_after_clone (ns[0], ns[1], spec->after_clone_data, err);
@@ -784,8 +781,7 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
           /* The init may have failed first (taking its namespaces with
            * it): then its own error is the one that says what went wrong. */
           struct pollfd pfd = { .fd = sync, .events = POLLIN };
-          if (poll (&pfd, 1, 0) == 1
-              && (n = recv_msg (sync, &m, NULL)) >= (ssize_t) offsetof (struct sync_msg, text)
+          if (poll (&pfd, 1, 0) == 1 && (n = recv_msg (sync, &m, NULL)) >= (ssize_t) offsetof (struct sync_msg, text)
               && m.type == MSG_ERROR)
             {
               ohbox_error_release (err);

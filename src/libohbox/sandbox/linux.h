@@ -58,9 +58,9 @@ struct ohbox_userns_plan
 {
   struct ohbox_idmap uids;
   struct ohbox_idmap gids;
-  bool use_helpers;   /* rootless with subordinate ids: newuidmap/newgidmap */
-  bool single;        /* rootless without: one id, setgroups denied */
-  char *warning;      /* for the caller to print (single-id fallback) */
+  bool use_helpers; /* rootless with subordinate ids: newuidmap/newgidmap */
+  bool single;      /* rootless without: one id, setgroups denied */
+  char *warning;    /* for the caller to print (single-id fallback) */
   /* Root: the pool (the ranges of uids and gids its blocks are cut from),
    * its blocks POOL_FIRST..POOL_BLOCKS-1 to lease, and the block leased, or
    * -1 (then UIDS and GIDS map the whole configured range, or the first
@@ -78,8 +78,7 @@ int ohbox_userns_plan (const char *subuid, const char *subgid, struct ohbox_user
 void ohbox_userns_plan_release (struct ohbox_userns_plan *plan);
 /* Parses subuid/subgid TEXT for user NAME or uid ID into MAP (inside ids
  * from FIRST_INSIDE on). Returns the number of ranges found. */
-int ohbox_subid_parse (const char *text, const char *name, uint32_t id, uint32_t first_inside,
-                       struct ohbox_idmap *map);
+int ohbox_subid_parse (const char *text, const char *name, uint32_t id, uint32_t first_inside, struct ohbox_idmap *map);
 /* The host id of ID inside, or (uint32_t) -1 when unmapped. */
 uint32_t ohbox_idmap_to_host (const struct ohbox_idmap *map, uint32_t id);
 /* Root: leases a free block of the pool for the sandbox whose state
@@ -90,8 +89,7 @@ int ohbox_userns_lease (struct ohbox_userns_plan *plan, const char *owner, ohbox
 /* Gives back the leases OWNER holds (none: fine). */
 int ohbox_userns_release (const char *owner, ohbox_error_t *err);
 /* Calls FN with each lease's path and the state directory it names. */
-int ohbox_userns_leases (void (*fn) (const char *lease, const char *owner, void *data), void *data,
-                         ohbox_error_t *err);
+int ohbox_userns_leases (void (*fn) (const char *lease, const char *owner, void *data), void *data, ohbox_error_t *err);
 /* Removes the lease at LEASE (a path FN got) if it still names OWNER. */
 int ohbox_userns_drop_lease (const char *lease, const char *owner, ohbox_error_t *err);
 /* Writes the maps of process PID (its user namespace). */
@@ -119,8 +117,8 @@ struct ohbox_mount_spec
   mode_t mode; /* S_IFCHR or S_IFBLK and the permission bits */
   uid_t host_uid;
   gid_t host_gid;
-  int fd; /* the source as a detached tree the parent cloned, or -1 */
-  bool single; /* the source mount alone, without the mounts under it (OCI `bind`, not `rbind`) */
+  int fd;         /* the source as a detached tree the parent cloned, or -1 */
+  bool single;    /* the source mount alone, without the mounts under it (OCI `bind`, not `rbind`) */
   uint64_t attrs; /* MOUNT_ATTR_NOSUID / NOEXEC for the whole bind (an OCI bundle's options) */
 };
 
@@ -160,10 +158,10 @@ struct ohbox_linux_spec
 
   bool userns; /* new user namespace (false: --userns=host) */
   const struct ohbox_userns_plan *userns_plan;
-  bool rootless; /* the caller is not root: mount the overlay inside */
-  bool netns;    /* new network namespace (false: --network host) */
-  bool join_netns;    /* join JOIN_NETNS_FD's network namespace (--network container:) */
-  int join_netns_fd;  /* a netns fd or a pidfd (setns(2) takes both) */
+  bool rootless;     /* the caller is not root: mount the overlay inside */
+  bool netns;        /* new network namespace (false: --network host) */
+  bool join_netns;   /* join JOIN_NETNS_FD's network namespace (--network container:) */
+  int join_netns_fd; /* a netns fd or a pidfd (setns(2) takes both) */
   /* Called in the parent once the init exists, before its command runs
    * (network setup in its namespace), with fds of the init's user and
    * network namespaces (which the init passes: an unprivileged parent
@@ -199,7 +197,7 @@ struct ohbox_linux_spec
   const struct ohbox_seccomp_filter *seccomp; /* NULL: unconfined */
 
   const struct ohbox_cgroup *cgroup; /* NULL: none */
-  bool cgroupns; /* a cgroup namespace even without CGROUP (an OCI bundle's) */
+  bool cgroupns;                     /* a cgroup namespace even without CGROUP (an OCI bundle's) */
   /* Paths masked and made read-only besides ohbox's own (NULL-terminated
    * or NULL): an OCI bundle's linux.maskedPaths and readonlyPaths. */
   char **masked_paths;
@@ -228,8 +226,8 @@ struct ohbox_linux_spec
 
 struct ohbox_linux_proc
 {
-  pid_t pid;  /* the sandbox's init, as the host sees it */
-  int pidfd;  /* O_CLOEXEC */
+  pid_t pid;          /* the sandbox's init, as the host sees it */
+  int pidfd;          /* O_CLOEXEC */
   int exit_code_hint; /* 126/127 when the command could not be executed, else 0 */
 };
 
@@ -250,8 +248,7 @@ int ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_p
  * every process, and exits with the command's status (128+N for a signal).
  * WIPE_ARGS: ohbox_hide_host_args failed, wipe the arguments and the
  * environment in PID 1's memory once the command is forked. */
-__attribute__ ((noreturn)) void ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd,
-                                                bool wipe_args);
+__attribute__ ((noreturn)) void ohbox_init_run (void (*exec_fn) (void *arg), void *arg, int sync_fd, bool wipe_args);
 
 /* init.c: makes the process's /proc/PID/cmdline show TITLE alone and its
  * /proc/PID/environ nothing (a clone or fork of ohbox inside a sandbox

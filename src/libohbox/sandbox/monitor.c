@@ -514,8 +514,9 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
   }
   if (m->on_exited)
     {
-      struct ohbox_run_exit ex
-          = { .id = m->id, .exit_code = code, .signal = signo, .timed_out = timed_out, .duration = duration };
+      struct ohbox_run_exit ex = {
+        .id = m->id, .exit_code = code, .signal = signo, .timed_out = timed_out, .duration = duration
+      };
       m->on_exited (&ex, m->event_data);
     }
   ohbox_trace ("monitor: state updated");

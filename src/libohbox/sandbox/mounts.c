@@ -29,9 +29,9 @@
 
 /* The OCI runtime-spec defaults (as Docker, runc and crun apply them). */
 static const char *const masked_paths[] = {
-  "/proc/acpi",         "/proc/asound",     "/proc/interrupts", "/proc/kcore",     "/proc/keys",
-  "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats", "/proc/sched_debug", "/proc/scsi",
-  "/sys/firmware",      "/sys/devices/virtual/powercap",
+  "/proc/acpi",        "/proc/asound",        "/proc/interrupts", "/proc/kcore",
+  "/proc/keys",        "/proc/latency_stats", "/proc/timer_list", "/proc/timer_stats",
+  "/proc/sched_debug", "/proc/scsi",          "/sys/firmware",    "/sys/devices/virtual/powercap",
 };
 static const char *const readonly_paths[] = {
   "/proc/bus", "/proc/fs", "/proc/irq", "/proc/sys", "/proc/sysrq-trigger",
@@ -59,7 +59,7 @@ open_target (int rootfd, const char *path, bool dir, ohbox_error_t *err)
     buf[--len] = '\0';
   int depth = 0;
   /* Walk the components: parent opened in-root, child created in it. */
-  for (char *p = buf; *p; )
+  for (char *p = buf; *p;)
     {
       while (*p == '/')
         p++;
@@ -185,8 +185,7 @@ setup_dev (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err)
   /* gid 5 (tty) only when the namespace maps it. */
   bool tty_gid = !spec->userns || ohbox_idmap_to_host (&spec->userns_plan->gids, 5) != (uint32_t) -1;
   if (mount_fs_at (rootfd, "/dev/pts", "devpts", MS_NOSUID | MS_NOEXEC,
-                   tty_gid ? "newinstance,ptmxmode=0666,mode=0620,gid=5" : "newinstance,ptmxmode=0666,mode=0620",
-                   err)
+                   tty_gid ? "newinstance,ptmxmode=0666,mode=0620,gid=5" : "newinstance,ptmxmode=0666,mode=0620", err)
       < 0)
     return -1;
   if (mount_fs_at (rootfd, "/dev/shm", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=1777,size=65536k", err) < 0)
@@ -194,7 +193,7 @@ setup_dev (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error_t *err)
   if (mount_fs_at (rootfd, "/dev/mqueue", "mqueue", MS_NOSUID | MS_NODEV | MS_NOEXEC, NULL, err) < 0)
     return -1;
   static const char *const links[][2] = {
-    { "pts/ptmx", "ptmx" },         { "/proc/self/fd", "fd" },      { "/proc/self/fd/0", "stdin" },
+    { "pts/ptmx", "ptmx" },          { "/proc/self/fd", "fd" },       { "/proc/self/fd/0", "stdin" },
     { "/proc/self/fd/1", "stdout" }, { "/proc/self/fd/2", "stderr" }, { "/proc/kcore", "core" },
   };
   /* /dev is our fresh tmpfs: open it in-root once and create the links in it. */
@@ -407,8 +406,8 @@ ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
       const struct ohbox_mount_spec *m = &spec->mounts[i];
       int r;
       if (m->tmpfs)
-        r = mount_fs_at (rootfd, m->target, "tmpfs", MS_NOSUID | MS_NODEV | (m->read_only ? MS_RDONLY : 0),
-                         "mode=1777", err);
+        r = mount_fs_at (rootfd, m->target, "tmpfs", MS_NOSUID | MS_NODEV | (m->read_only ? MS_RDONLY : 0), "mode=1777",
+                         err);
       else
         {
           struct stat st;
@@ -450,8 +449,7 @@ cgroup_bind (const char *dir, ohbox_error_t *err)
   int mfd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC);
   if (mfd < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the sandbox's cgroup `%s`", dir);
-  struct mount_attr attr
-      = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
+  struct mount_attr attr = { .attr_set = MOUNT_ATTR_RDONLY | MOUNT_ATTR_NOSUID | MOUNT_ATTR_NODEV | MOUNT_ATTR_NOEXEC };
   if (mount_setattr (mfd, "", AT_EMPTY_PATH, &attr, sizeof attr) < 0)
     {
       ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make the bind of `%s` read-only", dir);
@@ -497,8 +495,7 @@ cgroup_v2_view (int rootfd, const char *dir, ohbox_error_t *err)
 static int
 cgroup_v1_view (const struct ohbox_cgroup *cg, int rootfd, ohbox_error_t *err)
 {
-  if (mount_fs_at (rootfd, "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k", err)
-      < 0)
+  if (mount_fs_at (rootfd, "/sys/fs/cgroup", "tmpfs", MS_NOSUID | MS_NODEV | MS_NOEXEC, "mode=755,size=64k", err) < 0)
     return -1;
   cleanup_close int cgfd = ohbox_openat_in_root (rootfd, "/sys/fs/cgroup", O_RDONLY | O_DIRECTORY | O_CLOEXEC, 0, 0);
   if (cgfd < 0)

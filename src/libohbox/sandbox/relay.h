@@ -28,8 +28,8 @@
 
 struct ohbox_relay
 {
-  int from[3]; /* stdin: the caller's fd; stdout, stderr: the pipe's read end; -1: not relayed */
-  int to[3];   /* stdin: the pipe's write end (non-blocking); stdout, stderr: the caller's fd */
+  int from[3];   /* stdin: the caller's fd; stdout, stderr: the pipe's read end; -1: not relayed */
+  int to[3];     /* stdin: the pipe's write end (non-blocking); stdout, stderr: the caller's fd */
   bool owned[3]; /* the caller's fd of that stream is a duplicate of ours to close (> 2) */
   char in_buf[OHBOX_RELAY_IN_BUF];
   size_t in_len, in_off; /* stdin bytes read, not yet written */

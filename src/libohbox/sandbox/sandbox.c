@@ -171,8 +171,7 @@ build_env (const struct ohbox_run_options *o, json_t *rc, const char *hostname, 
       if (strchr (o->env[i], '=') == NULL || o->env[i][0] == '=')
         {
           strv_free (v);
-          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid environment variable `%s`: use KEY=VALUE",
-                              o->env[i]);
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid environment variable `%s`: use KEY=VALUE", o->env[i]);
         }
       env_set (&v, &n, o->env[i]);
     }
@@ -211,10 +210,9 @@ add_device_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec *m
       bool rw = false;
       for (size_t k = 0; dm->options[k]; k++)
         rw = strcmp (dm->options[k], "rw") == 0 ? true : strcmp (dm->options[k], "ro") == 0 ? false : rw;
-      m[*n] = (struct ohbox_mount_spec){ .source = xstrdup (dm->host_path),
-                                         .target = xstrdup (dm->container_path),
-                                         .read_only = !rw,
-                                         .fd = -1 };
+      m[*n] = (struct ohbox_mount_spec){
+        .source = xstrdup (dm->host_path), .target = xstrdup (dm->container_path), .read_only = !rw, .fd = -1
+      };
     }
   return 0;
 }
@@ -262,7 +260,8 @@ parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, 
         {
           free (m);
           return ohbox_error (err, OHBOX_ERR_USAGE, 0, "volume `%s`: idmap needs %s", o->volumes[i],
-                              o->userns_host ? "a user namespace (not --userns host)" : "root (rootless sandboxes cannot idmap)");
+                              o->userns_host ? "a user namespace (not --userns host)"
+                                             : "root (rootless sandboxes cannot idmap)");
         }
       char abs[PATH_MAX];
       if (realpath (s, abs) == NULL)
@@ -308,7 +307,8 @@ set_device_owners (struct ohbox_mount_spec *m, size_t n, const struct ohbox_user
     {
       if (!m[i].mknod)
         continue;
-      uint32_t u = ohbox_idmap_to_host (&plan->uids, m[i].host_uid), g = ohbox_idmap_to_host (&plan->gids, m[i].host_gid);
+      uint32_t u = ohbox_idmap_to_host (&plan->uids, m[i].host_uid),
+               g = ohbox_idmap_to_host (&plan->gids, m[i].host_gid);
       m[i].host_uid = u != (uint32_t) -1 ? u : ohbox_idmap_to_host (&plan->uids, 0);
       m[i].host_gid = g != (uint32_t) -1 ? g : ohbox_idmap_to_host (&plan->gids, 0);
     }
@@ -388,7 +388,7 @@ struct run_ctx
   struct ohbox_network *net;
   int rootdir_fd;
   int stdio[3];
-  int out_read; /* the monitor's end of the output pipe or terminal */
+  int out_read;     /* the monitor's end of the output pipe or terminal */
   int line_read[2]; /* on_output: the monitor's ends of the stdout and stderr pipes */
 };
 
@@ -508,7 +508,8 @@ stop_signal (const struct ohbox_run_options *o, json_t *rc, int *sig, ohbox_erro
   if (s == NULL || *s == '\0')
     return 0;
   if (ohbox_signal_parse (s, sig) < 0)
-    return ohbox_error (err, o->stop_signal ? OHBOX_ERR_USAGE : OHBOX_ERR_GENERIC, 0, "%s `%s` is not a signal", from, s);
+    return ohbox_error (err, o->stop_signal ? OHBOX_ERR_USAGE : OHBOX_ERR_GENERIC, 0, "%s `%s` is not a signal", from,
+                        s);
   return 0;
 }
 
@@ -523,10 +524,10 @@ devices_json (const struct ohbox_device_edits *d)
   for (size_t i = 0; i < d->n_nodes; i++)
     {
       const struct ohbox_device_node *n = &d->nodes[i];
-      json_array_append_new (nodes, json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path",
-                                               n->host_path, "type", &n->type, (size_t) 1, "major",
-                                               (json_int_t) n->major, "minor", (json_int_t) n->minor, "access",
-                                               n->access));
+      json_array_append_new (nodes,
+                             json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path", n->host_path,
+                                        "type", &n->type, (size_t) 1, "major", (json_int_t) n->major, "minor",
+                                        (json_int_t) n->minor, "access", n->access));
     }
   return json_pack ("{s:o, s:o}", "names", names, "nodes", nodes);
 }
@@ -546,9 +547,8 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
       for (size_t i = 0; o->labels[i]; i++)
         {
           const char *eq = strchr (o->labels[i], '=');
-          if (eq == NULL || json_object_setn_new (labels, o->labels[i], (size_t) (eq - o->labels[i]),
-                                                  json_string (eq + 1))
-                                < 0)
+          if (eq == NULL
+              || json_object_setn_new (labels, o->labels[i], (size_t) (eq - o->labels[i]), json_string (eq + 1)) < 0)
             {
               json_decref (labels);
               return ohbox_error (err, OHBOX_ERR_USAGE, 0, "label `%s`: use KEY=VALUE in UTF-8", o->labels[i]);
@@ -589,9 +589,8 @@ record_executor (int dfd, const struct ohbox_run_options *o, struct ohbox_networ
 {
   if (o->executor_key == NULL)
     return 0;
-  cleanup_free char *published = o->executor_port > 0
-                                     ? ohbox_network_published_url (net, (uint16_t) o->executor_port)
-                                     : NULL;
+  cleanup_free char *published = o->executor_port > 0 ? ohbox_network_published_url (net, (uint16_t) o->executor_port)
+                                                      : NULL;
   const char *url = published ? published : o->executor_url;
   if (url == NULL && o->executor_port > 0)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the executor's port %d is not published", o->executor_port);
@@ -618,8 +617,8 @@ attach_network (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_
  * REPORT_FD >= 0 (detached) the id or error goes there once it runs, and
  * stdio is pointed at /dev/null. */
 static int
-run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int report_fd, char **ret_id,
-          int *ret_exit_code, ohbox_error_t *err)
+run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int report_fd, char **ret_id, int *ret_exit_code,
+          ohbox_error_t *err)
 {
   char id[OHBOX_ID_LEN + 1];
   cleanup_close int dfd = -1;
@@ -747,8 +746,13 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   if (user && *user == '\0')
     user = NULL;
   /* What `ohbox exec` gives its processes too (exec.h). */
-  struct ohbox_exec_record xr = { .env = c.env, .cwd = wd, .user = user, .caps = caps, .caps_added = added,
-                                  .no_new_privs = o->no_new_privs, .seccomp_profile = o->seccomp_profile };
+  struct ohbox_exec_record xr = { .env = c.env,
+                                  .cwd = wd,
+                                  .user = user,
+                                  .caps = caps,
+                                  .caps_added = added,
+                                  .no_new_privs = o->no_new_privs,
+                                  .seccomp_profile = o->seccomp_profile };
   if (ohbox_exec_record (dfd, &xr, err) < 0
       || (c.seccomp && ohbox_seccomp_filter_save (dfd, OHBOX_EXEC_SECCOMP_FILE, c.seccomp, err) < 0))
     goto fail;

@@ -52,9 +52,9 @@ enum ohbox_rootless_net
 
 enum ohbox_network_mode
 {
-  OHBOX_NETWORK_NONE = 0, /* a new network namespace with only loopback (the default for now) */
-  OHBOX_NETWORK_HOST,     /* the host's network namespace */
-  OHBOX_NETWORK_BRIDGE,   /* a veth pair on the ohbox0 bridge (root; network.h) */
+  OHBOX_NETWORK_NONE = 0,  /* a new network namespace with only loopback (the default for now) */
+  OHBOX_NETWORK_HOST,      /* the host's network namespace */
+  OHBOX_NETWORK_BRIDGE,    /* a veth pair on the ohbox0 bridge (root; network.h) */
   OHBOX_NETWORK_CONTAINER, /* the network namespace of sandbox network_container */
 };
 
@@ -76,19 +76,19 @@ struct ohbox_run_exit
  * policy (policy/run_policy.h), which decides everything below. */
 struct ohbox_run_options
 {
-  const char *image;   /* reference, id or id prefix in the store */
+  const char *image;    /* reference, id or id prefix in the store */
   const char *image_id; /* the id the plan resolved IMAGE to: the run loads exactly it (NULL: IMAGE) */
-  char **command;      /* NULL-terminated; NULL or empty: the image's Cmd */
-  char **entrypoint;   /* NULL: the image's Entrypoint */
-  char **env;          /* K=V entries, applied over the image's Env (NULL-terminated or NULL) */
-  const char *name;    /* NULL: none */
+  char **command;       /* NULL-terminated; NULL or empty: the image's Cmd */
+  char **entrypoint;    /* NULL: the image's Entrypoint */
+  char **env;           /* K=V entries, applied over the image's Env (NULL-terminated or NULL) */
+  const char *name;     /* NULL: none */
   bool detach;
   bool rm;
   bool interactive; /* keep stdin (foreground) */
   bool tty;         /* a pseudo-terminal for the command (foreground) */
   bool read_only;
-  char **volumes;   /* "HOST:CTR[:ro|:rw]" (NULL-terminated or NULL) */
-  char **tmpfs;     /* "PATH" (NULL-terminated or NULL) */
+  char **volumes; /* "HOST:CTR[:ro|:rw]" (NULL-terminated or NULL) */
+  char **tmpfs;   /* "PATH" (NULL-terminated or NULL) */
   const char *workdir;
   const char *user;
   const char *hostname;
@@ -98,9 +98,9 @@ struct ohbox_run_options
   const char *egress;            /* bridge as root: --egress (egress.h); NULL: public */
   /* Rootless OHBOX_NETWORK_BRIDGE: which user-mode network (network.h). */
   enum ohbox_rootless_net rootless_net;
-  char **publish;                /* -p specs (NULL-terminated or NULL; network.h) */
-  char **dns;                    /* --dns addresses (NULL-terminated or NULL) */
-  char **add_hosts;              /* --add-host "NAME:IP" lines for /etc/hosts (NULL-terminated or NULL) */
+  char **publish;   /* -p specs (NULL-terminated or NULL; network.h) */
+  char **dns;       /* --dns addresses (NULL-terminated or NULL) */
+  char **add_hosts; /* --add-host "NAME:IP" lines for /etc/hosts (NULL-terminated or NULL) */
   struct ohbox_cgroup_limits limits;
   /* The writable layer holds at most this many bytes (0: no limit): a
    * sandbox that fills it gets ENOSPC, the store's filesystem is not
@@ -217,8 +217,7 @@ int ohbox_sandbox_pause (struct ohbox_runtime *rt, const char *id, bool pause, o
 int ohbox_sandbox_wait (struct ohbox_runtime *rt, const char *id, int *ret_exit_code, ohbox_error_t *err);
 /* Copies the sandbox's log to OUT_FD; FOLLOW: until it exited. */
 int ohbox_sandbox_logs (struct ohbox_runtime *rt, const char *id, bool follow, int out_fd, ohbox_error_t *err);
-int ohbox_sandbox_stats (struct ohbox_runtime *rt, const char *id, struct ohbox_cgroup_stats *ret,
-                         ohbox_error_t *err);
+int ohbox_sandbox_stats (struct ohbox_runtime *rt, const char *id, struct ohbox_cgroup_stats *ret, ohbox_error_t *err);
 
 /* Limits on what the CLI passes (every allocation an attacker controls). */
 #define OHBOX_SANDBOX_MAX_ARGS 4096

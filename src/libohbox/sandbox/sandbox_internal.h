@@ -47,8 +47,7 @@ bool ohbox_state_monitor_alive (int dirfd);
  * through the open lock file, so it works even after --rm removed it. */
 int ohbox_state_wait_monitor (int dirfd, int *ret_code, ohbox_error_t *err);
 /* Reconciles a sandbox whose monitor died; *RET_REMOVED when --rm removed it. */
-int ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool *ret_removed,
-                           ohbox_error_t *err);
+int ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool *ret_removed, ohbox_error_t *err);
 /* Removes everything of sandbox ID: cgroup, writable layer, name, state.
  * Waits for a teardown in progress (OHBOX_STATE_TEARDOWN_LOCK) first. */
 int ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t *err);
@@ -64,8 +63,7 @@ int ohbox_state_remove (struct ohbox_runtime *rt, const char *id, ohbox_error_t 
 bool ohbox_state_teardown_busy (int dirfd);
 /* The teardown's work, with its lock held by the caller: releases the
  * network; REMOVE: and everything else (ohbox_state_remove). */
-int ohbox_state_teardown_locked (struct ohbox_runtime *rt, const char *id, int dirfd, bool remove,
-                                 ohbox_error_t *err);
+int ohbox_state_teardown_locked (struct ohbox_runtime *rt, const char *id, int dirfd, bool remove, ohbox_error_t *err);
 /* Forgets --name NAME of sandbox ID (when it still names ID). */
 void ohbox_state_release_name (struct ohbox_runtime *rt, const char *id, const char *name);
 /* The init's pidfd, checked against the start time recorded in state.json
@@ -88,12 +86,12 @@ struct ohbox_monitor
   bool forward_signals;
   bool rm;
   struct ohbox_cgroup *cgroup;
-  double started;    /* ohbox_monotonic () when the command started */
-  double timeout;    /* seconds, 0: none (ohbox_run_options.timeout) */
-  int line_fd[2];    /* on_output: read ends of the stdout and stderr pipes, or -1 */
+  double started;            /* ohbox_monotonic () when the command started */
+  double timeout;            /* seconds, 0: none (ohbox_run_options.timeout) */
+  int line_fd[2];            /* on_output: read ends of the stdout and stderr pipes, or -1 */
   struct ohbox_relay *relay; /* foreground: the caller's terminals relayed (relay.h), or NULL */
-  bool detached;     /* -d: output goes to the log, stdio is /dev/null */
-  int attach_fd;     /* -d -t: the listening attach.sock (ohbox attach), or -1 */
+  bool detached;             /* -d: output goes to the log, stdio is /dev/null */
+  int attach_fd;             /* -d -t: the listening attach.sock (ohbox attach), or -1 */
   struct ohbox_network *net; /* its host ports, let go of by the teardown (may be NULL) */
   /* The caller's events (ohbox_run_options), foreground only. */
   void (*on_output) (int stream, const char *line, size_t len, void *data);

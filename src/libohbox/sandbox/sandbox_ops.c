@@ -65,8 +65,7 @@ ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **ret_id
             if (found)
               {
                 free (found);
-                return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` names several sandboxes: give more of the id",
-                                    what);
+                return ohbox_error (err, OHBOX_ERR_USAGE, 0, "`%s` names several sandboxes: give more of the id", what);
               }
             found = xstrdup (de->d_name);
           }

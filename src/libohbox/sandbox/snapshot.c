@@ -47,8 +47,8 @@ ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner
   if (n_diff_ids == 0)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "image has no layers: nothing to run");
   if (n_diff_ids > OHBOX_SNAPSHOT_MAX_LAYERS)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "image has %zu layers (at most %d are supported)",
-                        n_diff_ids, OHBOX_SNAPSHOT_MAX_LAYERS);
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "image has %zu layers (at most %d are supported)", n_diff_ids,
+                        OHBOX_SNAPSHOT_MAX_LAYERS);
   int rootfd = ohbox_store_dirfd (s);
   struct ohbox_snapshot *snap = xcalloc (1, sizeof *snap);
   snap->upper_mnt_fd = -1;
@@ -199,7 +199,8 @@ attach_lowers (const struct ohbox_snapshot *snap, const int *fds, size_t *n_atta
         return ohbox_error_sys (err, OHBOX_ERR_STORE, "create `%s/%s`", snap->dir, name);
       /* FDS[i] stays the layer's root, now attached. */
       if (move_mount (fds[i], "", dfd, name, MOVE_MOUNT_F_EMPTY_PATH) < 0)
-        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach layer `%s` on `%s/%s`", snap->lowers[i], snap->dir, name);
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "attach layer `%s` on `%s/%s`", snap->lowers[i], snap->dir,
+                                name);
       *n_attached = i + 1;
     }
   return 0;
@@ -430,7 +431,8 @@ remove_as_mapped_root (int dirfd, const char *rel, ohbox_error_t *err)
   if (plan.single)
     {
       ohbox_userns_plan_release (&plan);
-      return ohbox_error (err, OHBOX_ERR_STORE, EACCES, "files of other ids, and no subordinate ids to remove them with");
+      return ohbox_error (err, OHBOX_ERR_STORE, EACCES,
+                          "files of other ids, and no subordinate ids to remove them with");
     }
   int ready[2], go[2];
   if (pipe2 (ready, O_CLOEXEC) < 0)
@@ -532,8 +534,7 @@ ohbox_snapshot_layers_in_use (struct ohbox_store *s, int (*fn) (const char *diff
           ohbox_error_release (&e);
           if (missing)
             continue;
-          return ohbox_error (err, OHBOX_ERR_STORE, 0, "read `%s/" SANDBOXES_DIR "/%s`", ohbox_store_root (s),
-                              path);
+          return ohbox_error (err, OHBOX_ERR_STORE, 0, "read `%s/" SANDBOXES_DIR "/%s`", ohbox_store_root (s), path);
         }
       char *save = NULL;
       for (char *line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))

@@ -55,11 +55,11 @@
 struct ohbox_snapshot
 {
   char *id;
-  char *dir;     /* ROOT/sandboxes/<id> */
-  char *upper;   /* ROOT/sandboxes/<id>/upper (bounded: /proc/self/fd/N/upper) */
-  char *work;    /* ROOT/sandboxes/<id>/work (bounded: /proc/self/fd/N/work) */
+  char *dir;        /* ROOT/sandboxes/<id> */
+  char *upper;      /* ROOT/sandboxes/<id>/upper (bounded: /proc/self/fd/N/upper) */
+  char *work;       /* ROOT/sandboxes/<id>/work (bounded: /proc/self/fd/N/work) */
   int upper_mnt_fd; /* bounded: the detached mount holding upper and work, else -1 */
-  char **lowers; /* layer dirs, top-most first (overlay order) */
+  char **lowers;    /* layer dirs, top-most first (overlay order) */
   size_t n_lowers;
 };
 
@@ -71,8 +71,8 @@ struct ohbox_snapshot
  * store. UPPER_SIZE > 0: the writable layer holds at most that many bytes
  * (snapshot_size.c; root only). */
 int ohbox_snapshot_prepare (struct ohbox_store *s, const char *id, const char *owner, char *const *diff_ids,
-                            size_t n_diff_ids, uid_t uid, gid_t gid, uint64_t upper_size,
-                            struct ohbox_snapshot **ret, ohbox_error_t *err);
+                            size_t n_diff_ids, uid_t uid, gid_t gid, uint64_t upper_size, struct ohbox_snapshot **ret,
+                            ohbox_error_t *err);
 /* Whether the sandbox whose writable layer is ROOT/sandboxes/ID is gone:
  * 1 when the state directory the layer names no longer exists, 0 when it
  * does, -1 when the layer names none (made by an older ohbox, or not a

@@ -57,8 +57,10 @@ make_filesystem (const char *path, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--storage-size needs mkfs.ext4 (package e2fsprogs)");
   /* No journal, no blocks reserved for root, inode tables left to be
    * zeroed lazily (they are: the file is sparse), quiet. */
-  char *const argv[] = { (char *) mkfs, "-q", "-F", "-O", "^has_journal", "-m", "0", "-E",
-                         "nodiscard,lazy_itable_init=1", (char *) path, NULL };
+  char *const argv[] = {
+    (char *) mkfs, "-q", "-F", "-O", "^has_journal", "-m", "0", "-E", "nodiscard,lazy_itable_init=1",
+    (char *) path, NULL
+  };
   char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
   int out[2];
   if (pipe2 (out, O_CLOEXEC) < 0)
@@ -107,8 +109,7 @@ make_filesystem (const char *path, ohbox_error_t *err)
     if (errno != EINTR)
       return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for `%s`", mkfs);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` failed (status %d)%s%s", mkfs, status, len ? ": " : "",
-                        text);
+    return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` failed (status %d)%s%s", mkfs, status, len ? ": " : "", text);
   return 0;
 }
 
@@ -176,7 +177,8 @@ ohbox_snapshot_bound_upper (struct ohbox_snapshot *snap, int dirfd, uint64_t siz
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--storage-size %llu is too small: at least %d MiB",
                         (unsigned long long) size, OHBOX_SNAPSHOT_MIN_SIZE >> 20);
   if (geteuid () != 0)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--storage-size needs root: the writable layer is bounded "
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "--storage-size needs root: the writable layer is bounded "
                         "by a filesystem of its own on a loop device, which only root may attach");
   cleanup_close int img = openat (dirfd, IMAGE, O_RDWR | O_CREAT | O_EXCL | O_CLOEXEC | O_NOFOLLOW, 0600);
   if (img < 0)

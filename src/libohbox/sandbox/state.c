@@ -199,8 +199,8 @@ ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *
   if (len == 0 || len > NAME_MAX_LEN || name[0] == '.' || name[0] == '-')
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid sandbox name `%s`", name);
   for (const char *p = name; *p; p++)
-    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_'
-          || *p == '.' || *p == '-'))
+    if (!((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') || *p == '_' || *p == '.'
+          || *p == '-'))
       return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid sandbox name `%s`: use [a-zA-Z0-9_.-]", name);
   cleanup_free char *link = xasprintf ("names/%s", name);
   for (int attempt = 0; attempt < 2; attempt++)
@@ -217,8 +217,10 @@ ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const char *
           target[n] = '\0';
           struct stat st;
           if (fstatat (rt->dirfd, target, &st, AT_SYMLINK_NOFOLLOW) == 0)
-            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the name `%s` is already used by sandbox `%.12s`; "
-                                "remove it with `ohbox rm %s` or pick another name", name, target, name);
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                                "the name `%s` is already used by sandbox `%.12s`; "
+                                "remove it with `ohbox rm %s` or pick another name",
+                                name, target, name);
         }
       unlinkat (rt->dirfd, link, 0);
     }
@@ -644,9 +646,8 @@ static bool
 still_named (struct ohbox_runtime *rt, const char *id, int dirfd)
 {
   struct stat here, named;
-  return fstat (dirfd, &here) == 0 && here.st_nlink > 0
-         && fstatat (rt->dirfd, id, &named, AT_SYMLINK_NOFOLLOW) == 0 && named.st_ino == here.st_ino
-         && named.st_dev == here.st_dev;
+  return fstat (dirfd, &here) == 0 && here.st_nlink > 0 && fstatat (rt->dirfd, id, &named, AT_SYMLINK_NOFOLLOW) == 0
+         && named.st_ino == here.st_ino && named.st_dev == here.st_dev;
 }
 
 int

@@ -28,7 +28,7 @@ enum ohbox_sandbox_status
 {
   OHBOX_STATUS_CREATED, /* its monitor is up, its command not yet started */
   OHBOX_STATUS_RUNNING,
-  OHBOX_STATUS_PAUSED,  /* its cgroup is frozen (ohbox pause) */
+  OHBOX_STATUS_PAUSED, /* its cgroup is frozen (ohbox pause) */
   OHBOX_STATUS_EXITED,
 };
 #define OHBOX_STATUS_COUNT 4
@@ -60,18 +60,18 @@ struct ohbox_sandbox_config
 {
   unsigned present; /* OHBOX_CONFIG_*: the fields the file has (or will have) */
   char *id;
-  char *name;       /* NULL: none (recorded as null) */
-  char *image;      /* as the user named it */
+  char *name;  /* NULL: none (recorded as null) */
+  char *image; /* as the user named it */
   char *image_id;
-  char **command;   /* NULL-terminated */
-  char *created;    /* RFC 3339 */
+  char **command; /* NULL-terminated */
+  char *created;  /* RFC 3339 */
   bool rm, detached, tty;
-  char *store;      /* the store's root */
+  char *store; /* the store's root */
   int stop_signal;
   unsigned long long storage_size; /* bytes, 0: none */
-  json_t *devices;  /* the devices given (--device, CDI), as ps shows them */
-  json_t *labels;   /* an object of strings, given at the run, never changed */
-  json_t *doc;      /* the object as read (NULL for a new one) */
+  json_t *devices;                 /* the devices given (--device, CDI), as ps shows them */
+  json_t *labels;                  /* an object of strings, given at the run, never changed */
+  json_t *doc;                     /* the object as read (NULL for a new one) */
 };
 
 /* state.json: the sandbox's life so far. */
@@ -90,16 +90,16 @@ enum
 };
 struct ohbox_sandbox_record
 {
-  unsigned present;                   /* OHBOX_RECORD_* */
-  enum ohbox_sandbox_status status;   /* as recorded: running or exited */
-  char *status_unknown;               /* a status word this version does not know, or NULL */
-  pid_t pid;                          /* the sandbox's init */
-  unsigned long long pid_start;       /* its start time (/proc/PID/stat field 22) */
-  char *started_at, *finished_at;     /* RFC 3339 */
+  unsigned present;                 /* OHBOX_RECORD_* */
+  enum ohbox_sandbox_status status; /* as recorded: running or exited */
+  char *status_unknown;             /* a status word this version does not know, or NULL */
+  pid_t pid;                        /* the sandbox's init */
+  unsigned long long pid_start;     /* its start time (/proc/PID/stat field 22) */
+  char *started_at, *finished_at;   /* RFC 3339 */
   int exit_code;
   bool paused, timed_out;
-  char *hook_warning;                 /* a poststop hook failed: why */
-  json_t *annotations;                /* an object of strings (ohbox_sandbox_annotate) */
+  char *hook_warning;  /* a poststop hook failed: why */
+  json_t *annotations; /* an object of strings (ohbox_sandbox_annotate) */
   json_t *doc;
 };
 
@@ -126,8 +126,7 @@ int ohbox_state_write_config (int dirfd, const struct ohbox_sandbox_config *c, o
 /* The command started: state.json becomes running, PID with its start time. */
 int ohbox_state_record_started (int dirfd, pid_t pid, const char *started_at, ohbox_error_t *err);
 /* The monitor saw the command end (under "lock", fields merged). */
-int ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, const char *hook_warning,
-                             ohbox_error_t *err);
+int ohbox_state_record_exit (int dirfd, int exit_code, bool timed_out, const char *hook_warning, ohbox_error_t *err);
 /* ohbox pause / unpause froze or thawed it (under "lock", merged). */
 int ohbox_state_record_paused (int dirfd, bool paused, ohbox_error_t *err);
 /* Sets the string members of SET (a null member removes that key) into the

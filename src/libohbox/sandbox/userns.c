@@ -277,7 +277,8 @@ ohbox_userns_lease (struct ohbox_userns_plan *plan, const char *owner, ohbox_err
       plan->lease = block;
       return 0;
     }
-  return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "no free id range: all %u blocks of %u ids are leased to sandboxes "
+  return ohbox_error (err, OHBOX_ERR_SANDBOX, 0,
+                      "no free id range: all %u blocks of %u ids are leased to sandboxes "
                       "(`ohbox ps -a` in every store; `ohbox check --repair` frees those of removed ones)",
                       n, OHBOX_USERNS_BLOCK);
 }

@@ -45,8 +45,8 @@ struct ohbox_caps_plan
  * opens to every gid it maps (net.ipv4.ping_group_range, linux.c).
  * `--cap-add NET_RAW` gives it back (with a warning). */
 static const cap_value_t default_caps[] = {
-  CAP_CHOWN,  CAP_DAC_OVERRIDE, CAP_FSETID,  CAP_FOWNER,           CAP_MKNOD,      CAP_SETGID,
-  CAP_SETUID, CAP_SETFCAP,      CAP_SETPCAP, CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL, CAP_AUDIT_WRITE,
+  CAP_CHOWN,   CAP_DAC_OVERRIDE, CAP_FSETID,           CAP_FOWNER,     CAP_MKNOD, CAP_SETGID,      CAP_SETUID,
+  CAP_SETFCAP, CAP_SETPCAP,      CAP_NET_BIND_SERVICE, CAP_SYS_CHROOT, CAP_KILL,  CAP_AUDIT_WRITE,
 };
 
 /* Highest capability number the running kernel knows, at most 63. libcap
@@ -162,8 +162,8 @@ parse_cap_list (const char *what, const char *const *names, size_t n, bool requi
         return ohbox_error_prefix (err, "%s", what);
       if (require_supported && !(all & OHBOX_CAP_BIT (cap)))
         return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
-                            "%s: capability `%s` is not supported by the running kernel (last is %d)", what,
-                            names[i], last_cap ());
+                            "%s: capability `%s` is not supported by the running kernel (last is %d)", what, names[i],
+                            last_cap ());
       *ret_mask |= OHBOX_CAP_BIT (cap);
     }
   *ret_mask &= all;
@@ -253,8 +253,8 @@ ohbox_caps_plan_new (const struct ohbox_caps_sets *sets, const struct ohbox_caps
     uint64_t mask;
     const char *name;
   } named[] = {
-    { sets->bounding, "the bounding set" },       { sets->effective, "the effective set" },
-    { sets->permitted, "the permitted set" },     { sets->inheritable, "the inheritable set" },
+    { sets->bounding, "the bounding set" },   { sets->effective, "the effective set" },
+    { sets->permitted, "the permitted set" }, { sets->inheritable, "the inheritable set" },
     { sets->ambient, "the ambient set" },
   };
 
@@ -264,7 +264,7 @@ ohbox_caps_plan_new (const struct ohbox_caps_sets *sets, const struct ohbox_caps
   if (check_subset (sets->effective, "the effective set", sets->permitted, "the permitted set", err) < 0
       || check_subset (sets->ambient, "the ambient set", sets->permitted & sets->inheritable,
                        "the permitted and inheritable sets", err)
-             < 0
+           < 0
       || check_subset (sets->inheritable, "the inheritable set", sets->bounding, "the bounding set", err) < 0)
     return -1;
   if (user && user->n_groups > OHBOX_CAPS_MAX_GROUPS)

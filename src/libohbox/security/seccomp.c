@@ -26,17 +26,17 @@
 #ifndef OHBOX_SECCOMP_DEFAULT_PROFILE_FILE
 #define OHBOX_SECCOMP_DEFAULT_PROFILE_FILE "seccomp-profiles/default.json"
 #endif
-__asm__ (".pushsection .rodata\n"
-         ".balign 16\n"
-         ".hidden ohbox_seccomp_builtin_start\n"
-         ".globl ohbox_seccomp_builtin_start\n"
-         "ohbox_seccomp_builtin_start:\n"
-         ".incbin \"" OHBOX_SECCOMP_DEFAULT_PROFILE_FILE "\"\n"
-         ".hidden ohbox_seccomp_builtin_end\n"
-         ".globl ohbox_seccomp_builtin_end\n"
-         "ohbox_seccomp_builtin_end:\n"
-         ".byte 0\n"
-         ".popsection\n");
+__asm__(".pushsection .rodata\n"
+        ".balign 16\n"
+        ".hidden ohbox_seccomp_builtin_start\n"
+        ".globl ohbox_seccomp_builtin_start\n"
+        "ohbox_seccomp_builtin_start:\n"
+        ".incbin \"" OHBOX_SECCOMP_DEFAULT_PROFILE_FILE "\"\n"
+        ".hidden ohbox_seccomp_builtin_end\n"
+        ".globl ohbox_seccomp_builtin_end\n"
+        "ohbox_seccomp_builtin_end:\n"
+        ".byte 0\n"
+        ".popsection\n");
 extern const char ohbox_seccomp_builtin_start[] __attribute__ ((visibility ("hidden")));
 extern const char ohbox_seccomp_builtin_end[] __attribute__ ((visibility ("hidden")));
 
@@ -85,8 +85,8 @@ perr (struct compile *c, int kind, const char *where, const char *fmt, ...)
   if (vasprintf (&msg, fmt, ap) < 0)
     abort ();
   va_end (ap);
-  return ohbox_error (c->err, kind, 0, "seccomp profile `%s`: %s%s%s", c->name, where ? where : "",
-                      where ? ": " : "", msg);
+  return ohbox_error (c->err, kind, 0, "seccomp profile `%s`: %s%s%s", c->name, where ? where : "", where ? ": " : "",
+                      msg);
 }
 
 /* Docker's architecture names (Go's GOARCH) for includes/excludes.arches. */
@@ -215,8 +215,7 @@ get_uint (struct compile *c, json_t *obj, const char *key, const char *where, ui
   if (v == NULL || json_is_null (v))
     return 0;
   if (!json_is_integer (v) || json_integer_value (v) < 0 || (uint64_t) json_integer_value (v) > max)
-    return perr (c, OHBOX_ERR_USAGE, where, "`%s` must be an integer from 0 to %llu", key,
-                 (unsigned long long) max);
+    return perr (c, OHBOX_ERR_USAGE, where, "`%s` must be an integer from 0 to %llu", key, (unsigned long long) max);
   *ret_set = true;
   *ret = (uint64_t) json_integer_value (v);
   return 0;
@@ -299,8 +298,12 @@ parse_op (struct compile *c, const char *where, const char *op, enum scmp_compar
     const char *name;
     enum scmp_compare op;
   } ops[] = {
-    { "SCMP_CMP_NE", SCMP_CMP_NE }, { "SCMP_CMP_LT", SCMP_CMP_LT }, { "SCMP_CMP_LE", SCMP_CMP_LE },
-    { "SCMP_CMP_EQ", SCMP_CMP_EQ }, { "SCMP_CMP_GE", SCMP_CMP_GE }, { "SCMP_CMP_GT", SCMP_CMP_GT },
+    { "SCMP_CMP_NE", SCMP_CMP_NE },
+    { "SCMP_CMP_LT", SCMP_CMP_LT },
+    { "SCMP_CMP_LE", SCMP_CMP_LE },
+    { "SCMP_CMP_EQ", SCMP_CMP_EQ },
+    { "SCMP_CMP_GE", SCMP_CMP_GE },
+    { "SCMP_CMP_GT", SCMP_CMP_GT },
     { "SCMP_CMP_MASKED_EQ", SCMP_CMP_MASKED_EQ },
   };
   if (op == NULL)
@@ -311,8 +314,10 @@ parse_op (struct compile *c, const char *where, const char *op, enum scmp_compar
         *ret = ops[i].op;
         return 0;
       }
-  return perr (c, OHBOX_ERR_USAGE, where, "unknown operator `%.64s` (expected SCMP_CMP_NE, SCMP_CMP_LT, "
-               "SCMP_CMP_LE, SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_GT or SCMP_CMP_MASKED_EQ)", op);
+  return perr (c, OHBOX_ERR_USAGE, where,
+               "unknown operator `%.64s` (expected SCMP_CMP_NE, SCMP_CMP_LT, "
+               "SCMP_CMP_LE, SCMP_CMP_EQ, SCMP_CMP_GE, SCMP_CMP_GT or SCMP_CMP_MASKED_EQ)",
+               op);
 }
 
 static int
@@ -501,8 +506,7 @@ compile_entry (struct compile *c, json_t *entry, size_t idx, uint32_t default_er
   size_t n = single ? 1 : json_array_size (names);
   c->n_names += n;
   if (c->n_names > OHBOX_SECCOMP_MAX_NAMES)
-    return perr (c, OHBOX_ERR_USAGE, where, "more than %d system call names in the profile",
-                 OHBOX_SECCOMP_MAX_NAMES);
+    return perr (c, OHBOX_ERR_USAGE, where, "more than %d system call names in the profile", OHBOX_SECCOMP_MAX_NAMES);
   for (size_t i = 0; i < n; i++)
     {
       const char *name = single ? single : json_string_value (json_array_get (names, i));
@@ -580,8 +584,10 @@ parse_flags (struct compile *c, json_t *root, unsigned int *ret)
       else if (strcmp (f, "SECCOMP_FILTER_FLAG_TSYNC") == 0)
         *ret |= SECCOMP_FILTER_FLAG_TSYNC;
       else
-        return perr (c, OHBOX_ERR_UNSUPPORTED, "flags", "unsupported flag `%.64s` (supported: "
-                     "SECCOMP_FILTER_FLAG_LOG, SECCOMP_FILTER_FLAG_SPEC_ALLOW, SECCOMP_FILTER_FLAG_TSYNC)", f);
+        return perr (c, OHBOX_ERR_UNSUPPORTED, "flags",
+                     "unsupported flag `%.64s` (supported: "
+                     "SECCOMP_FILTER_FLAG_LOG, SECCOMP_FILTER_FLAG_SPEC_ALLOW, SECCOMP_FILTER_FLAG_TSYNC)",
+                     f);
     }
   return 0;
 }
@@ -602,8 +608,7 @@ compile_root (struct compile *c, json_t *root, struct ohbox_seccomp_filter **ret
     return -1;
   if (default_action == NULL)
     return perr (c, OHBOX_ERR_USAGE, NULL, "`defaultAction` is missing");
-  if (parse_action (c, "defaultAction", default_action, has_default_errno, default_errno, EPERM,
-                    &c->default_action)
+  if (parse_action (c, "defaultAction", default_action, has_default_errno, default_errno, EPERM, &c->default_action)
       < 0)
     return -1;
   if (parse_flags (c, root, &flags) < 0)
@@ -717,4 +722,3 @@ ohbox_seccomp_compile_file (const char *path, const struct ohbox_seccomp_options
     return ohbox_error_prefix (err, "seccomp profile");
   return ohbox_seccomp_compile_json (data, len, path, opts, ret, err);
 }
-

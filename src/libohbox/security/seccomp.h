@@ -48,7 +48,7 @@
 
 /* Bounds on what a profile may contain (attacker-controlled input). */
 #define OHBOX_SECCOMP_MAX_PROFILE_SIZE (1024 * 1024)
-#define OHBOX_SECCOMP_MAX_RULES 4096 /* entries in syscalls[] */
+#define OHBOX_SECCOMP_MAX_RULES 4096  /* entries in syscalls[] */
 #define OHBOX_SECCOMP_MAX_NAMES 16384 /* syscall names over all entries */
 
 struct ohbox_seccomp_options

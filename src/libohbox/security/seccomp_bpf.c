@@ -110,8 +110,7 @@ ohbox_seccomp_export (void *ctx, const char *name, const struct ohbox_seccomp_ar
   if (ohbox_read_fd (fd, "ohbox-seccomp-bpf", 64 * BPF_MAXINSNS * sizeof (struct sock_filter), &bpf, &len, err) < 0)
     return ohbox_error_prefix (err, "seccomp profile `%s`", name);
   if (len == 0 || len % sizeof (struct sock_filter) != 0)
-    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "seccomp profile `%s`: libseccomp exported %zu bytes", name,
-                        len);
+    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "seccomp profile `%s`: libseccomp exported %zu bytes", name, len);
 
   size_t n_filter = len / sizeof (struct sock_filter);
   struct sock_filter stub[3 + 4 * MAX_STUB_ARCHES];

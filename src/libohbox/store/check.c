@@ -38,8 +38,7 @@ struct store_check
 };
 
 json_t *
-ohbox_check_add (struct ohbox_check_ctx *c, const char *kind, const char *where, bool repairable, const char *fmt,
-                 ...)
+ohbox_check_add (struct ohbox_check_ctx *c, const char *kind, const char *where, bool repairable, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
@@ -157,8 +156,9 @@ check_blobs (struct store_check *sc, ohbox_error_t *err)
       if (!is_hex64 (de->d_name) || fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
           || !S_ISREG (st.st_mode))
         {
-          json_t *f = ohbox_check_add (c, "stray-file", where, true, "not a blob (a blob is a regular file named "
-                                                                     "by its sha256)");
+          json_t *f = ohbox_check_add (c, "stray-file", where, true,
+                                       "not a blob (a blob is a regular file named "
+                                       "by its sha256)");
           if (c->repair)
             remove_entry (sc, f, dirfd (d), de->d_name);
           continue;
@@ -228,8 +228,7 @@ check_image (struct store_check *sc, const char *id, json_t *rec)
     if (ohbox_store_has_layer (c->s, diff))
       continue;
     cleanup_free char *lwhere = ohbox_store_layer_path (c->s, diff);
-    json_t *f = ohbox_check_add (c, "missing-layer", lwhere, true, "layer %s of image %.19s is not unpacked", diff,
-                                 id);
+    json_t *f = ohbox_check_add (c, "missing-layer", lwhere, true, "layer %s of image %.19s is not unpacked", diff, id);
     if (c->repair)
       {
         /* Unpacked again from its verified blob, checked against its DiffID. */
@@ -240,8 +239,10 @@ check_image (struct store_check *sc, const char *id, json_t *rec)
   }
   if (missing)
     {
-      json_t *f = ohbox_check_add (c, "incomplete-image", where, false, "image %s needs %s, which is missing or "
-                                                                        "damaged", id, missing);
+      json_t *f = ohbox_check_add (c, "incomplete-image", where, false,
+                                   "image %s needs %s, which is missing or "
+                                   "damaged",
+                                   id, missing);
       json_object_set_new (f, "hint", json_string ("pull the image again, or remove it with `ohbox rmi`"));
     }
 }
@@ -283,8 +284,9 @@ check_images (struct store_check *sc, ohbox_error_t *err)
           json_t *f = ohbox_check_add (c, "corrupt-image-record", where, true, "%s",
                                        e ? e->msg : "not an image record");
           ohbox_error_release (&e);
-          json_object_set_new (f, "hint", json_string ("the repair removes the record and its names: pull the "
-                                                       "image again"));
+          json_object_set_new (f, "hint",
+                               json_string ("the repair removes the record and its names: pull the "
+                                            "image again"));
           if (c->repair)
             ohbox_check_repaired (f, ohbox_store_remove_image (c->s, id, &e), &e);
           json_decref (rec);
@@ -310,8 +312,9 @@ check_names (struct store_check *sc, ohbox_error_t *err)
       {
         cleanup_free char *where = xasprintf ("%s/refs.json", c->s->root);
         json_t *f = ohbox_check_add (c, "corrupt-names", where, false, "%s", e->msg);
-        json_object_set_new (f, "hint", json_string ("restore refs.json from a backup, or remove it (every image "
-                                                     "loses its names) and pull again"));
+        json_object_set_new (f, "hint",
+                             json_string ("restore refs.json from a backup, or remove it (every image "
+                                          "loses its names) and pull again"));
         ohbox_error_release (&e);
         return 0;
       }
@@ -377,8 +380,9 @@ check_sandbox_layers (struct store_check *sc, ohbox_error_t *err)
       if (c->rt)
         ohbox_check_sandbox_gone (c, de->d_name);
       cleanup_free char *where = xasprintf ("%s/sandboxes/%s", c->s->root, de->d_name);
-      json_t *f = ohbox_check_add (c, "orphan-sandbox-layer", where, true, "writable layer of sandbox `%.12s`, "
-                                                                            "whose state `%s` is gone",
+      json_t *f = ohbox_check_add (c, "orphan-sandbox-layer", where, true,
+                                   "writable layer of sandbox `%.12s`, "
+                                   "whose state `%s` is gone",
                                    de->d_name, owner);
       if (c->repair)
         {
@@ -479,8 +483,11 @@ check_locks (struct store_check *sc, ohbox_error_t *err)
       if (c->repair)
         {
           ohbox_error_t e = NULL;
-          ohbox_check_repaired (f, unlinkat (dirfd (d), n, 0) < 0 && errno != ENOENT
-                                   ? ohbox_error_errno (&e, "remove `%s`", where) : 0, &e);
+          ohbox_check_repaired (f,
+                                unlinkat (dirfd (d), n, 0) < 0 && errno != ENOENT
+                                  ? ohbox_error_errno (&e, "remove `%s`", where)
+                                  : 0,
+                                &e);
         }
     }
   return 0;
@@ -511,8 +518,9 @@ check_build_area (struct store_check *sc, ohbox_error_t *err)
           ohbox_error_release (&e);
         }
       cleanup_free char *where = xasprintf ("%s/build/closures/%s", c->s->root, de->d_name);
-      json_t *f = ohbox_check_add (c, "build-temporary", where, true, "executor closure half-made by a build that "
-                                                                      "is gone");
+      json_t *f = ohbox_check_add (c, "build-temporary", where, true,
+                                   "executor closure half-made by a build that "
+                                   "is gone");
       if (c->repair)
         remove_entry (sc, f, dirfd (d), de->d_name);
     }
@@ -536,8 +544,8 @@ check_store (struct ohbox_check_ctx *c, json_t *checked, ohbox_error_t *err)
       || check_unreferenced (&sc, "blobs/sha256", sc.blobs, "unreferenced-blob", err) < 0
       || check_unreferenced (&sc, "layers/sha256", sc.layers, "unreferenced-layer", err) < 0
       || check_leftovers (&sc, "ingest", "partial-download", "a download interrupted before it was complete", err) < 0
-      || check_leftovers (&sc, "tmp", "temporary", "a half-unpacked layer or temporary of a process that is gone",
-                          err) < 0
+      || check_leftovers (&sc, "tmp", "temporary", "a half-unpacked layer or temporary of a process that is gone", err)
+           < 0
       || check_build_area (&sc, err) < 0 || check_locks (&sc, err) < 0)
     goto unlock;
   json_object_set_new (checked, "blobs", json_integer (sc.n_blobs));
@@ -575,9 +583,7 @@ ohbox_check (struct ohbox_store *s, struct ohbox_runtime *rt, bool repair, json_
     }
   size_t i, repaired = 0;
   json_t *f;
-  json_array_foreach (c.findings, i, f)
-    if (json_is_true (json_object_get (f, "repaired")))
-      repaired++;
+  json_array_foreach (c.findings, i, f) if (json_is_true (json_object_get (f, "repaired"))) repaired++;
   *ret = json_pack ("{s:o, s:o, s:I, s:I, s:I}", "findings", c.findings, "checked", checked, "found",
                     (json_int_t) json_array_size (c.findings), "repaired", (json_int_t) repaired, "remaining",
                     (json_int_t) (json_array_size (c.findings) - repaired));

@@ -20,8 +20,6 @@
 #include "store/store_internal.h"
 #include "common/utils.h"
 
-
-
 struct ohbox_blob_writer
 {
   struct ohbox_store *store;
@@ -427,8 +425,8 @@ ohbox_blob_writer_commit (struct ohbox_blob_writer *w, ohbox_error_t *err)
   ohbox_sha256_final (w->hash, got);
   if (strcmp (got, w->digest) != 0)
     {
-      ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "blob %s: digest mismatch: the data received hashes to %s",
-                   w->digest, got);
+      ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "blob %s: digest mismatch: the data received hashes to %s", w->digest,
+                   got);
       goto discard;
     }
   if (fsync (w->fd) < 0)

@@ -54,8 +54,8 @@ int ohbox_store_read_blob (struct ohbox_store *s, const char *digest, size_t max
  * what the store verified when the blob entered it (`ohbox check` verifies
  * it again). Hashing costs nothing with the kernel's sha256 but ~2.5 ms of
  * loading and initializing libcrypto where the kernel has no AF_ALG. */
-int ohbox_store_read_blob_unverified (struct ohbox_store *s, const char *digest, size_t max, char **data,
-                                      size_t *len, ohbox_error_t *err);
+int ohbox_store_read_blob_unverified (struct ohbox_store *s, const char *digest, size_t max, char **data, size_t *len,
+                                      ohbox_error_t *err);
 /* Stores DATA; when EXPECTED is not NULL it must match. OUT_DIGEST may be NULL. */
 int ohbox_store_put_blob (struct ohbox_store *s, const char *expected, const void *data, size_t len,
                           char out_digest[OHBOX_DIGEST_LEN + 1], ohbox_error_t *err);
@@ -133,8 +133,7 @@ struct ohbox_gc_stats
 /* Removes images no name references (when UNTAGGED_IMAGES), then blobs and
  * layers no image references, half-written files and stale temporaries.
  * Takes the store lock exclusively (waits for other ohbox processes). */
-int ohbox_store_gc (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *stats,
-                    ohbox_error_t *err);
+int ohbox_store_gc (struct ohbox_store *s, bool untagged_images, struct ohbox_gc_stats *stats, ohbox_error_t *err);
 
 /* ---- space ----
  * A pull or an unpack leaves a margin free on the store's filesystem: 1% of

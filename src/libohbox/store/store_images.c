@@ -422,9 +422,8 @@ ohbox_store_resolve (struct ohbox_store *s, const char *what, char **image_id, o
       free (c.match);
       if (c.count > 1)
         return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                            "image id prefix `%s` is ambiguous: %d images match; give more characters", what,
-                            c.count);
+                            "image id prefix `%s` is ambiguous: %d images match; give more characters", what, c.count);
     }
-  return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0,
-                      "image `%s` is not in the store; pull it first (see `ohbox images`)", what);
+  return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "image `%s` is not in the store; pull it first (see `ohbox images`)",
+                      what);
 }

@@ -151,8 +151,7 @@ fail:
 
 int
 ohbox_store_unpack_layer (struct ohbox_store *s, const char *blob_digest, const char *diff_id,
-                          const struct ohbox_layer_options *opts, struct ohbox_layer_stats *stats,
-                          ohbox_error_t *err)
+                          const struct ohbox_layer_options *opts, struct ohbox_layer_stats *stats, ohbox_error_t *err)
 {
   if (ohbox_digest_validate (blob_digest, err) < 0 || ohbox_digest_validate (diff_id, err) < 0)
     return -1;

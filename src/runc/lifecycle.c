@@ -1,19 +1,9 @@
-/* ohbox-runc: runc's command line over libohbox (sandbox/bundle.c), for
- * the engines that drive an OCI runtime (podman --runtime, containerd's
- * BinaryName, Docker's runtimes).
- *
- * State: ROOT/<id>/ (ROOT: --root, default /run/ohbox-runc), locked with
- * flock on the directory by every command that changes it:
- *   state.json  id, bundle, init pid and its start time, annotations, created
- *   exec.fifo   present while the container is created and not started: its
- *               monitor waits on it; `start` writes a byte into it
- * The monitor is a process of the container's own (forked by `create`, or
- * the `run` process): the parent of the container's init until `start`
- * (linux.c kills the init if it dies before); after `create`'s start the
- * init is reparented to the engine's subreaper, as runc's. */
+/* lifecycle.c: create, run, start, kill and delete. */
 #include "config.h"
-#include "sandbox/bundle.h"
+#include "runc/runc.h"
 #include "common/utils.h"
+
+#include "sandbox/bundle.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -31,130 +21,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-static const char *root_dir = "/run/ohbox-runc";
-static const char *log_path;
-static bool log_json;
-
-/* An error as runc reports it: on stderr, and in --log (text or JSON lines,
- * which conmon and containerd read). */
-__attribute__ ((format (printf, 1, 2))) static int
-fail (const char *fmt, ...)
-{
-  char msg[4096];
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (msg, sizeof msg, fmt, ap);
-  va_end (ap);
-  fprintf (stderr, "ohbox-runc: %s\n", msg);
-  cleanup_file FILE *f = log_path ? fopen (log_path, "ae") : NULL;
-  if (f)
-    {
-      char when[64];
-      time_t now = time (NULL);
-      strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime (&now));
-      if (log_json)
-        {
-          json_t *j = json_pack ("{s:s, s:s, s:s}", "level", "error", "msg", msg, "time", when);
-          char *line = j ? json_dumps (j, JSON_COMPACT) : NULL;
-          if (line)
-            fprintf (f, "%s\n", line);
-          free (line);
-          json_decref (j);
-        }
-      else
-        {
-          json_t *s = json_string (msg);
-          char *quoted = s ? json_dumps (s, JSON_ENCODE_ANY) : NULL;
-          fprintf (f, "time=\"%s\" level=error msg=%s\n", when, quoted ? quoted : "\"?\"");
-          free (quoted);
-          json_decref (s);
-        }
-    }
-  return 1;
-}
-
-static int
-fail_err (ohbox_error_t *err)
-{
-  return fail ("%s", (*err)->msg);
-}
-
-static bool
-valid_id (const char *id)
-{
-  if (id == NULL || id[0] == '\0' || id[0] == '.' || strlen (id) > 1024)
-    return false;
-  return strspn (id, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-+") == strlen (id);
-}
-
-/* The start time of PID (field 22 of /proc/PID/stat), 0 when it is gone:
- * with the pid, it names the process (a pid is reused). */
-static unsigned long long
-start_time (pid_t pid)
-{
-  char path[64], buf[1024];
-  snprintf (path, sizeof path, "/proc/%d/stat", pid);
-  cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
-  ssize_t n = fd >= 0 ? read (fd, buf, sizeof buf - 1) : -1;
-  if (n <= 0)
-    return 0;
-  buf[n] = '\0';
-  char *p = strrchr (buf, ')');
-  unsigned long long t = 0;
-  /* After the comm: state is field 3 (a zombie has ended), starttime field 22. */
-  if (p == NULL || p[1] == '\0' || p[2] == 'Z' || p[2] == 'X')
-    return 0;
-  if (sscanf (p + 2, "%*c %*d %*d %*d %*d %*d %*u %*u %*u %*u %*u %*u %*u %*d %*d %*d %*d %*d %*d %llu", &t) != 1)
-    return 0;
-  return t;
-}
-
-struct container
-{
-  char *dir;
-  int dirfd; /* locked */
-  json_t *state;
-  pid_t pid;
-  const char *status; /* "created", "running", "stopped" */
-};
-
-static void
-container_close (struct container *c)
-{
-  if (c->dirfd >= 0)
-    close (c->dirfd);
-  json_decref (c->state);
-  free (c->dir);
-}
-
-/* Opens and locks the container ID and works out its status. */
-static int
-container_open (const char *id, struct container *c)
-{
-  memset (c, 0, sizeof *c);
-  c->dirfd = -1;
-  if (!valid_id (id))
-    return fail ("invalid container id `%s`", id ? id : "");
-  c->dir = xasprintf ("%s/%s", root_dir, id);
-  c->dirfd = open (c->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (c->dirfd < 0)
-    return fail ("container `%s` does not exist", id);
-  if (flock (c->dirfd, LOCK_EX) < 0)
-    return fail ("lock `%s`: %s", c->dir, strerror (errno));
-  json_error_t je;
-  cleanup_free char *path = xasprintf ("%s/state.json", c->dir);
-  c->state = json_load_file (path, 0, &je);
-  json_int_t pid = 0, st = 0;
-  if (c->state == NULL || json_unpack (c->state, "{s:I, s:I}", "pid", &pid, "starttime", &st) < 0)
-    return fail ("container `%s`: its state is unreadable (%s)", id, je.text);
-  c->pid = (pid_t) pid;
-  if (pid <= 0 || start_time (c->pid) != (unsigned long long) st)
-    c->status = "stopped";
-  else
-    c->status = faccessat (c->dirfd, "exec.fifo", F_OK, 0) == 0 ? "created" : "running";
-  return 0;
-}
 
 /* What the monitor tells `create`: the init's pid, or why it failed. */
 struct report
@@ -259,16 +125,6 @@ monitor (struct ohbox_bundle *b, struct monitor_ctx *m)
   _exit (0);
 }
 
-static void
-remove_container (const char *dir)
-{
-  cleanup_free char *state = xasprintf ("%s/state.json", dir);
-  cleanup_free char *fifo = xasprintf ("%s/exec.fifo", dir);
-  unlink (state);
-  unlink (fifo);
-  rmdir (dir);
-}
-
 /* Makes ROOT/ID with its fifo (create) for bundle B. */
 static int
 make_container (const char *id, struct monitor_ctx *m, char **ret_dir)
@@ -325,7 +181,7 @@ create_monitor (struct ohbox_bundle *b, struct monitor_ctx *m, const char *fifo)
   return fail ("%s", n == (ssize_t) sizeof r ? r.text : "the container's monitor died during create");
 }
 
-static int
+int
 cmd_create_or_run (int argc, char **argv, bool run)
 {
   const char *bundle = ".", *pid_file = NULL;
@@ -416,7 +272,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
   return rc;
 }
 
-static int
+int
 cmd_start (int argc, char **argv)
 {
   if (argc != 2)
@@ -439,30 +295,7 @@ cmd_start (int argc, char **argv)
   return rc;
 }
 
-static int
-cmd_state (int argc, char **argv)
-{
-  if (argc != 2)
-    return fail ("usage: state ID");
-  struct container c;
-  int rc = container_open (argv[1], &c);
-  if (rc == 0)
-    {
-      json_t *out = json_deep_copy (c.state);
-      json_object_del (out, "starttime");
-      json_object_set_new (out, "status", json_string (c.status));
-      if (strcmp (c.status, "stopped") == 0)
-        json_object_set_new (out, "pid", json_integer (0));
-      char *text = json_dumps (out, JSON_INDENT (2));
-      printf ("%s\n", text);
-      free (text);
-      json_decref (out);
-    }
-  container_close (&c);
-  return rc;
-}
-
-static int
+int
 cmd_kill (int argc, char **argv)
 {
   optind = 1;
@@ -503,7 +336,7 @@ kill_and_wait (pid_t pid)
   return 0;
 }
 
-static int
+int
 cmd_delete (int argc, char **argv)
 {
   bool force = false;
@@ -530,68 +363,4 @@ cmd_delete (int argc, char **argv)
     remove_container (c.dir);
   container_close (&c);
   return rc;
-}
-
-int
-main (int argc, char **argv)
-{
-  static const struct option opts[] = { { "root", required_argument, NULL, 'r' },
-                                        { "log", required_argument, NULL, 'l' },
-                                        { "log-format", required_argument, NULL, 'F' },
-                                        { "debug", no_argument, NULL, 'D' },
-                                        { "systemd-cgroup", no_argument, NULL, 's' },
-                                        { "rootless", required_argument, NULL, 'R' },
-                                        { "help", no_argument, NULL, 'h' },
-                                        { "version", no_argument, NULL, 'v' },
-                                        { NULL, 0, NULL, 0 } };
-  int c;
-  /* Global options stop at the command ("+"): its own options follow it. */
-  while ((c = getopt_long (argc, argv, "+hv", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'r':
-        root_dir = optarg;
-        break;
-      case 'l':
-        log_path = optarg;
-        break;
-      case 'F':
-        if (strcmp (optarg, "json") != 0 && strcmp (optarg, "text") != 0)
-          return fail ("--log-format: `%s`: text or json", optarg);
-        log_json = strcmp (optarg, "json") == 0;
-        break;
-      case 'D':
-        break;
-      case 's':
-        return fail ("--systemd-cgroup: not supported by ohbox-runc yet");
-      case 'R':
-        if (strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
-          return fail ("--rootless: rootless containers are not supported by ohbox-runc yet");
-        break;
-      case 'v':
-        printf ("ohbox-runc version %s\nspec: %s\n", PACKAGE_VERSION, OCI_RUNTIME_SPEC_VERSION);
-        return 0;
-      case 'h':
-        printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-                "commands: create, start, run, state, kill, delete\n");
-        return 0;
-      default:
-        return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
-      }
-  if (optind >= argc)
-    return fail ("no command given (create, start, run, state, kill, delete)");
-  const char *cmd = argv[optind];
-  argc -= optind;
-  argv += optind;
-  if (strcmp (cmd, "create") == 0 || strcmp (cmd, "run") == 0)
-    return cmd_create_or_run (argc, argv, strcmp (cmd, "run") == 0);
-  if (strcmp (cmd, "start") == 0)
-    return cmd_start (argc, argv);
-  if (strcmp (cmd, "state") == 0)
-    return cmd_state (argc, argv);
-  if (strcmp (cmd, "kill") == 0)
-    return cmd_kill (argc, argv);
-  if (strcmp (cmd, "delete") == 0)
-    return cmd_delete (argc, argv);
-  return fail ("`%s`: not supported by ohbox-runc", cmd);
 }

@@ -1,0 +1,135 @@
+/* main.c: ohbox-runc, runc's command line over libohbox (sandbox/bundle.c),
+ * for the engines that drive an OCI runtime (podman --runtime, containerd's
+ * BinaryName, Docker's runtimes): global options, dispatch, errors. */
+#include "config.h"
+#include "runc/runc.h"
+#include "common/utils.h"
+#include "oci/runtime_spec.h"
+
+
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <jansson.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <sys/syscall.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+const char *root_dir = "/run/ohbox-runc";
+const char *log_path;
+bool log_json;
+
+int
+fail (const char *fmt, ...)
+{
+  char msg[4096];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  fprintf (stderr, "ohbox-runc: %s\n", msg);
+  cleanup_file FILE *f = log_path ? fopen (log_path, "ae") : NULL;
+  if (f)
+    {
+      char when[64];
+      time_t now = time (NULL);
+      strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime (&now));
+      if (log_json)
+        {
+          json_t *j = json_pack ("{s:s, s:s, s:s}", "level", "error", "msg", msg, "time", when);
+          char *line = j ? json_dumps (j, JSON_COMPACT) : NULL;
+          if (line)
+            fprintf (f, "%s\n", line);
+          free (line);
+          json_decref (j);
+        }
+      else
+        {
+          json_t *s = json_string (msg);
+          char *quoted = s ? json_dumps (s, JSON_ENCODE_ANY) : NULL;
+          fprintf (f, "time=\"%s\" level=error msg=%s\n", when, quoted ? quoted : "\"?\"");
+          free (quoted);
+          json_decref (s);
+        }
+    }
+  return 1;
+}
+
+int
+fail_err (ohbox_error_t *err)
+{
+  return fail ("%s", (*err)->msg);
+}
+
+int
+main (int argc, char **argv)
+{
+  static const struct option opts[] = { { "root", required_argument, NULL, 'r' },
+                                        { "log", required_argument, NULL, 'l' },
+                                        { "log-format", required_argument, NULL, 'F' },
+                                        { "debug", no_argument, NULL, 'D' },
+                                        { "systemd-cgroup", no_argument, NULL, 's' },
+                                        { "rootless", required_argument, NULL, 'R' },
+                                        { "help", no_argument, NULL, 'h' },
+                                        { "version", no_argument, NULL, 'v' },
+                                        { NULL, 0, NULL, 0 } };
+  int c;
+  /* Global options stop at the command ("+"): its own options follow it. */
+  while ((c = getopt_long (argc, argv, "+hv", opts, NULL)) != -1)
+    switch (c)
+      {
+      case 'r':
+        root_dir = optarg;
+        break;
+      case 'l':
+        log_path = optarg;
+        break;
+      case 'F':
+        if (strcmp (optarg, "json") != 0 && strcmp (optarg, "text") != 0)
+          return fail ("--log-format: `%s`: text or json", optarg);
+        log_json = strcmp (optarg, "json") == 0;
+        break;
+      case 'D':
+        break;
+      case 's':
+        return fail ("--systemd-cgroup: not supported by ohbox-runc yet");
+      case 'R':
+        if (strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
+          return fail ("--rootless: rootless containers are not supported by ohbox-runc yet");
+        break;
+      case 'v':
+        printf ("ohbox-runc version %s\nspec: %s\n", PACKAGE_VERSION, OCI_RUNTIME_SPEC_VERSION);
+        return 0;
+      case 'h':
+        printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
+                "commands: create, start, run, state, kill, delete\n");
+        return 0;
+      default:
+        return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
+      }
+  if (optind >= argc)
+    return fail ("no command given (create, start, run, state, kill, delete)");
+  const char *cmd = argv[optind];
+  argc -= optind;
+  argv += optind;
+  if (strcmp (cmd, "create") == 0 || strcmp (cmd, "run") == 0)
+    return cmd_create_or_run (argc, argv, strcmp (cmd, "run") == 0);
+  if (strcmp (cmd, "start") == 0)
+    return cmd_start (argc, argv);
+  if (strcmp (cmd, "state") == 0)
+    return cmd_state (argc, argv);
+  if (strcmp (cmd, "kill") == 0)
+    return cmd_kill (argc, argv);
+  if (strcmp (cmd, "delete") == 0)
+    return cmd_delete (argc, argv);
+  return fail ("`%s`: not supported by ohbox-runc", cmd);
+}

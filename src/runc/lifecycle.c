@@ -36,7 +36,7 @@ struct monitor_ctx
   const char *dir;
   const char *id;
   const char *bundle;
-  const struct oci_map *annotations;
+  const struct ohbox_bundle *b;
   const char *pid_file;
 };
 
@@ -47,16 +47,23 @@ write_state (const struct monitor_ctx *m, pid_t pid, ohbox_error_t *err)
   time_t now = time (NULL);
   strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime (&now));
   json_t *ann = json_object ();
-  for (size_t i = 0; i < m->annotations->n; i++)
-    json_object_set_new (ann, m->annotations->keys[i], json_string (m->annotations->values[i]));
+  const struct oci_map *annotations = &m->b->config->annotations;
+  for (size_t i = 0; i < annotations->n; i++)
+    json_object_set_new (ann, annotations->keys[i], json_string (annotations->values[i]));
   json_t *j = json_pack ("{s:s, s:s, s:I, s:I, s:s, s:o, s:s}", "ociVersion", OCI_RUNTIME_SPEC_VERSION, "id", m->id,
                          "pid", (json_int_t) pid, "starttime", (json_int_t) start_time (pid), "bundle", m->bundle,
                          "annotations", ann, "created", when);
   cleanup_free char *text = json_dumps (j, JSON_COMPACT);
   json_decref (j);
   cleanup_close int dirfd = open (m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0 || ohbox_write_file_atomic (dirfd, "state.json", text, strlen (text), 0600, err) < 0)
-    return dirfd < 0 ? ohbox_error_errno (err, "open `%s`", m->dir) : -1;
+  if (dirfd < 0)
+    return ohbox_error_errno (err, "open `%s`", m->dir);
+  /* What exec needs of the container: its process and the filter it got
+   * (written before state.json, which says the container exists). */
+  if (ohbox_write_file_atomic (dirfd, RUNC_CONFIG_COPY, m->b->config_text, m->b->config_len, 0600, err) < 0
+      || (m->b->seccomp && ohbox_seccomp_filter_save (dirfd, RUNC_SECCOMP_FILE, m->b->seccomp, err) < 0)
+      || ohbox_write_file_atomic (dirfd, "state.json", text, strlen (text), 0600, err) < 0)
+    return -1;
   if (m->pid_file)
     {
       char buf[32];
@@ -232,10 +239,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
     return fail_err (&err);
   cleanup_free char *pid_abs = pid_file && pid_file[0] != '/' ? realpath (".", NULL) : NULL;
   cleanup_free char *pid_path = pid_abs ? xasprintf ("%s/%s", pid_abs, pid_file) : NULL;
-  struct monitor_ctx m = { .report_fd = -1,
-                           .bundle = b->dir,
-                           .annotations = &b->config->annotations,
-                           .pid_file = pid_path ? pid_path : pid_file };
+  struct monitor_ctx m = { .report_fd = -1, .bundle = b->dir, .b = b, .pid_file = pid_path ? pid_path : pid_file };
   char *dir = NULL;
   if (make_container (id, &m, &dir) < 0)
     {

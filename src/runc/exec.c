@@ -32,7 +32,7 @@ struct exec_args
 };
 
 #define EXEC_USAGE                                                                                                     \
-  "usage: exec [--process FILE] [-d] [-t] [--console-socket PATH] [--pid-file FILE] [--cwd DIR] [--env K=V]... "      \
+  "usage: exec [--process FILE] [-d] [-t] [--console-socket PATH] [--pid-file FILE] [--cwd DIR] [--env K=V]... "       \
   "[--user UID[:GID]] [--cap CAP]... [--preserve-fds N] [--no-new-privs] ID [COMMAND [ARG...]]"
 
 static void
@@ -48,14 +48,22 @@ static const char *
 parse_args (int argc, char **argv, struct exec_args *a)
 {
   static const struct option opts[] = {
-    { "process", required_argument, NULL, 'p' },     { "detach", no_argument, NULL, 'd' },
-    { "tty", no_argument, NULL, 't' },               { "console-socket", required_argument, NULL, 'c' },
-    { "pid-file", required_argument, NULL, 'P' },    { "cwd", required_argument, NULL, 'w' },
-    { "env", required_argument, NULL, 'e' },         { "user", required_argument, NULL, 'u' },
-    { "cap", required_argument, NULL, 'C' },         { "preserve-fds", required_argument, NULL, 'f' },
-    { "no-new-privs", no_argument, NULL, 'n' },      { "process-label", required_argument, NULL, 'L' },
-    { "apparmor", required_argument, NULL, 'A' },    { "additional-gids", required_argument, NULL, 'g' },
-    { "ignore-paused", no_argument, NULL, 'i' },     { "cgroup", required_argument, NULL, 'G' },
+    { "process", required_argument, NULL, 'p' },
+    { "detach", no_argument, NULL, 'd' },
+    { "tty", no_argument, NULL, 't' },
+    { "console-socket", required_argument, NULL, 'c' },
+    { "pid-file", required_argument, NULL, 'P' },
+    { "cwd", required_argument, NULL, 'w' },
+    { "env", required_argument, NULL, 'e' },
+    { "user", required_argument, NULL, 'u' },
+    { "cap", required_argument, NULL, 'C' },
+    { "preserve-fds", required_argument, NULL, 'f' },
+    { "no-new-privs", no_argument, NULL, 'n' },
+    { "process-label", required_argument, NULL, 'L' },
+    { "apparmor", required_argument, NULL, 'A' },
+    { "additional-gids", required_argument, NULL, 'g' },
+    { "ignore-paused", no_argument, NULL, 'i' },
+    { "cgroup", required_argument, NULL, 'G' },
     { NULL, 0, NULL, 0 },
   };
   int ch;

@@ -331,6 +331,60 @@ test_exec_states ()
   state_root_empty
 }
 
+# console_start: the engine's side of --console-socket at $T_WORK/cs.sock,
+# its output in $T_WORK/console.out, its pid in $recv.
+console_start ()
+{
+  rm -f "$T_WORK/cs.sock" "$T_WORK/cs.sock.ready"
+  /usr/bin/python3 "$T_LIB/console_recv.py" "$T_WORK/cs.sock" >"$T_WORK/console.out" 2>&1 &
+  recv=$!
+  t_wait_until 10 test -e "$T_WORK/cs.sock.ready"
+}
+
+# process.terminal: create sends the terminal's master over --console-socket
+# before it returns (as conmon and containerd's shim expect); run without
+# one proxies the terminal itself.
+test_terminal ()
+{
+  local recv
+  console_start
+  my_bundle '.process.terminal = true | .process.consoleSize = {"height": 21, "width": 77}
+    | .process.args = ["sh", "-c", "tty; stty size; read line; echo got-$line"]'
+  assert_ok runc_cmd create --bundle "$T_WORK/bundle" --console-socket "$T_WORK/cs.sock" t1 </dev/null
+  # The engine has the terminal before start.
+  t_wait_until 10 grep -q name= "$T_WORK/console.out"
+  assert_ok runc_cmd start t1
+  t_wait_until 10 grep -q "21 77" "$T_WORK/console.out"
+  t_wait_until 10 status_is t1 running
+  kill "$recv"
+  wait "$recv" || true
+  t_wait_until 10 status_is t1 stopped
+  assert_match "$(cat "$T_WORK/console.out")" $'/dev/pts/[0-9]+\r\n21 77'
+  assert_ok runc_cmd delete t1
+  # Input through the terminal, run in the foreground.
+  console_start
+  /usr/bin/python3 "$T_LIB/console_recv.py" "$T_WORK/cs2.sock" hello$'\n' >"$T_WORK/console2.out" 2>&1 &
+  local recv2=$!
+  t_wait_until 10 test -e "$T_WORK/cs2.sock.ready"
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" --console-socket "$T_WORK/cs2.sock" t2 </dev/null
+  wait "$recv2"
+  assert_contains "$(cat "$T_WORK/console2.out")" "got-hello"
+  kill "$recv" 2>/dev/null || true
+  # run without --console-socket proxies the terminal (stdin at EOF: ^D).
+  my_bundle '.process.terminal = true | .process.consoleSize = {"height": 20, "width": 70}
+    | .process.args = ["sh", "-c", "test -t 0 && test -t 1 && echo tty-ok; stty size; exit 4"]'
+  assert_exit 4 runc_cmd run --bundle "$T_WORK/bundle" t3 </dev/null
+  assert_contains "$out" "tty-ok"
+  assert_contains "$out" "20 70"
+  # A terminal for a process without one, none for a process with one.
+  assert_fails runc_cmd create --bundle "$T_WORK/bundle" t4
+  assert_contains "$err" "needs --console-socket"
+  my_bundle '.process.args = ["true"]'
+  assert_fails runc_cmd create --bundle "$T_WORK/bundle" --console-socket "$T_WORK/cs.sock" t5
+  assert_contains "$err" "has no terminal"
+  state_root_empty
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -382,3 +436,4 @@ run_test exec test_exec
 run_test exec_detach test_exec_detach
 run_test exec_console test_exec_console
 run_test exec_states test_exec_states
+run_test terminal test_terminal

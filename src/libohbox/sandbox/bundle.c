@@ -159,8 +159,6 @@ load_process (struct ohbox_bundle *b, ohbox_error_t *err)
   const struct oci_process *p = b->config->process;
   if (p == NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: process: missing (a container needs one)");
-  if (p->terminal)
-    return unsupported (err, "process.terminal", "a terminal (--console-socket)");
   if (ohbox_bundle_process_check (p, &b->caps, err) < 0)
     return -1;
   b->user = xasprintf ("%u:%u", p->user.uid, p->user.gid);
@@ -172,6 +170,7 @@ load_process (struct ohbox_bundle *b, ohbox_error_t *err)
   s->caps_sets = &b->caps;
   s->caps = b->caps.bounding;
   s->no_new_privs = p->no_new_privileges;
+  s->tty = p->terminal; /* the caller gives a terminal's slave as stdio */
   s->additional_gids = p->user.additional_gids;
   s->n_additional_gids = p->user.n_additional_gids;
   s->exact_groups = true;
@@ -447,6 +446,8 @@ ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
   if (geteuid () != 0)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "ohbox-runc runs containers as root only (rootless: not yet)");
   struct ohbox_linux_spec *s = &b->spec;
+  if (s->tty && !isatty (stdio[0]))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "process.terminal: the container's stdin is not a terminal");
   s->id = id;
   for (int i = 0; i < 3; i++)
     s->stdio[i] = stdio[i];

@@ -42,7 +42,8 @@ int ohbox_bundle_process_check (const struct oci_process *p, struct ohbox_caps_s
  * container's process (or an exec'd one) to inherit. */
 int ohbox_bundle_apply_inherited (const struct oci_process *p, ohbox_error_t *err);
 
-/* Starts the container ID from B with STDIO as its standard streams.
+/* Starts the container ID from B with STDIO as its standard streams (with
+ * process.terminal: a terminal's slave, made the controlling terminal).
  * BEFORE_START (may be NULL) runs once the container is set up and its
  * process waits to execve (where `create` stops until `start`). Sets this
  * process's rlimits and oom_score_adj to the config's (the container

@@ -282,7 +282,7 @@ cmd_exec (int argc, char **argv)
   if (id == NULL)
     return 1;
   struct container c;
-  int rc = container_open (id, &c);
+  int rc = container_open (id, &c, 0);
   if (rc == 0 && strcmp (c.status, "running") != 0)
     rc = fail ("exec: container `%s` is %s: exec needs a running container", id, c.status);
   cleanup_error ohbox_error_t err = NULL;

@@ -44,6 +44,7 @@ struct monitor_ctx
   int stdio[3];               /* the container's: ours, or its terminal's slave */
   int master;                 /* process.terminal: the terminal's master, else -1 */
   const char *console_socket; /* where the master goes (NULL: run proxies it) */
+  int lock_fd;                /* the container's directory, locked until its state is written */
 };
 
 static int
@@ -89,6 +90,10 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
   struct monitor_ctx *m = data;
   if (write_state (m, pid, err) < 0)
     return -1;
+  /* The state is there: other commands may look (ours and `create`'s
+   * copies of the fd share the lock: both go). */
+  close (m->lock_fd);
+  m->lock_fd = -1;
   /* The terminal goes to the engine before create returns, as runc's. */
   if (m->master >= 0 && m->console_socket)
     {
@@ -154,11 +159,25 @@ make_container (const char *id, struct monitor_ctx *m, char **ret_dir)
     return fail ("invalid container id `%s`", id ? id : "");
   if (mkdir (root_dir, 0700) < 0 && errno != EEXIST)
     return fail ("create the state root `%s`: %s", root_dir, strerror (errno));
+  /* Made under a name no id has, locked, then renamed into place: no
+   * other command ever sees it unlocked without its state.json (which
+   * they take for a create killed midway, and remove). */
+  cleanup_free char *tmp = xasprintf ("%s/.new-XXXXXX", root_dir);
+  if (mkdtemp (tmp) == NULL)
+    return fail ("create a directory in `%s`: %s", root_dir, strerror (errno));
+  m->lock_fd = open (tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (m->lock_fd < 0 || flock (m->lock_fd, LOCK_EX) < 0)
+    {
+      int rc = fail ("lock `%s`: %s", tmp, strerror (errno));
+      rmdir (tmp);
+      return rc;
+    }
   char *dir = xasprintf ("%s/%s", root_dir, id);
-  if (mkdir (dir, 0700) < 0)
+  if (renameat2 (AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) < 0)
     {
       int e = errno;
       int rc = e == EEXIST ? fail ("container `%s` already exists", id) : fail ("create `%s`: %s", dir, strerror (e));
+      rmdir (tmp);
       free (dir);
       return rc;
     }
@@ -335,10 +354,13 @@ cmd_create_or_run (int argc, char **argv, bool run)
                            .pid_file = pid_path ? pid_path : pid_file,
                            .stdio = { 0, 1, 2 },
                            .master = -1,
-                           .console_socket = console_socket };
+                           .console_socket = console_socket,
+                           .lock_fd = -1 };
   char *dir = NULL;
   if (open_terminal (b, run, &m) != 0 || make_container (id, &m, &dir) != 0)
     {
+      if (m.lock_fd >= 0)
+        close (m.lock_fd);
       close_terminal (&m);
       ohbox_bundle_free (b);
       return 1;
@@ -358,6 +380,8 @@ cmd_create_or_run (int argc, char **argv, bool run)
   if (run || rc != 0)
     remove_container (dir);
   close_terminal (&m);
+  if (m.lock_fd >= 0)
+    close (m.lock_fd);
   ohbox_bundle_free (b);
   free (dir);
   return rc;
@@ -369,7 +393,7 @@ cmd_start (int argc, char **argv)
   if (argc != 2)
     return fail ("usage: start ID");
   struct container c;
-  int rc = container_open (argv[1], &c);
+  int rc = container_open (argv[1], &c, 0);
   if (rc == 0 && strcmp (c.status, "created") != 0)
     rc = fail ("container `%s` is %s: only a created container can be started", argv[1], c.status);
   if (rc == 0)
@@ -392,21 +416,31 @@ cmd_kill (int argc, char **argv)
   optind = 1;
   static const struct option opts[] = { { "all", no_argument, NULL, 'a' }, { NULL, 0, NULL, 0 } };
   int ch;
+  bool all = false;
   while ((ch = getopt_long (argc, argv, "a", opts, NULL)) != -1)
     if (ch == 'a')
-      return fail ("kill --all: not supported by ohbox-runc yet");
+      all = true;
     else
-      return fail ("usage: kill ID [SIGNAL]");
+      return fail ("usage: kill [--all] ID [SIGNAL]");
   if (argc - optind < 1 || argc - optind > 2)
-    return fail ("usage: kill ID [SIGNAL]");
+    return fail ("usage: kill [--all] ID [SIGNAL]");
   int sig = SIGTERM;
   if (argc - optind == 2 && ohbox_signal_parse (argv[optind + 1], &sig) < 0)
     return fail ("kill: unknown signal `%s`", argv[optind + 1]);
   struct container c;
-  int rc = container_open (argv[optind], &c);
+  int rc = container_open (argv[optind], &c, 0);
   if (rc == 0 && strcmp (c.status, "stopped") == 0)
     rc = fail ("container `%s` is not running", argv[optind]);
-  if (rc == 0 && kill (c.pid, sig) < 0)
+  cleanup_free pid_t *pids = NULL;
+  size_t n = 0;
+  if (rc == 0 && all && container_pids (&c, &pids, &n) < 0)
+    rc = fail ("kill --all `%s`: list its processes: %s", argv[optind], strerror (errno));
+  /* --all: every process of the container's pid namespace (its exec'd
+   * ones too), the init last; one that ended meanwhile is no error. */
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (pids[i] != c.pid && kill (pids[i], sig) < 0 && errno != ESRCH)
+      rc = fail ("kill `%s` (pid %d): %s", argv[optind], (int) pids[i], strerror (errno));
+  if (rc == 0 && container_signal (&c, sig) < 0)
     rc = fail ("kill `%s`: %s", argv[optind], strerror (errno));
   container_close (&c);
   return rc;
@@ -442,15 +476,17 @@ cmd_delete (int argc, char **argv)
   if (argc - optind != 1)
     return fail ("usage: delete [--force] ID");
   struct container c;
-  int rc = container_open (argv[optind], &c);
-  if (rc == 0 && strcmp (c.status, "stopped") != 0)
+  int rc = container_open (argv[optind], &c, OPEN_STALE_OK);
+  if (rc == 0 && c.stale)
+    ; /* removed already */
+  else if (rc == 0 && strcmp (c.status, "stopped") != 0)
     {
       if (!force)
         rc = fail ("container `%s` is %s: stop it first or use --force", argv[optind], c.status);
       else if (kill_and_wait (c.pid) < 0)
         rc = fail ("kill `%s`: %s", argv[optind], strerror (errno));
     }
-  if (rc == 0)
+  if (rc == 0 && !c.stale)
     remove_container (c.dir);
   container_close (&c);
   return rc;

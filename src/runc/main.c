@@ -100,7 +100,12 @@ main (int argc, char **argv)
       case 'D':
         break;
       case 's':
-        return fail ("--systemd-cgroup: not supported by ohbox-runc yet");
+        /* Where systemd is PID 1 it has /run/systemd/system (sd_booted). */
+        if (access ("/run/systemd/system", F_OK) < 0)
+          return fail ("--systemd-cgroup: systemd does not run on this host (no /run/systemd/system): "
+                       "use the cgroupfs manager");
+        return fail ("--systemd-cgroup: systemd cgroups are not supported by ohbox-runc yet: use the cgroupfs "
+                     "manager");
       case 'R':
         if (strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
           return fail ("--rootless: rootless containers are not supported by ohbox-runc yet");
@@ -110,13 +115,13 @@ main (int argc, char **argv)
         return 0;
       case 'h':
         printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-                "commands: create, start, run, state, kill, delete, exec\n");
+                "commands: create, start, run, state, kill, delete, exec, list, ps, spec, features\n");
         return 0;
       default:
         return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
       }
   if (optind >= argc)
-    return fail ("no command given (create, start, run, state, kill, delete, exec)");
+    return fail ("no command given (create, start, run, state, kill, delete, exec, list, ps, spec, features)");
   const char *cmd = argv[optind];
   argc -= optind;
   argv += optind;
@@ -132,5 +137,18 @@ main (int argc, char **argv)
     return cmd_delete (argc, argv);
   if (strcmp (cmd, "exec") == 0)
     return cmd_exec (argc, argv);
+  if (strcmp (cmd, "list") == 0)
+    return cmd_list (argc, argv);
+  if (strcmp (cmd, "ps") == 0)
+    return cmd_ps (argc, argv);
+  if (strcmp (cmd, "spec") == 0)
+    return cmd_spec (argc, argv);
+  if (strcmp (cmd, "features") == 0)
+    return cmd_features (argc, argv);
+  if (strcmp (cmd, "checkpoint") == 0 || strcmp (cmd, "restore") == 0)
+    return fail ("`%s`: checkpoint and restore are not supported by ohbox-runc", cmd);
+  if (strcmp (cmd, "pause") == 0 || strcmp (cmd, "resume") == 0 || strcmp (cmd, "update") == 0
+      || strcmp (cmd, "events") == 0)
+    return fail ("`%s`: not supported by ohbox-runc yet (its containers have no cgroup of their own yet)", cmd);
   return fail ("`%s`: not supported by ohbox-runc", cmd);
 }

@@ -4,7 +4,7 @@
  *   main.c       global options, dispatch, logging
  *   state.c      ROOT/<id>/: ids, locking, status
  *   lifecycle.c  create, run, start, kill, delete
- *   query.c      state
+ *   query.c      state, list, ps, spec, features
  *   exec.c       exec
  *   console.c    --console-socket
  *
@@ -56,13 +56,22 @@ struct container
   json_t *state;
   pid_t pid;
   const char *status; /* "created", "running", "stopped" */
+  bool stale;         /* left by a create killed midway: removed by container_open */
 };
 
 /* Opens and locks the container ID and works out its status; on error
- * it has reported it (fail) and C is still to be closed. */
-int container_open (const char *id, struct container *c);
+ * it has reported it (fail) and C is still to be closed. A directory a
+ * create killed midway left is removed: with OPEN_STALE_OK that is no
+ * error (C->stale), else "does not exist". */
+#define OPEN_STALE_OK 1
+int container_open (const char *id, struct container *c, int flags);
 void container_close (struct container *c);
 void remove_container (const char *dir);
+/* Sends SIG to C's init through a pidfd checked to still be it; -1 with errno. */
+int container_signal (const struct container *c, int sig);
+/* The pids of the processes in C's pid namespace (its init's), sorted;
+ * -1 with errno. */
+int container_pids (const struct container *c, pid_t **ret, size_t *n);
 
 /* Commands: ARGV[0] is the command's name. */
 int cmd_create_or_run (int argc, char **argv, bool run);
@@ -71,6 +80,10 @@ int cmd_kill (int argc, char **argv);
 int cmd_delete (int argc, char **argv);
 int cmd_state (int argc, char **argv);
 int cmd_exec (int argc, char **argv);
+int cmd_list (int argc, char **argv);
+int cmd_ps (int argc, char **argv);
+int cmd_spec (int argc, char **argv);
+int cmd_features (int argc, char **argv);
 
 /* console.c: sends the terminal's MASTER over the unix socket at PATH (as
  * runc does: one message with the fd as SCM_RIGHTS), for the engine. */

@@ -3,6 +3,7 @@
 #include "runc/runc.h"
 #include "common/utils.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -58,7 +59,7 @@ container_close (struct container *c)
 }
 
 int
-container_open (const char *id, struct container *c)
+container_open (const char *id, struct container *c, int flags)
 {
   memset (c, 0, sizeof *c);
   c->dirfd = -1;
@@ -70,6 +71,15 @@ container_open (const char *id, struct container *c)
     return fail ("container `%s` does not exist", id);
   if (flock (c->dirfd, LOCK_EX) < 0)
     return fail ("lock `%s`: %s", c->dir, strerror (errno));
+  if (faccessat (c->dirfd, "state.json", F_OK, 0) < 0 && errno == ENOENT)
+    {
+      /* Unlocked without a state: its create was killed midway (create
+       * holds the lock until the state is written). Nothing runs. */
+      remove_container (c->dir);
+      c->stale = true;
+      c->status = "stopped";
+      return (flags & OPEN_STALE_OK) ? 0 : fail ("container `%s` does not exist", id);
+    }
   json_error_t je;
   cleanup_free char *path = xasprintf ("%s/state.json", c->dir);
   c->state = json_load_file (path, 0, &je);
@@ -96,4 +106,58 @@ remove_container (const char *dir)
   unlink (config);
   unlink (seccomp);
   rmdir (dir);
+}
+
+int
+container_signal (const struct container *c, int sig)
+{
+  cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, c->pid, 0);
+  json_int_t st = 0;
+  json_unpack (c->state, "{s:I}", "starttime", &st);
+  /* The pidfd names a process for good: checked once open, no reuse. */
+  if (pidfd < 0 || start_time (c->pid) != (unsigned long long) st)
+    {
+      errno = ESRCH;
+      return -1;
+    }
+  return (int) syscall (SYS_pidfd_send_signal, pidfd, sig, NULL, 0);
+}
+
+static int
+cmp_pid (const void *a, const void *b)
+{
+  pid_t x = *(const pid_t *) a, y = *(const pid_t *) b;
+  return (x > y) - (x < y);
+}
+
+int
+container_pids (const struct container *c, pid_t **ret, size_t *n)
+{
+  char path[64];
+  struct stat want;
+  *ret = NULL;
+  *n = 0;
+  snprintf (path, sizeof path, "/proc/%d/ns/pid", (int) c->pid);
+  if (stat (path, &want) < 0)
+    return -1;
+  cleanup_dir DIR *d = opendir ("/proc");
+  if (d == NULL)
+    return -1;
+  struct dirent *e;
+  while ((e = readdir (d)) != NULL)
+    {
+      char *end;
+      long pid = strtol (e->d_name, &end, 10);
+      struct stat st;
+      if (*end || pid <= 0)
+        continue;
+      snprintf (path, sizeof path, "/proc/%ld/ns/pid", pid);
+      /* A process that ended meanwhile is not one. */
+      if (stat (path, &st) < 0 || st.st_ino != want.st_ino || st.st_dev != want.st_dev || start_time ((pid_t) pid) == 0)
+        continue;
+      *ret = xrealloc (*ret, (*n + 1) * sizeof **ret);
+      (*ret)[(*n)++] = (pid_t) pid;
+    }
+  qsort (*ret, *n, sizeof **ret, cmp_pid);
+  return 0;
 }

@@ -385,6 +385,96 @@ test_terminal ()
   state_root_empty
 }
 
+# kill --all, list, ps: every process of the container's pid namespace,
+# its exec'd ones too.
+test_kill_all_list_ps ()
+{
+  started k1 '.process.args = ["sh", "-c", "trap \"\" TERM; while :; do sleep 1000 & wait; done"]'
+  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" k1 sleep 1001
+  local xpid
+  xpid=$(cat "$T_WORK/x.pid")
+  assert_ok runc_cmd ps --format json k1
+  assert_jq "$out" "length == 4 and (map(. == $init) | any) and (map(. == $xpid) | any)"
+  assert_ok runc_cmd ps k1
+  assert_match "$out" '^UID +PID'
+  assert_contains "$out" "sleep 1001"
+  assert_not_contains "$out" "ohbox-runc"
+  assert_eq 4 "$(($(wc -l <<<"$out") - 1))"
+  assert_ok runc_cmd ps k1 -o pid,comm
+  assert_match "$out" $'^ *PID COMMAND\n'
+  assert_ok runc_cmd list
+  assert_match "$out" $'\nk1 +'"$init"' +running'
+  assert_ok runc_cmd list --format json
+  assert_jq "$out" 'length == 1 and .[0].id == "k1" and .[0].status == "running" and .[0].pid == '"$init"
+  assert_eq k1 "$(runc_cmd list -q)"
+  # The shell ignores TERM: --all reaches the sleeps (its children) too.
+  assert_ok runc_cmd kill --all k1 TERM
+  t_wait_until 10 pid_gone "$xpid"
+  kill -0 "$init"
+  assert_eq running "$(status_of k1)"
+  assert_ok runc_cmd kill --all k1 KILL
+  t_wait_until 10 status_is k1 stopped
+  assert_ok runc_cmd ps --format json k1
+  assert_eq "[]" "$out"
+  assert_ok runc_cmd delete k1
+  assert_eq "[]" "$(runc_cmd list --format json)"
+  state_root_empty
+}
+
+# A state directory a create killed midway left (no state.json, unlocked)
+# goes with the next list or delete.
+test_stale_state ()
+{
+  mkdir -p "$T_WORK/state/s1" "$T_WORK/state/s2"
+  mkfifo "$T_WORK/state/s2/exec.fifo"
+  assert_ok runc_cmd list -q
+  assert_eq "" "$out"
+  assert_file_absent "$T_WORK/state/s1"
+  assert_file_absent "$T_WORK/state/s2"
+  mkdir -p "$T_WORK/state/s3"
+  assert_ok runc_cmd delete s3
+  assert_file_absent "$T_WORK/state/s3"
+  mkdir -p "$T_WORK/state/s4"
+  assert_fails runc_cmd state s4
+  assert_contains "$err" "does not exist"
+  # A real one: create killed while its container waits for start leaves a
+  # container that delete --force removes whole.
+  my_bundle '.process.args = ["sleep", "1000"]'
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file "$T_WORK/s5.pid" s5 >/dev/null 2>&1 </dev/null
+  assert_ok runc_cmd delete --force s5
+  pid_gone "$(cat "$T_WORK/s5.pid")"
+  state_root_empty
+}
+
+# spec, features and the commands ohbox-runc refuses by name.
+test_spec_features ()
+{
+  mkdir -p sp
+  assert_ok runc_cmd spec --bundle sp
+  assert_jq "$(cat sp/config.json)" '.ociVersion == "1.1.0" and .root.path == "rootfs" and .process.terminal == true
+    and (.linux.namespaces | map(.type) | index("network") != null)'
+  assert_fails runc_cmd spec --bundle sp
+  assert_contains "$err" "File exists"
+  rm sp/config.json
+  assert_ok runc_cmd spec --rootless --bundle sp
+  assert_jq "$(cat sp/config.json)" '(.linux.namespaces | map(.type) | index("user") != null) and (.linux.uidMappings | length) == 1'
+  assert_ok runc_cmd features
+  assert_jq "$out" '.ociVersionMax == "1.1.0" and .hooks == [] and (.mountOptions | index("rbind") != null)
+    and (.mountOptions | index("rshared") == null) and .linux.seccomp.enabled
+    and (.linux.capabilities | index("CAP_SYS_ADMIN") != null) and .linux.cgroup.v2 == false
+    and (.linux.namespaces | index("time") == null)'
+  for cmd in checkpoint restore pause resume update events; do
+    assert_exit 1 runc_cmd "$cmd" x
+    assert_contains "$err" "not supported"
+  done
+  assert_exit 1 "$RUNC" --root "$T_WORK/state" --systemd-cgroup list
+  if [ -d /run/systemd/system ]; then
+    assert_contains "$err" "not supported"
+  else
+    assert_contains "$err" "systemd does not run on this host"
+  fi
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -418,10 +508,6 @@ test_bad_bundles ()
   assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" bad
   assert_contains "$err" "config.json"
   state_root_empty
-  for cmd in checkpoint restore pause; do
-    assert_exit 1 runc_cmd "$cmd" x
-    assert_contains "$err" "not supported"
-  done
 }
 
 run_test run_foreground test_run_foreground
@@ -437,3 +523,6 @@ run_test exec_detach test_exec_detach
 run_test exec_console test_exec_console
 run_test exec_states test_exec_states
 run_test terminal test_terminal
+run_test kill_all_list_ps test_kill_all_list_ps
+run_test stale_state test_stale_state
+run_test spec_features test_spec_features

@@ -367,7 +367,10 @@ cmd_create_or_run (int argc, char **argv, bool run)
     }
   cleanup_free char *fifo = xasprintf ("%s/exec.fifo", dir);
   int rc;
-  if (run)
+  struct runc_cgroup cgroup = { 0 };
+  if (runc_cgroup_create (b, id, m.lock_fd, &cgroup, &err) < 0)
+    rc = fail_err (&err);
+  else if (run)
     {
       /* In the foreground: this process is the monitor; the container's
        * status is ours; its state goes when it ends (as runc run). */
@@ -377,6 +380,11 @@ cmd_create_or_run (int argc, char **argv, bool run)
     rc = fail ("mkfifo `%s`: %s", fifo, strerror (errno));
   else
     rc = create_monitor (b, &m, fifo);
+  runc_cgroup_release (&cgroup);
+  /* (The lock's fd went once the state was written: a new one.) */
+  cleanup_close int dirfd = run || rc != 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (dirfd >= 0 && runc_cgroup_remove (dirfd, &err) < 0)
+    rc = fail_err (&err);
   if (run || rc != 0)
     remove_container (dir);
   close_terminal (&m);
@@ -481,11 +489,18 @@ cmd_delete (int argc, char **argv)
     ; /* removed already */
   else if (rc == 0 && strcmp (c.status, "stopped") != 0)
     {
+      cleanup_error ohbox_error_t terr = NULL;
       if (!force)
         rc = fail ("container `%s` is %s: stop it first or use --force", argv[optind], c.status);
+      else if (runc_cgroup_thaw (c.dirfd, &terr) < 0)
+        rc = fail ("delete `%s`: %s", argv[optind], terr->msg);
       else if (kill_and_wait (c.pid) < 0)
         rc = fail ("kill `%s`: %s", argv[optind], strerror (errno));
     }
+  cleanup_error ohbox_error_t err = NULL;
+  /* Whatever is left in its cgroup (processes of its own cgroups) goes with it. */
+  if (rc == 0 && !c.stale && runc_cgroup_remove (c.dirfd, &err) < 0)
+    rc = fail ("delete `%s`: %s", argv[optind], err->msg);
   if (rc == 0 && !c.stale)
     remove_container (c.dir);
   container_close (&c);

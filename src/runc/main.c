@@ -115,7 +115,7 @@ main (int argc, char **argv)
         return 0;
       case 'h':
         printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-                "commands: create, start, run, state, kill, delete, exec, list, ps, spec, features\n");
+                "commands: create, start, run, state, kill, delete, exec, list, ps, spec, features, pause, resume\n");
         return 0;
       default:
         return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
@@ -147,8 +147,11 @@ main (int argc, char **argv)
     return cmd_features (argc, argv);
   if (strcmp (cmd, "checkpoint") == 0 || strcmp (cmd, "restore") == 0)
     return fail ("`%s`: checkpoint and restore are not supported by ohbox-runc", cmd);
-  if (strcmp (cmd, "pause") == 0 || strcmp (cmd, "resume") == 0 || strcmp (cmd, "update") == 0
-      || strcmp (cmd, "events") == 0)
+  if (strcmp (cmd, "pause") == 0)
+    return cmd_pause (argc, argv);
+  if (strcmp (cmd, "resume") == 0)
+    return cmd_resume (argc, argv);
+  if (strcmp (cmd, "update") == 0 || strcmp (cmd, "events") == 0)
     return fail ("`%s`: not supported by ohbox-runc yet (its containers have no cgroup of their own yet)", cmd);
   return fail ("`%s`: not supported by ohbox-runc", cmd);
 }

@@ -340,7 +340,7 @@ cmd_features (int argc, char **argv)
                                strings (oci_seccomp_flag_names), "supportedFlags", strings (oci_seccomp_flag_names));
   json_t *linux_features = json_pack (
     "{s:o, s:o, s:{s:b, s:b, s:b, s:b, s:b}, s:o, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:{s:b}}}", "namespaces",
-    strings (namespaces), "capabilities", capability_names (), "cgroup", "v1", 0, "v2", 0, "systemd", 0, "systemdUser",
+    strings (namespaces), "capabilities", capability_names (), "cgroup", "v1", 1, "v2", 1, "systemd", 0, "systemdUser",
     0, "rdma", 0, "seccomp", seccomp, "apparmor", "enabled", 0, "selinux", "enabled", 0, "intelRdt", "enabled", 0,
     "mountExtensions", "idmap", "enabled", 0);
   json_t *j = json_pack ("{s:s, s:s, s:o, s:o, s:o, s:{}}", "ociVersionMin", OCI_RUNTIME_SPEC_VERSION_MIN,

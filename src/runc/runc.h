@@ -7,6 +7,7 @@
  *   query.c      state, list, ps, spec, features
  *   exec.c       exec
  *   console.c    --console-socket
+ *   cgroup.c     the container's cgroup
  *
  * State: ROOT/<id>/ (ROOT: --root, default /run/ohbox-runc), locked with
  * flock on the directory by every command that changes it:
@@ -15,6 +16,8 @@
  *               monitor waits on it; `start` writes a byte into it
  *   config.json a copy of the bundle's, as the container was created from it
  *   seccomp.bpf the container's compiled seccomp filter (linux.seccomp)
+ *   cgroup.json where its cgroup is (written before it is made)
+ *   paused      present while it is paused (its cgroup frozen)
  * (exec takes the last two: an exec'd process gets what the container got,
  * whatever happened to the bundle since)
  * The monitor is a process of the container's own (forked by `create`, or
@@ -24,6 +27,7 @@
 #ifndef OHBOX_RUNC_H
 #define OHBOX_RUNC_H
 
+#include "cgroup/cgroup.h"
 #include "common/error.h"
 
 #include <jansson.h>
@@ -55,7 +59,7 @@ struct container
   int dirfd; /* locked */
   json_t *state;
   pid_t pid;
-  const char *status; /* "created", "running", "stopped" */
+  const char *status; /* "created", "running", "paused", "stopped" */
   bool stale;         /* left by a create killed midway: removed by container_open */
 };
 
@@ -84,6 +88,33 @@ int cmd_list (int argc, char **argv);
 int cmd_ps (int argc, char **argv);
 int cmd_spec (int argc, char **argv);
 int cmd_features (int argc, char **argv);
+
+/* cgroup.c: the container's cgroup. */
+struct ohbox_bundle;
+struct runc_cgroup
+{
+  char *parent, *name; /* as ohbox_bundle_cgroup_path gives them */
+  struct ohbox_cgroup_host host;
+  bool detected;
+  struct ohbox_cgroup *cg;
+};
+#define RUNC_CGROUP_FILE "cgroup.json"
+/* Makes B's cgroup (with its limits) for the container ID whose state
+ * directory is DIRFD (where cgroup.json says where it is): B's init
+ * starts in it. */
+int runc_cgroup_create (struct ohbox_bundle *b, const char *id, int dirfd, struct runc_cgroup *rc, ohbox_error_t *err);
+/* The cgroup of the container whose state directory is DIRFD. */
+int runc_cgroup_open (int dirfd, struct runc_cgroup *rc, ohbox_error_t *err);
+/* Kills what is left in the cgroup of the container DIRFD and removes it
+ * (none there: fine). */
+int runc_cgroup_remove (int dirfd, ohbox_error_t *err);
+void runc_cgroup_release (struct runc_cgroup *rc);
+#define RUNC_PAUSED_FILE "paused"
+/* Thaws the container DIRFD if it is paused (a frozen process does not
+ * even die of SIGKILL). */
+int runc_cgroup_thaw (int dirfd, ohbox_error_t *err);
+int cmd_pause (int argc, char **argv);
+int cmd_resume (int argc, char **argv);
 
 /* console.c: sends the terminal's MASTER over the unix socket at PATH (as
  * runc does: one message with the fd as SCM_RIGHTS), for the engine. */

@@ -74,7 +74,11 @@ container_open (const char *id, struct container *c, int flags)
   if (faccessat (c->dirfd, "state.json", F_OK, 0) < 0 && errno == ENOENT)
     {
       /* Unlocked without a state: its create was killed midway (create
-       * holds the lock until the state is written). Nothing runs. */
+       * holds the lock until the state is written). Its cgroup goes
+       * (whatever its init started there with it). */
+      cleanup_error ohbox_error_t err = NULL;
+      if (runc_cgroup_remove (c->dirfd, &err) < 0)
+        return fail ("container `%s`: remove what a killed create left: %s", id, err->msg);
       remove_container (c->dir);
       c->stale = true;
       c->status = "stopped";
@@ -90,7 +94,9 @@ container_open (const char *id, struct container *c, int flags)
   if (pid <= 0 || start_time (c->pid) != (unsigned long long) st)
     c->status = "stopped";
   else
-    c->status = faccessat (c->dirfd, "exec.fifo", F_OK, 0) == 0 ? "created" : "running";
+    c->status = faccessat (c->dirfd, "exec.fifo", F_OK, 0) == 0        ? "created"
+                : faccessat (c->dirfd, RUNC_PAUSED_FILE, F_OK, 0) == 0 ? "paused"
+                                                                       : "running";
   return 0;
 }
 
@@ -101,6 +107,10 @@ remove_container (const char *dir)
   cleanup_free char *fifo = xasprintf ("%s/exec.fifo", dir);
   cleanup_free char *config = xasprintf ("%s/" RUNC_CONFIG_COPY, dir);
   cleanup_free char *seccomp = xasprintf ("%s/" RUNC_SECCOMP_FILE, dir);
+  cleanup_free char *cgroup = xasprintf ("%s/" RUNC_CGROUP_FILE, dir);
+  cleanup_free char *paused = xasprintf ("%s/" RUNC_PAUSED_FILE, dir);
+  unlink (cgroup);
+  unlink (paused);
   unlink (state);
   unlink (fifo);
   unlink (config);

@@ -461,9 +461,9 @@ test_spec_features ()
   assert_ok runc_cmd features
   assert_jq "$out" '.ociVersionMax == "1.1.0" and .hooks == [] and (.mountOptions | index("rbind") != null)
     and (.mountOptions | index("rshared") == null) and .linux.seccomp.enabled
-    and (.linux.capabilities | index("CAP_SYS_ADMIN") != null) and .linux.cgroup.v2 == false
+    and (.linux.capabilities | index("CAP_SYS_ADMIN") != null) and .linux.cgroup.v2 and .linux.cgroup.systemd == false
     and (.linux.namespaces | index("time") == null)'
-  for cmd in checkpoint restore pause resume update events; do
+  for cmd in checkpoint restore update events; do
     assert_exit 1 runc_cmd "$cmd" x
     assert_contains "$err" "not supported"
   done
@@ -473,6 +473,63 @@ test_spec_features ()
   else
     assert_contains "$err" "systemd does not run on this host"
   fi
+}
+
+# cg_file PID CONTROLLER FILE-V1 FILE-V2: the path of a cgroup file of PID's
+# cgroup (v1 hierarchy of CONTROLLER, else the v2 one).
+cg_file ()
+{
+  local p
+  p=$(awk -F: -v c="$2" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' "/proc/$1/cgroup")
+  if [ -n "$p" ] && [ -e "/sys/fs/cgroup/$2$p/$3" ]; then
+    echo "/sys/fs/cgroup/$2$p/$3"
+  else
+    p=$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup")
+    echo "/sys/fs/cgroup$p/$4"
+  fi
+}
+
+# linux.cgroupsPath and linux.resources through ohbox's cgroups: the
+# limits set, exec joining the cgroup, pause/resume with its freezer,
+# and delete removing it.
+test_cgroup ()
+{
+  started cg1 '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/cg1"
+    | .linux.resources.memory = {"limit": 104857600} | .linux.resources.pids = {"limit": 50}
+    | .linux.resources.cpu = {"quota": 50000, "period": 100000}'
+  assert_match "$(cat "/proc/$init/cgroup")" ':/ohbox-runc-test/cg1'
+  assert_eq 104857600 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"
+  assert_eq 50 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
+  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" cg1 sleep 1001
+  assert_eq "$(cat "/proc/$init/cgroup")" "$(cat "/proc/$(cat "$T_WORK/x.pid")/cgroup")"
+  assert_ok runc_cmd pause cg1
+  assert_eq paused "$(status_of cg1)"
+  assert_fails runc_cmd exec cg1 true
+  assert_contains "$err" "is paused"
+  assert_fails runc_cmd pause cg1
+  assert_ok runc_cmd resume cg1
+  assert_eq running "$(status_of cg1)"
+  assert_fails runc_cmd resume cg1
+  local dir
+  dir=$(dirname "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")
+  assert_dir_exists "$dir"
+  # A paused container is thawed to die.
+  assert_ok runc_cmd pause cg1
+  assert_ok runc_cmd delete --force cg1
+  pid_gone "$init"
+  assert_file_absent "$dir"
+  # run removes its cgroup when the container ends.
+  my_bundle '.process.args = ["sh", "-c", "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null"]
+    | .linux.cgroupsPath = "/ohbox-runc-test/cg2" | .linux.resources.pids = {"limit": 77}'
+  assert_exit 1 runc_cmd run --bundle "$T_WORK/bundle" cg2
+  assert_eq 77 "$out"
+  assert_file_absent "$(dirname "$dir")/cg2"
+  expect_refused '.linux.cgroupsPath = "/ohbox-runc-test/../escape"' "linux.cgroupsPath"
+  expect_refused '.linux.cgroupsPath = "machine.slice:libpod:x"' "linux.cgroupsPath"
+  expect_refused '.linux.resources.memory = {"limit": 104857600, "swappiness": 10}' "linux.resources.memory.swappiness"
+  expect_refused '.linux.resources.cpu = {"cpus": "0"}' "linux.resources.cpu.cpus"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
 }
 
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
@@ -494,7 +551,7 @@ test_bad_bundles ()
   expect_refused '.hooks = {"prestart": [{"path": "/bin/true"}]}' "hooks.prestart"
   expect_refused '.linux.namespaces[0].path = "/proc/1/ns/pid"' "linux.namespaces[0].path"
   expect_refused '.linux.namespaces |= map(select(.type != "pid"))' "sharing the host's pid namespace"
-  expect_refused '.linux.resources.memory = {"limit": 100000000}' "linux.resources"
+  expect_refused '.linux.resources.blockIO = {"weight": 10}' "linux.resources.blockIO"
   expect_refused '.process.terminal = true' "process.terminal"
   expect_refused '.process.capabilities.bounding += ["CAP_NO_SUCH"]' "process.capabilities.bounding[3]"
   expect_refused '.mounts += [{"destination": "/x", "type": "bind", "source": "/tmp", "options": ["rbind", "rshared"]}]' \
@@ -526,3 +583,4 @@ run_test terminal test_terminal
 run_test kill_all_list_ps test_kill_all_list_ps
 run_test stale_state test_stale_state
 run_test spec_features test_spec_features
+run_test cgroup test_cgroup

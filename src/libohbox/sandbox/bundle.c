@@ -242,26 +242,116 @@ load_namespaces (struct ohbox_bundle *b, ohbox_error_t *err)
   return 0;
 }
 
-/* linux.resources: none is applied yet (no cgroup of its own); device
- * rules are harmless only where no device node can be made. */
+/* linux.resources' memory: what ohbox's limits carry, the rest refused by name. */
 static int
-check_resources (const struct ohbox_bundle *b, ohbox_error_t *err)
+memory_limits (const struct oci_memory *m, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  const char *field = (m->has_reservation && m->reservation > 0)    ? "linux.resources.memory.reservation"
+                      : (m->has_kernel && m->kernel > 0)            ? "linux.resources.memory.kernel"
+                      : (m->has_kernel_tcp && m->kernel_tcp > 0)    ? "linux.resources.memory.kernelTCP"
+                      : m->has_swappiness                           ? "linux.resources.memory.swappiness"
+                      : m->disable_oom_killer                       ? "linux.resources.memory.disableOOMKiller"
+                      : (m->has_use_hierarchy && !m->use_hierarchy) ? "linux.resources.memory.useHierarchy"
+                      : m->check_before_update                      ? "linux.resources.memory.checkBeforeUpdate"
+                                                                    : NULL;
+  if (field)
+    return unsupported (err, field, "this memory setting");
+  if (m->has_limit && m->limit > 0)
+    l->memory = m->limit;
+  /* swap is memory + swap, as Docker's --memory-swap (-1: unlimited);
+   * unset, ohbox's default (twice the memory) bounds it. */
+  if (m->has_swap && m->swap != 0)
+    l->memory_swap = m->swap < 0 ? -1 : m->swap;
+  return 0;
+}
+
+static int
+cpu_limits (const struct oci_cpu *c, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  const char *field = (c->cpus && *c->cpus) || (c->mems && *c->mems) ? "linux.resources.cpu.cpus/mems"
+                      : (c->has_rt_runtime && c->rt_runtime) || (c->has_rt_period && c->rt_period)
+                        ? "linux.resources.cpu.realtimeRuntime/realtimePeriod"
+                      : (c->has_burst && c->burst) ? "linux.resources.cpu.burst"
+                      : (c->has_idle && c->idle)   ? "linux.resources.cpu.idle"
+                                                   : NULL;
+  if (field)
+    return unsupported (err, field, "this cpu setting");
+  if (c->has_shares && c->shares)
+    l->cpu_shares = c->shares;
+  if (c->has_quota && c->quota > 0)
+    l->cpu_quota = c->quota;
+  if (c->has_period && c->period && (l->cpu_quota || (c->has_quota && c->quota < 0)))
+    l->cpu_period = c->period;
+  return 0;
+}
+
+int
+ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  memset (l, 0, sizeof *l);
+  const char *field = r->has_blkio                                               ? "linux.resources.blockIO"
+                      : r->n_hugepages                                           ? "linux.resources.hugepageLimits"
+                      : r->unified.n                                             ? "linux.resources.unified"
+                      : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
+                                                                                 : NULL;
+  if (field)
+    return unsupported (err, field, "this resource limit");
+  if ((r->has_memory && memory_limits (&r->memory, l, err) < 0) || (r->has_cpu && cpu_limits (&r->cpu, l, err) < 0))
+    return -1;
+  if (r->has_pids && r->pids_limit > 0) /* <= 0: unlimited */
+    l->pids = r->pids_limit;
+  if (ohbox_cgroup_limits_validate (l, err) < 0)
+    return ohbox_error_prefix (err, "config.json: linux.resources");
+  return 0;
+}
+
+/* linux.resources: the limits of the container's cgroup; device rules are
+ * harmless only where no device node can be made. */
+static int
+load_resources (struct ohbox_bundle *b, ohbox_error_t *err)
 {
   const struct oci_resources *r = &b->config->linux_config->resources;
   if (!b->config->linux_config->has_resources)
     return 0;
-  const char *field = r->has_memory                      ? "linux.resources.memory"
-                      : r->has_cpu                       ? "linux.resources.cpu"
-                      : r->has_pids && r->pids_limit > 0 ? "linux.resources.pids" /* <= 0: unlimited */
-                      : r->has_blkio                     ? "linux.resources.blockIO"
-                      : r->n_hugepages                   ? "linux.resources.hugepageLimits"
-                      : r->unified.n                     ? "linux.resources.unified"
-                      : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
-                                                                                 : NULL;
-  if (field)
-    return unsupported (err, field, "a resource limit (no cgroup of its own yet)");
+  if (ohbox_bundle_limits (r, &b->limits, err) < 0)
+    return -1;
   if (r->n_devices && (b->caps.bounding & ((uint64_t) 1 << CAP_MKNOD)))
     return unsupported (err, "linux.resources.devices", "a device cgroup (needed with CAP_MKNOD)");
+  return 0;
+}
+
+int
+ohbox_bundle_cgroup_path (const char *cgroups_path, const char *id, char **ret_parent, char **ret_name,
+                          ohbox_error_t *err)
+{
+  if (cgroups_path == NULL || *cgroups_path == '\0')
+    {
+      *ret_parent = xstrdup ("/ohbox-runc");
+      *ret_name = xstrdup (id);
+      return 0;
+    }
+  /* "/a/b/name": below the hierarchies' roots; "a/b/name": below ours.
+   * Never up, never a "slice:prefix:name" (systemd's, which needs
+   * --systemd-cgroup). */
+  const char *p = cgroups_path;
+  bool bad = strchr (p, ':') != NULL || strstr (p, "//") != NULL || p[strlen (p) - 1] == '/';
+  for (const char *s = p; !bad && (s = strstr (s, "..")) != NULL; s += 2)
+    bad = (s == p || s[-1] == '/') && (s[2] == '\0' || s[2] == '/');
+  for (const char *s = p; !bad && (s = strstr (s, "./")) != NULL; s += 2)
+    bad = s == p || s[-1] == '/';
+  if (bad)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                        "config.json: linux.cgroupsPath: `%s` is not a path of cgroups (no `..`, `.`, `//` or `:`; "
+                        "a systemd slice needs --systemd-cgroup)",
+                        p);
+  const char *slash = strrchr (p, '/');
+  *ret_name = xstrdup (slash ? slash + 1 : p);
+  if (slash == NULL)
+    *ret_parent = xstrdup ("");
+  else if (slash == p)
+    *ret_parent = xstrdup ("/");
+  else
+    *ret_parent = xstrndup (p, (size_t) (slash - p));
   return 0;
 }
 
@@ -301,7 +391,7 @@ load_linux (struct ohbox_bundle *b, ohbox_error_t *err)
   const struct oci_linux *l = b->config->linux_config;
   if (l == NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: linux: missing");
-  if (load_namespaces (b, err) < 0 || check_resources (b, err) < 0)
+  if (load_namespaces (b, err) < 0 || load_resources (b, err) < 0)
     return -1;
   if (l->monotonic.present || l->boottime.present)
     return unsupported (err, "linux.timeOffsets", "a time offset");

@@ -115,7 +115,8 @@ main (int argc, char **argv)
         return 0;
       case 'h':
         printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-                "commands: create, start, run, state, kill, delete, exec, list, ps, spec, features, pause, resume\n");
+                "commands: create, start, run, state, kill, delete, exec, list, ps, spec, features, pause, resume, "
+                "update, events\n");
         return 0;
       default:
         return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
@@ -151,7 +152,9 @@ main (int argc, char **argv)
     return cmd_pause (argc, argv);
   if (strcmp (cmd, "resume") == 0)
     return cmd_resume (argc, argv);
-  if (strcmp (cmd, "update") == 0 || strcmp (cmd, "events") == 0)
-    return fail ("`%s`: not supported by ohbox-runc yet (its containers have no cgroup of their own yet)", cmd);
+  if (strcmp (cmd, "update") == 0)
+    return cmd_update (argc, argv);
+  if (strcmp (cmd, "events") == 0)
+    return cmd_events (argc, argv);
   return fail ("`%s`: not supported by ohbox-runc", cmd);
 }

@@ -7,7 +7,7 @@
  *   query.c      state, list, ps, spec, features
  *   exec.c       exec
  *   console.c    --console-socket
- *   cgroup.c     the container's cgroup
+ *   cgroup.c     the container's cgroup: pause, resume, update, events
  *
  * State: ROOT/<id>/ (ROOT: --root, default /run/ohbox-runc), locked with
  * flock on the directory by every command that changes it:
@@ -114,6 +114,8 @@ void runc_cgroup_release (struct runc_cgroup *rc);
  * even die of SIGKILL). */
 int runc_cgroup_thaw (int dirfd, ohbox_error_t *err);
 int cmd_pause (int argc, char **argv);
+int cmd_update (int argc, char **argv);
+int cmd_events (int argc, char **argv);
 int cmd_resume (int argc, char **argv);
 
 /* console.c: sends the terminal's MASTER over the unix socket at PATH (as

@@ -463,7 +463,7 @@ test_spec_features ()
     and (.mountOptions | index("rshared") == null) and .linux.seccomp.enabled
     and (.linux.capabilities | index("CAP_SYS_ADMIN") != null) and .linux.cgroup.v2 and .linux.cgroup.systemd == false
     and (.linux.namespaces | index("time") == null)'
-  for cmd in checkpoint restore update events; do
+  for cmd in checkpoint restore; do
     assert_exit 1 runc_cmd "$cmd" x
     assert_contains "$err" "not supported"
   done
@@ -502,6 +502,29 @@ test_cgroup ()
   assert_eq 50 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
   assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" cg1 sleep 1001
   assert_eq "$(cat "/proc/$init/cgroup")" "$(cat "/proc/$(cat "$T_WORK/x.pid")/cgroup")"
+  # update: raising memory (above the memory+swap limit it had) and pids.
+  assert_ok runc_cmd update --memory 262144000 --pids-limit 30 cg1
+  assert_eq 262144000 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"
+  assert_eq 30 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
+  echo '{"memory": {"limit": 157286400}, "pids": {"limit": 40}}' >res.json
+  assert_ok runc_cmd update --resources res.json cg1
+  assert_eq 157286400 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"
+  assert_ok runc_cmd update -r - --pids-limit 20 cg1 <res.json
+  assert_eq 20 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
+  assert_fails runc_cmd update --cpuset-cpus 0 cg1
+  assert_contains "$err" "--cpuset-cpus"
+  echo '{"blockIO": {"weight": 10}}' >res.json
+  assert_fails runc_cmd update --resources res.json cg1
+  assert_contains "$err" "blockIO"
+  assert_fails runc_cmd update cg1
+  assert_contains "$err" "nothing to update"
+  # events: one stats object, or the stream.
+  assert_ok runc_cmd events --stats cg1
+  assert_jq "$out" '.type == "stats" and .id == "cg1" and .data.pids.current == 3 and .data.pids.limit == 20
+    and .data.memory.usage.limit == 157286400 and .data.memory.usage.usage > 0 and .data.cpu.usage.total >= 0'
+  t_run timeout 2.5 "$RUNC" --root "$T_WORK/state" events --interval 1s cg1
+  assert_int -ge "$(wc -l <<<"$out")" 2 "stats events in 2.5 s"
+  assert_jq "$(head -n 1 <<<"$out")" '.type == "stats" and .data.pids.current == 3'
   assert_ok runc_cmd pause cg1
   assert_eq paused "$(status_of cg1)"
   assert_fails runc_cmd exec cg1 true

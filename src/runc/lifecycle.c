@@ -81,6 +81,21 @@ write_state (const struct monitor_ctx *m, pid_t pid, ohbox_error_t *err)
   return 0;
 }
 
+static int
+run_hooks (const struct monitor_ctx *m, enum ohbox_hook_stage stage, pid_t pid, const char *status, ohbox_error_t *err)
+{
+  if (m->b->hooks.n_hooks == 0)
+    return 0;
+  json_t *ann = json_object ();
+  const struct oci_map *a = &m->b->config->annotations;
+  for (size_t i = 0; i < a->n; i++)
+    json_object_set_new (ann, a->keys[i], json_string (a->values[i]));
+  json_t *st = json_pack ("{s:s, s:s, s:o}", "id", m->id, "bundle", m->bundle, "annotations", ann);
+  cleanup_free char *state = hook_state (st, status, pid);
+  json_decref (st);
+  return ohbox_device_hooks_run (&m->b->hooks, stage, state, err);
+}
+
 /* before_start of the container: the state is written, `create` learns the
  * pid, and (create) the container waits for `start`'s byte in the fifo,
  * or for its init to die (`kill` or `delete --force` before `start`). */
@@ -103,8 +118,15 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
       if (r < 0)
         return -1;
     }
+  /* The hooks of create, from the host's namespaces, the container's
+   * root at /proc/PID/root (as `ohbox run` runs its devices' hooks). */
+  static const enum ohbox_hook_stage create_stages[] = { OHBOX_HOOK_PRESTART, OHBOX_HOOK_CREATE_RUNTIME,
+                                                         OHBOX_HOOK_CREATE_CONTAINER };
+  for (size_t i = 0; i < sizeof create_stages / sizeof create_stages[0]; i++)
+    if (run_hooks (m, create_stages[i], pid, "created", err) < 0)
+      return -1;
   if (m->fifo == NULL)
-    return 0;
+    return run_hooks (m, OHBOX_HOOK_START_CONTAINER, pid, "created", err);
   cleanup_close int fifo = open (m->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
   if (fifo < 0 || pidfd < 0)
@@ -121,7 +143,7 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
         return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the container's init died before start");
       char c;
       if (p[0].revents && read (fifo, &c, 1) == 1)
-        return 0;
+        return run_hooks (m, OHBOX_HOOK_START_CONTAINER, pid, "created", err);
     }
 }
 
@@ -146,8 +168,11 @@ monitor (struct ohbox_bundle *b, struct monitor_ctx *m)
       ohbox_write_all (m->report_fd, &r, sizeof r);
       _exit (1);
     }
-  /* Started: the init goes on without us, reaped by the engine's
-   * subreaper (conmon, the shim) or PID 1, as runc's. */
+  /* Started: poststart (a failure is a warning, as the spec says); the
+   * init goes on without us, reaped by the engine's subreaper (conmon,
+   * the shim) or PID 1, as runc's. */
+  if (run_hooks (m, OHBOX_HOOK_POSTSTART, proc.pid, "running", &err) < 0)
+    warn ("container `%s`: %s", m->id, err->msg);
   _exit (0);
 }
 
@@ -284,6 +309,11 @@ run_foreground (struct ohbox_bundle *b, struct monitor_ctx *m)
       if (m->stdio[0] > 2)
         close (m->stdio[0]); /* the container's own now: the master sees its hangup */
       m->stdio[0] = m->stdio[1] = m->stdio[2] = -1;
+      if (run_hooks (m, OHBOX_HOOK_POSTSTART, proc.pid, "running", &err) < 0)
+        {
+          warn ("container `%s`: %s", m->id, err->msg);
+          ohbox_error_release (&err);
+        }
       if (proxy)
         ohbox_terminal_proxy (m->master, proc.pidfd, sigfd, true, NULL, 0);
       int ws = 0;
@@ -291,6 +321,8 @@ run_foreground (struct ohbox_bundle *b, struct monitor_ctx *m)
         ;
       close (proc.pidfd);
       rc = status_of (ws);
+      if (run_hooks (m, OHBOX_HOOK_POSTSTOP, 0, "stopped", &err) < 0)
+        warn ("container `%s`: %s", m->id, err->msg);
     }
   sigprocmask (SIG_SETMASK, &old, NULL);
   return rc;
@@ -498,6 +530,12 @@ cmd_delete (int argc, char **argv)
         rc = fail ("kill `%s`: %s", argv[optind], strerror (errno));
     }
   cleanup_error ohbox_error_t err = NULL;
+  /* poststop: once it is stopped (a failure is a warning). */
+  if (rc == 0 && !c.stale && container_hooks (&c, OHBOX_HOOK_POSTSTOP, "stopped", &err) < 0)
+    {
+      warn ("delete `%s`: %s", argv[optind], err->msg);
+      ohbox_error_release (&err);
+    }
   /* Whatever is left in its cgroup (processes of its own cgroups) goes with it. */
   if (rc == 0 && !c.stale && runc_cgroup_remove (c.dirfd, &err) < 0)
     rc = fail ("delete `%s`: %s", argv[optind], err->msg);

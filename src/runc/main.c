@@ -27,15 +27,10 @@ const char *root_dir = "/run/ohbox-runc";
 const char *log_path;
 bool log_json;
 
-int
-fail (const char *fmt, ...)
+static void
+report (const char *level, const char *msg)
 {
-  char msg[4096];
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (msg, sizeof msg, fmt, ap);
-  va_end (ap);
-  fprintf (stderr, "ohbox-runc: %s\n", msg);
+  fprintf (stderr, "ohbox-runc: %s%s\n", strcmp (level, "error") == 0 ? "" : "warning: ", msg);
   cleanup_file FILE *f = log_path ? fopen (log_path, "ae") : NULL;
   if (f)
     {
@@ -44,7 +39,7 @@ fail (const char *fmt, ...)
       strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime (&now));
       if (log_json)
         {
-          json_t *j = json_pack ("{s:s, s:s, s:s}", "level", "error", "msg", msg, "time", when);
+          json_t *j = json_pack ("{s:s, s:s, s:s}", "level", level, "msg", msg, "time", when);
           char *line = j ? json_dumps (j, JSON_COMPACT) : NULL;
           if (line)
             fprintf (f, "%s\n", line);
@@ -55,12 +50,34 @@ fail (const char *fmt, ...)
         {
           json_t *s = json_string (msg);
           char *quoted = s ? json_dumps (s, JSON_ENCODE_ANY) : NULL;
-          fprintf (f, "time=\"%s\" level=error msg=%s\n", when, quoted ? quoted : "\"?\"");
+          fprintf (f, "time=\"%s\" level=%s msg=%s\n", when, level, quoted ? quoted : "\"?\"");
           free (quoted);
           json_decref (s);
         }
     }
+}
+
+int
+fail (const char *fmt, ...)
+{
+  char msg[4096];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  report ("error", msg);
   return 1;
+}
+
+void
+warn (const char *fmt, ...)
+{
+  char msg[4096];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  report ("warning", msg);
 }
 
 int

@@ -330,7 +330,9 @@ cmd_features (int argc, char **argv)
   (void) argv;
   if (argc != 1)
     return fail ("usage: features");
-  static const char *const hooks[] = { NULL };
+  static const char *const hooks[] = {
+    "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
+  };
   static const char *const mount_options[] = { "bind",  "rbind",  "ro",      "rw",       "nosuid",
                                                "nodev", "noexec", "private", "rprivate", NULL };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "user", "uts", NULL };

@@ -29,6 +29,7 @@
 
 #include "cgroup/cgroup.h"
 #include "common/error.h"
+#include "devices/devices.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -43,6 +44,8 @@ extern bool log_json;
  * which conmon and containerd read). Returns 1 (the exit status). */
 __attribute__ ((format (printf, 1, 2))) int fail (const char *fmt, ...);
 int fail_err (ohbox_error_t *err);
+/* The same as a warning (the command goes on). */
+__attribute__ ((format (printf, 1, 2))) void warn (const char *fmt, ...);
 
 #define RUNC_CONFIG_COPY "config.json"
 #define RUNC_SECCOMP_FILE "seccomp.bpf"
@@ -71,6 +74,10 @@ struct container
 int container_open (const char *id, struct container *c, int flags);
 void container_close (struct container *c);
 void remove_container (const char *dir);
+/* The OCI state hooks get on stdin, from STATE (state.json's). */
+char *hook_state (const json_t *state, const char *status, pid_t pid);
+/* Runs the hooks of STAGE of the container's config (its state's copy). */
+int container_hooks (const struct container *c, enum ohbox_hook_stage stage, const char *status, ohbox_error_t *err);
 /* Sends SIG to C's init through a pidfd checked to still be it; -1 with errno. */
 int container_signal (const struct container *c, int sig);
 /* The pids of the processes in C's pid namespace (its init's), sorted;

@@ -2,6 +2,8 @@
 #include "config.h"
 #include "runc/runc.h"
 #include "common/utils.h"
+#include "oci/runtime_spec.h"
+#include "sandbox/bundle.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -170,4 +172,33 @@ container_pids (const struct container *c, pid_t **ret, size_t *n)
     }
   qsort (*ret, *n, sizeof **ret, cmp_pid);
   return 0;
+}
+
+char *
+hook_state (const json_t *state, const char *status, pid_t pid)
+{
+  json_t *j = json_pack ("{s:s, s:O, s:s, s:i, s:O, s:O}", "ociVersion", OCI_RUNTIME_SPEC_VERSION, "id",
+                         json_object_get (state, "id"), "status", status, "pid", (int) pid, "bundle",
+                         json_object_get (state, "bundle"), "annotations", json_object_get (state, "annotations"));
+  char *text = j ? json_dumps (j, JSON_COMPACT) : NULL;
+  json_decref (j);
+  return text ? text : xstrdup ("{}");
+}
+
+int
+container_hooks (const struct container *c, enum ohbox_hook_stage stage, const char *status, ohbox_error_t *err)
+{
+  cleanup_free char *text = NULL;
+  size_t len = 0;
+  struct oci_runtime_spec *config = NULL;
+  if (ohbox_read_file_at (c->dirfd, RUNC_CONFIG_COPY, OCI_RUNTIME_MAX_CONFIG, &text, &len, err) < 0
+      || oci_runtime_spec_parse (text, len, &config, err) < 0)
+    return -1;
+  struct ohbox_device_edits hooks = { 0 };
+  ohbox_bundle_hooks (config, &hooks);
+  oci_runtime_spec_free (config);
+  cleanup_free char *state = hook_state (c->state, status, c->pid);
+  int r = hooks.n_hooks ? ohbox_device_hooks_run (&hooks, stage, state, err) : 0;
+  ohbox_device_edits_free (&hooks);
+  return r;
 }

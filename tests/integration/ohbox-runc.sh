@@ -459,7 +459,7 @@ test_spec_features ()
   assert_ok runc_cmd spec --rootless --bundle sp
   assert_jq "$(cat sp/config.json)" '(.linux.namespaces | map(.type) | index("user") != null) and (.linux.uidMappings | length) == 1'
   assert_ok runc_cmd features
-  assert_jq "$out" '.ociVersionMax == "1.1.0" and .hooks == [] and (.mountOptions | index("rbind") != null)
+  assert_jq "$out" '.ociVersionMax == "1.1.0" and (.hooks | length) == 6 and (.mountOptions | index("rbind") != null)
     and (.mountOptions | index("rshared") == null) and .linux.seccomp.enabled
     and (.linux.capabilities | index("CAP_SYS_ADMIN") != null) and .linux.cgroup.v2 and .linux.cgroup.systemd == false
     and (.linux.namespaces | index("time") == null)'
@@ -555,6 +555,55 @@ test_cgroup ()
   state_root_empty
 }
 
+# hooks: each kind where the runtime spec puts it, with the state on its
+# stdin; a failing or hanging (timeout) create hook fails create and
+# leaves nothing; a failing poststart or poststop hook is a warning.
+test_hooks ()
+{
+  local h='{"path": "/bin/sh", "args": ["sh", "-c", "cat >'"$T_WORK"'/hook-KIND.json"], "env": ["A=b"]}'
+  local hooks='{}' k
+  for k in prestart createRuntime createContainer startContainer poststart poststop; do
+    hooks=$(jq --arg k "$k" --argjson h "${h//KIND/$k}" '.[$k] = [$h]' <<<"$hooks")
+  done
+  my_bundle '.process.args = ["sleep", "1000"] | .hooks = '"$hooks"
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file "$T_WORK/h1.pid" h1 >/dev/null 2>&1 </dev/null
+  local pid
+  pid=$(cat "$T_WORK/h1.pid")
+  for k in prestart createRuntime createContainer; do
+    assert_jq "$(cat "$T_WORK/hook-$k.json")" '.id == "h1" and .status == "created" and .pid == '"$pid"' and .bundle == "'"$T_WORK/bundle"'"'
+  done
+  assert_file_absent "$T_WORK/hook-startContainer.json"
+  assert_ok runc_cmd start h1
+  t_wait_until 10 test -s "$T_WORK/hook-poststart.json"
+  assert_jq "$(cat "$T_WORK/hook-poststart.json")" '.status == "running" and .pid == '"$pid"
+  assert_jq "$(cat "$T_WORK/hook-startContainer.json")" '.id == "h1"'
+  assert_file_absent "$T_WORK/hook-poststop.json"
+  assert_ok runc_cmd delete --force h1
+  assert_jq "$(cat "$T_WORK/hook-poststop.json")" '.status == "stopped" and .id == "h1"'
+  # A hook that hangs: its timeout, a clear error, nothing left.
+  my_bundle '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/h2"
+    | .hooks = {"createRuntime": [{"path": "/bin/sleep", "args": ["sleep", "100"], "timeout": 1}]}'
+  : >"$T_WORK/runc.log"
+  assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" --pid-file "$T_WORK/h2.pid" h2 </dev/null
+  assert_contains "$err" "createRuntime hook \`/bin/sleep\` did not finish within 1 s"
+  assert_contains "$(cat "$T_WORK/runc.log")" "did not finish within 1 s"
+  [ ! -s "$T_WORK/h2.pid" ] || t_wait_until 10 pid_gone "$(cat "$T_WORK/h2.pid")"
+  assert_no_match "$(pgrep -a -x sleep || true)" '^[0-9]+ sleep 100$'
+  assert_file_absent /sys/fs/cgroup/pids/ohbox-runc-test/h2
+  assert_file_absent /sys/fs/cgroup/ohbox-runc-test/h2
+  state_root_empty
+  # A failing prestart hook fails create; a failing poststart one warns.
+  my_bundle '.process.args = ["sleep", "1000"] | .hooks = {"prestart": [{"path": "/bin/false"}]}'
+  assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" h3 </dev/null
+  assert_contains "$err" "/bin/false"
+  state_root_empty
+  my_bundle '.process.args = ["sh", "-c", "exit 0"] | .hooks = {"poststart": [{"path": "/bin/false"}]}'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" h4 </dev/null
+  assert_contains "$err" "warning"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -571,7 +620,6 @@ expect_refused ()
 test_bad_bundles ()
 {
   expect_refused '.ociVersion = "2.0.0"' "ociVersion"
-  expect_refused '.hooks = {"prestart": [{"path": "/bin/true"}]}' "hooks.prestart"
   expect_refused '.linux.namespaces[0].path = "/proc/1/ns/pid"' "linux.namespaces[0].path"
   expect_refused '.linux.namespaces |= map(select(.type != "pid"))' "sharing the host's pid namespace"
   expect_refused '.linux.resources.blockIO = {"weight": 10}' "linux.resources.blockIO"
@@ -607,3 +655,4 @@ run_test kill_all_list_ps test_kill_all_list_ps
 run_test stale_state test_stale_state
 run_test spec_features test_spec_features
 run_test cgroup test_cgroup
+run_test hooks test_hooks

@@ -438,16 +438,46 @@ load_root (struct ohbox_bundle *b, ohbox_error_t *err)
   return 0;
 }
 
+static char **
+strv_copy (char **v, const char *first)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  char **out = xcalloc (n + 2, sizeof *out);
+  size_t k = 0;
+  if (n == 0 && first)
+    out[k++] = xstrdup (first);
+  for (size_t i = 0; i < n; i++)
+    out[k++] = xstrdup (v[i]);
+  return out;
+}
+
+_Static_assert((int) OCI_HOOK_PRESTART == (int) OHBOX_HOOK_PRESTART
+                 && (int) OCI_HOOK_START_CONTAINER == (int) OHBOX_HOOK_START_CONTAINER
+                 && (int) OCI_HOOK_POSTSTOP == (int) OHBOX_HOOK_POSTSTOP,
+               "the OCI hook kinds and ohbox's hook stages are in the same order");
+
+void
+ohbox_bundle_hooks (const struct oci_runtime_spec *c, struct ohbox_device_edits *e)
+{
+  /* The OCI kinds and ohbox's stages are in the same order. */
+  for (int k = 0; k < OCI_HOOK_KINDS; k++)
+    for (size_t i = 0; i < c->hooks.n[k]; i++)
+      {
+        const struct oci_hook *h = &c->hooks.v[k][i];
+        e->hooks = xrealloc (e->hooks, (e->n_hooks + 1) * sizeof *e->hooks);
+        e->hooks[e->n_hooks++] = (struct ohbox_device_hook){ .stage = (enum ohbox_hook_stage) k,
+                                                             .path = xstrdup (h->path),
+                                                             .args = strv_copy (h->args, h->path),
+                                                             .env = strv_copy (h->env, NULL),
+                                                             .timeout = h->timeout };
+      }
+}
+
 static int
 check_config (const struct oci_runtime_spec *c, ohbox_error_t *err)
 {
-  for (int k = 0; k < OCI_HOOK_KINDS; k++)
-    if (c->hooks.n[k])
-      {
-        char field[64];
-        snprintf (field, sizeof field, "hooks.%s", oci_hook_kind_name (k));
-        return unsupported (err, field, "a hook");
-      }
   if (c->domainname)
     return unsupported (err, "domainname", "a domain name");
   return 0;
@@ -473,6 +503,7 @@ ohbox_bundle_load (const char *dir, struct ohbox_bundle **ret, ohbox_error_t *er
       ohbox_bundle_free (b);
       return -1;
     }
+  ohbox_bundle_hooks (b->config, &b->hooks);
   b->spec.hostname = b->config->hostname;
   b->spec.mounts = b->mounts;
   b->spec.n_mounts = b->n_mounts;
@@ -499,6 +530,7 @@ ohbox_bundle_free (struct ohbox_bundle *b)
   ohbox_seccomp_filter_free (b->seccomp);
   oci_runtime_spec_free (b->config);
   free (b->config_text);
+  ohbox_device_edits_free (&b->hooks);
   free (b->user);
   free (b->rootfs);
   free (b->dir);

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include "devices/devices.h"
 #include "oci/runtime_spec.h"
 #include "sandbox/linux.h"
 #include "security/capabilities.h"
@@ -29,6 +30,7 @@ struct ohbox_bundle
   struct ohbox_userns_plan userns_plan;
   struct ohbox_seccomp_filter *seccomp;
   struct ohbox_cgroup_limits limits; /* linux.resources */
+  struct ohbox_device_edits hooks;   /* config.json's hooks (hooks alone) */
   struct ohbox_linux_spec spec;
 };
 
@@ -47,6 +49,9 @@ int ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limi
  * ohbox_cgroup_detect_opts.parent takes it, and the cgroup's name. */
 int ohbox_bundle_cgroup_path (const char *cgroups_path, const char *id, char **ret_parent, char **ret_name,
                               ohbox_error_t *err);
+/* The hooks of config C into E (hooks alone), for ohbox_device_hooks_run:
+ * the caller runs each kind where the runtime spec puts it. */
+void ohbox_bundle_hooks (const struct oci_runtime_spec *c, struct ohbox_device_edits *e);
 /* P's rlimits, umask and oom_score_adj, set on this process for the
  * container's process (or an exec'd one) to inherit. */
 int ohbox_bundle_apply_inherited (const struct oci_process *p, ohbox_error_t *err);

@@ -51,8 +51,12 @@ runc_cgroup_create (struct ohbox_bundle *b, const char *id, int dirfd, struct ru
   json_t *j = json_pack ("{s:s, s:s}", "parent", rc->parent, "name", rc->name);
   cleanup_free char *text = json_dumps (j, JSON_COMPACT);
   json_decref (j);
+  /* The devices the container may open: its /dev's and linux.devices
+   * (root only, as `ohbox run`: the device lists need the host's
+   * CAP_SYS_ADMIN). */
   if (ohbox_write_file_atomic (dirfd, RUNC_CGROUP_FILE, text, strlen (text), 0600, err) < 0
-      || ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err) < 0)
+      || ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err) < 0
+      || (geteuid () == 0 && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
     return -1;
   b->spec.cgroup = rc->cg;
   return 0;

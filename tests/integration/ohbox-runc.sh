@@ -604,6 +604,26 @@ test_hooks ()
   state_root_empty
 }
 
+# linux.devices: nodes made in the container (root's), which its device
+# cgroup lets it open, and none other (the host's /dev/loop-control, made
+# with mknod inside, cannot be opened).
+test_devices ()
+{
+  my_bundle '.process.args = ["sh", "-c", "ls -ln /dev/mydev /dev/myblk; head -c 4 /dev/mydev | wc -c; mknod /tmp/lc c 10 237 && cat /tmp/lc; echo rc=$?"]
+    | .process.capabilities.bounding += ["CAP_MKNOD"] | .process.capabilities.effective += ["CAP_MKNOD"]
+    | .process.capabilities.permitted += ["CAP_MKNOD"]
+    | .linux.devices = [{"path": "/dev/mydev", "type": "c", "major": 1, "minor": 5, "fileMode": 438, "uid": 7, "gid": 8},
+                        {"path": "/dev/myblk", "type": "b", "major": 7, "minor": 0}]'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" d1 </dev/null
+  assert_match "$out" 'crw-rw-rw- +1 7 +8 +1, +5 .* /dev/mydev'
+  assert_match "$out" 'brw-rw-rw- +1 0 +0 +7, +0 .* /dev/myblk'
+  assert_contains "$out" $'\n4\n'
+  assert_contains "$err" "Operation not permitted"
+  assert_contains "$out" "rc=1"
+  expect_refused '.linux.devices = [{"path": "/dev/p", "type": "p"}]' "linux.devices[0].type"
+  state_root_empty
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -656,3 +676,4 @@ run_test stale_state test_stale_state
 run_test spec_features test_spec_features
 run_test cgroup test_cgroup
 run_test hooks test_hooks
+run_test devices test_devices

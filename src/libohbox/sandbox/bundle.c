@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static int
@@ -90,11 +91,56 @@ tmpfs_mount (const struct oci_mount *m, size_t i, struct ohbox_mount_spec *out, 
   return 0;
 }
 
+/* linux.devices: nodes made afresh (mounts.c, as `ohbox run --device`
+ * makes them for root), owned by their ids as the host sees them; the
+ * device cgroup allows them besides ohbox's own /dev nodes (B->rules). */
+static int
+load_devices (struct ohbox_bundle *b, ohbox_error_t *err)
+{
+  const struct oci_linux *l = b->config->linux_config;
+  b->n_rules = ohbox_n_default_device_rules;
+  b->rules = xcalloc (b->n_rules + l->n_devices, sizeof *b->rules);
+  memcpy (b->rules, ohbox_default_device_rules, b->n_rules * sizeof *b->rules);
+  for (size_t i = 0; i < l->n_devices; i++)
+    {
+      const struct oci_device *d = &l->devices[i];
+      char field[64];
+      snprintf (field, sizeof field, "linux.devices[%zu].type", i);
+      if (d->type != 'c' && d->type != 'b')
+        return unsupported (err, field, "a device other than a character or block one");
+      uint32_t uid = d->has_uid ? d->uid : 0, gid = d->has_gid ? d->gid : 0;
+      if (b->spec.userns)
+        {
+          uint32_t hu = ohbox_idmap_to_host (&b->userns_plan.uids, uid),
+                   hg = ohbox_idmap_to_host (&b->userns_plan.gids, gid);
+          if (hu == (uint32_t) -1 || hg == (uint32_t) -1)
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                                "config.json: linux.devices[%zu]: its uid or gid is not mapped", i);
+          uid = hu;
+          gid = hg;
+        }
+      b->mounts[b->n_mounts++] = (struct ohbox_mount_spec){ .source = xasprintf ("config.json linux.devices[%zu]", i),
+                                                            .target = xstrdup (d->path),
+                                                            .device = true,
+                                                            .mknod = true,
+                                                            .rdev = makedev ((unsigned) d->major, (unsigned) d->minor),
+                                                            .mode = (d->type == 'b' ? S_IFBLK : S_IFCHR)
+                                                                    | (d->has_file_mode ? d->file_mode & 07777 : 0666),
+                                                            .host_uid = uid,
+                                                            .host_gid = gid,
+                                                            .fd = -1 };
+      b->rules[b->n_rules++] = (struct ohbox_device_rule){
+        .type = d->type, .major = d->major, .minor = d->minor, .access = "rwm"
+      };
+    }
+  return 0;
+}
+
 static int
 load_mounts (struct ohbox_bundle *b, ohbox_error_t *err)
 {
   const struct oci_runtime_spec *c = b->config;
-  b->mounts = xcalloc (c->n_mounts + 1, sizeof *b->mounts);
+  b->mounts = xcalloc (c->n_mounts + c->linux_config->n_devices + 1, sizeof *b->mounts);
   for (size_t i = 0; i < c->n_mounts; i++)
     {
       const struct oci_mount *m = &c->mounts[i];
@@ -305,19 +351,16 @@ ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *
   return 0;
 }
 
-/* linux.resources: the limits of the container's cgroup; device rules are
- * harmless only where no device node can be made. */
+/* linux.resources: the limits of the container's cgroup. */
 static int
 load_resources (struct ohbox_bundle *b, ohbox_error_t *err)
 {
   const struct oci_resources *r = &b->config->linux_config->resources;
   if (!b->config->linux_config->has_resources)
     return 0;
-  if (ohbox_bundle_limits (r, &b->limits, err) < 0)
-    return -1;
-  if (r->n_devices && (b->caps.bounding & ((uint64_t) 1 << CAP_MKNOD)))
-    return unsupported (err, "linux.resources.devices", "a device cgroup (needed with CAP_MKNOD)");
-  return 0;
+  /* resources.devices: the device cgroup allows ohbox's /dev nodes and
+   * linux.devices, and nothing else, whatever the rules say (load_devices). */
+  return ohbox_bundle_limits (r, &b->limits, err);
 }
 
 int
@@ -395,8 +438,6 @@ load_linux (struct ohbox_bundle *b, ohbox_error_t *err)
     return -1;
   if (l->monotonic.present || l->boottime.present)
     return unsupported (err, "linux.timeOffsets", "a time offset");
-  if (l->n_devices)
-    return unsupported (err, "linux.devices", "a device node");
   if (check_sysctls (b, err) < 0)
     return -1;
   if (l->mount_label)
@@ -498,7 +539,7 @@ ohbox_bundle_load (const char *dir, struct ohbox_bundle **ret, ohbox_error_t *er
   if (ohbox_read_file_at (AT_FDCWD, config, OCI_RUNTIME_MAX_CONFIG, &b->config_text, &b->config_len, err) < 0
       || oci_runtime_spec_parse (b->config_text, b->config_len, &b->config, err) < 0
       || check_config (b->config, err) < 0 || load_root (b, err) < 0 || load_process (b, err) < 0
-      || load_linux (b, err) < 0 || load_mounts (b, err) < 0)
+      || load_linux (b, err) < 0 || load_mounts (b, err) < 0 || load_devices (b, err) < 0)
     {
       ohbox_bundle_free (b);
       return -1;
@@ -525,6 +566,7 @@ ohbox_bundle_free (struct ohbox_bundle *b)
         close (b->mounts[i].fd);
     }
   free (b->mounts);
+  free (b->rules);
   if (b->spec.join_netns_fd >= 0)
     close (b->spec.join_netns_fd);
   ohbox_seccomp_filter_free (b->seccomp);

@@ -31,6 +31,9 @@ struct ohbox_bundle
   struct ohbox_seccomp_filter *seccomp;
   struct ohbox_cgroup_limits limits; /* linux.resources */
   struct ohbox_device_edits hooks;   /* config.json's hooks (hooks alone) */
+  /* The device cgroup's allow list: ohbox's /dev nodes and linux.devices. */
+  struct ohbox_device_rule *rules;
+  size_t n_rules;
   struct ohbox_linux_spec spec;
 };
 

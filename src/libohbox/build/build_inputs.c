@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -144,13 +145,16 @@ mhd_notls_dir (char **out, ohbox_error_t *err)
     return 0;
   if (env && *env)
     {
-      cleanup_free char *lib = xasprintf ("%s/" MHD_SONAME, env);
-      if (access (lib, F_OK) < 0)
+      /* Absolute: closure.sh runs ldd with it, and the cache keys by it. */
+      cleanup_free char *dir = realpath (env, NULL);
+      cleanup_free char *lib = dir ? xasprintf ("%s/" MHD_SONAME, dir) : NULL;
+      if (lib == NULL || access (lib, F_OK) < 0)
         return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                             "OHBOX_MHD_NOTLS `%s` has no " MHD_SONAME
                             ": give the lib directory executor/mhd-notls.sh made, or `none`",
                             env);
-      *out = xstrdup (env);
+      *out = dir;
+      dir = NULL;
       return 0;
     }
   const char *cand[] = { OHBOX_BUILDDIR "/executor-mhd-notls/lib", OHBOX_MHD_NOTLS_DIR };

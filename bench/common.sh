@@ -38,6 +38,22 @@ ob ()
 STORE_BEFORE=$W/store-before
 OB_BEFORE="env OHBOX_RUNROOT=$RUNROOT-before OHBOX_NETROOT=$RUNROOT-net-before $OHBOX_BEFORE --root $STORE_BEFORE"
 
+# With OHBOX_BEFORE, each binary's bridge starts run in a network namespace
+# of their own (NS_NOW, NS_BEFORE: `nsenter --net=...` prefixes): the two
+# versions' bridge and nftables table must not meet.
+NS_NOW='' NS_BEFORE=''
+bench_netns_pair ()
+{
+  local n
+  for n in now before; do
+    ip netns add "ohbox-bench-$n-$$"
+    ip -n "ohbox-bench-$n-$$" link set lo up
+    BENCH_CLEANUP+=("ip netns delete ohbox-bench-$n-$$")
+  done
+  NS_NOW="nsenter --net=/run/netns/ohbox-bench-now-$$"
+  NS_BEFORE="nsenter --net=/run/netns/ohbox-bench-before-$$"
+}
+
 # Cleanup hooks of the scripts run first (peers' containers), then ohbox's.
 BENCH_CLEANUP=()
 bench_cleanup ()

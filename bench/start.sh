@@ -14,7 +14,9 @@
 #
 # The "bridge" rows start on the default bridge network (veth, address
 # lease, the bridge's filter elements, neighbour entry) instead of none:
-# with OHBOX_BEFORE, what a change to the network set-up costs a start.
+# with OHBOX_BEFORE, what a change to the network set-up costs a start
+# (then both bridge rows run through nsenter, each binary in a network
+# namespace of its own: bench/common.sh).
 . "$(dirname "$0")/common.sh"
 RUNS=${1:-50}
 
@@ -28,8 +30,9 @@ add ()
 add floor "unshare --user --map-root-user --pid --fork --mount --net --uts --ipc chroot $ROOTFS /bin/true"
 add ohbox "$OHBOX --root $STORE run --rm --network=none $BB /bin/true"
 [ -z "$OHBOX_BEFORE" ] || add "ohbox (before)" "$OB_BEFORE run --rm --network=none $BB /bin/true"
-add bridge "$OHBOX --root $STORE run --rm --network=bridge $BB /bin/true"
-[ -z "$OHBOX_BEFORE" ] || add "bridge (before)" "$OB_BEFORE run --rm --network=bridge $BB /bin/true"
+[ -z "$OHBOX_BEFORE" ] || bench_netns_pair
+add bridge "$NS_NOW $OHBOX --root $STORE run --rm --network=bridge $BB /bin/true"
+[ -z "$OHBOX_BEFORE" ] || add "bridge (before)" "$NS_BEFORE $OB_BEFORE run --rm --network=bridge $BB /bin/true"
 # The work floor (bench/workfloor.c) takes the seccomp program and layers of
 # a sandbox of the same image, and ohbox's parent cgroups, which that start
 # makes.

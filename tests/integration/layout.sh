@@ -7,7 +7,7 @@ setup_more ()
 {
   img_push REG "oci:$IMG_ZSTD:latest" test/busybox-zstd:latest
 }
-. "$T_LIB/registry_busybox.sh"
+. "$T_LIB/registries.sh"
 
 BB=$REG_HOST/test/busybox:latest
 

@@ -12,7 +12,7 @@
 # registry that drips its answers just above the low-speed limit (the
 # pull's deadline, --timeout, and the request timeout end it).
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry_busybox.sh"
+. "$T_LIB/registries.sh"
 
 # pull_via_proxy [OPTIONS]: pulls test/busybox through the proxy FP.
 pull_via_proxy ()

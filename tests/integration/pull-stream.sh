@@ -6,7 +6,7 @@
 # connection (resumed with Range under the running unpack) and a pull killed
 # in the middle of the unpack leave no half layer and no half blob visible.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry_busybox.sh"
+. "$T_LIB/registries.sh"
 
 # slow_layer1 [MORE-JSON]: layer 1 at 300 kB/s (about 3.5 s), other faults added.
 slow_layer1 ()

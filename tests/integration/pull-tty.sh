@@ -5,7 +5,7 @@
 # "pulled" line. With stdout a pipe: plain event lines, no escape sequence.
 # -q: the id only; --format json: the JSON object only, in both cases.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry_busybox.sh"
+. "$T_LIB/registries.sh"
 
 # the start of the layers' digests, as the output shows them
 L1=$(short_hex "$IMG_BB_LAYER1")

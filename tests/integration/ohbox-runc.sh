@@ -182,6 +182,21 @@ test_process_fields ()
   state_root_empty
 }
 
+# A tmpfs with the options engines write (containerd's /run: mode, size,
+# strictatime, noexec); one that is not a size, mode or owner is refused.
+test_tmpfs_options ()
+{
+  my_bundle '.mounts += [{"destination": "/run", "type": "tmpfs", "source": "tmpfs",
+      "options": ["nosuid", "strictatime", "noexec", "mode=750", "size=64k"]}]
+    | .process.args = ["sh", "-c", "grep \" /run \" /proc/self/mounts; stat -c %a /run"]'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" tm1
+  assert_match "$out" ' /run tmpfs [^ ]*nosuid,nodev,noexec'
+  assert_match "$out" ' /run tmpfs [^ ]*size=64k,mode=750'
+  assert_contains "$out" $'\n750'
+  expect_refused '.mounts += [{"destination": "/run", "type": "tmpfs", "options": ["huge=always"]}]' "mounts[7].options"
+  expect_refused '.mounts += [{"destination": "/run", "type": "tmpfs", "options": ["size=1m,mpol=bind"]}]' "mounts[7].options"
+}
+
 # A network namespace joined by path (as podman and CNI give one).
 test_join_netns ()
 {
@@ -244,4 +259,5 @@ run_test delete_force test_delete_force
 run_test duplicate_id test_duplicate_id
 run_test process_fields test_process_fields
 run_test join_netns test_join_netns
+run_test tmpfs_options test_tmpfs_options
 run_test bad_bundles test_bad_bundles

@@ -406,8 +406,9 @@ ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
       const struct ohbox_mount_spec *m = &spec->mounts[i];
       int r;
       if (m->tmpfs)
-        r = mount_fs_at (rootfd, m->target, "tmpfs", MS_NOSUID | MS_NODEV | (m->read_only ? MS_RDONLY : 0), "mode=1777",
-                         err);
+        r = mount_fs_at (rootfd, m->target, "tmpfs",
+                         MS_NOSUID | MS_NODEV | m->tmpfs_flags | (m->read_only ? MS_RDONLY : 0),
+                         m->tmpfs_data ? m->tmpfs_data : "mode=1777", err);
       else
         {
           struct stat st;

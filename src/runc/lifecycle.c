@@ -130,16 +130,22 @@ static int
 make_container (const char *id, struct monitor_ctx *m, char **ret_dir)
 {
   if (!valid_id (id))
-    return fail ("invalid container id `%s`", id ? id : "");
-  if (mkdir (root_dir, 0700) < 0 && errno != EEXIST)
-    return fail ("create the state root `%s`: %s", root_dir, strerror (errno));
+    return -fail ("invalid container id `%s`", id ? id : "");
+  /* With its parents, as runc: the shim's root (/run/containerd/runc/NS)
+   * is made by the first runtime it runs. */
+  cleanup_error ohbox_error_t err = NULL;
+  if (ohbox_mkdir_p (AT_FDCWD, root_dir, 0700, &err) < 0)
+    return -fail ("create the state root `%s`: %s", root_dir, err->msg);
   char *dir = xasprintf ("%s/%s", root_dir, id);
   if (mkdir (dir, 0700) < 0)
     {
       int e = errno;
-      int rc = e == EEXIST ? fail ("container `%s` already exists", id) : fail ("create `%s`: %s", dir, strerror (e));
+      if (e == EEXIST)
+        fail ("container `%s` already exists", id);
+      else
+        fail ("create `%s`: %s", dir, strerror (e));
       free (dir);
-      return rc;
+      return -1;
     }
   m->dir = dir;
   m->id = id;

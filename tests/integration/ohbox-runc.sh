@@ -146,7 +146,15 @@ test_duplicate_id ()
   runc_cmd create --bundle "$T_WORK/bundle" c4 >/dev/null 2>&1
   assert_fails runc_cmd create --bundle "$T_WORK/bundle" c4
   assert_contains "$err" "already exists"
+  assert_not_contains "$err" "mkfifo"
+  # run with the id of another container: refused before anything runs.
+  assert_exit 1 runc_cmd run --bundle "$T_WORK/bundle" c4
+  assert_contains "$err" "already exists"
   assert_eq created "$(status_of c4)"
+  # A state root whose parents do not exist yet (containerd's shim gives
+  # /run/containerd/runc/NAMESPACE): made with them, as runc does.
+  assert_ok timeout 60 "$RUNC" --root "$T_WORK/deep/state/root" create --bundle "$T_WORK/bundle" c5
+  assert_ok "$RUNC" --root "$T_WORK/deep/state/root" delete --force c5
   assert_ok runc_cmd delete --force c4
   assert_fails runc_cmd create --bundle "$T_WORK/bundle" ../escape
   assert_contains "$err" "invalid container id"

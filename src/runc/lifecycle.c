@@ -4,6 +4,7 @@
 #include "common/utils.h"
 
 #include "sandbox/bundle.h"
+#include "sandbox/exec.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -16,6 +17,8 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/ioctl.h>
+#include <sys/signalfd.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
@@ -36,8 +39,11 @@ struct monitor_ctx
   const char *dir;
   const char *id;
   const char *bundle;
-  const struct oci_map *annotations;
+  const struct ohbox_bundle *b;
   const char *pid_file;
+  int stdio[3];               /* the container's: ours, or its terminal's slave */
+  int master;                 /* process.terminal: the terminal's master, else -1 */
+  const char *console_socket; /* where the master goes (NULL: run proxies it) */
 };
 
 static int
@@ -47,16 +53,23 @@ write_state (const struct monitor_ctx *m, pid_t pid, ohbox_error_t *err)
   time_t now = time (NULL);
   strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime (&now));
   json_t *ann = json_object ();
-  for (size_t i = 0; i < m->annotations->n; i++)
-    json_object_set_new (ann, m->annotations->keys[i], json_string (m->annotations->values[i]));
+  const struct oci_map *annotations = &m->b->config->annotations;
+  for (size_t i = 0; i < annotations->n; i++)
+    json_object_set_new (ann, annotations->keys[i], json_string (annotations->values[i]));
   json_t *j = json_pack ("{s:s, s:s, s:I, s:I, s:s, s:o, s:s}", "ociVersion", OCI_RUNTIME_SPEC_VERSION, "id", m->id,
                          "pid", (json_int_t) pid, "starttime", (json_int_t) start_time (pid), "bundle", m->bundle,
                          "annotations", ann, "created", when);
   cleanup_free char *text = json_dumps (j, JSON_COMPACT);
   json_decref (j);
   cleanup_close int dirfd = open (m->dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  if (dirfd < 0 || ohbox_write_file_atomic (dirfd, "state.json", text, strlen (text), 0600, err) < 0)
-    return dirfd < 0 ? ohbox_error_errno (err, "open `%s`", m->dir) : -1;
+  if (dirfd < 0)
+    return ohbox_error_errno (err, "open `%s`", m->dir);
+  /* What exec needs of the container: its process and the filter it got
+   * (written before state.json, which says the container exists). */
+  if (ohbox_write_file_atomic (dirfd, RUNC_CONFIG_COPY, m->b->config_text, m->b->config_len, 0600, err) < 0
+      || (m->b->seccomp && ohbox_seccomp_filter_save (dirfd, RUNC_SECCOMP_FILE, m->b->seccomp, err) < 0)
+      || ohbox_write_file_atomic (dirfd, "state.json", text, strlen (text), 0600, err) < 0)
+    return -1;
   if (m->pid_file)
     {
       char buf[32];
@@ -76,6 +89,15 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
   struct monitor_ctx *m = data;
   if (write_state (m, pid, err) < 0)
     return -1;
+  /* The terminal goes to the engine before create returns, as runc's. */
+  if (m->master >= 0 && m->console_socket)
+    {
+      int r = send_console (m->console_socket, m->master, err);
+      close (m->master);
+      m->master = -1;
+      if (r < 0)
+        return -1;
+    }
   if (m->fifo == NULL)
     return 0;
   cleanup_close int fifo = open (m->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
@@ -112,8 +134,7 @@ monitor (struct ohbox_bundle *b, struct monitor_ctx *m)
   cleanup_error ohbox_error_t err = NULL;
   setsid ();
   struct ohbox_linux_proc proc;
-  static const int stdio[3] = { 0, 1, 2 };
-  if (ohbox_bundle_start (b, m->id, stdio, wait_for_start, m, &proc, &err) < 0)
+  if (ohbox_bundle_start (b, m->id, m->stdio, wait_for_start, m, &proc, &err) < 0)
     {
       struct report r = { .pid = -1 };
       snprintf (r.text, sizeof r.text, "%s", err->msg);
@@ -187,10 +208,85 @@ create_monitor (struct ohbox_bundle *b, struct monitor_ctx *m, const char *fifo)
   return fail ("%s", n == (ssize_t) sizeof r ? r.text : "the container's monitor died during create");
 }
 
+/* process.terminal: a pseudo-terminal whose slave is the container's
+ * stdio, its master for the engine (--console-socket) or, in `run`'s
+ * foreground without one, proxied to ours. 0, or 1 once reported (fail). */
+static int
+open_terminal (const struct ohbox_bundle *b, bool run, struct monitor_ctx *m)
+{
+  const struct oci_process *p = b->config->process;
+  if (!p->terminal)
+    return m->console_socket ? fail ("--console-socket: the process has no terminal (process.terminal)") : 0;
+  if (m->console_socket == NULL && !run)
+    return fail ("process.terminal: create needs --console-socket (the terminal's master goes to the engine)");
+  m->master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
+  int slave = m->master < 0 || grantpt (m->master) < 0 || unlockpt (m->master) < 0
+                ? -1
+                : ioctl (m->master, TIOCGPTPEER, O_RDWR | O_NOCTTY | O_CLOEXEC);
+  if (slave < 0)
+    return fail ("allocate a pseudo-terminal: %s", strerror (errno));
+  struct winsize ws = { .ws_row = (unsigned short) p->console_height, .ws_col = (unsigned short) p->console_width };
+  if (p->has_console_size)
+    ioctl (slave, TIOCSWINSZ, &ws);
+  else
+    ohbox_terminal_sync_size (m->master);
+  m->stdio[0] = m->stdio[1] = m->stdio[2] = slave;
+  return 0;
+}
+
+static void
+close_terminal (struct monitor_ctx *m)
+{
+  if (m->master >= 0)
+    close (m->master);
+  if (m->stdio[0] > 2)
+    close (m->stdio[0]);
+  m->master = -1;
+  m->stdio[0] = m->stdio[1] = m->stdio[2] = -1;
+}
+
+/* run: this process is the monitor; the container's status is ours. */
+static int
+run_foreground (struct ohbox_bundle *b, struct monitor_ctx *m)
+{
+  cleanup_error ohbox_error_t err = NULL;
+  struct ohbox_linux_proc proc;
+  bool proxy = m->master >= 0 && m->console_socket == NULL;
+  /* Proxied, the signals the terminal would send go to the container
+   * (blocked from before it starts: none is lost meanwhile). */
+  sigset_t block, old;
+  sigemptyset (&block);
+  static const int forwarded[] = { SIGINT, SIGTERM, SIGHUP, SIGQUIT, SIGUSR1, SIGUSR2, SIGWINCH };
+  for (size_t i = 0; proxy && i < sizeof forwarded / sizeof forwarded[0]; i++)
+    sigaddset (&block, forwarded[i]);
+  sigprocmask (SIG_BLOCK, &block, &old);
+  cleanup_close int sigfd = proxy ? signalfd (-1, &block, SFD_CLOEXEC) : -1;
+  int rc;
+  if (proxy && sigfd < 0)
+    rc = fail ("signalfd: %s", strerror (errno));
+  else if (ohbox_bundle_start (b, m->id, m->stdio, wait_for_start, m, &proc, &err) < 0)
+    rc = fail_err (&err);
+  else
+    {
+      if (m->stdio[0] > 2)
+        close (m->stdio[0]); /* the container's own now: the master sees its hangup */
+      m->stdio[0] = m->stdio[1] = m->stdio[2] = -1;
+      if (proxy)
+        ohbox_terminal_proxy (m->master, proc.pidfd, sigfd, true, NULL, 0);
+      int ws = 0;
+      while (waitpid (proc.pid, &ws, 0) < 0 && errno == EINTR)
+        ;
+      close (proc.pidfd);
+      rc = status_of (ws);
+    }
+  sigprocmask (SIG_SETMASK, &old, NULL);
+  return rc;
+}
+
 int
 cmd_create_or_run (int argc, char **argv, bool run)
 {
-  const char *bundle = ".", *pid_file = NULL;
+  const char *bundle = ".", *pid_file = NULL, *console_socket = NULL;
   bool detach = false;
   static const struct option opts[] = { { "bundle", required_argument, NULL, 'b' },
                                         { "pid-file", required_argument, NULL, 'p' },
@@ -217,7 +313,8 @@ cmd_create_or_run (int argc, char **argv, bool run)
       case 'k':
         break; /* ohbox makes no session keyring */
       case 'c':
-        return fail ("--console-socket: a terminal is not supported by ohbox-runc yet");
+        console_socket = optarg;
+        break;
       case 'f':
         if (strcmp (optarg, "0") != 0)
           return fail ("--preserve-fds: passing fds is not supported by ohbox-runc yet");
@@ -240,11 +337,15 @@ cmd_create_or_run (int argc, char **argv, bool run)
   cleanup_free char *pid_path = pid_abs ? xasprintf ("%s/%s", pid_abs, pid_file) : NULL;
   struct monitor_ctx m = { .report_fd = -1,
                            .bundle = b->dir,
-                           .annotations = &b->config->annotations,
-                           .pid_file = pid_path ? pid_path : pid_file };
+                           .b = b,
+                           .pid_file = pid_path ? pid_path : pid_file,
+                           .stdio = { 0, 1, 2 },
+                           .master = -1,
+                           .console_socket = console_socket };
   char *dir = NULL;
-  if (make_container (id, &m, &dir) < 0)
+  if (open_terminal (b, run, &m) != 0 || make_container (id, &m, &dir) != 0)
     {
+      close_terminal (&m);
       ohbox_bundle_free (b);
       return 1;
     }
@@ -254,18 +355,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
     {
       /* In the foreground: this process is the monitor; the container's
        * status is ours; its state goes when it ends (as runc run). */
-      struct ohbox_linux_proc proc;
-      static const int stdio[3] = { 0, 1, 2 };
-      if (ohbox_bundle_start (b, id, stdio, wait_for_start, &m, &proc, &err) < 0)
-        rc = fail_err (&err);
-      else
-        {
-          int ws = 0;
-          while (waitpid (proc.pid, &ws, 0) < 0 && errno == EINTR)
-            ;
-          close (proc.pidfd);
-          rc = status_of (ws);
-        }
+      rc = run_foreground (b, &m);
     }
   else if (mkfifo (fifo, 0600) < 0)
     rc = fail ("mkfifo `%s`: %s", fifo, strerror (errno));
@@ -273,6 +363,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
     rc = create_monitor (b, &m, fifo);
   if (run || rc != 0)
     remove_container (dir);
+  close_terminal (&m);
   ohbox_bundle_free (b);
   free (dir);
   return rc;

@@ -6,7 +6,6 @@
 #include "common/utils.h"
 #include "oci/runtime_spec.h"
 
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -111,13 +110,13 @@ main (int argc, char **argv)
         return 0;
       case 'h':
         printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-                "commands: create, start, run, state, kill, delete\n");
+                "commands: create, start, run, state, kill, delete, exec\n");
         return 0;
       default:
         return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
       }
   if (optind >= argc)
-    return fail ("no command given (create, start, run, state, kill, delete)");
+    return fail ("no command given (create, start, run, state, kill, delete, exec)");
   const char *cmd = argv[optind];
   argc -= optind;
   argv += optind;
@@ -131,5 +130,7 @@ main (int argc, char **argv)
     return cmd_kill (argc, argv);
   if (strcmp (cmd, "delete") == 0)
     return cmd_delete (argc, argv);
+  if (strcmp (cmd, "exec") == 0)
+    return cmd_exec (argc, argv);
   return fail ("`%s`: not supported by ohbox-runc", cmd);
 }

@@ -3,7 +3,6 @@
 #include "runc/runc.h"
 #include "common/utils.h"
 
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -43,4 +42,3 @@ cmd_state (int argc, char **argv)
   container_close (&c);
   return rc;
 }
-

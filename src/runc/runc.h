@@ -5,12 +5,18 @@
  *   state.c      ROOT/<id>/: ids, locking, status
  *   lifecycle.c  create, run, start, kill, delete
  *   query.c      state
+ *   exec.c       exec
+ *   console.c    --console-socket
  *
  * State: ROOT/<id>/ (ROOT: --root, default /run/ohbox-runc), locked with
  * flock on the directory by every command that changes it:
  *   state.json  id, bundle, init pid and its start time, annotations, created
  *   exec.fifo   present while the container is created and not started: its
  *               monitor waits on it; `start` writes a byte into it
+ *   config.json a copy of the bundle's, as the container was created from it
+ *   seccomp.bpf the container's compiled seccomp filter (linux.seccomp)
+ * (exec takes the last two: an exec'd process gets what the container got,
+ * whatever happened to the bundle since)
  * The monitor is a process of the container's own (forked by `create`, or
  * the `run` process): the parent of the container's init until `start`
  * (linux.c kills the init if it dies before); after `create`'s start the
@@ -33,6 +39,9 @@ extern bool log_json;
  * which conmon and containerd read). Returns 1 (the exit status). */
 __attribute__ ((format (printf, 1, 2))) int fail (const char *fmt, ...);
 int fail_err (ohbox_error_t *err);
+
+#define RUNC_CONFIG_COPY "config.json"
+#define RUNC_SECCOMP_FILE "seccomp.bpf"
 
 /* state.c */
 bool valid_id (const char *id);
@@ -61,5 +70,10 @@ int cmd_start (int argc, char **argv);
 int cmd_kill (int argc, char **argv);
 int cmd_delete (int argc, char **argv);
 int cmd_state (int argc, char **argv);
+int cmd_exec (int argc, char **argv);
+
+/* console.c: sends the terminal's MASTER over the unix socket at PATH (as
+ * runc does: one message with the fd as SCM_RIGHTS), for the engine. */
+int send_console (const char *path, int master, ohbox_error_t *err);
 
 #endif

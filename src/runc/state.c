@@ -3,7 +3,6 @@
 #include "runc/runc.h"
 #include "common/utils.h"
 
-
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -85,14 +84,16 @@ container_open (const char *id, struct container *c)
   return 0;
 }
 
-
 void
 remove_container (const char *dir)
 {
   cleanup_free char *state = xasprintf ("%s/state.json", dir);
   cleanup_free char *fifo = xasprintf ("%s/exec.fifo", dir);
+  cleanup_free char *config = xasprintf ("%s/" RUNC_CONFIG_COPY, dir);
+  cleanup_free char *seccomp = xasprintf ("%s/" RUNC_SECCOMP_FILE, dir);
   unlink (state);
   unlink (fifo);
+  unlink (config);
+  unlink (seccomp);
   rmdir (dir);
 }
-

@@ -221,6 +221,193 @@ test_join_netns ()
   state_root_empty
 }
 
+# started ID JQ-FILTER: a container made from my_bundle's FILTER, created
+# and started, its init's pid in $init.
+started ()
+{
+  my_bundle "$2"
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file "$T_WORK/$1.pid" "$1" >/dev/null 2>&1 </dev/null
+  runc_cmd start "$1"
+  init=$(cat "$T_WORK/$1.pid")
+}
+
+# same_ns PID1 PID2 NS: both processes in the same NS namespace.
+same_ns ()
+{
+  [ "$(readlink "/proc/$1/ns/$3")" = "$(readlink "/proc/$2/ns/$3")" ]
+}
+
+# exec joins the container: its namespaces, user, capabilities, seccomp
+# filter, environment and cwd by default; the flags go over them.
+test_exec ()
+{
+  started e1 '.process.args = ["sleep", "1000"] | .process.user = {"uid": 1000, "gid": 1000, "additionalGids": [5]}
+    | .process.env = ["PATH=/bin", "FOO=bar"] | .process.cwd = "/tmp"
+    | .process.capabilities = {"bounding": ["CAP_KILL"], "effective": [], "permitted": []}
+    | .linux.seccomp = {"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO", "errnoRet": 13}]}'
+  assert_ok runc_cmd exec e1 sh -c 'hostname; grep -E "^(Uid|Groups|CapBnd|Seccomp):" /proc/self/status; echo foo=$FOO; pwd; ls -d /proc/[0-9]* | wc -l; mkdir /tmp/d 2>&1; exit 0'
+  assert_contains "$out" "runc-test"
+  assert_match "$out" $'Uid:\t1000\t1000\t1000\t1000'
+  assert_match "$out" $'Groups:\t5 *\n'
+  assert_match "$out" $'CapBnd:\t0000000000000020'
+  assert_match "$out" $'Seccomp:\t2'
+  assert_contains "$out" $'foo=bar\n/tmp\n'
+  assert_contains "$out" "Permission denied"
+  # The container's pid namespace: its init, the sleep, sh and ls.
+  assert_match "$out" $'\n[2-4]\n'
+  # The flags over the container's process; the exit status is the command's.
+  assert_exit 3 runc_cmd exec --user 0:0 --cwd / --env FOO=baz --cap CAP_NET_RAW --no-new-privs e1 \
+    sh -c 'grep -E "^(Uid|CapBnd|CapEff|NoNewPrivs):" /proc/self/status; echo foo=$FOO; pwd; exit 3'
+  assert_match "$out" $'Uid:\t0\t0\t0\t0'
+  assert_match "$out" $'CapBnd:\t0000000000002020'
+  assert_match "$out" $'CapEff:\t0000000000002000'
+  assert_match "$out" $'NoNewPrivs:\t1'
+  assert_contains "$out" $'foo=baz\n/'
+  assert_exit 127 runc_cmd exec e1 no-such-command
+  assert_contains "$err" "no-such-command"
+  assert_fails runc_cmd exec --cap CAP_NO_SUCH e1 true
+  assert_contains "$err" "CAP_NO_SUCH"
+  # --process FILE: that process, checked as strictly as config.json's.
+  jq -n '{"args": ["sh", "-c", "echo $A-$(id -u):$(id -G)"], "cwd": "/", "env": ["A=from-file"],
+          "user": {"uid": 2, "gid": 3, "additionalGids": [4]}}' >proc.json
+  assert_ok runc_cmd exec --process proc.json e1
+  assert_eq "from-file-2:3 4" "$out"
+  jq -n '{"args": ["true"], "cwd": "/", "bogus": 1}' >bad.json
+  assert_fails runc_cmd exec --process bad.json e1
+  assert_contains "$err" "bogus"
+  jq -n '{"args": ["true"], "cwd": "/", "apparmorProfile": "x"}' >bad.json
+  assert_fails runc_cmd exec --process bad.json e1
+  assert_contains "$err" "process.apparmorProfile"
+  assert_ok runc_cmd delete --force e1
+  pid_gone "$init"
+  state_root_empty
+}
+
+# -d with --pid-file: the process goes on in the container after exec ended;
+# --preserve-fds hands fds over, and no other fd of ohbox-runc's reaches it.
+test_exec_detach ()
+{
+  started e2 '.process.args = ["sleep", "1000"]'
+  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" e2 sleep 1000
+  local pid
+  pid=$(cat "$T_WORK/x.pid")
+  assert_int -gt "$pid" 1 "the exec'd pid"
+  kill -0 "$pid"
+  for ns in pid mnt net ipc uts; do same_ns "$init" "$pid" $ns || _t_assert_fail "not in the container's $ns namespace"; done
+  assert_eq "sleep 1000" "$(tr '\0' ' ' <"/proc/$pid/cmdline" | sed 's/ $//')"
+  assert_ok runc_cmd exec --preserve-fds 1 e2 sh -c 'echo via-fd3 >&3; ls /proc/$$/fd; :' 3>"$T_WORK/fd3" 4>/dev/null
+  assert_eq via-fd3 "$(cat "$T_WORK/fd3")"
+  assert_eq "$(printf '0\n1\n2\n3')" "$out"
+  assert_fails runc_cmd exec --preserve-fds 2 e2 true 3>/dev/null
+  assert_contains "$err" "fd 4 is not open"
+  assert_ok runc_cmd delete --force e2
+  pid_gone "$init"
+  t_wait_until 10 pid_gone "$pid"
+  state_root_empty
+}
+
+# -t --console-socket: the terminal's master goes to the engine over the
+# socket, the process has it as its controlling terminal.
+test_exec_console ()
+{
+  started e3 '.process.args = ["sleep", "1000"]'
+  /usr/bin/python3 "$T_LIB/console_recv.py" "$T_WORK/cs.sock" >"$T_WORK/console.out" 2>&1 &
+  local recv=$!
+  t_wait_until 10 test -e "$T_WORK/cs.sock.ready"
+  assert_ok runc_cmd exec -t -d --console-socket "$T_WORK/cs.sock" e3 sh -c 'tty; test -t 0 && echo is-a-tty; stty size'
+  wait "$recv"
+  assert_match "$(cat "$T_WORK/console.out")" 'name=/dev/pts/[0-9]+'
+  assert_match "$(cat "$T_WORK/console.out")" $'/dev/pts/[0-9]+\r\nis-a-tty'
+  # consoleSize from a process file.
+  rm -f "$T_WORK/cs.sock" "$T_WORK/cs.sock.ready"
+  /usr/bin/python3 "$T_LIB/console_recv.py" "$T_WORK/cs.sock" >"$T_WORK/console.out" 2>&1 &
+  recv=$!
+  t_wait_until 10 test -e "$T_WORK/cs.sock.ready"
+  jq -n '{"args": ["stty", "size"], "cwd": "/", "terminal": true, "consoleSize": {"height": 33, "width": 111}}' >proc.json
+  assert_ok runc_cmd exec -d --console-socket "$T_WORK/cs.sock" --process proc.json e3
+  wait "$recv"
+  assert_contains "$(cat "$T_WORK/console.out")" "33 111"
+  assert_fails runc_cmd exec -t -d e3 true
+  assert_contains "$err" "--console-socket is needed"
+  assert_fails runc_cmd exec --console-socket "$T_WORK/cs.sock" e3 true
+  assert_contains "$err" "without a terminal"
+  assert_ok runc_cmd delete --force e3
+  state_root_empty
+}
+
+# exec needs a running container.
+test_exec_states ()
+{
+  my_bundle '.process.args = ["sleep", "1000"]'
+  runc_cmd create --bundle "$T_WORK/bundle" e4 >/dev/null 2>&1 </dev/null
+  assert_fails runc_cmd exec e4 true
+  assert_contains "$err" "is created"
+  assert_ok runc_cmd kill e4 KILL
+  t_wait_until 10 status_is e4 stopped
+  assert_fails runc_cmd exec e4 true
+  assert_contains "$err" "is stopped"
+  assert_ok runc_cmd delete e4
+  assert_fails runc_cmd exec e4 true
+  assert_contains "$err" "does not exist"
+  assert_fails runc_cmd exec
+  assert_contains "$err" "usage: exec"
+  state_root_empty
+}
+
+# console_start: the engine's side of --console-socket at $T_WORK/cs.sock,
+# its output in $T_WORK/console.out, its pid in $recv.
+console_start ()
+{
+  rm -f "$T_WORK/cs.sock" "$T_WORK/cs.sock.ready"
+  /usr/bin/python3 "$T_LIB/console_recv.py" "$T_WORK/cs.sock" >"$T_WORK/console.out" 2>&1 &
+  recv=$!
+  t_wait_until 10 test -e "$T_WORK/cs.sock.ready"
+}
+
+# process.terminal: create sends the terminal's master over --console-socket
+# before it returns (as conmon and containerd's shim expect); run without
+# one proxies the terminal itself.
+test_terminal ()
+{
+  local recv
+  console_start
+  my_bundle '.process.terminal = true | .process.consoleSize = {"height": 21, "width": 77}
+    | .process.args = ["sh", "-c", "tty; stty size; read line; echo got-$line"]'
+  assert_ok runc_cmd create --bundle "$T_WORK/bundle" --console-socket "$T_WORK/cs.sock" t1 </dev/null
+  # The engine has the terminal before start.
+  t_wait_until 10 grep -q name= "$T_WORK/console.out"
+  assert_ok runc_cmd start t1
+  t_wait_until 10 grep -q "21 77" "$T_WORK/console.out"
+  t_wait_until 10 status_is t1 running
+  kill "$recv"
+  wait "$recv" || true
+  t_wait_until 10 status_is t1 stopped
+  assert_match "$(cat "$T_WORK/console.out")" $'/dev/pts/[0-9]+\r\n21 77'
+  assert_ok runc_cmd delete t1
+  # Input through the terminal, run in the foreground.
+  console_start
+  /usr/bin/python3 "$T_LIB/console_recv.py" "$T_WORK/cs2.sock" hello$'\n' >"$T_WORK/console2.out" 2>&1 &
+  local recv2=$!
+  t_wait_until 10 test -e "$T_WORK/cs2.sock.ready"
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" --console-socket "$T_WORK/cs2.sock" t2 </dev/null
+  wait "$recv2"
+  assert_contains "$(cat "$T_WORK/console2.out")" "got-hello"
+  kill "$recv" 2>/dev/null || true
+  # run without --console-socket proxies the terminal (stdin at EOF: ^D).
+  my_bundle '.process.terminal = true | .process.consoleSize = {"height": 20, "width": 70}
+    | .process.args = ["sh", "-c", "test -t 0 && test -t 1 && echo tty-ok; stty size; exit 4"]'
+  assert_exit 4 runc_cmd run --bundle "$T_WORK/bundle" t3 </dev/null
+  assert_contains "$out" "tty-ok"
+  assert_contains "$out" "20 70"
+  # A terminal for a process without one, none for a process with one.
+  assert_fails runc_cmd create --bundle "$T_WORK/bundle" t4
+  assert_contains "$err" "needs --console-socket"
+  my_bundle '.process.args = ["true"]'
+  assert_fails runc_cmd create --bundle "$T_WORK/bundle" --console-socket "$T_WORK/cs.sock" t5
+  assert_contains "$err" "has no terminal"
+  state_root_empty
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -254,7 +441,7 @@ test_bad_bundles ()
   assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" bad
   assert_contains "$err" "config.json"
   state_root_empty
-  for cmd in checkpoint restore exec pause; do
+  for cmd in checkpoint restore pause; do
     assert_exit 1 runc_cmd "$cmd" x
     assert_contains "$err" "not supported"
   done
@@ -269,3 +456,8 @@ run_test process_fields test_process_fields
 run_test join_netns test_join_netns
 run_test tmpfs_options test_tmpfs_options
 run_test bad_bundles test_bad_bundles
+run_test exec test_exec
+run_test exec_detach test_exec_detach
+run_test exec_console test_exec_console
+run_test exec_states test_exec_states
+run_test terminal test_terminal

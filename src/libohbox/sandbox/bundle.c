@@ -164,24 +164,30 @@ load_capability_set (char **names, const char *set, uint64_t *ret, ohbox_error_t
   return 0;
 }
 
+int
+ohbox_bundle_process_check (const struct oci_process *p, struct ohbox_caps_sets *caps, ohbox_error_t *err)
+{
+  if (p->apparmor_profile || p->selinux_label)
+    return unsupported (err, p->apparmor_profile ? "process.apparmorProfile" : "process.selinuxLabel", "an LSM label");
+  if (p->scheduler.present || p->io_priority.present)
+    return unsupported (err, p->scheduler.present ? "process.scheduler" : "process.ioPriority", "scheduling");
+  const struct oci_capabilities *c = &p->caps;
+  if (load_capability_set (c->bounding, "bounding", &caps->bounding, err) < 0
+      || load_capability_set (c->effective, "effective", &caps->effective, err) < 0
+      || load_capability_set (c->permitted, "permitted", &caps->permitted, err) < 0
+      || load_capability_set (c->inheritable, "inheritable", &caps->inheritable, err) < 0
+      || load_capability_set (c->ambient, "ambient", &caps->ambient, err) < 0)
+    return -1;
+  return 0;
+}
+
 static int
 load_process (struct ohbox_bundle *b, ohbox_error_t *err)
 {
   const struct oci_process *p = b->config->process;
   if (p == NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: process: missing (a container needs one)");
-  if (p->terminal)
-    return unsupported (err, "process.terminal", "a terminal (--console-socket)");
-  if (p->apparmor_profile || p->selinux_label)
-    return unsupported (err, p->apparmor_profile ? "process.apparmorProfile" : "process.selinuxLabel", "an LSM label");
-  if (p->scheduler.present || p->io_priority.present)
-    return unsupported (err, p->scheduler.present ? "process.scheduler" : "process.ioPriority", "scheduling");
-  const struct oci_capabilities *c = &p->caps;
-  if (load_capability_set (c->bounding, "bounding", &b->caps.bounding, err) < 0
-      || load_capability_set (c->effective, "effective", &b->caps.effective, err) < 0
-      || load_capability_set (c->permitted, "permitted", &b->caps.permitted, err) < 0
-      || load_capability_set (c->inheritable, "inheritable", &b->caps.inheritable, err) < 0
-      || load_capability_set (c->ambient, "ambient", &b->caps.ambient, err) < 0)
+  if (ohbox_bundle_process_check (p, &b->caps, err) < 0)
     return -1;
   b->user = xasprintf ("%u:%u", p->user.uid, p->user.gid);
   struct ohbox_linux_spec *s = &b->spec;
@@ -192,6 +198,7 @@ load_process (struct ohbox_bundle *b, ohbox_error_t *err)
   s->caps_sets = &b->caps;
   s->caps = b->caps.bounding;
   s->no_new_privs = p->no_new_privileges;
+  s->tty = p->terminal; /* the caller gives a terminal's slave as stdio */
   s->additional_gids = p->user.additional_gids;
   s->n_additional_gids = p->user.n_additional_gids;
   s->exact_groups = true;
@@ -395,12 +402,11 @@ ohbox_bundle_load (const char *dir, struct ohbox_bundle **ret, ohbox_error_t *er
       ohbox_bundle_free (b);
       return ohbox_error (err, OHBOX_ERR_NOT_FOUND, errno, "bundle `%s`", dir);
     }
-  cleanup_free char *text = NULL;
-  size_t len = 0;
   cleanup_free char *config = xasprintf ("%s/config.json", b->dir);
-  if (ohbox_read_file_at (AT_FDCWD, config, OCI_RUNTIME_MAX_CONFIG, &text, &len, err) < 0
-      || oci_runtime_spec_parse (text, len, &b->config, err) < 0 || check_config (b->config, err) < 0
-      || load_root (b, err) < 0 || load_process (b, err) < 0 || load_linux (b, err) < 0 || load_mounts (b, err) < 0)
+  if (ohbox_read_file_at (AT_FDCWD, config, OCI_RUNTIME_MAX_CONFIG, &b->config_text, &b->config_len, err) < 0
+      || oci_runtime_spec_parse (b->config_text, b->config_len, &b->config, err) < 0
+      || check_config (b->config, err) < 0 || load_root (b, err) < 0 || load_process (b, err) < 0
+      || load_linux (b, err) < 0 || load_mounts (b, err) < 0)
     {
       ohbox_bundle_free (b);
       return -1;
@@ -431,16 +437,15 @@ ohbox_bundle_free (struct ohbox_bundle *b)
     close (b->spec.join_netns_fd);
   ohbox_seccomp_filter_free (b->seccomp);
   oci_runtime_spec_free (b->config);
+  free (b->config_text);
   free (b->user);
   free (b->rootfs);
   free (b->dir);
   free (b);
 }
 
-/* The config's rlimits, umask and oom_score_adj, set on this process (the
- * container's monitor) for the container to inherit. */
-static int
-apply_inherited (const struct oci_process *p, ohbox_error_t *err)
+int
+ohbox_bundle_apply_inherited (const struct oci_process *p, ohbox_error_t *err)
 {
   for (size_t i = 0; i < p->n_rlimits; i++)
     {
@@ -470,6 +475,8 @@ ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
   if (geteuid () != 0)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "ohbox-runc runs containers as root only (rootless: not yet)");
   struct ohbox_linux_spec *s = &b->spec;
+  if (s->tty && !isatty (stdio[0]))
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "process.terminal: the container's stdin is not a terminal");
   s->id = id;
   for (int i = 0; i < 3; i++)
     s->stdio[i] = stdio[i];
@@ -483,7 +490,8 @@ ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
   if (rootdir < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs `%s`", b->rootfs);
   s->rootdir_fd = rootdir;
-  if (apply_inherited (b->config->process, err) < 0 || ohbox_mounts_prepare_binds (b->mounts, b->n_mounts, err) < 0)
+  if (ohbox_bundle_apply_inherited (b->config->process, err) < 0
+      || ohbox_mounts_prepare_binds (b->mounts, b->n_mounts, err) < 0)
     return -1;
   int r = ohbox_linux_start (s, ret, err);
   s->rootdir_fd = -1;

@@ -20,6 +20,8 @@ struct ohbox_bundle
   char *dir;    /* absolute */
   char *rootfs; /* absolute, resolved */
   struct oci_runtime_spec *config;
+  char *config_text; /* config.json as read (the state keeps a copy for exec) */
+  size_t config_len;
   char *user; /* "uid:gid" */
   struct ohbox_caps_sets caps;
   struct ohbox_mount_spec *mounts;
@@ -33,7 +35,15 @@ struct ohbox_bundle
 int ohbox_bundle_load (const char *dir, struct ohbox_bundle **ret, ohbox_error_t *err);
 void ohbox_bundle_free (struct ohbox_bundle *b);
 
-/* Starts the container ID from B with STDIO as its standard streams.
+/* Checks the fields of process P that ohbox-runc does not honour (an error
+ * naming the first) and fills CAPS with its five capability sets. */
+int ohbox_bundle_process_check (const struct oci_process *p, struct ohbox_caps_sets *caps, ohbox_error_t *err);
+/* P's rlimits, umask and oom_score_adj, set on this process for the
+ * container's process (or an exec'd one) to inherit. */
+int ohbox_bundle_apply_inherited (const struct oci_process *p, ohbox_error_t *err);
+
+/* Starts the container ID from B with STDIO as its standard streams (with
+ * process.terminal: a terminal's slave, made the controlling terminal).
  * BEFORE_START (may be NULL) runs once the container is set up and its
  * process waits to execve (where `create` stops until `start`). Sets this
  * process's rlimits and oom_score_adj to the config's (the container

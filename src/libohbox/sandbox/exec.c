@@ -106,6 +106,28 @@ exec_plan_release (struct exec_plan *p)
   free (p->seccomp_profile);
 }
 
+/* The caller's options over what the process gets; N: P->env's length. */
+static int
+plan_add_options (const struct ohbox_exec_options *o, struct exec_plan *p, size_t n, bool set_term, ohbox_error_t *err)
+{
+  if (p->cwd[0] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "working directory `%s` is not an absolute path", p->cwd);
+  if (o->tty && set_term)
+    exec_env_set (&p->env, &n, "TERM=xterm");
+  for (size_t i = 0; o->env && o->env[i]; i++)
+    {
+      if (n >= OHBOX_SANDBOX_MAX_ENV)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many environment variables (at most %d)",
+                            OHBOX_SANDBOX_MAX_ENV);
+      if (strchr (o->env[i], '=') == NULL || o->env[i][0] == '=')
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid environment variable `%s`: use KEY=VALUE", o->env[i]);
+      exec_env_set (&p->env, &n, o->env[i]);
+    }
+  if (p->env == NULL)
+    p->env = xcalloc (1, sizeof (char *));
+  return 0;
+}
+
 static int
 load_plan (int dfd, const struct ohbox_exec_options *o, struct exec_plan *p, ohbox_error_t *err)
 {
@@ -137,22 +159,7 @@ load_plan (int dfd, const struct ohbox_exec_options *o, struct exec_plan *p, ohb
   json_decref (j);
   if (r < 0)
     return -1;
-  if (p->cwd[0] != '/')
-    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "working directory `%s` is not an absolute path", p->cwd);
-  if (o->tty)
-    exec_env_set (&p->env, &n, "TERM=xterm");
-  for (i = 0; o->env && o->env[i]; i++)
-    {
-      if (n >= OHBOX_SANDBOX_MAX_ENV)
-        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many environment variables (at most %d)",
-                            OHBOX_SANDBOX_MAX_ENV);
-      if (strchr (o->env[i], '=') == NULL || o->env[i][0] == '=')
-        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid environment variable `%s`: use KEY=VALUE", o->env[i]);
-      exec_env_set (&p->env, &n, o->env[i]);
-    }
-  if (p->env == NULL)
-    p->env = xcalloc (1, sizeof (char *));
-  return 0;
+  return plan_add_options (o, p, n, true, err);
 }
 
 /* ---- namespaces ---- */
@@ -425,46 +432,36 @@ fork_helper (const struct ohbox_cgroup *cg, bool *in_v2)
   return fork ();
 }
 
-int
-ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohbox_exec_options *o, int *ret_exit_code,
-                    ohbox_error_t *err)
+/* What both entry points check before anything else. */
+static int
+check_options (const struct ohbox_exec_options *o, ohbox_error_t *err)
 {
-  *ret_exit_code = OHBOX_EXIT_RUNTIME;
   size_t argc = exec_strv_len (o->argv);
   if (argc == 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "no command: give one after the sandbox's name or id");
   if (argc > OHBOX_SANDBOX_MAX_ARGS)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many arguments (at most %d)", OHBOX_SANDBOX_MAX_ARGS);
+  if (o->preserve_fds < 0 || o->preserve_fds > 1024)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "preserve-fds: %d is not between 0 and 1024", o->preserve_fds);
+  char detach[OHBOX_EXEC_MAX_DETACH_KEYS];
+  if (o->tty && o->detach_keys && *o->detach_keys
+      && ohbox_exec_parse_detach_keys (o->detach_keys, detach, sizeof detach, err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Runs O's command in the namespaces of INIT (INIT_PIDFD), CG (may be
+ * NULL), with PLAN and SECCOMP (may be NULL); see ohbox_sandbox_exec. */
+static int
+exec_run (pid_t init, int init_pidfd, struct exec_plan *plan, const struct ohbox_seccomp_filter *seccomp,
+          const struct ohbox_cgroup *cg, const struct ohbox_exec_options *o, int *ret_exit_code, ohbox_error_t *err)
+{
   char detach[OHBOX_EXEC_MAX_DETACH_KEYS];
   int n_detach = 0;
-  if (o->tty && o->detach_keys && *o->detach_keys
-      && (n_detach = ohbox_exec_parse_detach_keys (o->detach_keys, detach, sizeof detach, err)) < 0)
+  if (o->tty && o->detach_keys && *o->detach_keys && !o->detach)
+    n_detach = ohbox_exec_parse_detach_keys (o->detach_keys, detach, sizeof detach, err);
+  if (n_detach < 0)
     return -1;
-
-  cleanup_free char *id = NULL;
-  if (ohbox_sandbox_resolve (rt, what, &id, err) < 0 || check_running (rt, id, what, err) < 0)
-    return -1;
-  cleanup_close int dfd = -1;
-  if (ohbox_state_open (rt, id, &dfd, err) < 0)
-    return -1;
-  bool exited = false;
-  cleanup_close int init_pidfd = ohbox_state_pidfd (dfd, &exited, err);
-  if (init_pidfd < 0)
-    {
-      if (*err == NULL)
-        ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running (exited): exec needs a running sandbox",
-                     what);
-      return -1;
-    }
-  struct ohbox_sandbox_record rec;
-  if (ohbox_state_load_record (dfd, &rec, err) < 0)
-    return -1;
-  pid_t init = rec.pid;
-  ohbox_sandbox_record_clear (&rec);
-
-  struct exec_plan plan = { 0 };
-  struct ohbox_seccomp_filter *seccomp = NULL;
-  struct ohbox_cgroup *cg = NULL;
   int ns_fds[N_NS];
   int ns_flags = 0;
   int stdio[3] = { -1, -1, -1 };
@@ -480,7 +477,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
     ns_fds[i] = -1;
 
   pid_t ref = init;
-  if (load_plan (dfd, o, &plan, err) < 0 || ns_plan (init, &ref, &ns_flags, ns_fds, err) < 0)
+  if (ns_plan (init, &ref, &ns_flags, ns_fds, err) < 0)
     goto out;
   if (ref != init)
     {
@@ -488,30 +485,15 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
       if (ref_pidfd < 0)
         goto out;
     }
-  /* The filter the sandbox started with (ohbox_exec_record); compiled
-   * again only for a sandbox an older ohbox started. */
-  if (!plan.unconfined && ohbox_seccomp_filter_load (dfd, OHBOX_EXEC_SECCOMP_FILE, &seccomp) < 0)
-    {
-      cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
-      struct ohbox_seccomp_options so = { .caps = plan.caps, .cache_dir = cache };
-      if (ohbox_seccomp_compile_file (plan.seccomp_profile, &so, &seccomp, err) < 0)
-        goto out;
-    }
-  const struct ohbox_cgroup_host *cgh;
-  if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
-    goto out;
-  if (ohbox_cgroup_open (cgh, id, &cg, err) < 0)
-    {
-      /* A sandbox without a cgroup (none could be made on this host). */
-      if ((*err)->kind != OHBOX_ERR_NOT_FOUND)
-        goto out;
-      ohbox_error_release (err);
-      cg = NULL;
-    }
 
   struct winsize ws;
   memset (&ws, 0, sizeof ws);
-  bool has_ws = o->tty && (ioctl (1, TIOCGWINSZ, &ws) == 0 || ioctl (0, TIOCGWINSZ, &ws) == 0);
+  bool has_ws = o->tty && (o->has_console_size || ioctl (1, TIOCGWINSZ, &ws) == 0 || ioctl (0, TIOCGWINSZ, &ws) == 0);
+  if (o->tty && o->has_console_size)
+    {
+      ws.ws_row = o->console_rows;
+      ws.ws_col = o->console_cols;
+    }
   if (!o->tty && o->stdio)
     {
       /* Duplicates above 2 (closed below), /dev/null for -1. */
@@ -537,8 +519,9 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
       stdio[1] = 1;
       stdio[2] = 2;
     }
-  /* Without -t the caller's terminal is never the command's. */
-  if (!o->tty && ohbox_relay_setup (&relay, stdio, err) < 0)
+  /* Without -t the caller's terminal is never the command's (detached,
+   * nobody relays: what the caller hands in goes through as it is). */
+  if (!o->tty && !o->detach && ohbox_relay_setup (&relay, stdio, err) < 0)
     goto out;
   if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hp) < 0 || pipe2 (cp, O_CLOEXEC) < 0)
     {
@@ -561,7 +544,7 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
 
   struct child_ctx c = {
     .o = o,
-    .plan = &plan,
+    .plan = plan,
     .seccomp = seccomp,
     .cgroup = cg,
     .pidfd = ref_pidfd >= 0 ? ref_pidfd : init_pidfd,
@@ -609,13 +592,24 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
       ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pidfd_open the command's process");
       goto out;
     }
+  if (o->started && o->started (cmd, o->hand_master ? master : -1, o->started_data, err) < 0)
+    goto out;
+  if (o->detach)
+    {
+      if (master >= 0 && !o->hand_master)
+        hold_terminal (master, cmd_pidfd);
+      *ret_exit_code = -1;
+      cmd = -1; /* reaped by whoever inherits it */
+      r = 0;
+      goto out;
+    }
   /* Only the command (and its children) may hold the terminal now: the
    * master sees EOF once they are gone. */
   for (int i = 0; i < 3; i++)
     if (stdio[i] > 2)
       close (stdio[i]);
   stdio[0] = stdio[1] = stdio[2] = -1;
-  if (master >= 0)
+  if (master >= 0 && !o->hand_master)
     {
       if (ohbox_terminal_proxy (master, cmd_pidfd, sigfd, o->interactive, detach, (size_t) n_detach) == 1)
         {
@@ -672,8 +666,93 @@ out:
   for (size_t i = 0; i < N_NS; i++)
     if (ns_fds[i] >= 0)
       close (ns_fds[i]);
+  return r;
+}
+
+int
+ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohbox_exec_options *o, int *ret_exit_code,
+                    ohbox_error_t *err)
+{
+  *ret_exit_code = OHBOX_EXIT_RUNTIME;
+  if (check_options (o, err) < 0)
+    return -1;
+  cleanup_free char *id = NULL;
+  if (ohbox_sandbox_resolve (rt, what, &id, err) < 0 || check_running (rt, id, what, err) < 0)
+    return -1;
+  cleanup_close int dfd = -1;
+  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+    return -1;
+  bool exited = false;
+  cleanup_close int init_pidfd = ohbox_state_pidfd (dfd, &exited, err);
+  if (init_pidfd < 0)
+    {
+      if (*err == NULL)
+        ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running (exited): exec needs a running sandbox",
+                     what);
+      return -1;
+    }
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (dfd, &rec, err) < 0)
+    return -1;
+  pid_t init = rec.pid;
+  ohbox_sandbox_record_clear (&rec);
+
+  struct exec_plan plan = { 0 };
+  struct ohbox_seccomp_filter *seccomp = NULL;
+  struct ohbox_cgroup *cg = NULL;
+  int r = -1;
+  if (load_plan (dfd, o, &plan, err) < 0)
+    goto out;
+  /* The filter the sandbox started with (ohbox_exec_record); compiled
+   * again only for a sandbox an older ohbox started. */
+  if (!plan.unconfined && ohbox_seccomp_filter_load (dfd, OHBOX_EXEC_SECCOMP_FILE, &seccomp) < 0)
+    {
+      cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
+      struct ohbox_seccomp_options so = { .caps = plan.caps, .cache_dir = cache };
+      if (ohbox_seccomp_compile_file (plan.seccomp_profile, &so, &seccomp, err) < 0)
+        goto out;
+    }
+  const struct ohbox_cgroup_host *cgh;
+  if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
+    goto out;
+  if (ohbox_cgroup_open (cgh, id, &cg, err) < 0)
+    {
+      /* A sandbox without a cgroup (none could be made on this host). */
+      if ((*err)->kind != OHBOX_ERR_NOT_FOUND)
+        goto out;
+      ohbox_error_release (err);
+      cg = NULL;
+    }
+
+  r = exec_run (init, init_pidfd, &plan, seccomp, cg, o, ret_exit_code, err);
+out:
   ohbox_cgroup_free (cg);
   ohbox_seccomp_filter_free (seccomp);
+  exec_plan_release (&plan);
+  return r;
+}
+
+int
+ohbox_exec_join (const struct ohbox_exec_target *t, const struct ohbox_exec_options *o, int *ret_exit_code,
+                 ohbox_error_t *err)
+{
+  *ret_exit_code = OHBOX_EXIT_RUNTIME;
+  if (check_options (o, err) < 0)
+    return -1;
+  struct exec_plan plan = { .cwd = xstrdup (o->workdir ? o->workdir
+                                            : t->cwd   ? t->cwd
+                                                       : "/"),
+                            .user = xstrdup (o->user ? o->user : t->user),
+                            .no_new_privs = t->no_new_privs,
+                            .caps_sets = t->caps_sets,
+                            .additional_gids = t->additional_gids,
+                            .n_additional_gids = t->n_additional_gids };
+  size_t n = 0;
+  for (size_t i = 0; t->env && t->env[i]; i++)
+    exec_env_set (&plan.env, &n, t->env[i]);
+  int r = -1;
+  if (plan_add_options (o, &plan, n, false, err) == 0)
+    r = exec_run (t->init, t->init_pidfd, &plan, t->seccomp, t->cgroup, o, ret_exit_code, err);
   exec_plan_release (&plan);
   return r;
 }

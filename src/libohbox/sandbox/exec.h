@@ -25,7 +25,10 @@
 #include <stdint.h>
 
 #include "common/error.h"
+#include "cgroup/cgroup.h"
 #include "sandbox/sandbox.h"
+#include "security/capabilities.h"
+#include "security/seccomp.h"
 
 struct ohbox_exec_options
 {
@@ -42,6 +45,16 @@ struct ohbox_exec_options
    * may be -1 for /dev/null); NULL: the caller's 0 (with -i, else
    * /dev/null), 1 and 2. They are not closed. */
   const int *stdio;
+  /* ohbox-runc exec: */
+  bool detach;           /* return once the command runs (*RET_EXIT_CODE -1); it is not waited for */
+  bool hand_master;      /* -t: the terminal's master goes to STARTED (to dup or send), not proxied */
+  int preserve_fds;      /* the caller's fds 3 .. 3+N-1 (open, not CLOEXEC) stay open in the command */
+  bool has_console_size; /* -t: this size instead of the caller's terminal's */
+  unsigned short console_rows, console_cols;
+  /* Called once the command runs (its execve succeeded), with its pid and
+   * with HAND_MASTER the terminal's master (else -1). */
+  int (*started) (pid_t pid, int master, void *data, ohbox_error_t *err);
+  void *started_data;
 };
 
 /* Runs OPTS->argv in the running sandbox WHAT (name, id or id prefix) and
@@ -53,6 +66,26 @@ struct ohbox_exec_options
  * (blocked in the caller meanwhile, restored before returning). */
 int ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohbox_exec_options *opts,
                         int *ret_exit_code, ohbox_error_t *err);
+
+/* A process in a container that is not an ohbox sandbox: an OCI bundle's
+ * (ohbox-runc exec), whose process is described in full by its caller. */
+struct ohbox_exec_target
+{
+  pid_t init;                              /* the container's init, as the host sees it */
+  int init_pidfd;                          /* a pidfd of INIT */
+  char **env;                              /* the whole environment (NULL-terminated); OPTS->env over it */
+  const char *cwd;                         /* absolute; OPTS->workdir over it */
+  const char *user;                        /* "uid:gid" */
+  const struct ohbox_caps_sets *caps_sets; /* exactly these */
+  const uint32_t *additional_gids;         /* the groups, exactly (not /etc/group's) */
+  size_t n_additional_gids;
+  bool no_new_privs;
+  const struct ohbox_seccomp_filter *seccomp; /* NULL: none */
+  const struct ohbox_cgroup *cgroup;          /* NULL: none of its own */
+};
+/* As ohbox_sandbox_exec, in the container of T. */
+int ohbox_exec_join (const struct ohbox_exec_target *t, const struct ohbox_exec_options *opts, int *ret_exit_code,
+                     ohbox_error_t *err);
 
 /* attach.c: `ohbox attach`: the terminal of the command of a sandbox
  * started with `ohbox run -d -t`, which its monitor hands over (the master

@@ -103,6 +103,14 @@ command_main (struct child_ctx *c)
   struct ohbox_user_ids ids;
   if (ohbox_user_lookup (rootfd, c->plan->user, &ids, &err) < 0)
     child_fail_err (fd, OHBOX_EXIT_RUNTIME, &err);
+  if (c->plan->caps_sets)
+    {
+      /* An OCI process: its groups are additionalGids, exactly. */
+      ids.n_groups = 0;
+      ids.groups = xrealloc (ids.groups, (c->plan->n_additional_gids + 1) * sizeof *ids.groups);
+      for (size_t i = 0; i < c->plan->n_additional_gids; i++)
+        ids.groups[ids.n_groups++] = c->plan->additional_gids[i];
+    }
   /* setgroups is denied in a single-id user namespace (rootless without
    * subordinate ids): as `ohbox run` does, leave the groups alone there. */
   char sg[16] = "";
@@ -110,7 +118,10 @@ command_main (struct child_ctx *c)
   if (sgfd >= 0 && read (sgfd, sg, sizeof sg - 1) < 0)
     sg[0] = '\0';
   struct ohbox_caps_sets sets;
-  ohbox_caps_sets_for_user (c->plan->caps, c->plan->caps_added, ids.uid == 0, &sets);
+  if (c->plan->caps_sets)
+    sets = *c->plan->caps_sets;
+  else
+    ohbox_caps_sets_for_user (c->plan->caps, c->plan->caps_added, ids.uid == 0, &sets);
   struct ohbox_caps_user cu = { .uid = ids.uid,
                                 .gid = ids.gid,
                                 .groups = ids.groups,
@@ -123,10 +134,15 @@ command_main (struct child_ctx *c)
   char **env = c->plan->env;
   if (exec_env_get (env, "HOME") == NULL)
     exec_env_set (&env, &n, xasprintf ("HOME=%s", ids.home ? ids.home : "/"));
-  /* Nothing of ohbox stays open in the sandbox. */
-  if (fd > 3)
-    close_range (3, fd - 1, 0);
-  close_range (fd + 1, ~0U, 0);
+  /* Nothing of ohbox stays open in the sandbox but FD until the execve,
+   * and the fds the caller hands over (3 .. 3+N-1, open and without
+   * CLOEXEC since before the exec began: ours are all above them). */
+  int keep = 3 + c->o->preserve_fds;
+  if (fd < keep)
+    child_fail (fd, OHBOX_EXIT_RUNTIME, OHBOX_ERR_GENERIC, "preserve-fds: fd %d was not open", fd);
+  if (fd > keep)
+    close_range ((unsigned) keep, (unsigned) fd - 1, 0);
+  close_range ((unsigned) fd + 1, ~0U, 0);
   const char *step = NULL;
   /* Without no_new_privs the filter is loaded while we still hold every
    * capability of the sandbox's user namespace (setns gave us them; the

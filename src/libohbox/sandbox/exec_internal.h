@@ -71,6 +71,10 @@ struct exec_plan
   bool no_new_privs;
   char *seccomp_profile; /* NULL: the default */
   bool unconfined;
+  /* An OCI process (ohbox_exec_join): its sets and groups, exactly. */
+  const struct ohbox_caps_sets *caps_sets;
+  const uint32_t *additional_gids;
+  size_t n_additional_gids;
 };
 
 struct exec_ns

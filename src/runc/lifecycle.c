@@ -80,6 +80,19 @@ write_state (const struct monitor_ctx *m, pid_t pid, ohbox_error_t *err)
   return 0;
 }
 
+/* Points this process's stdin, stdout and stderr at /dev/null. */
+static int
+release_stdio (ohbox_error_t *err)
+{
+  cleanup_close int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0)
+    return ohbox_error_errno (err, "open /dev/null");
+  for (int fd = 0; fd < 3; fd++)
+    if (dup2 (null, fd) < 0)
+      return ohbox_error_errno (err, "dup2 /dev/null");
+  return 0;
+}
+
 /* before_start of the container: the state is written, `create` learns the
  * pid, and (create) the container waits for `start`'s byte in the fifo,
  * or for its init to die (`kill` or `delete --force` before `start`). */
@@ -100,6 +113,12 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
     }
   if (m->fifo == NULL)
     return 0;
+  /* The container has its stdio: the monitor lets go of create's, which
+   * the engine may read to the end before it takes create as done
+   * (containerd's shim does with a terminal: the monitor's copies kept
+   * `ctr run -t` waiting forever). Errors go through the report. */
+  if (release_stdio (err) < 0)
+    return -1;
   cleanup_close int fifo = open (m->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
   if (fifo < 0 || pidfd < 0)

@@ -29,11 +29,11 @@ DOCKER_CLI=/usr/bin/docker
 # Storage under the tmp dir; sockets and run dirs on this namespace's /run
 # (podman wants a runroot under 50 characters, a socket path 108 at most).
 PODMAN_DIR=$T_TMP/podman
-PODMAN_RUN=/run/ohbox-pm
+PODMAN_RUN=/run/$CG-pm
 DOCKER_DIR=$T_TMP/docker
-DOCKER_RUN=/run/ohbox-dk
+DOCKER_RUN=/run/$CG-dk
 CTRD_DIR=$T_TMP/containerd
-CTRD_RUN=/run/ohbox-ctrd
+CTRD_RUN=/run/$CG-ctrd
 
 setup ()
 {
@@ -478,6 +478,12 @@ engines_teardown ()
     done
   fi
   _t_kill_pidfile "$T_TMP/pids"
+  # The shims (daemons of their own) of a task that never got deleted, and
+  # what runs under them; named by this run's namespace or socket path.
+  local p
+  for p in $(pgrep -f "containerd-shim-runc-v2 -namespace ($CG|moby) -id [^ ]+ -address /run/$CG-"); do
+    _t_kill_tree "$p"
+  done
   # What the engines mounted under the tmp dir (this namespace's only).
   grep -o " $T_TMP/[^ ]*" /proc/self/mountinfo | sort -r | xargs -r umount -l 2>/dev/null
   local d

@@ -447,6 +447,24 @@ test_bad_bundles ()
   done
 }
 
+# create returns with nothing of the container's left holding its stdout
+# and stderr (with a terminal the container's stdio is the terminal):
+# containerd's shim reads create's output to its end before it goes on, and
+# `ctr run -t` waited forever while the monitor kept create's copies.
+test_create_releases_stdio ()
+{
+  local recv
+  console_start
+  my_bundle '.process.terminal = true | .process.args = ["sleep", "1000"]'
+  # cat ends once every writer of the pipe is gone.
+  assert_ok timeout 20 sh -c '"$1" --root "$2/state" create --bundle "$2/bundle" --console-socket "$2/cs.sock" s1 2>&1 </dev/null | cat' \
+    sh "$RUNC" "$T_WORK"
+  assert_eq created "$(status_of s1)"
+  assert_ok runc_cmd delete --force s1
+  kill "$recv" 2>/dev/null || true
+  state_root_empty
+}
+
 run_test run_foreground test_run_foreground
 run_test lifecycle test_lifecycle
 run_test kill_before_start test_kill_before_start
@@ -461,3 +479,4 @@ run_test exec_detach test_exec_detach
 run_test exec_console test_exec_console
 run_test exec_states test_exec_states
 run_test terminal test_terminal
+run_test create_releases_stdio test_create_releases_stdio

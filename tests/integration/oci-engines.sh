@@ -232,6 +232,24 @@ test_podman_exec ()
   assert_match "$out" '^in-'
 }
 
+# A terminal through conmon (--console-socket): run -t, exec -t.
+test_podman_tty ()
+{
+  need_podman
+  local id
+  t_run pm_run --rm -t --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sh -c 'test -t 0 && test -t 1 && echo a-tty; exit 3'
+  [ "$rc" = 3 ] || skip_if_refused "$err"
+  assert_eq 3 "$rc"
+  assert_contains "$out" a-tty
+  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sleep 1000
+  id=$out
+  t_run pm exec -t "$id" sh -c 'test -t 1 && echo exec-tty; exit 5'
+  pm rm -f -t 0 "$id" >/dev/null
+  [ "$rc" = 5 ] || skip_if_refused "$err"
+  assert_eq 5 "$rc"
+  assert_contains "$out" exec-tty
+}
+
 test_podman_pause ()
 {
   need_podman
@@ -504,6 +522,7 @@ run_test podman_publish test_podman_publish
 run_test podman_limits test_podman_limits
 run_test podman_exec test_podman_exec
 run_test podman_pause test_podman_pause
+run_test podman_tty test_podman_tty
 
 docker_ready=0
 docker_setup >"$T_TMP/setup-docker.log" 2>&1 </dev/null || docker_ready=$?

@@ -25,6 +25,9 @@ mount -t tmpfs -o mode=755 tmpfs /run
 mount -t tmpfs -o mode=755 tmpfs /var/lib/cni 2>/dev/null || true
 . "$(dirname "$0")/common.sh"
 RUNS=${1:-20}
+# The engines' cgroups go under a parent of the run's own, removed at exit.
+CG=bench-oci-$$
+BENCH_CLEANUP+=("for d in /sys/fs/cgroup/*/$CG /sys/fs/cgroup/$CG; do [ -d \$d ] && find \$d -depth -type d -exec rmdir {} +; done")
 RUNC_OHBOX=${OHBOX_RUNC_BIN:-$SRC/ohbox-runc}
 [ -x "$RUNC_OHBOX" ] || { echo "bench: build ohbox-runc first (make)" >&2; exit 1; }
 
@@ -70,9 +73,9 @@ if want podman && [[ $SKIP != *,podman,* ]]; then
   $PM tag "$($PM images -q | head -n 1)" localhost/busybox:latest
   cmds=()
   for ((i = 0; i < ${#runtimes[@]}; i += 2)); do
-    cmds+=("${runtimes[i]}" "$PM run --rm --network none --pids-limit 0 --ulimit nofile=$NOFILE:$NOFILE --ulimit nproc=$NPROC:$NPROC --runtime ${runtimes[i + 1]} localhost/busybox true")
+    cmds+=("${runtimes[i]}" "$PM run --rm --network none --pids-limit 0 --ulimit nofile=$NOFILE:$NOFILE --ulimit nproc=$NPROC:$NPROC --cgroup-parent /$CG --runtime ${runtimes[i + 1]} localhost/busybox true")
   done
-  BENCH_CLEANUP+=("$PM rm -a -f -t 0")
+  BENCH_CLEANUP=("$PM rm -a -f -t 0" "${BENCH_CLEANUP[@]}")
   bench_hyperfine "$RUNS" "$W/podman.json" "${cmds[@]}"
   echo "== podman run --rm --network none busybox true"
   bench_table "$W/podman.json" ohbox-runc
@@ -93,7 +96,7 @@ EOF
   containerd --config "$W/containerd.toml" >"$W/containerd.log" 2>&1 &
   ctrd=$!
   BENCH_CLEANUP=("kill $ctrd; wait $ctrd" "${BENCH_CLEANUP[@]}")
-  CT="ctr --address /run/ctrd.sock"
+  CT="ctr --address /run/ctrd.sock --namespace $CG"
   for i in $(seq 100); do $CT version >/dev/null 2>&1 && break; sleep 0.1; done
   skopeo copy -q "oci:$IMG_BUSYBOX:latest" "oci-archive:$W/bb.tar:docker.io/library/busybox:latest"
   $CT images import "$W/bb.tar" >/dev/null

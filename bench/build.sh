@@ -18,17 +18,27 @@
 # Targets (issue 5): reuse < 20 ms, from lock < 200 ms, from scratch on
 # busybox < 1 s. OpenHands' docker build takes minutes.
 #
+# Then the lean layer (issue 16), side by side in one run: the dependency
+# layer a busybox build makes with the system's libmicrohttpd (GnuTLS and
+# its libraries in the closure; OHBOX_MHD_NOTLS=none) and with the one
+# without HTTPS (contrib/install-deps.sh), its bytes, and the median time of
+# a first build on an empty store (closure.sh, every layer written) and of
+# from-versioned (a new dependency layer written), with the ratios.
+#
 # Usage: bench/build.sh [RUNS]   (default 5; root; a built ./ohbox and
-#        ./ohbox-executor; bash-static; debootstrap for Debian)
+#        ./ohbox-executor; bash-static; debootstrap for Debian).  A
+#        sanitizer build's runtimes would be measured too: point
+#        OHBOX_BUILDDIR at a release build (or OHBOX_EXECUTOR at one).
 set -uo pipefail
 RUNS=${1:-5}
 here=$(cd "$(dirname "$0")/.." && pwd)
 export OHBOX_SRCDIR=$here OHBOX_BUILDDIR=${OHBOX_BUILDDIR:-$here}
 export OHBOX_TEST_WORK=${OHBOX_TEST_WORK:-$here/bench/cache}
 OHBOX=$OHBOX_BUILDDIR/ohbox
-export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+export OHBOX_EXECUTOR=${OHBOX_EXECUTOR:-$OHBOX_BUILDDIR/ohbox-executor}
 [ -x "$OHBOX" ] || { echo "bench: build ohbox first ($OHBOX)" >&2; exit 1; }
 [ -x "$OHBOX_EXECUTOR" ] || { echo "bench: build ohbox-executor first" >&2; exit 1; }
+ldd "$OHBOX_EXECUTOR" | grep -q libasan && echo "bench: warning: $OHBOX_EXECUTOR is a sanitizer build" >&2
 [ -x /bin/bash-static ] || { echo "bench: apt-get install bash-static" >&2; exit 1; }
 . "$here/tests/lib/common.sh"
 . "$here/tests/lib/images.sh"
@@ -97,7 +107,62 @@ bench_base ()
   done
 }
 
+# dep_layer ROOT IMAGE: the blob of IMAGE's dependency layer (the layer
+# with .ohbox/lock.json; ohbox's layers are plain tars).
+dep_layer ()
+{
+  local d blob
+  for d in $("$OHBOX" --root "$1" inspect "$2" | jq -r '.Layers[].Digest'); do
+    blob=$1/blobs/sha256/${d#sha256:}
+    if tar -tf "$blob" | grep -qx '\.ohbox/lock\.json'; then
+      echo "$blob"
+      return 0
+    fi
+  done
+  echo "bench: no dependency layer in $2" >&2
+  exit 1
+}
+
+# lean VAR MHD: busybox builds with OHBOX_MHD_NOTLS=MHD; sets VAR_bytes,
+# VAR_first, VAR_versioned (median ms in ohbox) and prints a row.
+lean ()
+{
+  local v=$1 root i image blob
+  export OHBOX_MHD_NOTLS=$2
+  : >"$work/first" && : >"$work/versioned"
+  for i in $(seq "$RUNS"); do
+    root=$work/lean-$v-$i
+    "$OHBOX" --root "$root" load "oci:$IMG_BUSYBOX:latest" localhost/busybox:latest >/dev/null || exit 1
+    one "$root" localhost/busybox:latest from-scratch >>"$work/first"
+    cp /bin/bash-static "$work/lbash$i"
+    printf '%s' "$i" >>"$work/lbash$i"
+    one "$root" localhost/busybox:latest from-versioned --bash "$work/lbash$i" >>"$work/versioned"
+  done
+  image=$("$OHBOX" --root "$root" build --no-pull --format json localhost/busybox:latest | jq -r .image)
+  blob=$(dep_layer "$root" "$image")
+  if [ "$v" = without_https ] && tar -tf "$blob" | grep -q libgnutls; then
+    echo "bench: the layer still has GnuTLS: no libmicrohttpd without HTTPS (contrib/install-deps.sh)" >&2
+    exit 1
+  fi
+  printf -v "${v}_bytes" '%s' "$(stat -c %s "$blob")"
+  printf -v "${v}_first" '%s' "$(awk '{print $1 * 1000}' "$work/first" | median)"
+  printf -v "${v}_versioned" '%s' "$(awk '{print $1 * 1000}' "$work/versioned" | median)"
+  local b=${v}_bytes f=${v}_first n=${v}_versioned
+  printf '%-22s %12d %14.1f %16.1f\n' "${v//_/-}" "${!b}" "${!f}" "${!n}"
+  rm -rf "$work"/lean-"$v"-*
+  unset OHBOX_MHD_NOTLS
+}
+
 printf '%-8s %-15s %11s %11s   (median of %d)\n' base path "in ohbox" "wall" "$RUNS"
 bench_base busybox "oci:$IMG_BUSYBOX:latest" localhost/busybox:latest
 [ "$debian" = 1 ] && bench_base debian "oci:$IMG_DEBIAN:bookworm" localhost/debian:bookworm
+
+echo
+printf '%-22s %12s %14s %16s   (busybox; ms in ohbox, median of %d)\n' libmicrohttpd "dep. layer B" "first build" \
+  "from-versioned" "$RUNS"
+lean system none
+lean without_https ""
+awk -v b0="$system_bytes" -v b1="$without_https_bytes" -v f0="$system_first" -v f1="$without_https_first" \
+  -v v0="$system_versioned" -v v1="$without_https_versioned" \
+  'BEGIN { printf "%-22s %11.2fx %13.2fx %15.2fx\n", "system / without-https", b0 / b1, f0 / f1, v0 / v1 }'
 exit 0

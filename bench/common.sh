@@ -9,6 +9,11 @@ set -eu
 SRC=$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)
 OHBOX=${OHBOX_BIN:-$SRC/ohbox}
 SKIP=",${BENCH_SKIP:-},"
+# OHBOX_BEFORE=PATH: an older ohbox binary (a release build of another
+# commit) measured in the same run, with its own store, runtime and network
+# state directories, in rows named "... (before)": before/after ratios in
+# one run, as the issues ask for a change's cost.
+OHBOX_BEFORE=${OHBOX_BEFORE:-}
 # (before anything is made: this exit comes before the cleanup trap)
 for t in hyperfine jq; do
   command -v $t >/dev/null || { echo "bench: needs $t (apt-get install hyperfine jq)" >&2; exit 1; }
@@ -28,6 +33,27 @@ ob ()
   "$OHBOX" --root "$STORE" "$@"
 }
 
+# The older binary's command line prefix (env: its own runtime and network
+# state, so that neither binary reads the other's).
+STORE_BEFORE=$W/store-before
+OB_BEFORE="env OHBOX_RUNROOT=$RUNROOT-before OHBOX_NETROOT=$RUNROOT-net-before $OHBOX_BEFORE --root $STORE_BEFORE"
+
+# With OHBOX_BEFORE, each binary's bridge starts run in a network namespace
+# of their own (NS_NOW, NS_BEFORE: `nsenter --net=...` prefixes): the two
+# versions' bridge and nftables table must not meet.
+NS_NOW='' NS_BEFORE=''
+bench_netns_pair ()
+{
+  local n
+  for n in now before; do
+    ip netns add "ohbox-bench-$n-$$"
+    ip -n "ohbox-bench-$n-$$" link set lo up
+    BENCH_CLEANUP+=("ip netns delete ohbox-bench-$n-$$")
+  done
+  NS_NOW="nsenter --net=/run/netns/ohbox-bench-now-$$"
+  NS_BEFORE="nsenter --net=/run/netns/ohbox-bench-before-$$"
+}
+
 # Cleanup hooks of the scripts run first (peers' containers), then ohbox's.
 BENCH_CLEANUP=()
 bench_cleanup ()
@@ -38,6 +64,10 @@ bench_cleanup ()
     eval "$c" >/dev/null 2>&1
   done
   ob ps -a -q 2>/dev/null | xargs -r "$OHBOX" --root "$STORE" rm -f >/dev/null 2>&1
+  if [ -n "$OHBOX_BEFORE" ]; then
+    $OB_BEFORE ps -a -q 2>/dev/null | xargs -r $OB_BEFORE rm -f >/dev/null 2>&1
+    rm -rf "$RUNROOT-before" "$RUNROOT-net-before"
+  fi
   rm -rf "$W"
   [ "$RUNROOT" = "$W/run" ] || rm -rf "$RUNROOT"
   # (this trap replaces the harness's, which would remove its temp dir)
@@ -55,6 +85,7 @@ mkdir -p "$ROOTFS"
 cp -a "$(dirname "$IMG_BUSYBOX")/rootfs-layer1/." "$ROOTFS/"
 mkdir -p "$ROOTFS/proc" "$ROOTFS/dev" "$ROOTFS/sys"
 ob load "oci:$IMG_BUSYBOX:latest" >/dev/null
+[ -z "$OHBOX_BEFORE" ] || $OB_BEFORE load "oci:$IMG_BUSYBOX:latest" >/dev/null
 
 # bench_bundle ARGS_JSON: an OCI bundle for crun and runc in $W/bundle, with
 # the same work as ohbox: user namespace, pid/mount/net/uts/ipc/cgroup

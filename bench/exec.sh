@@ -9,6 +9,7 @@
 #
 #   bench/exec.sh [RUNS]         (root; hyperfine, jq; crun, runc, podman if installed)
 #   BENCH_SKIP=podman,runc       leave some out
+#   OHBOX_BEFORE=PATH            also an older ohbox binary (bench/common.sh)
 . "$(dirname "$0")/common.sh"
 RUNS=${1:-100}
 
@@ -24,6 +25,10 @@ id=$(ob run -d --network=none "$BB" sleep 3600)
 pid=$(ob ps --format json | jq -r --arg id "$id" '.[] | select(.id == $id) | .pid')
 add floor "nsenter -t $pid --all true"
 add ohbox "$OHBOX --root $STORE exec $id true"
+if [ -n "$OHBOX_BEFORE" ]; then
+  id_before=$($OB_BEFORE run -d --network=none "$BB" sleep 3600)
+  add "ohbox (before)" "$OB_BEFORE exec $id_before true"
+fi
 
 if want crun; then
   BENCH_CLEANUP+=("$(crun_hybrid "delete -f cx$$")")

@@ -9,6 +9,8 @@
 #
 #   bench/network.sh [RUNS]      (root; default 10 runs)
 #   BENCH_SKIP=podman,rootless   leave some out
+#   OHBOX_BEFORE=PATH            also an older ohbox binary (root rows, "(before)"),
+#                                with its own store, runtime and network state
 #
 # NETWORK RULE: traffic only to 127.0.0.1 and the bridge subnet.
 set -eu
@@ -34,6 +36,11 @@ cleanup ()
 {
   set +e
   "$OHBOX" --root "$W/store" ps -a -q 2>/dev/null | xargs -r "$OHBOX" --root "$W/store" rm -f >/dev/null 2>&1
+  if [ -n "${OHBOX_BEFORE:-}" ]; then
+    "${OB_BEF[@]}" ps -a -q 2>/dev/null | xargs -r "${OB_BEF[@]}" rm -f >/dev/null 2>&1
+    ip netns delete "$NS_BEF" 2>/dev/null
+    ip netns delete "$NS_NOW" 2>/dev/null
+  fi
   podman --root "$W/podman" --runroot "$W/podman-run" rm -af >/dev/null 2>&1
   if id "$U" >/dev/null 2>&1; then
     pkill -KILL -u "$U" 2>/dev/null
@@ -48,6 +55,23 @@ cleanup ()
 trap cleanup EXIT
 img_build >/dev/null
 "$OHBOX" --root "$W/store" load "oci:$IMG_BUSYBOX:latest" >/dev/null
+OB_NOW=("$OHBOX" --root "$W/store")
+OHBOX_BEFORE=${OHBOX_BEFORE:-}
+# The older binary runs in a network namespace of its own (its bridge and
+# nftables table must not meet this one's), and so does its client; then
+# this binary's rows go through nsenter into one of their own too (the same
+# extra exec on both sides).
+NS_BEF=ohbox-bench-net-before-$$ NS_NOW=ohbox-bench-net-now-$$
+OB_BEF=(nsenter --net="/run/netns/$NS_BEF" env OHBOX_RUNROOT="$W/run-before" OHBOX_NETROOT="$W/net-before"
+  "$OHBOX_BEFORE" --root "$W/store-before")
+if [ -n "$OHBOX_BEFORE" ]; then
+  for ns in "$NS_BEF" "$NS_NOW"; do
+    ip netns add "$ns"
+    ip -n "$ns" link set lo up
+  done
+  OB_NOW=(nsenter --net="/run/netns/$NS_NOW" "${OB_NOW[@]}")
+  "${OB_BEF[@]}" load "oci:$IMG_BUSYBOX:latest" >/dev/null
+fi
 BB=localhost/busybox:latest
 # What httpd serves: /etc/hostname, which every sandbox has.
 SERVE=(httpd -f -p 80 -h /etc)
@@ -64,7 +88,8 @@ median ()
 }
 
 # measure NAME RM-CMD RUN-CMD... (RUN-CMD has PORT in it): RUNS runs, each
-# on a fresh free port; prints "NAME first-200-median run-median".
+# on a fresh free port; prints "NAME first-200-median run-median". The
+# client runs under $CLIENT_NS (a command prefix) when set.
 measure ()
 {
   local name=$1 rmcmd=$2
@@ -74,7 +99,7 @@ measure ()
   : >"$f"
   for i in $(seq "$RUNS"); do
     port=$(free_port)
-    if ! $PY "$SRC/bench/first_200.py" "$port" /hostname "${@//PORT/$port}" >>"$f" 2>"$W/err"; then
+    if ! ${CLIENT_NS:-} $PY "$SRC/bench/first_200.py" "$port" /hostname "${@//PORT/$port}" >>"$f" 2>"$W/err"; then
       echo "$name: no answer: $(head -c 300 "$W/err")" >&2
     fi
     eval "$rmcmd" >/dev/null 2>&1 || true
@@ -83,29 +108,39 @@ measure ()
     "$(wc -l <"$f")"
 }
 
-# run_only NAME ARGS...: median of `ohbox run -d ARGS` alone (no request).
+# run_only NAME OHBOX-CMD ARGS...: median of `OHBOX-CMD run -d ARGS` alone
+# (no request); OHBOX-CMD is the name of an array (OB_NOW, OB_BEF).
 run_only ()
 {
   local name=$1 i f
+  local -n ob_cmd=$2
   f=$W/${name//[^a-z]/_}.only
-  shift
+  shift 2
   : >"$f"
   for i in $(seq "$RUNS"); do
     $PY -c 'import subprocess, sys, time
 t = time.monotonic(); subprocess.run(sys.argv[1:], stdout=subprocess.DEVNULL, check=True)
-print("%.1f" % ((time.monotonic() - t) * 1000))' "$OHBOX" --root "$W/store" run -d "$@" >>"$f"
-    "$OHBOX" --root "$W/store" ps -a -q | xargs -r "$OHBOX" --root "$W/store" rm -f >/dev/null
+print("%.1f" % ((time.monotonic() - t) * 1000))' "${ob_cmd[@]}" run -d "$@" >>"$f"
+    "${ob_cmd[@]}" ps -a -q | xargs -r "${ob_cmd[@]}" rm -f >/dev/null
   done
   printf '%s\t-\t%s ms\t(%s runs)\n' "$name" "$(median <"$f")" "$(wc -l <"$f")"
 }
 
-RM_ROOT="\"$OHBOX\" --root \"$W/store\" ps -a -q | xargs -r \"$OHBOX\" --root \"$W/store\" rm -f"
+RM_ROOT="$(printf '%q ' "${OB_NOW[@]}") ps -a -q | xargs -r $(printf '%q ' "${OB_NOW[@]}") rm -f"
 
 {
   printf 'what\tfirst HTTP 200\trun -d returned\n'
-  measure "ohbox root bridge" "$RM_ROOT" "$OHBOX" --root "$W/store" run -d -p PORT:80 "$BB" "${SERVE[@]}"
-  run_only "ohbox root bridge, no -p (run -d only)" "$BB" sleep 60
-  run_only "ohbox root --network none (run -d only)" --network none "$BB" sleep 60
+  CLIENT_NS="${OHBOX_BEFORE:+nsenter --net=/run/netns/$NS_NOW}" \
+    measure "ohbox root bridge" "$RM_ROOT" "$OHBOX" --root "$W/store" run -d -p PORT:80 "$BB" "${SERVE[@]}"
+  run_only "ohbox root bridge, no -p (run -d only)" OB_NOW "$BB" sleep 60
+  run_only "ohbox root --network none (run -d only)" OB_NOW --network none "$BB" sleep 60
+  if [ -n "$OHBOX_BEFORE" ]; then
+    RM_BEF="$(printf '%q ' "${OB_BEF[@]}") ps -a -q | xargs -r $(printf '%q ' "${OB_BEF[@]}") rm -f"
+    CLIENT_NS="nsenter --net=/run/netns/$NS_BEF" \
+      measure "ohbox root bridge (before)" "$RM_BEF" "${OB_BEF[@]:2}" run -d -p PORT:80 "$BB" "${SERVE[@]}"
+    run_only "ohbox root bridge, no -p (run -d only) (before)" OB_BEF "$BB" sleep 60
+    run_only "ohbox root --network none (run -d only) (before)" OB_BEF --network none "$BB" sleep 60
+  fi
 
   case $SKIP in *,rootless,*) ;; *)
     useradd -M -s /bin/sh "$U"

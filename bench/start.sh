@@ -9,7 +9,14 @@
 # Memory per sandbox: bench/density.sh.
 #
 #   bench/start.sh [RUNS]        (root; hyperfine, jq; crun, runc, bwrap, podman if installed)
-#   BENCH_SKIP=podman,runc       leave some out (also: work-floor)
+#   BENCH_SKIP=podman,runc       leave some out (also: work-floor, bridge)
+#   OHBOX_BEFORE=PATH            also an older ohbox binary (bench/common.sh)
+#
+# The "bridge" rows start on the default bridge network (veth, address
+# lease, the bridge's filter elements, neighbour entry) instead of none:
+# with OHBOX_BEFORE, what a change to the network set-up costs a start
+# (then both bridge rows run through nsenter, each binary in a network
+# namespace of its own: bench/common.sh).
 . "$(dirname "$0")/common.sh"
 RUNS=${1:-50}
 
@@ -22,6 +29,10 @@ add ()
 }
 add floor "unshare --user --map-root-user --pid --fork --mount --net --uts --ipc chroot $ROOTFS /bin/true"
 add ohbox "$OHBOX --root $STORE run --rm --network=none $BB /bin/true"
+[ -z "$OHBOX_BEFORE" ] || add "ohbox (before)" "$OB_BEFORE run --rm --network=none $BB /bin/true"
+[ -z "$OHBOX_BEFORE" ] || bench_netns_pair
+add bridge "$NS_NOW $OHBOX --root $STORE run --rm --network=bridge $BB /bin/true"
+[ -z "$OHBOX_BEFORE" ] || add "bridge (before)" "$NS_BEFORE $OB_BEFORE run --rm --network=bridge $BB /bin/true"
 # The work floor (bench/workfloor.c) takes the seccomp program and layers of
 # a sandbox of the same image, and ohbox's parent cgroups, which that start
 # makes.

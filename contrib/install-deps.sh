@@ -3,14 +3,22 @@
 # ohbox and run its test suite. Idempotent and quiet; nothing is asked.
 # When every package is already installed it does nothing (no network).
 #
+# Then it builds the libmicrohttpd that runtime images ship (Debian's source
+# package of the installed version without HTTPS, executor/mhd-notls.sh)
+# into MHD_NOTLS (configure's --with-mhd-notls default), unless the one
+# there was built from the installed version: that needs the Debian mirror
+# (deb-src) once, here, never in the build or the tests.
+#
 # Usage: contrib/install-deps.sh [--update]   (--update: apt-get update even
 # when nothing is missing)
 set -eu
+here=$(cd "$(dirname "$0")/.." && pwd)
+MHD_NOTLS=${OHBOX_MHD_NOTLS_PREFIX:-/usr/local/lib/ohbox-mhd-notls}
 
 # Build: autotools, compilers, and the -dev packages configure.ac checks.
 BUILD="autoconf automake libtool pkg-config gcc make clang clang-format xz-utils
   libcurl4-openssl-dev libjansson-dev libssl-dev libarchive-dev libminizip-dev libyaml-dev libseccomp-dev
-  libcap-dev libmnl-dev libnftables-dev libmicrohttpd-dev libvterm-dev libzstd-dev"
+  libcap-dev libmnl-dev libnftables-dev libmicrohttpd-dev libvterm-dev libzstd-dev dpkg-dev"
 # Tests (tests/lib, tests/integration): a real registry, skopeo/umoci to push
 # and read images, htpasswd for Basic auth, busybox-static and zstd for the
 # test images, jq/openssl/curl, Debian's python3 for the token server and the
@@ -42,19 +50,33 @@ for p in $PACKAGES; do
   [ "$status" = installed ] || missing="$missing $p"
 done
 
-if [ -z "$missing" ] && [ "${1:-}" != --update ]; then
-  echo "install-deps: all $(echo $PACKAGES | wc -w) packages are installed"
-  exit 0
-fi
-
 SUDO=
 if [ "$(id -u)" -ne 0 ]; then
   if command -v sudo >/dev/null 2>&1; then
     SUDO="sudo -n"
   else
-    echo "install-deps: run as root (missing:$missing)" >&2
+    echo "install-deps: run as root" >&2
     exit 1
   fi
+fi
+
+# mhd_notls: the TLS-free libmicrohttpd, (re)built when it is missing or was
+# built from another version than the installed libmicrohttpd12.
+mhd_notls ()
+{
+  want="libmicrohttpd12 $(dpkg-query -W -f='${Version}' libmicrohttpd12)"
+  if [ "$(cat "$MHD_NOTLS/ohbox-source-version" 2>/dev/null)" = "$want" ]; then
+    echo "install-deps: $MHD_NOTLS holds $want without HTTPS"
+    return 0
+  fi
+  echo "install-deps: building $want without HTTPS into $MHD_NOTLS"
+  $SUDO sh "$here/executor/mhd-notls.sh" "$MHD_NOTLS"
+}
+
+if [ -z "$missing" ] && [ "${1:-}" != --update ]; then
+  echo "install-deps: all $(echo $PACKAGES | wc -w) packages are installed"
+  mhd_notls
+  exit 0
 fi
 
 export DEBIAN_FRONTEND=noninteractive
@@ -74,4 +96,5 @@ run $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -qq update
 # busybox-static replaces the dynamic busybox package when that one is installed.
 run $SUDO env DEBIAN_FRONTEND=noninteractive apt-get -qq -y --no-install-recommends \
   -o Dpkg::Options::=--force-confdef -o Dpkg::Options::=--force-confold install $PACKAGES
+mhd_notls
 echo "install-deps: done"

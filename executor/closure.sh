@@ -28,10 +28,24 @@ if head -c 2 "$bin" | grep -q '#!' && [ -x "$(dirname "$bin")/.libs/$(basename "
   bin="$(dirname "$bin")/.libs/$(basename "$bin")"
 fi
 command -v readelf >/dev/null || { echo "closure.sh: readelf (binutils) is needed to find dlopen'ed libraries" >&2; exit 1; }
+libs=${OHBOX_CLOSURE_LIBS:-}
+# A DIR of OHBOX_CLOSURE_LIBS made by mhd-notls.sh names, in
+# DIR/../ohbox-source-version, the Debian package and version it was rebuilt
+# from.  Once the system has another version of that package (an update,
+# maybe a security fix), the rebuilt library is older than the system's:
+# refused, never packed.
+for d in $(echo "$libs" | tr ':' ' '); do
+  [ -f "$d/../ohbox-source-version" ] || continue
+  read -r pkg built <"$d/../ohbox-source-version" || true
+  have=$(dpkg-query -W -f='${Version}' "$pkg" 2>/dev/null) || continue
+  [ "$have" = "$built" ] || {
+    echo "closure.sh: $(dirname "$d") holds $pkg $built rebuilt, but the system has $have: rebuild it" \
+      "(contrib/install-deps.sh, or sh executor/mhd-notls.sh $(dirname "$d")), or set OHBOX_MHD_NOTLS=none" >&2
+    exit 1
+  }
+done
 mkdir -p "$prefix/bin" "$prefix/lib"
 cp -L "$bin" "$prefix/bin/"
-
-libs=${OHBOX_CLOSURE_LIBS:-}
 run_ldd() {
   if [ -n "$libs" ]; then LD_LIBRARY_PATH="$libs" ldd "$1"; else ldd "$1"; fi
 }

@@ -33,11 +33,12 @@ BUILT_SOURCES += executor/ipython_driver.inc
 CLEANFILES += executor/ipython_driver.inc
 
 # The closure directory (binary + every shared library it loads + the loader).
-# With executor-mhd-notls/ (below) it holds that libmicrohttpd: no GnuTLS.
+# With executor-mhd-notls/ (below) or configure's --with-mhd-notls it holds
+# that libmicrohttpd, as `ohbox build` packs it: no GnuTLS.
 executor-closure: ohbox-executor
-	if [ -e executor-mhd-notls/lib/libmicrohttpd.so.12 ]; then \
-	  OHBOX_CLOSURE_LIBS="$$PWD/executor-mhd-notls/lib" $(SHELL) $(top_srcdir)/executor/closure.sh ohbox-executor executor-closure; \
-	else $(SHELL) $(top_srcdir)/executor/closure.sh ohbox-executor executor-closure; fi
+	libs=; for d in "$$PWD/executor-mhd-notls/lib" "$(MHD_NOTLS_DIR)"; do \
+	  if [ -z "$$libs" ] && [ -n "$$d" ] && [ -e "$$d/libmicrohttpd.so.12" ]; then libs=$$d; fi; done; \
+	OHBOX_CLOSURE_LIBS="$$libs" $(SHELL) $(top_srcdir)/executor/closure.sh ohbox-executor executor-closure
 
 # Debian's libmicrohttpd source package rebuilt without HTTPS (see
 # executor/mhd-notls.sh): halves the executor's idle RSS.
@@ -46,6 +47,19 @@ executor-mhd-notls:
 
 EXTRA_DIST += executor/closure.sh executor/mhd-notls.sh executor/README.md
 .PHONY: executor-closure executor-mhd-notls
+
+if SANITIZERS
+# The executor as a release build makes it, without the sanitizer runtimes
+# (libasan, libubsan, libstdc++: 13 MB of closure): build.sh's layer-size
+# test builds its runtime image with it.
+check_PROGRAMS += tests/executor/ohbox-executor-release
+tests_executor_ohbox_executor_release_SOURCES = $(ohbox_executor_SOURCES)
+nodist_tests_executor_ohbox_executor_release_SOURCES = executor/ipython_driver.inc
+tests_executor_ohbox_executor_release_CFLAGS = $(WARN_CFLAGS) -pthread -I$(top_builddir) $(MHD_CFLAGS) \
+	$(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(MINIZIP_CFLAGS)
+tests_executor_ohbox_executor_release_LDFLAGS = -pthread -Wl,--as-needed -Wl,-O1
+tests_executor_ohbox_executor_release_LDADD = $(ohbox_executor_LDADD)
+endif
 
 # Unit tests of the executor's pure pieces (run by tests/integration/executor-units.sh).
 check_PROGRAMS += tests/executor/test-executor-units

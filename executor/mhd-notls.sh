@@ -8,9 +8,13 @@
 # nettle, hogweed, gmp, libunistring, libidn2, libtasn1 and libffi (~2.3 MiB
 # resident, ~240 KiB of it private) although it never speaks TLS.  With
 # this build the executor's idle RSS is ~2.2 MiB instead of ~4.7 MiB.
-# `make executor-closure` packs PREFIX/lib/libmicrohttpd.so.12 instead of
-# the system's when `make executor-mhd-notls` made it (closure.sh takes
-# OHBOX_CLOSURE_LIBS).
+# contrib/install-deps.sh runs it (PREFIX /usr/local/lib/ohbox-mhd-notls,
+# configure's --with-mhd-notls) and `ohbox build` packs that library into
+# runtime images instead of the system's (see build_inputs.c); `make
+# executor-mhd-notls` builds one in the build tree, which is taken first.
+# PREFIX/ohbox-source-version says which Debian package version it was
+# built from: closure.sh refuses it once the system's differs (a library
+# older than the system's may lack its security fixes).
 #
 # The source comes from the Debian mirrors apt is configured with (a deb-src
 # copy of the system's entries, in a private apt state: the system's apt
@@ -49,15 +53,18 @@ src=$(find "$work" -maxdepth 1 -type d -name 'libmicrohttpd-*' | head -n 1)
 [ -n "$src" ] || { echo "mhd-notls.sh: the source package did not unpack" >&2; exit 1; }
 
 # Debian's hardening flags (debian/rules: hardening=+all), HTTPS off.
+# The stamp goes first and comes back last: a failed build leaves none.
+rm -f "$prefix/ohbox-source-version"
 cd "$src"
 eval "$(DEB_BUILD_MAINT_OPTIONS=hardening=+all dpkg-buildflags --export=sh)"
 ./configure --prefix="$prefix" --disable-https --disable-static --disable-doc --disable-examples --disable-curl \
   >"$work/configure.log" 2>&1 || { tail -n 30 "$work/configure.log" >&2; exit 1; }
 make -j"$(nproc)" >"$work/make.log" 2>&1 || { tail -n 30 "$work/make.log" >&2; exit 1; }
-make install >"$work/install.log" 2>&1 || { tail -n 30 "$work/install.log" >&2; exit 1; }
+make install-strip >"$work/install.log" 2>&1 || { tail -n 30 "$work/install.log" >&2; exit 1; }
 rm -f "$prefix"/lib/*.la
 if ldd "$prefix/lib/libmicrohttpd.so.12" | grep -q gnutls; then
   echo "mhd-notls.sh: the build still links GnuTLS" >&2
   exit 1
 fi
+echo "libmicrohttpd12 $version" >"$prefix/ohbox-source-version"
 echo "libmicrohttpd $version without HTTPS in $prefix/lib"

@@ -219,7 +219,8 @@ check_preserved (int n)
 
 /* Runs the process; returns ohbox-runc's exit status. */
 static int
-run_exec (const struct exec_args *a, pid_t init, struct oci_process *p, const struct ohbox_seccomp_filter *seccomp)
+run_exec (const struct exec_args *a, pid_t init, struct oci_process *p, const struct ohbox_seccomp_filter *seccomp,
+          const struct ohbox_cgroup *cgroup)
 {
   cleanup_error ohbox_error_t err = NULL;
   struct ohbox_caps_sets caps = { 0 };
@@ -246,7 +247,8 @@ run_exec (const struct exec_args *a, pid_t init, struct oci_process *p, const st
                                  .additional_gids = p->user.additional_gids,
                                  .n_additional_gids = p->user.n_additional_gids,
                                  .no_new_privs = p->no_new_privileges || a->no_new_privs,
-                                 .seccomp = seccomp };
+                                 .seccomp = seccomp,
+                                 .cgroup = cgroup };
   static const int stdio[3] = { 0, 1, 2 };
   struct ohbox_exec_options o = { .argv = p->args,
                                   .env = a->env,
@@ -282,7 +284,7 @@ cmd_exec (int argc, char **argv)
   if (id == NULL)
     return 1;
   struct container c;
-  int rc = container_open (id, &c);
+  int rc = container_open (id, &c, 0);
   if (rc == 0 && strcmp (c.status, "running") != 0)
     rc = fail ("exec: container `%s` is %s: exec needs a running container", id, c.status);
   cleanup_error ohbox_error_t err = NULL;
@@ -295,11 +297,15 @@ cmd_exec (int argc, char **argv)
   if (rc == 0 && config->linux_config && config->linux_config->seccomp
       && ohbox_seccomp_filter_load (c.dirfd, RUNC_SECCOMP_FILE, &seccomp) < 0)
     rc = fail ("exec: container `%s`: its seccomp filter is missing from its state", id);
+  struct runc_cgroup cgroup = { 0 };
+  if (rc == 0 && runc_cgroup_open (c.dirfd, &cgroup, &err) < 0)
+    rc = fail ("exec: container `%s`: its cgroup: %s", id, err->msg);
   pid_t init = c.pid;
   /* Not locked while the process runs: other commands go on meanwhile. */
   container_close (&c);
   if (rc == 0)
-    rc = run_exec (&a, init, p, seccomp);
+    rc = run_exec (&a, init, p, seccomp, cgroup.cg);
+  runc_cgroup_release (&cgroup);
   ohbox_seccomp_filter_free (seccomp);
   oci_process_free (p);
   oci_runtime_spec_free (config);

@@ -44,6 +44,7 @@ struct monitor_ctx
   int stdio[3];               /* the container's: ours, or its terminal's slave */
   int master;                 /* process.terminal: the terminal's master, else -1 */
   const char *console_socket; /* where the master goes (NULL: run proxies it) */
+  int lock_fd;                /* the container's directory, locked until its state is written */
 };
 
 static int
@@ -93,6 +94,21 @@ release_stdio (ohbox_error_t *err)
   return 0;
 }
 
+static int
+run_hooks (const struct monitor_ctx *m, enum ohbox_hook_stage stage, pid_t pid, const char *status, ohbox_error_t *err)
+{
+  if (m->b->hooks.n_hooks == 0)
+    return 0;
+  json_t *ann = json_object ();
+  const struct oci_map *a = &m->b->config->annotations;
+  for (size_t i = 0; i < a->n; i++)
+    json_object_set_new (ann, a->keys[i], json_string (a->values[i]));
+  json_t *st = json_pack ("{s:s, s:s, s:o}", "id", m->id, "bundle", m->bundle, "annotations", ann);
+  cleanup_free char *state = hook_state (st, status, pid);
+  json_decref (st);
+  return ohbox_device_hooks_run (&m->b->hooks, stage, state, err);
+}
+
 /* before_start of the container: the state is written, `create` learns the
  * pid, and (create) the container waits for `start`'s byte in the fifo,
  * or for its init to die (`kill` or `delete --force` before `start`). */
@@ -102,6 +118,10 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
   struct monitor_ctx *m = data;
   if (write_state (m, pid, err) < 0)
     return -1;
+  /* The state is there: other commands may look (ours and `create`'s
+   * copies of the fd share the lock: both go). */
+  close (m->lock_fd);
+  m->lock_fd = -1;
   /* The terminal goes to the engine before create returns, as runc's. */
   if (m->master >= 0 && m->console_socket)
     {
@@ -111,8 +131,15 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
       if (r < 0)
         return -1;
     }
+  /* The hooks of create, from the host's namespaces, the container's
+   * root at /proc/PID/root (as `ohbox run` runs its devices' hooks). */
+  static const enum ohbox_hook_stage create_stages[] = { OHBOX_HOOK_PRESTART, OHBOX_HOOK_CREATE_RUNTIME,
+                                                         OHBOX_HOOK_CREATE_CONTAINER };
+  for (size_t i = 0; i < sizeof create_stages / sizeof create_stages[0]; i++)
+    if (run_hooks (m, create_stages[i], pid, "created", err) < 0)
+      return -1;
   if (m->fifo == NULL)
-    return 0;
+    return run_hooks (m, OHBOX_HOOK_START_CONTAINER, pid, "created", err);
   /* The container has its stdio: the monitor lets go of create's, which
    * the engine may read to the end before it takes create as done
    * (containerd's shim does with a terminal: the monitor's copies kept
@@ -135,7 +162,7 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
         return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the container's init died before start");
       char c;
       if (p[0].revents && read (fifo, &c, 1) == 1)
-        return 0;
+        return run_hooks (m, OHBOX_HOOK_START_CONTAINER, pid, "created", err);
     }
 }
 
@@ -160,8 +187,11 @@ monitor (struct ohbox_bundle *b, struct monitor_ctx *m)
       ohbox_write_all (m->report_fd, &r, sizeof r);
       _exit (1);
     }
-  /* Started: the init goes on without us, reaped by the engine's
-   * subreaper (conmon, the shim) or PID 1, as runc's. */
+  /* Started: poststart (a failure is a warning, as the spec says); the
+   * init goes on without us, reaped by the engine's subreaper (conmon,
+   * the shim) or PID 1, as runc's. */
+  if (run_hooks (m, OHBOX_HOOK_POSTSTART, proc.pid, "running", &err) < 0)
+    warn ("container `%s`: %s", m->id, err->msg);
   _exit (0);
 }
 
@@ -170,22 +200,33 @@ static int
 make_container (const char *id, struct monitor_ctx *m, char **ret_dir)
 {
   if (!valid_id (id))
-    return -fail ("invalid container id `%s`", id ? id : "");
+    return fail ("invalid container id `%s`", id ? id : "");
   /* With its parents, as runc: the shim's root (/run/containerd/runc/NS)
    * is made by the first runtime it runs. */
   cleanup_error ohbox_error_t err = NULL;
   if (ohbox_mkdir_p (AT_FDCWD, root_dir, 0700, &err) < 0)
-    return -fail ("create the state root `%s`: %s", root_dir, err->msg);
+    return fail ("create the state root `%s`: %s", root_dir, err->msg);
+  /* Made under a name no id has, locked, then renamed into place: no
+   * other command ever sees it unlocked without its state.json (which
+   * they take for a create killed midway, and remove). */
+  cleanup_free char *tmp = xasprintf ("%s/.new-XXXXXX", root_dir);
+  if (mkdtemp (tmp) == NULL)
+    return fail ("create a directory in `%s`: %s", root_dir, strerror (errno));
+  m->lock_fd = open (tmp, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
+  if (m->lock_fd < 0 || flock (m->lock_fd, LOCK_EX) < 0)
+    {
+      int rc = fail ("lock `%s`: %s", tmp, strerror (errno));
+      rmdir (tmp);
+      return rc;
+    }
   char *dir = xasprintf ("%s/%s", root_dir, id);
-  if (mkdir (dir, 0700) < 0)
+  if (renameat2 (AT_FDCWD, tmp, AT_FDCWD, dir, RENAME_NOREPLACE) < 0)
     {
       int e = errno;
-      if (e == EEXIST)
-        fail ("container `%s` already exists", id);
-      else
-        fail ("create `%s`: %s", dir, strerror (e));
+      int rc = e == EEXIST ? fail ("container `%s` already exists", id) : fail ("create `%s`: %s", dir, strerror (e));
+      rmdir (tmp);
       free (dir);
-      return -1;
+      return rc;
     }
   m->dir = dir;
   m->id = id;
@@ -290,6 +331,11 @@ run_foreground (struct ohbox_bundle *b, struct monitor_ctx *m)
       if (m->stdio[0] > 2)
         close (m->stdio[0]); /* the container's own now: the master sees its hangup */
       m->stdio[0] = m->stdio[1] = m->stdio[2] = -1;
+      if (run_hooks (m, OHBOX_HOOK_POSTSTART, proc.pid, "running", &err) < 0)
+        {
+          warn ("container `%s`: %s", m->id, err->msg);
+          ohbox_error_release (&err);
+        }
       if (proxy)
         ohbox_terminal_proxy (m->master, proc.pidfd, sigfd, true, NULL, 0);
       int ws = 0;
@@ -297,6 +343,8 @@ run_foreground (struct ohbox_bundle *b, struct monitor_ctx *m)
         ;
       close (proc.pidfd);
       rc = status_of (ws);
+      if (run_hooks (m, OHBOX_HOOK_POSTSTOP, 0, "stopped", &err) < 0)
+        warn ("container `%s`: %s", m->id, err->msg);
     }
   sigprocmask (SIG_SETMASK, &old, NULL);
   return rc;
@@ -360,17 +408,23 @@ cmd_create_or_run (int argc, char **argv, bool run)
                            .pid_file = pid_path ? pid_path : pid_file,
                            .stdio = { 0, 1, 2 },
                            .master = -1,
-                           .console_socket = console_socket };
+                           .console_socket = console_socket,
+                           .lock_fd = -1 };
   char *dir = NULL;
   if (open_terminal (b, run, &m) != 0 || make_container (id, &m, &dir) != 0)
     {
+      if (m.lock_fd >= 0)
+        close (m.lock_fd);
       close_terminal (&m);
       ohbox_bundle_free (b);
       return 1;
     }
   cleanup_free char *fifo = xasprintf ("%s/exec.fifo", dir);
   int rc;
-  if (run)
+  struct runc_cgroup cgroup = { 0 };
+  if (runc_cgroup_create (b, id, m.lock_fd, &cgroup, &err) < 0)
+    rc = fail_err (&err);
+  else if (run)
     {
       /* In the foreground: this process is the monitor; the container's
        * status is ours; its state goes when it ends (as runc run). */
@@ -380,9 +434,16 @@ cmd_create_or_run (int argc, char **argv, bool run)
     rc = fail ("mkfifo `%s`: %s", fifo, strerror (errno));
   else
     rc = create_monitor (b, &m, fifo);
+  runc_cgroup_release (&cgroup);
+  /* (The lock's fd went once the state was written: a new one.) */
+  cleanup_close int dirfd = run || rc != 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  if (dirfd >= 0 && runc_cgroup_remove (dirfd, &err) < 0)
+    rc = fail_err (&err);
   if (run || rc != 0)
     remove_container (dir);
   close_terminal (&m);
+  if (m.lock_fd >= 0)
+    close (m.lock_fd);
   ohbox_bundle_free (b);
   free (dir);
   return rc;
@@ -394,7 +455,7 @@ cmd_start (int argc, char **argv)
   if (argc != 2)
     return fail ("usage: start ID");
   struct container c;
-  int rc = container_open (argv[1], &c);
+  int rc = container_open (argv[1], &c, 0);
   if (rc == 0 && strcmp (c.status, "created") != 0)
     rc = fail ("container `%s` is %s: only a created container can be started", argv[1], c.status);
   if (rc == 0)
@@ -417,21 +478,31 @@ cmd_kill (int argc, char **argv)
   optind = 1;
   static const struct option opts[] = { { "all", no_argument, NULL, 'a' }, { NULL, 0, NULL, 0 } };
   int ch;
+  bool all = false;
   while ((ch = getopt_long (argc, argv, "a", opts, NULL)) != -1)
     if (ch == 'a')
-      return fail ("kill --all: not supported by ohbox-runc yet");
+      all = true;
     else
-      return fail ("usage: kill ID [SIGNAL]");
+      return fail ("usage: kill [--all] ID [SIGNAL]");
   if (argc - optind < 1 || argc - optind > 2)
-    return fail ("usage: kill ID [SIGNAL]");
+    return fail ("usage: kill [--all] ID [SIGNAL]");
   int sig = SIGTERM;
   if (argc - optind == 2 && ohbox_signal_parse (argv[optind + 1], &sig) < 0)
     return fail ("kill: unknown signal `%s`", argv[optind + 1]);
   struct container c;
-  int rc = container_open (argv[optind], &c);
+  int rc = container_open (argv[optind], &c, 0);
   if (rc == 0 && strcmp (c.status, "stopped") == 0)
     rc = fail ("container `%s` is not running", argv[optind]);
-  if (rc == 0 && kill (c.pid, sig) < 0)
+  cleanup_free pid_t *pids = NULL;
+  size_t n = 0;
+  if (rc == 0 && all && container_pids (&c, &pids, &n) < 0)
+    rc = fail ("kill --all `%s`: list its processes: %s", argv[optind], strerror (errno));
+  /* --all: every process of the container's pid namespace (its exec'd
+   * ones too), the init last; one that ended meanwhile is no error. */
+  for (size_t i = 0; rc == 0 && i < n; i++)
+    if (pids[i] != c.pid && kill (pids[i], sig) < 0 && errno != ESRCH)
+      rc = fail ("kill `%s` (pid %d): %s", argv[optind], (int) pids[i], strerror (errno));
+  if (rc == 0 && container_signal (&c, sig) < 0)
     rc = fail ("kill `%s`: %s", argv[optind], strerror (errno));
   container_close (&c);
   return rc;
@@ -467,15 +538,30 @@ cmd_delete (int argc, char **argv)
   if (argc - optind != 1)
     return fail ("usage: delete [--force] ID");
   struct container c;
-  int rc = container_open (argv[optind], &c);
-  if (rc == 0 && strcmp (c.status, "stopped") != 0)
+  int rc = container_open (argv[optind], &c, OPEN_STALE_OK);
+  if (rc == 0 && c.stale)
+    ; /* removed already */
+  else if (rc == 0 && strcmp (c.status, "stopped") != 0)
     {
+      cleanup_error ohbox_error_t terr = NULL;
       if (!force)
         rc = fail ("container `%s` is %s: stop it first or use --force", argv[optind], c.status);
+      else if (runc_cgroup_thaw (c.dirfd, &terr) < 0)
+        rc = fail ("delete `%s`: %s", argv[optind], terr->msg);
       else if (kill_and_wait (c.pid) < 0)
         rc = fail ("kill `%s`: %s", argv[optind], strerror (errno));
     }
-  if (rc == 0)
+  cleanup_error ohbox_error_t err = NULL;
+  /* poststop: once it is stopped (a failure is a warning). */
+  if (rc == 0 && !c.stale && container_hooks (&c, OHBOX_HOOK_POSTSTOP, "stopped", &err) < 0)
+    {
+      warn ("delete `%s`: %s", argv[optind], err->msg);
+      ohbox_error_release (&err);
+    }
+  /* Whatever is left in its cgroup (processes of its own cgroups) goes with it. */
+  if (rc == 0 && !c.stale && runc_cgroup_remove (c.dirfd, &err) < 0)
+    rc = fail ("delete `%s`: %s", argv[optind], err->msg);
+  if (rc == 0 && !c.stale)
     remove_container (c.dir);
   container_close (&c);
   return rc;

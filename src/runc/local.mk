@@ -2,4 +2,4 @@
 bin_PROGRAMS += ohbox-runc
 ohbox_runc_CFLAGS = $(AM_CFLAGS) $(JANSSON_CFLAGS) -I$(top_srcdir)/src
 ohbox_runc_LDADD = libohbox-internal.la $(JANSSON_LIBS)
-ohbox_runc_SOURCES = src/runc/main.c src/runc/runc.h src/runc/state.c src/runc/lifecycle.c src/runc/query.c src/runc/exec.c src/runc/console.c
+ohbox_runc_SOURCES = src/runc/main.c src/runc/runc.h src/runc/state.c src/runc/lifecycle.c src/runc/query.c src/runc/exec.c src/runc/console.c src/runc/cgroup.c

@@ -27,15 +27,10 @@ const char *root_dir = "/run/ohbox-runc";
 const char *log_path;
 bool log_json;
 
-int
-fail (const char *fmt, ...)
+static void
+report (const char *level, const char *msg)
 {
-  char msg[4096];
-  va_list ap;
-  va_start (ap, fmt);
-  vsnprintf (msg, sizeof msg, fmt, ap);
-  va_end (ap);
-  fprintf (stderr, "ohbox-runc: %s\n", msg);
+  fprintf (stderr, "ohbox-runc: %s%s\n", strcmp (level, "error") == 0 ? "" : "warning: ", msg);
   cleanup_file FILE *f = log_path ? fopen (log_path, "ae") : NULL;
   if (f)
     {
@@ -44,7 +39,7 @@ fail (const char *fmt, ...)
       strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime (&now));
       if (log_json)
         {
-          json_t *j = json_pack ("{s:s, s:s, s:s}", "level", "error", "msg", msg, "time", when);
+          json_t *j = json_pack ("{s:s, s:s, s:s}", "level", level, "msg", msg, "time", when);
           char *line = j ? json_dumps (j, JSON_COMPACT) : NULL;
           if (line)
             fprintf (f, "%s\n", line);
@@ -55,12 +50,34 @@ fail (const char *fmt, ...)
         {
           json_t *s = json_string (msg);
           char *quoted = s ? json_dumps (s, JSON_ENCODE_ANY) : NULL;
-          fprintf (f, "time=\"%s\" level=error msg=%s\n", when, quoted ? quoted : "\"?\"");
+          fprintf (f, "time=\"%s\" level=%s msg=%s\n", when, level, quoted ? quoted : "\"?\"");
           free (quoted);
           json_decref (s);
         }
     }
+}
+
+int
+fail (const char *fmt, ...)
+{
+  char msg[4096];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  report ("error", msg);
   return 1;
+}
+
+void
+warn (const char *fmt, ...)
+{
+  char msg[4096];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  report ("warning", msg);
 }
 
 int
@@ -100,7 +117,12 @@ main (int argc, char **argv)
       case 'D':
         break;
       case 's':
-        return fail ("--systemd-cgroup: not supported by ohbox-runc yet");
+        /* Where systemd is PID 1 it has /run/systemd/system (sd_booted). */
+        if (access ("/run/systemd/system", F_OK) < 0)
+          return fail ("--systemd-cgroup: systemd does not run on this host (no /run/systemd/system): "
+                       "use the cgroupfs manager");
+        return fail ("--systemd-cgroup: systemd cgroups are not supported by ohbox-runc yet: use the cgroupfs "
+                     "manager");
       case 'R':
         if (strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
           return fail ("--rootless: rootless containers are not supported by ohbox-runc yet");
@@ -110,13 +132,14 @@ main (int argc, char **argv)
         return 0;
       case 'h':
         printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-                "commands: create, start, run, state, kill, delete, exec\n");
+                "commands: create, start, run, state, kill, delete, exec, list, ps, spec, features, pause, resume, "
+                "update, events\n");
         return 0;
       default:
         return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
       }
   if (optind >= argc)
-    return fail ("no command given (create, start, run, state, kill, delete, exec)");
+    return fail ("no command given (create, start, run, state, kill, delete, exec, list, ps, spec, features)");
   const char *cmd = argv[optind];
   argc -= optind;
   argv += optind;
@@ -132,5 +155,23 @@ main (int argc, char **argv)
     return cmd_delete (argc, argv);
   if (strcmp (cmd, "exec") == 0)
     return cmd_exec (argc, argv);
+  if (strcmp (cmd, "list") == 0)
+    return cmd_list (argc, argv);
+  if (strcmp (cmd, "ps") == 0)
+    return cmd_ps (argc, argv);
+  if (strcmp (cmd, "spec") == 0)
+    return cmd_spec (argc, argv);
+  if (strcmp (cmd, "features") == 0)
+    return cmd_features (argc, argv);
+  if (strcmp (cmd, "checkpoint") == 0 || strcmp (cmd, "restore") == 0)
+    return fail ("`%s`: checkpoint and restore are not supported by ohbox-runc", cmd);
+  if (strcmp (cmd, "pause") == 0)
+    return cmd_pause (argc, argv);
+  if (strcmp (cmd, "resume") == 0)
+    return cmd_resume (argc, argv);
+  if (strcmp (cmd, "update") == 0)
+    return cmd_update (argc, argv);
+  if (strcmp (cmd, "events") == 0)
+    return cmd_events (argc, argv);
   return fail ("`%s`: not supported by ohbox-runc", cmd);
 }

@@ -4,9 +4,10 @@
  *   main.c       global options, dispatch, logging
  *   state.c      ROOT/<id>/: ids, locking, status
  *   lifecycle.c  create, run, start, kill, delete
- *   query.c      state
+ *   query.c      state, list, ps, spec, features
  *   exec.c       exec
  *   console.c    --console-socket
+ *   cgroup.c     the container's cgroup: pause, resume, update, events
  *
  * State: ROOT/<id>/ (ROOT: --root, default /run/ohbox-runc), locked with
  * flock on the directory by every command that changes it:
@@ -15,6 +16,8 @@
  *               monitor waits on it; `start` writes a byte into it
  *   config.json a copy of the bundle's, as the container was created from it
  *   seccomp.bpf the container's compiled seccomp filter (linux.seccomp)
+ *   cgroup.json where its cgroup is (written before it is made)
+ *   paused      present while it is paused (its cgroup frozen)
  * (exec takes the last two: an exec'd process gets what the container got,
  * whatever happened to the bundle since)
  * The monitor is a process of the container's own (forked by `create`, or
@@ -24,7 +27,9 @@
 #ifndef OHBOX_RUNC_H
 #define OHBOX_RUNC_H
 
+#include "cgroup/cgroup.h"
 #include "common/error.h"
+#include "devices/devices.h"
 
 #include <jansson.h>
 #include <stdbool.h>
@@ -39,6 +44,8 @@ extern bool log_json;
  * which conmon and containerd read). Returns 1 (the exit status). */
 __attribute__ ((format (printf, 1, 2))) int fail (const char *fmt, ...);
 int fail_err (ohbox_error_t *err);
+/* The same as a warning (the command goes on). */
+__attribute__ ((format (printf, 1, 2))) void warn (const char *fmt, ...);
 
 #define RUNC_CONFIG_COPY "config.json"
 #define RUNC_SECCOMP_FILE "seccomp.bpf"
@@ -55,14 +62,27 @@ struct container
   int dirfd; /* locked */
   json_t *state;
   pid_t pid;
-  const char *status; /* "created", "running", "stopped" */
+  const char *status; /* "created", "running", "paused", "stopped" */
+  bool stale;         /* left by a create killed midway: removed by container_open */
 };
 
 /* Opens and locks the container ID and works out its status; on error
- * it has reported it (fail) and C is still to be closed. */
-int container_open (const char *id, struct container *c);
+ * it has reported it (fail) and C is still to be closed. A directory a
+ * create killed midway left is removed: with OPEN_STALE_OK that is no
+ * error (C->stale), else "does not exist". */
+#define OPEN_STALE_OK 1
+int container_open (const char *id, struct container *c, int flags);
 void container_close (struct container *c);
 void remove_container (const char *dir);
+/* The OCI state hooks get on stdin, from STATE (state.json's). */
+char *hook_state (const json_t *state, const char *status, pid_t pid);
+/* Runs the hooks of STAGE of the container's config (its state's copy). */
+int container_hooks (const struct container *c, enum ohbox_hook_stage stage, const char *status, ohbox_error_t *err);
+/* Sends SIG to C's init through a pidfd checked to still be it; -1 with errno. */
+int container_signal (const struct container *c, int sig);
+/* The pids of the processes in C's pid namespace (its init's), sorted;
+ * -1 with errno. */
+int container_pids (const struct container *c, pid_t **ret, size_t *n);
 
 /* Commands: ARGV[0] is the command's name. */
 int cmd_create_or_run (int argc, char **argv, bool run);
@@ -71,6 +91,39 @@ int cmd_kill (int argc, char **argv);
 int cmd_delete (int argc, char **argv);
 int cmd_state (int argc, char **argv);
 int cmd_exec (int argc, char **argv);
+int cmd_list (int argc, char **argv);
+int cmd_ps (int argc, char **argv);
+int cmd_spec (int argc, char **argv);
+int cmd_features (int argc, char **argv);
+
+/* cgroup.c: the container's cgroup. */
+struct ohbox_bundle;
+struct runc_cgroup
+{
+  char *parent, *name; /* as ohbox_bundle_cgroup_path gives them */
+  struct ohbox_cgroup_host host;
+  bool detected;
+  struct ohbox_cgroup *cg;
+};
+#define RUNC_CGROUP_FILE "cgroup.json"
+/* Makes B's cgroup (with its limits) for the container ID whose state
+ * directory is DIRFD (where cgroup.json says where it is): B's init
+ * starts in it. */
+int runc_cgroup_create (struct ohbox_bundle *b, const char *id, int dirfd, struct runc_cgroup *rc, ohbox_error_t *err);
+/* The cgroup of the container whose state directory is DIRFD. */
+int runc_cgroup_open (int dirfd, struct runc_cgroup *rc, ohbox_error_t *err);
+/* Kills what is left in the cgroup of the container DIRFD and removes it
+ * (none there: fine). */
+int runc_cgroup_remove (int dirfd, ohbox_error_t *err);
+void runc_cgroup_release (struct runc_cgroup *rc);
+#define RUNC_PAUSED_FILE "paused"
+/* Thaws the container DIRFD if it is paused (a frozen process does not
+ * even die of SIGKILL). */
+int runc_cgroup_thaw (int dirfd, ohbox_error_t *err);
+int cmd_pause (int argc, char **argv);
+int cmd_update (int argc, char **argv);
+int cmd_events (int argc, char **argv);
+int cmd_resume (int argc, char **argv);
 
 /* console.c: sends the terminal's MASTER over the unix socket at PATH (as
  * runc does: one message with the fd as SCM_RIGHTS), for the engine. */

@@ -371,6 +371,78 @@ test_debian_agent_ipython ()
   ohbox stop "$sid" >/dev/null
 }
 
+# dep_layer IMAGE: the blob of its dependency layer (the executor's
+# libraries, bash, the lock) in the store: the layer with .ohbox/lock.json.
+dep_layer ()
+{
+  local d blob
+  for d in $(layers "$1"); do
+    blob=$T_ROOT/blobs/sha256/${d#sha256:}
+    if tar -tf "$blob" 2>/dev/null | grep -qx '\.ohbox/lock\.json'; then
+      echo "$blob"
+      return 0
+    fi
+  done
+  return 1
+}
+
+# Issue 16: on busybox the dependency layer of a runtime image stays under
+# 8 MB, with the executor as a release build makes it (a sanitizer build's
+# closure adds libasan, libubsan and libstdc++) and the libmicrohttpd
+# without HTTPS that contrib/install-deps.sh builds (no GnuTLS stack);
+# the image runs the executor from those files alone, zips included.
+test_dependency_layer_under_8MB ()
+{
+  local exe=$OHBOX_EXECUTOR blob size o
+  [ -x "$OHBOX_BUILDDIR/tests/executor/ohbox-executor-release" ] && exe=$OHBOX_BUILDDIR/tests/executor/ohbox-executor-release
+  if ldd "$exe" | grep -q 'libasan\|libubsan'; then
+    t_fail "$exe is a sanitizer build and tests/executor/ohbox-executor-release is not built (make check)"
+    return
+  fi
+  load_bb
+  OHBOX_EXECUTOR=$exe build "$BB"
+  blob=$(dep_layer "$image") || { t_fail "no dependency layer in $image"; return; }
+  size=$(stat -c %s "$blob")
+  echo "# dependency layer on busybox: $size bytes; largest files:" >&9
+  tar -tvf "$blob" | sort -k3 -n -r | head -n 6 >&9
+  assert_int -lt "$size" 8000000 "dependency layer bytes (GnuTLS in it? contrib/install-deps.sh builds the libmicrohttpd without HTTPS)"
+  assert_no_match "$(tar -tf "$blob")" 'gnutls|p11-kit|nettle|libasan|libicu'
+  serve "$image" PORT --working-dir /workspace
+  o=$(action '{"action": "run", "args": {"command": "echo lean; ls /.ohbox/lib | grep -c tls"}, "timeout": 30}')
+  assert_jq "$o" '.content == "lean\n0" and .extras.metadata.exit_code == 1'
+  # A zip through minizip from the layer: upload, then download.
+  printf 'zipped\n' >"$T_TMP/z.txt"
+  (cd "$T_TMP" && rm -f up.zip && /usr/bin/python3 -c 'import zipfile; z = zipfile.ZipFile("up.zip", "w"); z.write("z.txt"); z.close()')
+  assert_ok curl -sf -F "file=@$T_TMP/up.zip" "http://127.0.0.1:$port/upload_file?destination=/workspace/z&recursive=true"
+  o=$(action '{"action": "read", "args": {"path": "/workspace/z/z.txt"}, "timeout": 30}')
+  assert_jq "$o" '.content | contains("zipped")'
+  assert_ok curl -sf -o "$T_TMP/down.zip" "http://127.0.0.1:$port/download_files?path=/workspace/z"
+  assert_eq "$(/usr/bin/python3 -c 'import sys, zipfile; print(zipfile.ZipFile(sys.argv[1]).read("z.txt").decode(), end="")' "$T_TMP/down.zip")" zipped "the downloaded zip's z.txt"
+  ohbox stop "$sid" >/dev/null
+}
+
+# The libmicrohttpd without HTTPS is packed only while it was rebuilt from
+# the system's version: once the system's is another (an update), closure.sh
+# refuses it and the build says how to rebuild it; OHBOX_MHD_NOTLS names a
+# directory, or `none` for the system's library (with GnuTLS).
+test_mhd_notls_choice ()
+{
+  local lib
+  load_bb
+  lib=$(ldd "$OHBOX_EXECUTOR" | awk '$1 == "libmicrohttpd.so.12" {print $3}')
+  mkdir -p "$T_TMP/stale/lib"
+  cp -L "$lib" "$T_TMP/stale/lib/libmicrohttpd.so.12"
+  echo "libmicrohttpd12 0.0.1-1" >"$T_TMP/stale/ohbox-source-version"
+  OHBOX_MHD_NOTLS=$T_TMP/stale/lib assert_exit 1 ohbox build --no-pull "$BB"
+  assert_contains "$err" "holds libmicrohttpd12 0.0.1-1 rebuilt, but the system has"
+  assert_contains "$err" "contrib/install-deps.sh"
+  assert_not_contains "$(ohbox images)" "ohbox/runtime"
+  OHBOX_MHD_NOTLS=$T_TMP/nowhere assert_exit 2 ohbox build --no-pull "$BB"
+  assert_contains "$err" "OHBOX_MHD_NOTLS \`$T_TMP/nowhere\` has no libmicrohttpd.so.12"
+  OHBOX_MHD_NOTLS=none build "$BB"
+  assert_match "$(tar -tf "$(dep_layer "$image")")" 'libgnutls'
+}
+
 run_test paths_in_order test_paths_in_order
 run_test new_base_from_scratch_shares_layers test_new_base_from_scratch_shares_layers
 run_test images_lists_tags test_images_lists_tags
@@ -385,4 +457,6 @@ run_test openhands_entry test_openhands_entry
 run_test musl_base test_musl_base
 run_test debian_base test_debian_base
 run_test debian_agent_ipython test_debian_agent_ipython
+run_test dependency_layer_under_8MB test_dependency_layer_under_8MB
+run_test mhd_notls_choice test_mhd_notls_choice
 t_summary 2>/dev/null || true

@@ -408,6 +408,245 @@ test_terminal ()
   state_root_empty
 }
 
+# kill --all, list, ps: every process of the container's pid namespace,
+# its exec'd ones too.
+test_kill_all_list_ps ()
+{
+  started k1 '.process.args = ["sh", "-c", "trap \"\" TERM; while :; do sleep 1000 & wait; done"]'
+  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" k1 sleep 1001
+  local xpid
+  xpid=$(cat "$T_WORK/x.pid")
+  assert_ok runc_cmd ps --format json k1
+  assert_jq "$out" "length == 4 and (map(. == $init) | any) and (map(. == $xpid) | any)"
+  assert_ok runc_cmd ps k1
+  assert_match "$out" '^UID +PID'
+  assert_contains "$out" "sleep 1001"
+  assert_not_contains "$out" "ohbox-runc"
+  assert_eq 4 "$(($(wc -l <<<"$out") - 1))"
+  assert_ok runc_cmd ps k1 -o pid,comm
+  assert_match "$out" $'^ *PID COMMAND\n'
+  assert_ok runc_cmd list
+  assert_match "$out" $'\nk1 +'"$init"' +running'
+  assert_ok runc_cmd list --format json
+  assert_jq "$out" 'length == 1 and .[0].id == "k1" and .[0].status == "running" and .[0].pid == '"$init"
+  assert_eq k1 "$(runc_cmd list -q)"
+  # The shell ignores TERM: --all reaches the sleeps (its children) too.
+  assert_ok runc_cmd kill --all k1 TERM
+  t_wait_until 10 pid_gone "$xpid"
+  kill -0 "$init"
+  assert_eq running "$(status_of k1)"
+  assert_ok runc_cmd kill --all k1 KILL
+  t_wait_until 10 status_is k1 stopped
+  assert_ok runc_cmd ps --format json k1
+  assert_eq "[]" "$out"
+  assert_ok runc_cmd delete k1
+  assert_eq "[]" "$(runc_cmd list --format json)"
+  state_root_empty
+}
+
+# A state directory a create killed midway left (no state.json, unlocked)
+# goes with the next list or delete.
+test_stale_state ()
+{
+  mkdir -p "$T_WORK/state/s1" "$T_WORK/state/s2"
+  mkfifo "$T_WORK/state/s2/exec.fifo"
+  assert_ok runc_cmd list -q
+  assert_eq "" "$out"
+  assert_file_absent "$T_WORK/state/s1"
+  assert_file_absent "$T_WORK/state/s2"
+  mkdir -p "$T_WORK/state/s3"
+  assert_ok runc_cmd delete s3
+  assert_file_absent "$T_WORK/state/s3"
+  mkdir -p "$T_WORK/state/s4"
+  assert_fails runc_cmd state s4
+  assert_contains "$err" "does not exist"
+  # A real one: create killed while its container waits for start leaves a
+  # container that delete --force removes whole.
+  my_bundle '.process.args = ["sleep", "1000"]'
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file "$T_WORK/s5.pid" s5 >/dev/null 2>&1 </dev/null
+  assert_ok runc_cmd delete --force s5
+  pid_gone "$(cat "$T_WORK/s5.pid")"
+  state_root_empty
+}
+
+# spec, features and the commands ohbox-runc refuses by name.
+test_spec_features ()
+{
+  mkdir -p sp
+  assert_ok runc_cmd spec --bundle sp
+  assert_jq "$(cat sp/config.json)" '.ociVersion == "1.1.0" and .root.path == "rootfs" and .process.terminal == true
+    and (.linux.namespaces | map(.type) | index("network") != null)'
+  assert_fails runc_cmd spec --bundle sp
+  assert_contains "$err" "File exists"
+  rm sp/config.json
+  assert_ok runc_cmd spec --rootless --bundle sp
+  assert_jq "$(cat sp/config.json)" '(.linux.namespaces | map(.type) | index("user") != null) and (.linux.uidMappings | length) == 1'
+  assert_ok runc_cmd features
+  assert_jq "$out" '.ociVersionMax == "1.1.0" and (.hooks | length) == 6 and (.mountOptions | index("rbind") != null)
+    and (.mountOptions | index("rshared") == null) and .linux.seccomp.enabled
+    and (.linux.capabilities | index("CAP_SYS_ADMIN") != null) and .linux.cgroup.v2 and .linux.cgroup.systemd == false
+    and (.linux.namespaces | index("time") == null)'
+  for cmd in checkpoint restore; do
+    assert_exit 1 runc_cmd "$cmd" x
+    assert_contains "$err" "not supported"
+  done
+  assert_exit 1 "$RUNC" --root "$T_WORK/state" --systemd-cgroup list
+  if [ -d /run/systemd/system ]; then
+    assert_contains "$err" "not supported"
+  else
+    assert_contains "$err" "systemd does not run on this host"
+  fi
+}
+
+# cg_file PID CONTROLLER FILE-V1 FILE-V2: the path of a cgroup file of PID's
+# cgroup (v1 hierarchy of CONTROLLER, else the v2 one).
+cg_file ()
+{
+  local p
+  p=$(awk -F: -v c="$2" '{ n = split($2, a, ","); for (i = 1; i <= n; i++) if (a[i] == c) print $3 }' "/proc/$1/cgroup")
+  if [ -n "$p" ] && [ -e "/sys/fs/cgroup/$2$p/$3" ]; then
+    echo "/sys/fs/cgroup/$2$p/$3"
+  else
+    p=$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup")
+    echo "/sys/fs/cgroup$p/$4"
+  fi
+}
+
+# linux.cgroupsPath and linux.resources through ohbox's cgroups: the
+# limits set, exec joining the cgroup, pause/resume with its freezer,
+# and delete removing it.
+test_cgroup ()
+{
+  started cg1 '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/cg1"
+    | .linux.resources.memory = {"limit": 104857600} | .linux.resources.pids = {"limit": 50}
+    | .linux.resources.cpu = {"quota": 50000, "period": 100000}'
+  assert_match "$(cat "/proc/$init/cgroup")" ':/ohbox-runc-test/cg1'
+  assert_eq 104857600 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"
+  assert_eq 50 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
+  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" cg1 sleep 1001
+  assert_eq "$(cat "/proc/$init/cgroup")" "$(cat "/proc/$(cat "$T_WORK/x.pid")/cgroup")"
+  # update: raising memory (above the memory+swap limit it had) and pids.
+  assert_ok runc_cmd update --memory 262144000 --pids-limit 30 cg1
+  assert_eq 262144000 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"
+  assert_eq 30 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
+  echo '{"memory": {"limit": 157286400}, "pids": {"limit": 40}}' >res.json
+  assert_ok runc_cmd update --resources res.json cg1
+  assert_eq 157286400 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"
+  assert_ok runc_cmd update -r - --pids-limit 20 cg1 <res.json
+  assert_eq 20 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
+  assert_fails runc_cmd update --cpuset-cpus 0 cg1
+  assert_contains "$err" "--cpuset-cpus"
+  echo '{"blockIO": {"weight": 10}}' >res.json
+  assert_fails runc_cmd update --resources res.json cg1
+  assert_contains "$err" "blockIO"
+  assert_fails runc_cmd update cg1
+  assert_contains "$err" "nothing to update"
+  # events: one stats object, or the stream.
+  assert_ok runc_cmd events --stats cg1
+  assert_jq "$out" '.type == "stats" and .id == "cg1" and .data.pids.current == 3 and .data.pids.limit == 20
+    and .data.memory.usage.limit == 157286400 and .data.memory.usage.usage > 0 and .data.cpu.usage.total >= 0'
+  t_run timeout 2.5 "$RUNC" --root "$T_WORK/state" events --interval 1s cg1
+  assert_int -ge "$(wc -l <<<"$out")" 2 "stats events in 2.5 s"
+  assert_jq "$(head -n 1 <<<"$out")" '.type == "stats" and .data.pids.current == 3'
+  assert_ok runc_cmd pause cg1
+  assert_eq paused "$(status_of cg1)"
+  assert_fails runc_cmd exec cg1 true
+  assert_contains "$err" "is paused"
+  assert_fails runc_cmd pause cg1
+  assert_ok runc_cmd resume cg1
+  assert_eq running "$(status_of cg1)"
+  assert_fails runc_cmd resume cg1
+  local dir
+  dir=$(dirname "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")
+  assert_dir_exists "$dir"
+  # A paused container is thawed to die.
+  assert_ok runc_cmd pause cg1
+  assert_ok runc_cmd delete --force cg1
+  pid_gone "$init"
+  assert_file_absent "$dir"
+  # run removes its cgroup when the container ends.
+  my_bundle '.process.args = ["sh", "-c", "cat /sys/fs/cgroup/pids/pids.max /sys/fs/cgroup/pids.max 2>/dev/null"]
+    | .linux.cgroupsPath = "/ohbox-runc-test/cg2" | .linux.resources.pids = {"limit": 77}'
+  assert_exit 1 runc_cmd run --bundle "$T_WORK/bundle" cg2
+  assert_eq 77 "$out"
+  assert_file_absent "$(dirname "$dir")/cg2"
+  expect_refused '.linux.cgroupsPath = "/ohbox-runc-test/../escape"' "linux.cgroupsPath"
+  expect_refused '.linux.cgroupsPath = "machine.slice:libpod:x"' "linux.cgroupsPath"
+  expect_refused '.linux.resources.memory = {"limit": 104857600, "swappiness": 10}' "linux.resources.memory.swappiness"
+  expect_refused '.linux.resources.cpu = {"cpus": "0"}' "linux.resources.cpu.cpus"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
+}
+
+# hooks: each kind where the runtime spec puts it, with the state on its
+# stdin; a failing or hanging (timeout) create hook fails create and
+# leaves nothing; a failing poststart or poststop hook is a warning.
+test_hooks ()
+{
+  local h='{"path": "/bin/sh", "args": ["sh", "-c", "cat >'"$T_WORK"'/hook-KIND.json"], "env": ["A=b"]}'
+  local hooks='{}' k
+  for k in prestart createRuntime createContainer startContainer poststart poststop; do
+    hooks=$(jq --arg k "$k" --argjson h "${h//KIND/$k}" '.[$k] = [$h]' <<<"$hooks")
+  done
+  my_bundle '.process.args = ["sleep", "1000"] | .hooks = '"$hooks"
+  runc_cmd create --bundle "$T_WORK/bundle" --pid-file "$T_WORK/h1.pid" h1 >/dev/null 2>&1 </dev/null
+  local pid
+  pid=$(cat "$T_WORK/h1.pid")
+  for k in prestart createRuntime createContainer; do
+    assert_jq "$(cat "$T_WORK/hook-$k.json")" '.id == "h1" and .status == "created" and .pid == '"$pid"' and .bundle == "'"$T_WORK/bundle"'"'
+  done
+  assert_file_absent "$T_WORK/hook-startContainer.json"
+  assert_ok runc_cmd start h1
+  t_wait_until 10 test -s "$T_WORK/hook-poststart.json"
+  assert_jq "$(cat "$T_WORK/hook-poststart.json")" '.status == "running" and .pid == '"$pid"
+  assert_jq "$(cat "$T_WORK/hook-startContainer.json")" '.id == "h1"'
+  assert_file_absent "$T_WORK/hook-poststop.json"
+  assert_ok runc_cmd delete --force h1
+  assert_jq "$(cat "$T_WORK/hook-poststop.json")" '.status == "stopped" and .id == "h1"'
+  # A hook that hangs: its timeout, a clear error, nothing left.
+  my_bundle '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/h2"
+    | .hooks = {"createRuntime": [{"path": "/bin/sleep", "args": ["sleep", "100"], "timeout": 1}]}'
+  : >"$T_WORK/runc.log"
+  assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" --pid-file "$T_WORK/h2.pid" h2 </dev/null
+  assert_contains "$err" "createRuntime hook \`/bin/sleep\` did not finish within 1 s"
+  assert_contains "$(cat "$T_WORK/runc.log")" "did not finish within 1 s"
+  [ ! -s "$T_WORK/h2.pid" ] || t_wait_until 10 pid_gone "$(cat "$T_WORK/h2.pid")"
+  assert_no_match "$(pgrep -a -x sleep || true)" '^[0-9]+ sleep 100$'
+  assert_file_absent /sys/fs/cgroup/pids/ohbox-runc-test/h2
+  assert_file_absent /sys/fs/cgroup/ohbox-runc-test/h2
+  state_root_empty
+  # A failing prestart hook fails create; a failing poststart one warns.
+  my_bundle '.process.args = ["sleep", "1000"] | .hooks = {"prestart": [{"path": "/bin/false"}]}'
+  assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" h3 </dev/null
+  assert_contains "$err" "/bin/false"
+  state_root_empty
+  my_bundle '.process.args = ["sh", "-c", "exit 0"] | .hooks = {"poststart": [{"path": "/bin/false"}]}'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" h4 </dev/null
+  assert_contains "$err" "warning"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
+}
+
+# linux.devices: nodes made in the container (root's), which its device
+# cgroup lets it open, and none other (the host's /dev/loop-control, made
+# with mknod inside, cannot be opened).
+test_devices ()
+{
+  my_bundle '.process.args = ["sh", "-c", "ls -ln /dev/mydev /dev/myblk; head -c 4 /dev/mydev | wc -c; mknod /tmp/lc c 10 237 && cat /tmp/lc; echo rc=$?"]
+    | .process.capabilities.bounding += ["CAP_MKNOD"] | .process.capabilities.effective += ["CAP_MKNOD"]
+    | .process.capabilities.permitted += ["CAP_MKNOD"]
+    | .linux.devices = [{"path": "/dev/mydev", "type": "c", "major": 1, "minor": 5, "fileMode": 438, "uid": 7, "gid": 8},
+                        {"path": "/dev/myblk", "type": "b", "major": 7, "minor": 0}]'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" d1 </dev/null
+  assert_match "$out" 'crw-rw-rw- +1 7 +8 +1, +5 .* /dev/mydev'
+  assert_match "$out" 'brw-rw-rw- +1 0 +0 +7, +0 .* /dev/myblk'
+  assert_contains "$out" $'\n4\n'
+  assert_contains "$err" "Operation not permitted"
+  assert_contains "$out" "rc=1"
+  expect_refused '.linux.devices = [{"path": "/dev/p", "type": "p"}]' "linux.devices[0].type"
+  state_root_empty
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -424,10 +663,9 @@ expect_refused ()
 test_bad_bundles ()
 {
   expect_refused '.ociVersion = "2.0.0"' "ociVersion"
-  expect_refused '.hooks = {"prestart": [{"path": "/bin/true"}]}' "hooks.prestart"
   expect_refused '.linux.namespaces[0].path = "/proc/1/ns/pid"' "linux.namespaces[0].path"
   expect_refused '.linux.namespaces |= map(select(.type != "pid"))' "sharing the host's pid namespace"
-  expect_refused '.linux.resources.memory = {"limit": 100000000}' "linux.resources"
+  expect_refused '.linux.resources.blockIO = {"weight": 10}' "linux.resources.blockIO"
   expect_refused '.process.terminal = true' "process.terminal"
   expect_refused '.process.capabilities.bounding += ["CAP_NO_SUCH"]' "process.capabilities.bounding[3]"
   expect_refused '.mounts += [{"destination": "/x", "type": "bind", "source": "/tmp", "options": ["rbind", "rshared"]}]' \
@@ -441,10 +679,6 @@ test_bad_bundles ()
   assert_exit 1 runc_cmd create --bundle "$T_WORK/bundle" bad
   assert_contains "$err" "config.json"
   state_root_empty
-  for cmd in checkpoint restore pause; do
-    assert_exit 1 runc_cmd "$cmd" x
-    assert_contains "$err" "not supported"
-  done
 }
 
 # create returns with nothing of the container's left holding its stdout
@@ -479,4 +713,10 @@ run_test exec_detach test_exec_detach
 run_test exec_console test_exec_console
 run_test exec_states test_exec_states
 run_test terminal test_terminal
+run_test kill_all_list_ps test_kill_all_list_ps
+run_test stale_state test_stale_state
+run_test spec_features test_spec_features
+run_test cgroup test_cgroup
+run_test hooks test_hooks
+run_test devices test_devices
 run_test create_releases_stdio test_create_releases_stdio

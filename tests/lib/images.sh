@@ -411,8 +411,13 @@ _img_debootstrap ()
       [ -f "$dir/meta.env" ] && exit 0
       tmp=$(mktemp -d "$cache/.$name-$key.XXXXXX") || exit 1
       trap 'rm -rf "$tmp"' EXIT
-      debootstrap --variant=minbase ${include:+--include="$include"} bookworm "$tmp/rootfs" "$mirror" \
-        >"$tmp/debootstrap.log" 2>&1 || {
+      # The downloaded packages are kept in one folder for every image
+      # (debootstrap --cache-dir): the second image fetches only what the
+      # first did not have. One debootstrap at a time uses it.
+      mkdir -p "$cache/debootstrap-debs" || exit 1
+      flock "$cache/.debootstrap-debs.lock" \
+        debootstrap --variant=minbase --cache-dir="$cache/debootstrap-debs" ${include:+--include="$include"} \
+        bookworm "$tmp/rootfs" "$mirror" >"$tmp/debootstrap.log" 2>&1 || {
         tail -n 20 "$tmp/debootstrap.log" >&2
         exit 1
       }

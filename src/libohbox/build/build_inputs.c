@@ -7,6 +7,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
+#include <stdlib.h>
 #include <string.h>
 #include <sys/prctl.h>
 #include <sys/stat.h>
@@ -27,6 +28,10 @@
 #ifndef OHBOX_BUILDDIR
 #define OHBOX_BUILDDIR OHBOX_SRCDIR
 #endif
+#ifndef OHBOX_MHD_NOTLS_DIR
+#define OHBOX_MHD_NOTLS_DIR "" /* configure's --with-mhd-notls */
+#endif
+#define MHD_SONAME "libmicrohttpd.so.12"
 
 #define CACHE_FILE "build/cache.json"
 #define CACHE_MAX (4 * 1024 * 1024)
@@ -125,19 +130,95 @@ cached_digest (json_t *cache, bool *dirty, const char *path, char **out, ohbox_e
   return 0;
 }
 
-/* Runs `sh CLOSURE_SH EXE DIR`; its output goes into the error when it fails. */
+/* The directory of the libmicrohttpd built without HTTPS
+ * (executor/mhd-notls.sh) that closure.sh packs instead of the system's,
+ * whose GnuTLS stack (6.7 MB of libraries) the executor would load and
+ * never use: $OHBOX_MHD_NOTLS (a directory, or `none`: the system's), the
+ * build tree's `make executor-mhd-notls`, configure's --with-mhd-notls
+ * (where contrib/install-deps.sh builds it).  *OUT = NULL: the system's. */
 static int
-run_closure_sh (const char *script, const char *exe, const char *dir, ohbox_error_t *err)
+mhd_notls_dir (char **out, ohbox_error_t *err)
+{
+  *out = NULL;
+  const char *env = getenv ("OHBOX_MHD_NOTLS");
+  if (env && strcmp (env, "none") == 0)
+    return 0;
+  if (env && *env)
+    {
+      /* Absolute: closure.sh runs ldd with it, and the cache keys by it. */
+      cleanup_free char *dir = realpath (env, NULL);
+      cleanup_free char *lib = dir ? xasprintf ("%s/" MHD_SONAME, dir) : NULL;
+      if (lib == NULL || access (lib, F_OK) < 0)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "OHBOX_MHD_NOTLS `%s` has no " MHD_SONAME
+                            ": give the lib directory executor/mhd-notls.sh made, or `none`",
+                            env);
+      *out = dir;
+      dir = NULL;
+      return 0;
+    }
+  const char *cand[] = { OHBOX_BUILDDIR "/executor-mhd-notls/lib", OHBOX_MHD_NOTLS_DIR };
+  for (size_t i = 0; i < sizeof cand / sizeof *cand; i++)
+    {
+      cleanup_free char *lib = xasprintf ("%s/" MHD_SONAME, cand[i]);
+      if (*cand[i] && access (lib, F_OK) == 0)
+        {
+          *out = xstrdup (cand[i]);
+          return 0;
+        }
+    }
+  return 0;
+}
+
+/* The environment of closure.sh: ours, with OHBOX_CLOSURE_LIBS=LIBS (or
+ * without any: an inherited one would change the closure behind the
+ * cache's back).  Made before the fork: the child only execs. */
+static char **
+closure_env (const char *libs)
+{
+  extern char **environ;
+  size_t n = 0;
+  while (environ[n])
+    n++;
+  char **env = xmalloc ((n + 2) * sizeof *env);
+  size_t k = 0;
+  for (size_t i = 0; i < n; i++)
+    if (strncmp (environ[i], "OHBOX_CLOSURE_LIBS=", 19) != 0)
+      env[k++] = environ[i];
+  if (libs)
+    env[k++] = xasprintf ("OHBOX_CLOSURE_LIBS=%s", libs);
+  env[k] = NULL;
+  return env;
+}
+
+static void
+closure_env_free (char **env, const char *libs)
+{
+  if (libs)
+    for (size_t i = 0; env[i]; i++)
+      if (strncmp (env[i], "OHBOX_CLOSURE_LIBS=", 19) == 0)
+        free (env[i]);
+  free (env);
+}
+
+/* Runs `sh CLOSURE_SH EXE DIR` (OHBOX_CLOSURE_LIBS=LIBS when LIBS); its
+ * output goes into the error when it fails. */
+static int
+run_closure_sh (const char *script, const char *exe, const char *dir, const char *libs, ohbox_error_t *err)
 {
   int p[2];
   if (pipe2 (p, O_CLOEXEC) < 0)
     return ohbox_error_errno (err, "pipe");
   pid_t parent = getpid ();
+  char **env = closure_env (libs);
   pid_t pid = fork ();
   if (pid < 0)
     {
+      int e = errno;
+      closure_env_free (env, libs);
       close (p[0]);
       close (p[1]);
+      errno = e;
       return ohbox_error_errno (err, "fork");
     }
   if (pid == 0)
@@ -152,9 +233,10 @@ run_closure_sh (const char *script, const char *exe, const char *dir, ohbox_erro
       int nul = open ("/dev/null", O_RDONLY);
       if (nul >= 0)
         dup2 (nul, 0);
-      execl ("/bin/sh", "sh", script, exe, dir, (char *) NULL);
+      execle ("/bin/sh", "sh", script, exe, dir, (char *) NULL, env);
       _exit (127);
     }
+  closure_env_free (env, libs);
   close (p[1]);
   cleanup_free char *output = NULL;
   size_t len = 0;
@@ -266,13 +348,29 @@ sweep_closures (struct ohbox_store *s, json_t *closures, const char *keep)
   }
 }
 
+/* What the closure was made from besides the executor: the ld.so.cache
+ * (the system's libraries) and the libmicrohttpd without HTTPS, if any. */
+static char *
+closure_key (const char *notls)
+{
+  struct stat st;
+  cleanup_free char *ld = stat ("/etc/ld.so.cache", &st) == 0 ? stat_key (&st) : xstrdup ("none");
+  if (notls == NULL)
+    return xasprintf ("%s|system libmicrohttpd", ld);
+  cleanup_free char *lib = xasprintf ("%s/" MHD_SONAME, notls);
+  cleanup_free char *mhd = stat (lib, &st) == 0 ? stat_key (&st) : xstrdup ("none");
+  return xasprintf ("%s|%s %s", ld, notls, mhd);
+}
+
 /* The closure of the executor whose digest is EXE_HEX: from the cache when
- * it was made with the same ld.so.cache, else made again with closure.sh. */
+ * it was made from the same libraries, else made again with closure.sh. */
 static int
 load_closure (struct ohbox_store *s, json_t *cache, bool *dirty, struct ohbox_build_inputs *in, ohbox_error_t *err)
 {
-  struct stat st;
-  cleanup_free char *ldkey = stat ("/etc/ld.so.cache", &st) == 0 ? stat_key (&st) : xstrdup ("none");
+  cleanup_free char *notls = NULL;
+  if (mhd_notls_dir (&notls, err) < 0)
+    return -1;
+  cleanup_free char *ldkey = closure_key (notls);
   cleanup_free char *name = xasprintf ("build/closures/%.32s", in->executor_digest);
   const char *root = ohbox_store_root (s);
   json_t *closures = json_object_get (cache, "closures");
@@ -295,7 +393,7 @@ load_closure (struct ohbox_store *s, json_t *cache, bool *dirty, struct ohbox_bu
     return -1;
   cleanup_free char *tmpname = xasprintf ("build/closures/tmp-%ld", (long) getpid ());
   cleanup_free char *tmp = xasprintf ("%s/%s", root, tmpname);
-  if (ohbox_rm_rf_at (dirfd, tmpname, err) < 0 || run_closure_sh (script, in->executor, tmp, err) < 0)
+  if (ohbox_rm_rf_at (dirfd, tmpname, err) < 0 || run_closure_sh (script, in->executor, tmp, notls, err) < 0)
     {
       cleanup_error ohbox_error_t ignored = NULL;
       ohbox_rm_rf_at (dirfd, tmpname, &ignored);

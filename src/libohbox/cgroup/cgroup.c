@@ -290,6 +290,18 @@ fail:
 }
 
 int
+ohbox_cgroup_update (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *cg,
+                     const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  if (host->disabled)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "no cgroups on this host: %s",
+                        host->warning ? host->warning : "disabled");
+  if (ohbox_cgroup_limits_validate (l, err) < 0 || check_controllers (host, l, err) < 0)
+    return -1;
+  return apply_limits (host, cg, l, err);
+}
+
+int
 ohbox_cgroup_open (const struct ohbox_cgroup_host *host, const char *id, struct ohbox_cgroup **out, ohbox_error_t *err)
 {
   if (check_id (id, err) < 0)

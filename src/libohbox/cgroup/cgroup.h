@@ -150,6 +150,10 @@ extern const size_t ohbox_n_default_device_rules;
 int ohbox_cgroup_set_devices (const struct ohbox_cgroup *cg, const struct ohbox_device_rule *rules, size_t n,
                               ohbox_error_t *err);
 
+/* Sets LIMITS on the existing cgroup CG (the limits it leaves at zero stay
+ * as they are), checked as ohbox_cgroup_create checks them. */
+int ohbox_cgroup_update (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *cg,
+                         const struct ohbox_cgroup_limits *limits, ohbox_error_t *err);
 /* Reaches the cgroup of an existing sandbox (OHBOX_ERR_NOT_FOUND when no
  * hierarchy has it). */
 int ohbox_cgroup_open (const struct ohbox_cgroup_host *host, const char *id, struct ohbox_cgroup **out,

@@ -59,11 +59,19 @@ ohbox_cgroup_v1_set_memory (const char *dir, const struct ohbox_cgroup_limits *l
   char v[32];
   /* A fresh cgroup has both limits unlimited: memory first, then
    * memory+swap, which must never be below it. */
+  bool memory_after = false;
   if (l->memory)
     {
       snprintf (v, sizeof v, "%" PRId64, l->memory);
       if (ohbox_cg_write (dir, "memory.limit_in_bytes", v, err) < 0)
-        return -1;
+        {
+          /* An update raising memory above the current memory+swap:
+           * that one goes first. */
+          if ((*err)->errno_value != EINVAL || !ohbox_cg_has (dir, "memory.memsw.limit_in_bytes"))
+            return -1;
+          ohbox_error_release (err);
+          memory_after = true;
+        }
     }
   if (!ohbox_cg_has (dir, "memory.memsw.limit_in_bytes"))
     {
@@ -79,7 +87,10 @@ ohbox_cgroup_v1_set_memory (const char *dir, const struct ohbox_cgroup_limits *l
     /* Docker's default: as much swap as memory. */
     memsw = l->memory > INT64_MAX / 2 ? -1 : 2 * l->memory;
   snprintf (v, sizeof v, "%" PRId64, memsw);
-  return ohbox_cg_write (dir, "memory.memsw.limit_in_bytes", v, err);
+  if (ohbox_cg_write (dir, "memory.memsw.limit_in_bytes", v, err) < 0)
+    return -1;
+  snprintf (v, sizeof v, "%" PRId64, l->memory);
+  return memory_after ? ohbox_cg_write (dir, "memory.limit_in_bytes", v, err) : 0;
 }
 
 int

@@ -24,6 +24,7 @@
 #include <sys/mount.h>
 #include <sys/resource.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 static int
@@ -118,11 +119,56 @@ tmpfs_mount (const struct oci_mount *m, size_t i, struct ohbox_mount_spec *out, 
   return 0;
 }
 
+/* linux.devices: nodes made afresh (mounts.c, as `ohbox run --device`
+ * makes them for root), owned by their ids as the host sees them; the
+ * device cgroup allows them besides ohbox's own /dev nodes (B->rules). */
+static int
+load_devices (struct ohbox_bundle *b, ohbox_error_t *err)
+{
+  const struct oci_linux *l = b->config->linux_config;
+  b->n_rules = ohbox_n_default_device_rules;
+  b->rules = xcalloc (b->n_rules + l->n_devices, sizeof *b->rules);
+  memcpy (b->rules, ohbox_default_device_rules, b->n_rules * sizeof *b->rules);
+  for (size_t i = 0; i < l->n_devices; i++)
+    {
+      const struct oci_device *d = &l->devices[i];
+      char field[64];
+      snprintf (field, sizeof field, "linux.devices[%zu].type", i);
+      if (d->type != 'c' && d->type != 'b')
+        return unsupported (err, field, "a device other than a character or block one");
+      uint32_t uid = d->has_uid ? d->uid : 0, gid = d->has_gid ? d->gid : 0;
+      if (b->spec.userns)
+        {
+          uint32_t hu = ohbox_idmap_to_host (&b->userns_plan.uids, uid),
+                   hg = ohbox_idmap_to_host (&b->userns_plan.gids, gid);
+          if (hu == (uint32_t) -1 || hg == (uint32_t) -1)
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                                "config.json: linux.devices[%zu]: its uid or gid is not mapped", i);
+          uid = hu;
+          gid = hg;
+        }
+      b->mounts[b->n_mounts++] = (struct ohbox_mount_spec){ .source = xasprintf ("config.json linux.devices[%zu]", i),
+                                                            .target = xstrdup (d->path),
+                                                            .device = true,
+                                                            .mknod = true,
+                                                            .rdev = makedev ((unsigned) d->major, (unsigned) d->minor),
+                                                            .mode = (d->type == 'b' ? S_IFBLK : S_IFCHR)
+                                                                    | (d->has_file_mode ? d->file_mode & 07777 : 0666),
+                                                            .host_uid = uid,
+                                                            .host_gid = gid,
+                                                            .fd = -1 };
+      b->rules[b->n_rules++] = (struct ohbox_device_rule){
+        .type = d->type, .major = d->major, .minor = d->minor, .access = "rwm"
+      };
+    }
+  return 0;
+}
+
 static int
 load_mounts (struct ohbox_bundle *b, ohbox_error_t *err)
 {
   const struct oci_runtime_spec *c = b->config;
-  b->mounts = xcalloc (c->n_mounts + 1, sizeof *b->mounts);
+  b->mounts = xcalloc (c->n_mounts + c->linux_config->n_devices + 1, sizeof *b->mounts);
   for (size_t i = 0; i < c->n_mounts; i++)
     {
       const struct oci_mount *m = &c->mounts[i];
@@ -270,26 +316,113 @@ load_namespaces (struct ohbox_bundle *b, ohbox_error_t *err)
   return 0;
 }
 
-/* linux.resources: none is applied yet (no cgroup of its own); device
- * rules are harmless only where no device node can be made. */
+/* linux.resources' memory: what ohbox's limits carry, the rest refused by name. */
 static int
-check_resources (const struct ohbox_bundle *b, ohbox_error_t *err)
+memory_limits (const struct oci_memory *m, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  const char *field = (m->has_reservation && m->reservation > 0)    ? "linux.resources.memory.reservation"
+                      : (m->has_kernel && m->kernel > 0)            ? "linux.resources.memory.kernel"
+                      : (m->has_kernel_tcp && m->kernel_tcp > 0)    ? "linux.resources.memory.kernelTCP"
+                      : m->has_swappiness                           ? "linux.resources.memory.swappiness"
+                      : m->disable_oom_killer                       ? "linux.resources.memory.disableOOMKiller"
+                      : (m->has_use_hierarchy && !m->use_hierarchy) ? "linux.resources.memory.useHierarchy"
+                      : m->check_before_update                      ? "linux.resources.memory.checkBeforeUpdate"
+                                                                    : NULL;
+  if (field)
+    return unsupported (err, field, "this memory setting");
+  if (m->has_limit && m->limit > 0)
+    l->memory = m->limit;
+  /* swap is memory + swap, as Docker's --memory-swap (-1: unlimited);
+   * unset, ohbox's default (twice the memory) bounds it. */
+  if (m->has_swap && m->swap != 0)
+    l->memory_swap = m->swap < 0 ? -1 : m->swap;
+  return 0;
+}
+
+static int
+cpu_limits (const struct oci_cpu *c, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  const char *field = (c->cpus && *c->cpus) || (c->mems && *c->mems) ? "linux.resources.cpu.cpus/mems"
+                      : (c->has_rt_runtime && c->rt_runtime) || (c->has_rt_period && c->rt_period)
+                        ? "linux.resources.cpu.realtimeRuntime/realtimePeriod"
+                      : (c->has_burst && c->burst) ? "linux.resources.cpu.burst"
+                      : (c->has_idle && c->idle)   ? "linux.resources.cpu.idle"
+                                                   : NULL;
+  if (field)
+    return unsupported (err, field, "this cpu setting");
+  if (c->has_shares && c->shares)
+    l->cpu_shares = c->shares;
+  if (c->has_quota && c->quota > 0)
+    l->cpu_quota = c->quota;
+  if (c->has_period && c->period && (l->cpu_quota || (c->has_quota && c->quota < 0)))
+    l->cpu_period = c->period;
+  return 0;
+}
+
+int
+ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  memset (l, 0, sizeof *l);
+  const char *field = r->has_blkio                                               ? "linux.resources.blockIO"
+                      : r->n_hugepages                                           ? "linux.resources.hugepageLimits"
+                      : r->unified.n                                             ? "linux.resources.unified"
+                      : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
+                                                                                 : NULL;
+  if (field)
+    return unsupported (err, field, "this resource limit");
+  if ((r->has_memory && memory_limits (&r->memory, l, err) < 0) || (r->has_cpu && cpu_limits (&r->cpu, l, err) < 0))
+    return -1;
+  if (r->has_pids && r->pids_limit > 0) /* <= 0: unlimited */
+    l->pids = r->pids_limit;
+  if (ohbox_cgroup_limits_validate (l, err) < 0)
+    return ohbox_error_prefix (err, "config.json: linux.resources");
+  return 0;
+}
+
+/* linux.resources: the limits of the container's cgroup. */
+static int
+load_resources (struct ohbox_bundle *b, ohbox_error_t *err)
 {
   const struct oci_resources *r = &b->config->linux_config->resources;
   if (!b->config->linux_config->has_resources)
     return 0;
-  const char *field = r->has_memory                      ? "linux.resources.memory"
-                      : r->has_cpu                       ? "linux.resources.cpu"
-                      : r->has_pids && r->pids_limit > 0 ? "linux.resources.pids" /* <= 0: unlimited */
-                      : r->has_blkio                     ? "linux.resources.blockIO"
-                      : r->n_hugepages                   ? "linux.resources.hugepageLimits"
-                      : r->unified.n                     ? "linux.resources.unified"
-                      : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
-                                                                                 : NULL;
-  if (field)
-    return unsupported (err, field, "a resource limit (no cgroup of its own yet)");
-  if (r->n_devices && (b->caps.bounding & ((uint64_t) 1 << CAP_MKNOD)))
-    return unsupported (err, "linux.resources.devices", "a device cgroup (needed with CAP_MKNOD)");
+  /* resources.devices: the device cgroup allows ohbox's /dev nodes and
+   * linux.devices, and nothing else, whatever the rules say (load_devices). */
+  return ohbox_bundle_limits (r, &b->limits, err);
+}
+
+int
+ohbox_bundle_cgroup_path (const char *cgroups_path, const char *id, char **ret_parent, char **ret_name,
+                          ohbox_error_t *err)
+{
+  if (cgroups_path == NULL || *cgroups_path == '\0')
+    {
+      *ret_parent = xstrdup ("/ohbox-runc");
+      *ret_name = xstrdup (id);
+      return 0;
+    }
+  /* "/a/b/name": below the hierarchies' roots; "a/b/name": below ours.
+   * Never up, never a "slice:prefix:name" (systemd's, which needs
+   * --systemd-cgroup). */
+  const char *p = cgroups_path;
+  bool bad = strchr (p, ':') != NULL || strstr (p, "//") != NULL || p[strlen (p) - 1] == '/';
+  for (const char *s = p; !bad && (s = strstr (s, "..")) != NULL; s += 2)
+    bad = (s == p || s[-1] == '/') && (s[2] == '\0' || s[2] == '/');
+  for (const char *s = p; !bad && (s = strstr (s, "./")) != NULL; s += 2)
+    bad = s == p || s[-1] == '/';
+  if (bad)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                        "config.json: linux.cgroupsPath: `%s` is not a path of cgroups (no `..`, `.`, `//` or `:`; "
+                        "a systemd slice needs --systemd-cgroup)",
+                        p);
+  const char *slash = strrchr (p, '/');
+  *ret_name = xstrdup (slash ? slash + 1 : p);
+  if (slash == NULL)
+    *ret_parent = xstrdup ("");
+  else if (slash == p)
+    *ret_parent = xstrdup ("/");
+  else
+    *ret_parent = xstrndup (p, (size_t) (slash - p));
   return 0;
 }
 
@@ -329,12 +462,10 @@ load_linux (struct ohbox_bundle *b, ohbox_error_t *err)
   const struct oci_linux *l = b->config->linux_config;
   if (l == NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: linux: missing");
-  if (load_namespaces (b, err) < 0 || check_resources (b, err) < 0)
+  if (load_namespaces (b, err) < 0 || load_resources (b, err) < 0)
     return -1;
   if (l->monotonic.present || l->boottime.present)
     return unsupported (err, "linux.timeOffsets", "a time offset");
-  if (l->n_devices)
-    return unsupported (err, "linux.devices", "a device node");
   if (check_sysctls (b, err) < 0)
     return -1;
   if (l->mount_label)
@@ -376,16 +507,46 @@ load_root (struct ohbox_bundle *b, ohbox_error_t *err)
   return 0;
 }
 
+static char **
+strv_copy (char **v, const char *first)
+{
+  size_t n = 0;
+  while (v && v[n])
+    n++;
+  char **out = xcalloc (n + 2, sizeof *out);
+  size_t k = 0;
+  if (n == 0 && first)
+    out[k++] = xstrdup (first);
+  for (size_t i = 0; i < n; i++)
+    out[k++] = xstrdup (v[i]);
+  return out;
+}
+
+_Static_assert((int) OCI_HOOK_PRESTART == (int) OHBOX_HOOK_PRESTART
+                 && (int) OCI_HOOK_START_CONTAINER == (int) OHBOX_HOOK_START_CONTAINER
+                 && (int) OCI_HOOK_POSTSTOP == (int) OHBOX_HOOK_POSTSTOP,
+               "the OCI hook kinds and ohbox's hook stages are in the same order");
+
+void
+ohbox_bundle_hooks (const struct oci_runtime_spec *c, struct ohbox_device_edits *e)
+{
+  /* The OCI kinds and ohbox's stages are in the same order. */
+  for (int k = 0; k < OCI_HOOK_KINDS; k++)
+    for (size_t i = 0; i < c->hooks.n[k]; i++)
+      {
+        const struct oci_hook *h = &c->hooks.v[k][i];
+        e->hooks = xrealloc (e->hooks, (e->n_hooks + 1) * sizeof *e->hooks);
+        e->hooks[e->n_hooks++] = (struct ohbox_device_hook){ .stage = (enum ohbox_hook_stage) k,
+                                                             .path = xstrdup (h->path),
+                                                             .args = strv_copy (h->args, h->path),
+                                                             .env = strv_copy (h->env, NULL),
+                                                             .timeout = h->timeout };
+      }
+}
+
 static int
 check_config (const struct oci_runtime_spec *c, ohbox_error_t *err)
 {
-  for (int k = 0; k < OCI_HOOK_KINDS; k++)
-    if (c->hooks.n[k])
-      {
-        char field[64];
-        snprintf (field, sizeof field, "hooks.%s", oci_hook_kind_name (k));
-        return unsupported (err, field, "a hook");
-      }
   if (c->domainname)
     return unsupported (err, "domainname", "a domain name");
   return 0;
@@ -406,11 +567,12 @@ ohbox_bundle_load (const char *dir, struct ohbox_bundle **ret, ohbox_error_t *er
   if (ohbox_read_file_at (AT_FDCWD, config, OCI_RUNTIME_MAX_CONFIG, &b->config_text, &b->config_len, err) < 0
       || oci_runtime_spec_parse (b->config_text, b->config_len, &b->config, err) < 0
       || check_config (b->config, err) < 0 || load_root (b, err) < 0 || load_process (b, err) < 0
-      || load_linux (b, err) < 0 || load_mounts (b, err) < 0)
+      || load_linux (b, err) < 0 || load_mounts (b, err) < 0 || load_devices (b, err) < 0)
     {
       ohbox_bundle_free (b);
       return -1;
     }
+  ohbox_bundle_hooks (b->config, &b->hooks);
   b->spec.hostname = b->config->hostname;
   b->spec.mounts = b->mounts;
   b->spec.n_mounts = b->n_mounts;
@@ -433,11 +595,13 @@ ohbox_bundle_free (struct ohbox_bundle *b)
         close (b->mounts[i].fd);
     }
   free (b->mounts);
+  free (b->rules);
   if (b->spec.join_netns_fd >= 0)
     close (b->spec.join_netns_fd);
   ohbox_seccomp_filter_free (b->seccomp);
   oci_runtime_spec_free (b->config);
   free (b->config_text);
+  ohbox_device_edits_free (&b->hooks);
   free (b->user);
   free (b->rootfs);
   free (b->dir);

@@ -11,6 +11,7 @@
 
 #include <sys/types.h>
 
+#include "devices/devices.h"
 #include "oci/runtime_spec.h"
 #include "sandbox/linux.h"
 #include "security/capabilities.h"
@@ -28,6 +29,11 @@ struct ohbox_bundle
   size_t n_mounts;
   struct ohbox_userns_plan userns_plan;
   struct ohbox_seccomp_filter *seccomp;
+  struct ohbox_cgroup_limits limits; /* linux.resources */
+  struct ohbox_device_edits hooks;   /* config.json's hooks (hooks alone) */
+  /* The device cgroup's allow list: ohbox's /dev nodes and linux.devices. */
+  struct ohbox_device_rule *rules;
+  size_t n_rules;
   struct ohbox_linux_spec spec;
 };
 
@@ -38,6 +44,17 @@ void ohbox_bundle_free (struct ohbox_bundle *b);
 /* Checks the fields of process P that ohbox-runc does not honour (an error
  * naming the first) and fills CAPS with its five capability sets. */
 int ohbox_bundle_process_check (const struct oci_process *p, struct ohbox_caps_sets *caps, ohbox_error_t *err);
+/* linux.resources R as ohbox's cgroup limits (an error naming the first
+ * field they cannot carry). */
+int ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err);
+/* Where the container ID's cgroup goes: linux.cgroupsPath CGROUPS_PATH
+ * (may be NULL: "/ohbox-runc" and ID) split into the parent, as
+ * ohbox_cgroup_detect_opts.parent takes it, and the cgroup's name. */
+int ohbox_bundle_cgroup_path (const char *cgroups_path, const char *id, char **ret_parent, char **ret_name,
+                              ohbox_error_t *err);
+/* The hooks of config C into E (hooks alone), for ohbox_device_hooks_run:
+ * the caller runs each kind where the runtime spec puts it. */
+void ohbox_bundle_hooks (const struct oci_runtime_spec *c, struct ohbox_device_edits *e);
 /* P's rlimits, umask and oom_score_adj, set on this process for the
  * container's process (or an exec'd one) to inherit. */
 int ohbox_bundle_apply_inherited (const struct oci_process *p, ohbox_error_t *err);

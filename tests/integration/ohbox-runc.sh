@@ -699,6 +699,16 @@ test_create_releases_stdio ()
   state_root_empty
 }
 
+# blockIO with nothing set (Docker writes {"weight": 0}: "unset" for runc
+# and crun) is no limit; a weight is still refused by name.
+test_blkio_unset ()
+{
+  my_bundle '.linux.resources.blockIO = {"weight": 0} | .process.args = ["true"]'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" bk1
+  expect_refused '.linux.resources.blockIO = {"weight": 500}' "linux.resources.blockIO"
+  state_root_empty
+}
+
 run_test run_foreground test_run_foreground
 run_test lifecycle test_lifecycle
 run_test kill_before_start test_kill_before_start
@@ -720,3 +730,4 @@ run_test cgroup test_cgroup
 run_test hooks test_hooks
 run_test devices test_devices
 run_test create_releases_stdio test_create_releases_stdio
+run_test blkio_unset test_blkio_unset

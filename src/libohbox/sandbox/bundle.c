@@ -359,11 +359,21 @@ cpu_limits (const struct oci_cpu *c, struct ohbox_cgroup_limits *l, ohbox_error_
   return 0;
 }
 
+/* A blockIO that sets nothing: weights of 0 (below the kernel's range:
+ * "unset" for runc and crun, and what Docker writes) and no device lists. */
+static bool
+blkio_asks_nothing (const struct oci_blkio *b)
+{
+  return (!b->has_weight || b->weight == 0) && (!b->has_leaf_weight || b->leaf_weight == 0) && b->weight_device.n == 0
+         && b->throttle_read_bps.n == 0 && b->throttle_write_bps.n == 0 && b->throttle_read_iops.n == 0
+         && b->throttle_write_iops.n == 0;
+}
+
 int
 ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
   memset (l, 0, sizeof *l);
-  const char *field = r->has_blkio                                               ? "linux.resources.blockIO"
+  const char *field = r->has_blkio && !blkio_asks_nothing (&r->blkio)            ? "linux.resources.blockIO"
                       : r->n_hugepages                                           ? "linux.resources.hugepageLimits"
                       : r->unified.n                                             ? "linux.resources.unified"
                       : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"

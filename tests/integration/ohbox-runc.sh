@@ -709,6 +709,17 @@ test_blkio_unset ()
   state_root_empty
 }
 
+# Called from a mount namespace whose / is shared (systemd's default, and
+# what dockerd's shim runs in): the rootfs cloned from it is made private
+# before pivot_root, which refused it (EINVAL).
+test_shared_root ()
+{
+  my_bundle '.process.args = ["echo", "pivoted"]'
+  assert_ok unshare -m --propagation shared timeout 60 "$RUNC" --root "$T_WORK/state" run --bundle "$T_WORK/bundle" sh1
+  assert_eq pivoted "$out"
+  state_root_empty
+}
+
 run_test run_foreground test_run_foreground
 run_test lifecycle test_lifecycle
 run_test kill_before_start test_kill_before_start
@@ -731,3 +742,4 @@ run_test hooks test_hooks
 run_test devices test_devices
 run_test create_releases_stdio test_create_releases_stdio
 run_test blkio_unset test_blkio_unset
+run_test shared_root test_shared_root

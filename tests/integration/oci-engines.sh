@@ -11,9 +11,8 @@
 # parents named after this run, removed at the end.
 #
 # Where ohbox-runc refuses what an engine asks for (a config field or a
-# command it does not support yet), the test SKIPs naming it: an engine's
-# defaults are tried as they are, and the lifecycle tests that need a
-# workaround say which one in ENGINE_WORKAROUNDS below.
+# command it does not support yet), the test SKIPs naming it; every test
+# runs with the engine's defaults (limits, devices, hooks) as they are.
 if [ -z "${T_ENGINES_NS:-}" ] && [ "$(id -u)" = 0 ]; then
   export T_ENGINES_NS=1
   exec unshare --net --mount --propagation private -- "$BASH" "$0" "$@"
@@ -129,35 +128,23 @@ need_podman ()
   need_engine podman "$podman_ready"
 }
 
-# Until ohbox-runc applies linux.resources: podman's default pids limit
-# (2048) is asked off in the tests that are not about limits.
-PODMAN_WORKAROUND=(--pids-limit 0)
-
 test_podman_run ()
 {
   need_podman
-  engine_ok pm_run --rm --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sh -c 'echo hi; cat /proc/1/comm'
+  engine_ok pm_run --rm --network none localhost/busybox sh -c 'echo hi; cat /proc/1/comm'
   # ohbox's init is the container's PID 1 (the engine ran ohbox-runc).
   assert_eq $'hi\nohbox-init' "$out"
-  t_run pm_run --rm --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sh -c 'exit 7'
+  t_run pm_run --rm --network none localhost/busybox sh -c 'exit 7'
   assert_eq 7 "$rc"
   assert_eq "" "$(pm ps -aq)"
   [ -z "$(ls -A /run/ohbox-runc 2>/dev/null)" ]
-}
-
-# The engine's defaults as they are (no workaround).
-test_podman_defaults ()
-{
-  need_podman
-  engine_ok pm_run --rm --network none localhost/busybox echo ok
-  assert_eq ok "$out"
 }
 
 test_podman_detached ()
 {
   need_podman
   local id
-  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sh -c 'echo up; trap "echo bye; exit 0" TERM; sleep 1000 & wait'
+  engine_ok pm_run -d --network none localhost/busybox sh -c 'echo up; trap "echo bye; exit 0" TERM; sleep 1000 & wait'
   id=$out
   t_wait_until 20 pm_logs_have "$id" up
   assert_eq running "$(pm inspect -f '{{.State.Status}}' "$id")"
@@ -166,7 +153,7 @@ test_podman_detached ()
   assert_contains "$(pm logs "$id")" $'up\nbye'
   assert_ok pm rm "$id"
   # An exit of its own, seen by conmon and `podman wait`.
-  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sh -c 'sleep 0.5; exit 3'
+  engine_ok pm_run -d --network none localhost/busybox sh -c 'sleep 0.5; exit 3'
   id=$out
   assert_eq 3 "$(pm wait "$id")"
   assert_ok pm rm "$id"
@@ -177,7 +164,7 @@ test_podman_kill ()
 {
   need_podman
   local id pid
-  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sleep 1000
+  engine_ok pm_run -d --network none localhost/busybox sleep 1000
   id=$out
   pid=$(pm inspect -f '{{.State.Pid}}' "$id")
   assert_int -gt "$pid" 1 "the container's pid"
@@ -186,7 +173,7 @@ test_podman_kill ()
   ! kill -0 "$pid" 2>/dev/null
   assert_ok pm rm "$id"
   # rm -f of a running container.
-  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sleep 1000
+  engine_ok pm_run -d --network none localhost/busybox sleep 1000
   id=$out
   pid=$(pm inspect -f '{{.State.Pid}}' "$id")
   assert_ok pm rm -f -t 0 "$id"
@@ -203,7 +190,7 @@ test_podman_publish ()
   port=$(t_free_port)
   mkdir -p www
   echo served-by-ohbox >www/index.html
-  engine_ok pm_run -d "${PODMAN_WORKAROUND[@]}" -p "127.0.0.1:$port:8080" -v "$PWD/www:/www:ro" localhost/busybox httpd -f -p 8080 -h /www
+  engine_ok pm_run -d -p "127.0.0.1:$port:8080" -v "$PWD/www:/www:ro" localhost/busybox httpd -f -p 8080 -h /www
   id=$out
   t_wait_until 20 curl -sf -o /dev/null "http://127.0.0.1:$port/"
   assert_eq served-by-ohbox "$(curl -sf "http://127.0.0.1:$port/")"
@@ -223,7 +210,7 @@ test_podman_exec ()
 {
   need_podman
   local id
-  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sleep 1000
+  engine_ok pm_run -d --network none localhost/busybox sleep 1000
   id=$out
   t_run pm exec "$id" sh -c 'echo in-$(hostname); exit 4'
   pm rm -f -t 0 "$id" >/dev/null
@@ -237,11 +224,11 @@ test_podman_tty ()
 {
   need_podman
   local id
-  t_run pm_run --rm -t --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sh -c 'test -t 0 && test -t 1 && echo a-tty; exit 3'
+  t_run pm_run --rm -t --network none localhost/busybox sh -c 'test -t 0 && test -t 1 && echo a-tty; exit 3'
   [ "$rc" = 3 ] || skip_if_refused "$err"
   assert_eq 3 "$rc"
   assert_contains "$out" a-tty
-  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sleep 1000
+  engine_ok pm_run -d --network none localhost/busybox sleep 1000
   id=$out
   t_run pm exec -t "$id" sh -c 'test -t 1 && echo exec-tty; exit 5'
   pm rm -f -t 0 "$id" >/dev/null
@@ -254,7 +241,7 @@ test_podman_pause ()
 {
   need_podman
   local id
-  engine_ok pm_run -d --network none "${PODMAN_WORKAROUND[@]}" localhost/busybox sleep 1000
+  engine_ok pm_run -d --network none localhost/busybox sleep 1000
   id=$out
   t_run pm pause "$id"
   if [ "$rc" != 0 ]; then
@@ -403,22 +390,12 @@ need_ctrd ()
   need_engine ctrd "$ctrd_ready"
 }
 
-# Until ohbox-runc applies linux.resources: ctr's cpu shares (1024) and
-# device rules (refused while CAP_MKNOD is in the bounding set).
-CTR_WORKAROUND=(--cpu-shares 0 --cap-drop CAP_MKNOD)
 CTR_IMAGE=docker.io/library/busybox:latest
-
-test_ctr_defaults ()
-{
-  need_ctrd
-  engine_ok ct run --rm --runc-binary "$RUNC" "$CTR_IMAGE" c-def echo ok
-  assert_eq ok "$out"
-}
 
 test_ctr_run ()
 {
   need_ctrd
-  t_run ct run --rm --runc-binary "$RUNC" --runc-root "$CTRD_RUN/runc-root" "${CTR_WORKAROUND[@]}" "$CTR_IMAGE" c-run \
+  t_run ct run --rm --runc-binary "$RUNC" --runc-root "$CTRD_RUN/runc-root" "$CTR_IMAGE" c-run \
     sh -c 'echo hi; cat /proc/1/comm; exit 3'
   [ "$rc" = 3 ] || skip_if_refused "$err"
   assert_eq 3 "$rc"
@@ -431,7 +408,7 @@ test_ctr_run ()
 test_ctr_kill_delete ()
 {
   need_ctrd
-  engine_ok ct run -d --runc-binary "$RUNC" --runc-root "$CTRD_RUN/runc-root" "${CTR_WORKAROUND[@]}" "$CTR_IMAGE" \
+  engine_ok ct run -d --runc-binary "$RUNC" --runc-root "$CTRD_RUN/runc-root" "$CTR_IMAGE" \
     c-kill sleep 1000
   t_wait_until 10 ct_task_is c-kill RUNNING
   # ohbox-runc's state, under the root the shim gave it.
@@ -454,7 +431,7 @@ test_ctr_tty ()
   # ctr -t wants a terminal of its own: script(1) gives it one.
   local cmd
   cmd=$(printf '%q ' ctr --address "$CTRD_RUN/containerd.sock" --namespace "$CG" run --rm -t --runc-binary "$RUNC" \
-    "${CTR_WORKAROUND[@]}" "$CTR_IMAGE" c-tty sh -c 'test -t 0 && test -t 1 && echo a-tty; exit 4')
+    "$CTR_IMAGE" c-tty sh -c 'test -t 0 && test -t 1 && echo a-tty; exit 4')
   t_run timeout -k 5 60 script -q -e -c "$cmd" /dev/null
   [ "$rc" = 4 ] || skip_if_refused "$out$err"
   assert_eq 4 "$rc"
@@ -464,7 +441,7 @@ test_ctr_tty ()
 test_ctr_exec ()
 {
   need_ctrd
-  engine_ok ct run -d --runc-binary "$RUNC" "${CTR_WORKAROUND[@]}" "$CTR_IMAGE" c-exec sleep 1000
+  engine_ok ct run -d --runc-binary "$RUNC" "$CTR_IMAGE" c-exec sleep 1000
   t_run ct task exec --exec-id e1 c-exec sh -c 'echo in-exec; exit 2'
   ct task kill --signal SIGKILL c-exec >/dev/null
   t_wait_until 10 ct_task_is c-exec STOPPED
@@ -515,7 +492,6 @@ trap 'T_RC=$?; [ "$BASHPID" != "$T_MAIN_PID" ] || engines_teardown; (exit $T_RC)
 podman_ready=0
 (podman_setup) >"$T_TMP/setup-podman.log" 2>&1 </dev/null || podman_ready=$?
 run_test podman_run test_podman_run
-run_test podman_defaults test_podman_defaults
 run_test podman_detached test_podman_detached
 run_test podman_kill test_podman_kill
 run_test podman_publish test_podman_publish
@@ -533,7 +509,6 @@ run_test docker_memory_stats test_docker_memory_stats
 
 ctrd_ready=0
 ctrd_setup >"$T_TMP/setup-ctrd.log" 2>&1 </dev/null || ctrd_ready=$?
-run_test ctr_defaults test_ctr_defaults
 run_test ctr_run test_ctr_run
 run_test ctr_kill_delete test_ctr_kill_delete
 run_test ctr_tty test_ctr_tty

@@ -23,6 +23,7 @@
 #include "bash_private.h"
 #include "users.h"
 #include "common/utils.h"
+#include "common/strv.h"
 
 extern char **environ;
 
@@ -193,17 +194,8 @@ find_bash (const char *given)
 {
   if (given)
     return xstrdup (given);
-  const char *path = getenv ("PATH");
-  cleanup_free char *copy = xstrdup (path ? path : "/usr/local/bin:/usr/bin:/bin");
-  char *save = NULL;
-  for (char *d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save))
-    {
-      char *cand = xasprintf ("%s/bash", d);
-      if (access (cand, X_OK) == 0)
-        return cand;
-      free (cand);
-    }
-  return xstrdup ("/bin/bash");
+  char *found = ohbox_path_find (getenv ("PATH"), "/usr/local/bin:/usr/bin:/bin", "bash");
+  return found ? found : xstrdup ("/bin/bash");
 }
 
 static char **
@@ -243,16 +235,6 @@ build_env (const struct bash_opts *o, const char *bash)
   return env;
 }
 
-static void
-free_strv (char **v)
-{
-  if (v == NULL)
-    return;
-  for (char **p = v; *p; p++)
-    free (*p);
-  free (v);
-}
-
 int
 bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *err)
 {
@@ -278,7 +260,7 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
   pid_t pid = fork ();
   if (pid < 0)
     {
-      free_strv (env);
+      ohbox_strv_free (env);
       return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "fork the bash session");
     }
   if (pid == 0)
@@ -307,7 +289,7 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
       execve (bash, argv, env);
       _exit (127);
     }
-  free_strv (env);
+  ohbox_strv_free (env);
   s->pid = pid;
   int fl = fcntl (s->master, F_GETFL);
   fcntl (s->master, F_SETFL, fl | O_NONBLOCK);

@@ -468,66 +468,222 @@ fmt_seconds (double v)
   return py_float_repr (v);
 }
 
+/* An action refused before anything is typed: nothing to retrieve or
+ * interact with, or several commands at once. NULL when it may run. */
+static json_t *
+run_refused (struct bash_session *s, const struct run_request *req, const char *command, struct run_meta *meta)
+{
+  if (s->prev_status != ST_NO_CHANGE_TIMEOUT && s->prev_status != ST_HARD_TIMEOUT)
+    {
+      if (*command == '\0')
+        return obs_run ("ERROR: No previous running command to retrieve logs from.", "", meta, req->hidden);
+      if (req->is_input)
+        return obs_run ("ERROR: No previous running command to interact with.", "", meta, req->hidden);
+    }
+  char **pieces = NULL;
+  size_t npieces = split_bash_commands (command, &pieces);
+  if (npieces <= 1)
+    {
+      split_free (pieces);
+      return NULL;
+    }
+  struct ohbox_buf b = { 0 };
+  const char *head = "ERROR: Cannot execute multiple commands at once.\nPlease run each command separately OR "
+                     "chain them into a single command via && or ;\nProvided commands:";
+  ohbox_buf_append (&b, head, strlen (head));
+  for (size_t i = 0; i < npieces; i++)
+    {
+      cleanup_free char *item = xasprintf ("\n(%zu) %s", i + 1, pieces[i]);
+      ohbox_buf_append (&b, item, strlen (item));
+    }
+  split_free (pieces);
+  /* A hidden action must get a `run` observation: the client forces
+   * extras.hidden onto whatever comes back, which only `run` accepts. */
+  json_t *o = req->hidden ? obs_run (b.data, command, meta, true) : obs_error (b.data);
+  free (b.data);
+  return o;
+}
+
+/* A new command while the previous one still runs: not typed. */
+static json_t *
+run_previous_still_running (struct bash_session *s, const struct run_request *req, const char *command,
+                            const char *pane, struct run_meta *meta)
+{
+  struct ps1_match *m = NULL;
+  size_t count = find_ps1 (pane, &m);
+  cleanup_free char *raw = combine_outputs (pane, m, count, false);
+  free (m);
+  meta->suffix = xasprintf ("\n[Your command \"%s\" is NOT executed. The previous command is still running - "
+                            "You CANNOT send new commands until the previous command is completed. By setting "
+                            "`is_input` to `true`, you can interact with the current process: " TIMEOUT_MESSAGE_TEMPLATE
+                            "]",
+                            command);
+  cleanup_free char *out = command_output (s, command, raw, meta, CONTINUE_PREFIX);
+  return obs_run (out, command, meta, req->hidden);
+}
+
+/* The prompt came back (the Python server's _handle_completed_command):
+ * the output up to the last prompt block M[COUNT - 1], the exit code and
+ * working directory from it. */
+static json_t *
+run_completed (struct bash_session *s, const struct run_request *req, const char *command, const char *pane,
+               struct ps1_match *m, size_t count, struct run_meta *meta)
+{
+  bool special = is_special_key (command);
+  meta_from_ps1 (pane, &m[count - 1], meta);
+  bool before_last = count == 1;
+  if (meta->working_dir && *meta->working_dir && strcmp (meta->working_dir, s->cwd) != 0)
+    {
+      free (s->cwd);
+      s->cwd = xstrdup (meta->working_dir);
+    }
+  cleanup_free char *raw = combine_outputs (pane, m, count, before_last);
+  if (before_last)
+    {
+      size_t lines = 0, rl = strlen (raw);
+      for (size_t i = 0; i < rl; i++)
+        if (raw[i] == '\n')
+          lines++;
+      if (rl && raw[rl - 1] != '\n')
+        lines++;
+      meta->prefix = xasprintf ("[Previous command outputs are truncated. Showing the last %zu lines of the "
+                                "output below.]\n",
+                                lines);
+    }
+  if (special)
+    meta->suffix = xasprintf ("\n[The command completed with exit code %d. CTRL+%c was sent.]", meta->exit_code,
+                              toupper ((unsigned char) command[strlen (command) - 1]));
+  else
+    meta->suffix = xasprintf ("\n[The command completed with exit code %d.]", meta->exit_code);
+  cleanup_free char *out = command_output (s, command, raw, meta, "");
+  s->prev_status = ST_COMPLETED;
+  free (s->prev_output);
+  s->prev_output = NULL;
+  ready_for_next_command (s, pane, &m[count - 1]);
+  return obs_run (out, command, meta, req->hidden);
+}
+
+/* No new output for the no-change timeout, or the action's own timeout
+ * (STATUS): the output so far; the command goes on running. */
+static json_t *
+run_timed_out (struct bash_session *s, const struct run_request *req, const char *command, const char *pane,
+               struct ps1_match *m, size_t count, enum bash_status status, struct run_meta *meta)
+{
+  s->prev_status = status;
+  cleanup_free char *raw = combine_outputs (pane, m, count, false);
+  if (status == ST_NO_CHANGE_TIMEOUT)
+    {
+      cleanup_free char *secs = fmt_seconds (s->no_change_timeout);
+      meta->suffix = xasprintf ("\n[The command has no new output after %s seconds. " TIMEOUT_MESSAGE_TEMPLATE "]",
+                                secs);
+    }
+  else
+    meta->suffix = xasprintf ("\n[The command timed out after %s seconds. " TIMEOUT_MESSAGE_TEMPLATE "]",
+                              req->timeout_str ? req->timeout_str : "?");
+  cleanup_free char *out = command_output (s, command, raw, meta, CONTINUE_PREFIX);
+  return obs_run (out, command, meta, req->hidden);
+}
+
+/* What the polling of one command keeps from round to round. */
+struct run_poll
+{
+  double start, last_change, throttle_until, t1;
+  uint64_t gen;
+  char *last_pane;
+  const char *sent_pane; /* the pane right after typing (NULL: nothing typed) */
+  size_t initial_count, prompts_expected;
+  bool waiting_prompts;
+};
+
+/* One look at the pane: the observation when the command completed or
+ * timed out, else NULL. */
+static json_t *
+run_poll_once (struct bash_session *s, const struct run_request *req, const char *command, struct run_poll *p,
+               struct run_meta *meta)
+{
+  double t0 = bash_now ();
+  p->gen = term_generation (s->term);
+  cleanup_free char *pane = term_render (s->term, NULL);
+  cleanup_free struct ps1_match *m = NULL;
+  size_t count = find_ps1 (pane, &m);
+  double t1 = p->t1 = bash_now ();
+  /* A flood of output would make every render rebuild a large pane:
+   * render at most once per four render times. */
+  p->throttle_until = t1 + 4 * (t1 - t0);
+  if (strcmp (pane, p->last_pane) != 0)
+    {
+      free (p->last_pane);
+      p->last_pane = xstrdup (pane);
+      p->last_change = t1;
+    }
+  /* Typed text of several top-level lines (a command and a comment
+   * line, text not understood and sent as one command) gets a prompt
+   * per line: the reply waits for all of them, as the Python server,
+   * polling every 0.5 s, sees them.  Until then, or while bash has not
+   * read all the typed text, a prompt does not end the command; if a
+   * program swallowed the remaining lines, PROMPT_QUIET without output
+   * does. */
+  bool prompt = count > p->initial_count
+                || (ends_with_ps1_end (pane) && (p->sent_pane == NULL || strcmp (pane, p->sent_pane) != 0));
+  size_t prompts_seen = count > p->initial_count ? count - p->initial_count : 1;
+  p->waiting_prompts = prompt && prompts_seen < p->prompts_expected;
+  if (prompt && (prompts_seen >= p->prompts_expected || t1 - p->last_change >= PROMPT_QUIET)
+      && bash_pending_input (s) == 0)
+    /* count == 0 cannot happen: the end marker implies a block. */
+    return count > 0 ? run_completed (s, req, command, pane, m, count, meta) : NULL;
+  if (!req->blocking && t1 - p->last_change >= s->no_change_timeout)
+    return run_timed_out (s, req, command, pane, m, count, ST_NO_CHANGE_TIMEOUT, meta);
+  if (req->timeout > 0 && t1 - p->start >= req->timeout)
+    return run_timed_out (s, req, command, pane, m, count, ST_HARD_TIMEOUT, meta);
+  return NULL;
+}
+
+/* Until the pane changes or the next deadline (no-change timeout, the
+ * action's timeout, the quiet time of a prompt), throttled. */
+static void
+run_wait_change (struct bash_session *s, const struct run_request *req, const struct run_poll *p)
+{
+  double deadline = p->t1 + 3600;
+  if (!req->blocking)
+    deadline = p->last_change + s->no_change_timeout;
+  if (req->timeout > 0 && p->start + req->timeout < deadline)
+    deadline = p->start + req->timeout;
+  if (p->waiting_prompts && p->last_change + PROMPT_QUIET < deadline)
+    deadline = p->last_change + PROMPT_QUIET;
+  wait_change (s, p->gen, deadline);
+  double now = bash_now ();
+  if (now < p->throttle_until && term_generation (s->term) != p->gen)
+    {
+      pthread_mutex_unlock (&s->lock);
+      struct timespec ts;
+      double d = p->throttle_until - now;
+      ts.tv_sec = (time_t) d;
+      ts.tv_nsec = (long) ((d - (double) ts.tv_sec) * 1e9);
+      nanosleep (&ts, NULL);
+      pthread_mutex_lock (&s->lock);
+    }
+}
+
 static json_t *
 run_locked (struct bash_session *s, const struct run_request *req, const char *command)
 {
   struct run_meta meta;
   run_meta_init (&meta);
+  json_t *result = run_refused (s, req, command, &meta);
+  if (result)
+    return result;
 
-  if (s->prev_status != ST_NO_CHANGE_TIMEOUT && s->prev_status != ST_HARD_TIMEOUT)
-    {
-      if (*command == '\0')
-        return obs_run ("ERROR: No previous running command to retrieve logs from.", "", &meta, req->hidden);
-      if (req->is_input)
-        return obs_run ("ERROR: No previous running command to interact with.", "", &meta, req->hidden);
-    }
-
-  char **pieces = NULL;
-  size_t npieces = split_bash_commands (command, &pieces);
-  if (npieces > 1)
-    {
-      struct ohbox_buf b = { 0 };
-      const char *head = "ERROR: Cannot execute multiple commands at once.\nPlease run each command separately OR "
-                         "chain them into a single command via && or ;\nProvided commands:";
-      ohbox_buf_append (&b, head, strlen (head));
-      for (size_t i = 0; i < npieces; i++)
-        {
-          cleanup_free char *item = xasprintf ("\n(%zu) %s", i + 1, pieces[i]);
-          ohbox_buf_append (&b, item, strlen (item));
-        }
-      split_free (pieces);
-      /* A hidden action must get a `run` observation: the client forces
-       * extras.hidden onto whatever comes back, which only `run` accepts. */
-      json_t *o = req->hidden ? obs_run (b.data, command, &meta, true) : obs_error (b.data);
-      free (b.data);
-      return o;
-    }
-  split_free (pieces);
-
-  double start = bash_now ();
-  uint64_t gen = term_generation (s->term);
-  char *last_pane = term_render (s->term, NULL);
+  struct run_poll p = { .start = bash_now (), .prompts_expected = 1 };
+  p.last_change = p.start;
+  p.gen = term_generation (s->term);
+  p.last_pane = term_render (s->term, NULL);
   struct ps1_match *m = NULL;
-  size_t initial_count = find_ps1 (last_pane, &m);
-
-  if ((s->prev_status == ST_NO_CHANGE_TIMEOUT || s->prev_status == ST_HARD_TIMEOUT) && !ends_with_ps1_end (last_pane)
-      && !req->is_input && *command)
-    {
-      cleanup_free char *raw = combine_outputs (last_pane, m, initial_count, false);
-      meta.suffix = xasprintf (
-        "\n[Your command \"%s\" is NOT executed. The previous command is still running - "
-        "You CANNOT send new commands until the previous command is completed. By setting "
-        "`is_input` to `true`, you can interact with the current process: " TIMEOUT_MESSAGE_TEMPLATE "]",
-        command);
-      cleanup_free char *out = command_output (s, command, raw, &meta, CONTINUE_PREFIX);
-      json_t *o = obs_run (out, command, &meta, req->hidden);
-      run_meta_release (&meta);
-      free (m);
-      free (last_pane);
-      return o;
-    }
+  p.initial_count = find_ps1 (p.last_pane, &m);
   free (m);
-  m = NULL;
+
+  if ((s->prev_status == ST_NO_CHANGE_TIMEOUT || s->prev_status == ST_HARD_TIMEOUT) && !ends_with_ps1_end (p.last_pane)
+      && !req->is_input && *command)
+    result = run_previous_still_running (s, req, command, p.last_pane, &meta);
 
   /* The Python server types a new command in its escaped form (see
    * cmdsplit.h), which its tmux turns back into the command for the common
@@ -537,165 +693,35 @@ run_locked (struct bash_session *s, const struct run_request *req, const char *c
    * changed it, the echoed command therefore stays in the output there
    * too). */
   cleanup_free char *escaped = NULL;
-  size_t prompts_expected = 1;
-  if (*command)
+  if (result == NULL && *command)
     {
       bool special = is_special_key (command);
       if (!req->is_input && !special)
-        prompts_expected = bash_prompt_count (command);
-      double wdeadline = start + (req->timeout > 0 ? req->timeout : 30.0);
+        p.prompts_expected = bash_prompt_count (command);
+      double wdeadline = p.start + (req->timeout > 0 ? req->timeout : 30.0);
       if (bash_send_keys (s, command, !special, wdeadline) < 0)
-        {
-          free (last_pane);
-          return obs_errorf ("Failed to send the command to bash: %s", strerror (errno));
-        }
-      if (!req->is_input)
+        result = obs_errorf ("Failed to send the command to bash: %s", strerror (errno));
+      else if (!req->is_input)
         command = escaped = escape_bash_special_chars (command);
     }
 
   /* Right after typing, the pane still ends with the old prompt: only a
    * pane that changed since can show completion that way. */
-  cleanup_free char *sent_pane = *command ? xstrdup (last_pane) : NULL;
-  double last_change = start;
-  double throttle_until = 0;
-  bool waiting_prompts = false;
-  json_t *result = NULL;
+  cleanup_free char *sent_pane = *command ? xstrdup (p.last_pane) : NULL;
+  p.sent_pane = sent_pane;
   while (result == NULL)
     {
-      double t0 = bash_now ();
-      gen = term_generation (s->term);
-      char *pane = term_render (s->term, NULL);
-      size_t count = find_ps1 (pane, &m);
-      double t1 = bash_now ();
-      /* A flood of output would make every render rebuild a large pane:
-       * render at most once per four render times. */
-      throttle_until = t1 + 4 * (t1 - t0);
-
-      if (strcmp (pane, last_pane) != 0)
-        {
-          free (last_pane);
-          last_pane = xstrdup (pane);
-          last_change = t1;
-        }
-
-      /* Typed text of several top-level lines (a command and a comment
-       * line, text not understood and sent as one command) gets a prompt
-       * per line: the reply waits for all of them, as the Python server,
-       * polling every 0.5 s, sees them.  Until then, or while bash has not
-       * read all the typed text, a prompt does not end the command; if a
-       * program swallowed the remaining lines, PROMPT_QUIET without output
-       * does. */
-      bool prompt = count > initial_count
-                    || (ends_with_ps1_end (pane) && (sent_pane == NULL || strcmp (pane, sent_pane) != 0));
-      size_t prompts_seen = count > initial_count ? count - initial_count : 1;
-      waiting_prompts = prompt && prompts_seen < prompts_expected;
-      if (prompt && (prompts_seen >= prompts_expected || t1 - last_change >= PROMPT_QUIET)
-          && bash_pending_input (s) == 0)
-        {
-          /* _handle_completed_command */
-          bool special = is_special_key (command);
-          if (count == 0)
-            {
-              free (pane);
-              free (m);
-              m = NULL;
-              goto wait; /* cannot happen: the end marker implies a block */
-            }
-          meta_from_ps1 (pane, &m[count - 1], &meta);
-          bool before_last = count == 1;
-          if (meta.working_dir && *meta.working_dir && strcmp (meta.working_dir, s->cwd) != 0)
-            {
-              free (s->cwd);
-              s->cwd = xstrdup (meta.working_dir);
-            }
-          cleanup_free char *raw = combine_outputs (pane, m, count, before_last);
-          if (before_last)
-            {
-              size_t lines = 0, rl = strlen (raw);
-              for (size_t i = 0; i < rl; i++)
-                if (raw[i] == '\n')
-                  lines++;
-              if (rl && raw[rl - 1] != '\n')
-                lines++;
-              meta.prefix = xasprintf ("[Previous command outputs are truncated. Showing the last %zu lines of the "
-                                       "output below.]\n",
-                                       lines);
-            }
-          if (special)
-            meta.suffix = xasprintf ("\n[The command completed with exit code %d. CTRL+%c was sent.]", meta.exit_code,
-                                     toupper ((unsigned char) command[strlen (command) - 1]));
-          else
-            meta.suffix = xasprintf ("\n[The command completed with exit code %d.]", meta.exit_code);
-          cleanup_free char *out = command_output (s, command, raw, &meta, "");
-          s->prev_status = ST_COMPLETED;
-          free (s->prev_output);
-          s->prev_output = NULL;
-          ready_for_next_command (s, pane, &m[count - 1]);
-          result = obs_run (out, command, &meta, req->hidden);
-          free (pane);
-          break;
-        }
-
-      if (!req->blocking && t1 - last_change >= s->no_change_timeout)
-        {
-          s->prev_status = ST_NO_CHANGE_TIMEOUT;
-          cleanup_free char *raw = combine_outputs (pane, m, count, false);
-          cleanup_free char *secs = fmt_seconds (s->no_change_timeout);
-          meta.suffix = xasprintf ("\n[The command has no new output after %s seconds. " TIMEOUT_MESSAGE_TEMPLATE "]",
-                                   secs);
-          cleanup_free char *out = command_output (s, command, raw, &meta, CONTINUE_PREFIX);
-          result = obs_run (out, command, &meta, req->hidden);
-          free (pane);
-          break;
-        }
-
-      if (req->timeout > 0 && t1 - start >= req->timeout)
-        {
-          s->prev_status = ST_HARD_TIMEOUT;
-          cleanup_free char *raw = combine_outputs (pane, m, count, false);
-          meta.suffix = xasprintf ("\n[The command timed out after %s seconds. " TIMEOUT_MESSAGE_TEMPLATE "]",
-                                   req->timeout_str ? req->timeout_str : "?");
-          cleanup_free char *out = command_output (s, command, raw, &meta, CONTINUE_PREFIX);
-          result = obs_run (out, command, &meta, req->hidden);
-          free (pane);
-          break;
-        }
-      free (pane);
-      free (m);
-      m = NULL;
-
-    wait:
-      if (s->dead)
+      result = run_poll_once (s, req, command, &p, &meta);
+      if (result == NULL && s->dead)
         {
           s->prev_status = ST_NONE;
           result = obs_error ("The bash session exited (was `exit` run?). A new session is started for the next "
                               "command.");
-          break;
         }
-      {
-        double deadline = t1 + 3600;
-        if (!req->blocking)
-          deadline = last_change + s->no_change_timeout;
-        if (req->timeout > 0 && start + req->timeout < deadline)
-          deadline = start + req->timeout;
-        if (waiting_prompts && last_change + PROMPT_QUIET < deadline)
-          deadline = last_change + PROMPT_QUIET;
-        wait_change (s, gen, deadline);
-        double now = bash_now ();
-        if (now < throttle_until && term_generation (s->term) != gen)
-          {
-            pthread_mutex_unlock (&s->lock);
-            struct timespec ts;
-            double d = throttle_until - now;
-            ts.tv_sec = (time_t) d;
-            ts.tv_nsec = (long) ((d - (double) ts.tv_sec) * 1e9);
-            nanosleep (&ts, NULL);
-            pthread_mutex_lock (&s->lock);
-          }
-      }
+      if (result == NULL)
+        run_wait_change (s, req, &p);
     }
-  free (m);
-  free (last_pane);
+  free (p.last_pane);
   run_meta_release (&meta);
   return result;
 }

@@ -30,6 +30,7 @@
 #include "obs.h"
 #include "users.h"
 #include "common/utils.h"
+#include "common/strv.h"
 
 /* Reply size the executor accepts from the driver (the driver already cuts
  * cell output to 1 MiB). */
@@ -94,16 +95,9 @@ find_python (struct executor *ex)
   if (ex->switch_user)
     path = ex->uid == 0 ? "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
                         : "/usr/local/bin:/usr/bin:/bin:/usr/local/games:/usr/games";
+  /* The usual folders after the session's PATH, always. */
   cleanup_free char *dirs = xasprintf ("%s:/usr/local/bin:/usr/bin:/bin", path ? path : "");
-  char *save = NULL;
-  for (char *d = strtok_r (dirs, ":", &save); d; d = strtok_r (NULL, ":", &save))
-    {
-      char *cand = xasprintf ("%s/python3", d);
-      if (access (cand, X_OK) == 0)
-        return cand;
-      free (cand);
-    }
-  return NULL;
+  return ohbox_path_find (dirs, "/usr/local/bin:/usr/bin:/bin", "python3");
 }
 
 static int

@@ -20,6 +20,7 @@ ohbox_executor_SOURCES = \
 	executor/ipython.c \
 	executor/users.c executor/users.h \
 	src/libohbox/common/error.c src/libohbox/common/error.h \
+	src/libohbox/common/strv.c src/libohbox/common/strv.h \
 	src/libohbox/common/utils.c src/libohbox/common/utils.h
 nodist_ohbox_executor_SOURCES = executor/ipython_driver.inc
 ohbox_executor_CFLAGS = $(AM_CFLAGS) -I$(top_builddir) $(MHD_CFLAGS) $(JANSSON_CFLAGS) $(VTERM_CFLAGS) $(MINIZIP_CFLAGS)

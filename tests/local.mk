@@ -35,7 +35,7 @@ tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/unit.h
 tests_unit_test_store_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_store_LDADD = $(UNIT_LDADD)
 
-EXTRA_DIST += tests/run-tests.sh tests/lib tests/integration tests/mutate.sh tests/mutations
+EXTRA_DIST += tests/run-tests.sh tests/lib tests/integration tests/fixtures tests/mutate.sh tests/mutations
 
 check-local: $(check_PROGRAMS) $(bin_PROGRAMS)
 	@OHBOX_BUILDDIR=$(abs_top_builddir) OHBOX_SRCDIR=$(abs_top_srcdir) \
@@ -102,6 +102,12 @@ check_PROGRAMS += tests/unit/test-cdi
 tests_unit_test_cdi_SOURCES = tests/unit/test-cdi.c tests/unit/unit.h
 tests_unit_test_cdi_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_cdi_LDADD = $(UNIT_LDADD)
+
+# String vectors, environments and PATH lookup (common/strv.h).
+check_PROGRAMS += tests/unit/test-strv
+tests_unit_test_strv_SOURCES = tests/unit/test-strv.c tests/unit/unit.h
+tests_unit_test_strv_CFLAGS = $(UNIT_CFLAGS)
+tests_unit_test_strv_LDADD = $(UNIT_LDADD)
 
 # The typed sandbox state (sandbox/state.h): parse, serialise, every status.
 check_PROGRAMS += tests/unit/test-state

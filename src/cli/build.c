@@ -55,7 +55,6 @@ cli_build (int argc, char **argv)
     OPT_BASH,
     OPT_MAX_IMAGE,
     OPT_PULL_TIMEOUT,
-    OPT_FORMAT,
   };
   static const struct option opts[] = {
     { "runtime-repo", required_argument, NULL, OPT_REPO },
@@ -68,16 +67,15 @@ cli_build (int argc, char **argv)
     { "pull-timeout", required_argument, NULL, OPT_PULL_TIMEOUT },
     CLI_CREDS_OPTION,
     CLI_REGISTRY_OPTIONS,
-    { "format", required_argument, NULL, OPT_FORMAT },
-    { "quiet", no_argument, NULL, 'q' },
+    CLI_FORMAT_OPTION,
+    CLI_QUIET_OPTION,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   struct ohbox_build_options bo = { 0 };
   struct ohbox_pull_options po = { 0 };
-  enum cli_format format = CLI_FORMAT_TABLE;
-  bool quiet = false;
   struct cli_registry_args ra = { .ro = &po.registry };
+  struct cli_common_args co = { .registry = &ra };
   ohbox_error_t err = NULL;
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
@@ -110,21 +108,14 @@ cli_build (int argc, char **argv)
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
             return cli_usage_error ("--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
           break;
-        case OPT_FORMAT:
-          if (cli_format_option (optarg, &format) < 0)
-            return OHBOX_ERR_USAGE;
-          break;
-        case 'q':
-          quiet = true;
-          break;
         case 'h':
           build_usage (stdout);
           return 0;
         default:
           {
-            int r = cli_registry_option (c, optarg, &ra);
-            if (r != 1)
-              return r == 0 ? cli_usage_error ("invalid option") : r;
+            int r = cli_common_option (c, optarg, &co);
+            if (r != 0)
+              return r;
           }
         }
     }
@@ -148,7 +139,7 @@ cli_build (int argc, char **argv)
       struct ohbox_build_result res;
       if (ohbox_build (store, base, &bo, &res, &err) < 0)
         rc = cli_fail (&err);
-      else if (format == CLI_FORMAT_JSON)
+      else if (co.format == CLI_FORMAT_JSON)
         {
           json_t *j = ohbox_build_result_json (&res);
           cli_print_json (j);
@@ -161,7 +152,7 @@ cli_build (int argc, char **argv)
           cleanup_error ohbox_error_t ignored = NULL;
           if (ohbox_reference_parse (res.image, &ref, &ignored) == 0)
             shown = ohbox_reference_familiar (ref);
-          if (quiet)
+          if (co.quiet)
             printf ("%s\n", shown ? shown : res.image);
           else
             printf ("%s %s %s (%.3f s)\n", ohbox_build_path_name (res.path), shown ? shown : res.image, res.id,

@@ -57,11 +57,11 @@ cli_check (int argc, char **argv)
 {
   static const struct option opts[] = {
     { "repair", no_argument, NULL, 'r' },
-    { "format", required_argument, NULL, 'f' },
+    CLI_FORMAT_OPTION,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  enum cli_format format = CLI_FORMAT_TABLE;
+  struct cli_common_args co = { 0 };
   bool repair = false;
   int c;
   while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
@@ -69,10 +69,6 @@ cli_check (int argc, char **argv)
       {
       case 'r':
         repair = true;
-        break;
-      case 'f':
-        if (cli_format_option (optarg, &format) < 0)
-          return OHBOX_ERR_USAGE;
         break;
       case 'h':
         printf ("Usage: ohbox check [--repair] [--format json]\n\n"
@@ -85,12 +81,14 @@ cli_check (int argc, char **argv)
                 "other codes as ohbox(1) when the check itself failed.\n");
         return 0;
       default:
-        return cli_usage_error ("invalid option");
+        {
+          int r = cli_common_option (c, optarg, &co);
+          if (r != 0)
+            return r;
+        }
       }
-  if (optind != argc)
-    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store (&store);
+  int rc = cli_open_store_no_args (argc, argv, &store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
@@ -100,7 +98,7 @@ cli_check (int argc, char **argv)
     rc = cli_fail (&err);
   else
     {
-      if (format == CLI_FORMAT_JSON)
+      if (co.format == CLI_FORMAT_JSON)
         cli_print_json (r);
       else
         print_table (r, repair);

@@ -31,14 +31,6 @@ service_env (json_t *vars)
   return env;
 }
 
-static void
-strv_free (char **v)
-{
-  for (size_t i = 0; v && v[i]; i++)
-    free (v[i]);
-  free (v);
-}
-
 /* A JSON array of strings as a NULL-terminated vector (NULL when absent). */
 static char **
 json_strv (json_t *arr)
@@ -186,9 +178,9 @@ ci_start_services (struct prepare_opts *po, const struct ci_job *job, double exp
       if (r == 0)
         r = ci_start_detached (&c, &o, image, job, expires, err);
       ci_close (&c);
-      strv_free (env);
-      strv_free (entrypoint);
-      strv_free (command);
+      ohbox_strv_free (env);
+      ohbox_strv_free (entrypoint);
+      ohbox_strv_free (command);
     }
   return r;
 }

@@ -122,6 +122,36 @@ struct ohbox_registries_conf;
 int cli_registry_prepare (struct cli_registry_args *a, bool with_conf, struct ohbox_registries_conf **ret_conf);
 void cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf);
 
+/* The options several commands share, parsed in one place (common.c):
+ * --format, -q/--quiet and, where REGISTRY is set, the registry options. A
+ * command lists CLI_FORMAT_OPTION (and CLI_QUIET_OPTION, the registry
+ * options) in its table and hands every option its own switch does not
+ * know to cli_common_option. */
+enum
+{
+  CLI_OPT_FORMAT = 0x1100,
+};
+#define CLI_FORMAT_OPTION                                                                                              \
+  {                                                                                                                    \
+    "format", required_argument, NULL, CLI_OPT_FORMAT                                                                  \
+  }
+#define CLI_QUIET_OPTION                                                                                               \
+  {                                                                                                                    \
+    "quiet", no_argument, NULL, 'q'                                                                                    \
+  }
+struct cli_common_args
+{
+  enum cli_format format;             /* CLI_FORMAT_TABLE unless --format json */
+  bool quiet;                         /* -q */
+  struct cli_registry_args *registry; /* NULL: the command has no registry options */
+};
+/* 0 when OPT was one of the common options, else the exit code: a usage
+ * error for an option the command does not take either. */
+int cli_common_option (int opt, const char *arg, struct cli_common_args *a);
+/* For a command that takes no arguments after its options: a usage error
+ * for one, else the store opened (cli_open_store). */
+int cli_open_store_no_args (int argc, char **argv, struct ohbox_store **ret);
+
 int cli_pull (int argc, char **argv);
 struct ohbox_pull_options;
 struct ohbox_pull_result;

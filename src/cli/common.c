@@ -2,6 +2,7 @@
 #include "config.h"
 
 #include <errno.h>
+#include <getopt.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -336,4 +337,31 @@ cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf 
   a->parsed = NULL;
   a->ro->creds = NULL;
   ohbox_registries_conf_free (conf);
+}
+
+int
+cli_common_option (int opt, const char *arg, struct cli_common_args *a)
+{
+  int r;
+  switch (opt)
+    {
+    case CLI_OPT_FORMAT:
+      return cli_format_option (arg, &a->format) < 0 ? OHBOX_ERR_USAGE : 0;
+    case 'q':
+      a->quiet = true;
+      return 0;
+    default:
+      r = a->registry ? cli_registry_option (opt, arg, a->registry) : 0;
+      if (r == 1)
+        return 0;
+      return r == 0 ? cli_usage_error ("invalid option") : r;
+    }
+}
+
+int
+cli_open_store_no_args (int argc, char **argv, struct ohbox_store **ret)
+{
+  if (optind != argc)
+    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
+  return cli_open_store (ret);
 }

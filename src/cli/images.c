@@ -64,25 +64,15 @@ int
 cli_images (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "format", required_argument, NULL, 'f' },
-    { "quiet", no_argument, NULL, 'q' },
-    { "digests", no_argument, NULL, 'd' },
-    { "help", no_argument, NULL, 'h' },
+    CLI_FORMAT_OPTION,    CLI_QUIET_OPTION, { "digests", no_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  enum cli_format format = CLI_FORMAT_TABLE;
-  bool quiet = false, digests = false;
+  struct cli_common_args co = { 0 };
+  bool digests = false;
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
     switch (c)
       {
-      case 'f':
-        if (cli_format_option (optarg, &format) < 0)
-          return OHBOX_ERR_USAGE;
-        break;
-      case 'q':
-        quiet = true;
-        break;
       case 'd':
         digests = true;
         break;
@@ -90,13 +80,15 @@ cli_images (int argc, char **argv)
         images_usage (stdout);
         return 0;
       default:
-        return cli_usage_error ("invalid option");
+        {
+          int r = cli_common_option (c, optarg, &co);
+          if (r != 0)
+            return r;
+        }
       }
-  if (optind != argc)
-    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
 
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store (&store);
+  int rc = cli_open_store_no_args (argc, argv, &store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
@@ -108,9 +100,9 @@ cli_images (int argc, char **argv)
     }
   size_t i;
   json_t *rec;
-  if (format == CLI_FORMAT_JSON)
+  if (co.format == CLI_FORMAT_JSON)
     cli_print_json (list);
-  else if (quiet)
+  else if (co.quiet)
     json_array_foreach (list, i, rec) printf ("%s\n", json_string_value (json_object_get (rec, "id")));
   else
     {

@@ -10,19 +10,15 @@ int
 cli_prune (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "format", required_argument, NULL, 'f' },
+    CLI_FORMAT_OPTION,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  enum cli_format format = CLI_FORMAT_TABLE;
+  struct cli_common_args co = { 0 };
   int c;
   while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
     switch (c)
       {
-      case 'f':
-        if (cli_format_option (optarg, &format) < 0)
-          return OHBOX_ERR_USAGE;
-        break;
       case 'h':
         printf ("Usage: ohbox prune [--format json]\n\n"
                 "Remove images no name references, blobs and layers no image uses, partial\n"
@@ -30,19 +26,21 @@ cli_prune (int argc, char **argv)
                 "other ohbox processes using the store.\n");
         return 0;
       default:
-        return cli_usage_error ("invalid option");
+        {
+          int r = cli_common_option (c, optarg, &co);
+          if (r != 0)
+            return r;
+        }
       }
-  if (optind != argc)
-    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store (&store);
+  int rc = cli_open_store_no_args (argc, argv, &store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
   struct ohbox_gc_stats st;
   if (ohbox_store_gc (store, true, &st, &err) < 0)
     rc = cli_fail (&err);
-  else if (format == CLI_FORMAT_JSON)
+  else if (co.format == CLI_FORMAT_JSON)
     {
       json_t *j = json_pack ("{s:I, s:I, s:I, s:I, s:I}", "images", (json_int_t) st.images_removed, "blobs",
                              (json_int_t) st.blobs_removed, "layers", (json_int_t) st.layers_removed, "partials",

@@ -44,7 +44,6 @@ cli_pull (int argc, char **argv)
     OPT_MAX_LAYER,
     OPT_MAX_IMAGE,
     OPT_TIMEOUT,
-    OPT_FORMAT,
   };
   static const struct option opts[] = {
     { "platform", required_argument, NULL, OPT_PLATFORM },
@@ -54,15 +53,14 @@ cli_pull (int argc, char **argv)
     { "max-layer-size", required_argument, NULL, OPT_MAX_LAYER },
     { "max-image-size", required_argument, NULL, OPT_MAX_IMAGE },
     { "timeout", required_argument, NULL, OPT_TIMEOUT },
-    { "format", required_argument, NULL, OPT_FORMAT },
-    { "quiet", no_argument, NULL, 'q' },
+    CLI_FORMAT_OPTION,
+    CLI_QUIET_OPTION,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   struct ohbox_pull_options po = { 0 };
-  enum cli_format format = CLI_FORMAT_TABLE;
-  bool quiet = false;
   struct cli_registry_args ra = { .ro = &po.registry };
+  struct cli_common_args co = { .registry = &ra };
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
     {
@@ -92,21 +90,14 @@ cli_pull (int argc, char **argv)
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
             return cli_usage_error ("--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
           break;
-        case OPT_FORMAT:
-          if (cli_format_option (optarg, &format) < 0)
-            return OHBOX_ERR_USAGE;
-          break;
-        case 'q':
-          quiet = true;
-          break;
         case 'h':
           pull_usage (stdout);
           return 0;
         default:
           {
-            int r = cli_registry_option (c, optarg, &ra);
-            if (r != 1)
-              return r == 0 ? cli_usage_error ("invalid option") : r;
+            int r = cli_common_option (c, optarg, &co);
+            if (r != 0)
+              return r;
           }
         }
     }
@@ -120,7 +111,7 @@ cli_pull (int argc, char **argv)
   if (rc != 0)
     return rc;
   po.conf = conf;
-  rc = cli_pull_image (image, &po, format, quiet, NULL);
+  rc = cli_pull_image (image, &po, co.format, co.quiet, NULL);
   cli_registry_release (&ra, conf);
   return rc;
 }

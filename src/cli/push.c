@@ -28,45 +28,25 @@ push_usage (FILE *out)
 int
 cli_push (int argc, char **argv)
 {
-  enum
-  {
-    OPT_FORMAT = 256,
-  };
   static const struct option opts[] = {
-    CLI_CREDS_OPTION,
-    CLI_REGISTRY_OPTIONS,
-    { "format", required_argument, NULL, OPT_FORMAT },
-    { "quiet", no_argument, NULL, 'q' },
-    { "help", no_argument, NULL, 'h' },
+    CLI_CREDS_OPTION,     CLI_REGISTRY_OPTIONS, CLI_FORMAT_OPTION, CLI_QUIET_OPTION, { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   struct ohbox_push_options po = { 0 };
-  enum cli_format format = CLI_FORMAT_TABLE;
-  bool quiet = false;
   struct cli_registry_args ra = { .ro = &po.registry };
+  struct cli_common_args co = { .registry = &ra };
   ohbox_error_t err = NULL;
   int c;
   while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
     {
-      switch (c)
+      if (c == 'h')
         {
-        case OPT_FORMAT:
-          if (cli_format_option (optarg, &format) < 0)
-            return OHBOX_ERR_USAGE;
-          break;
-        case 'q':
-          quiet = true;
-          break;
-        case 'h':
           push_usage (stdout);
           return 0;
-        default:
-          {
-            int r = cli_registry_option (c, optarg, &ra);
-            if (r != 1)
-              return r == 0 ? cli_usage_error ("invalid option") : r;
-          }
         }
+      int r = cli_common_option (c, optarg, &co);
+      if (r != 0)
+        return r;
     }
   if (optind + 1 != argc && optind + 2 != argc)
     return cli_usage_error ("expected IMAGE [DESTINATION]");
@@ -83,7 +63,7 @@ cli_push (int argc, char **argv)
       struct ohbox_push_result res;
       if (ohbox_push (store, image, dest, &po, &res, &err) < 0)
         rc = cli_fail (&err);
-      else if (format == CLI_FORMAT_JSON)
+      else if (co.format == CLI_FORMAT_JSON)
         {
           json_t *j = json_pack ("{s:s, s:s, s:I, s:I, s:I}", "destination", res.dest, "digest", res.digest,
                                  "blobs_sent", (json_int_t) res.blobs_sent, "blobs_skipped",
@@ -91,7 +71,7 @@ cli_push (int argc, char **argv)
           cli_print_json (j);
           json_decref (j);
         }
-      else if (quiet)
+      else if (co.quiet)
         printf ("%s\n", res.digest);
       else
         printf ("pushed %s %s (%zu blobs sent, %zu already there)\n", res.dest, res.digest, res.blobs_sent,

@@ -373,6 +373,237 @@ out:
   return rc;
 }
 
+/* What `ohbox run` was asked for, as given: the run policy decides the rest. */
+struct run_args
+{
+  struct ohbox_run_request q;
+  struct strv env, vols, tmpfs, pub, dns, hosts, add, drop, ep, devices, cdi_dirs;
+  bool dry_run;
+};
+
+static void
+run_args_clear (struct run_args *a)
+{
+  struct strv *all[] = { &a->env, &a->vols, &a->tmpfs, &a->pub,     &a->dns,     &a->hosts,
+                         &a->add, &a->drop, &a->ep,    &a->devices, &a->cdi_dirs };
+  for (size_t i = 0; i < sizeof all / sizeof all[0]; i++)
+    strv_clear (all[i]);
+}
+
+/* -e KEY=VALUE, or -e KEY: the caller's value of KEY where it has one. */
+static void
+run_env_option (const char *arg, struct strv *env)
+{
+  if (strchr (arg, '=') != NULL)
+    {
+      strv_add (env, arg);
+      return;
+    }
+  const char *v = getenv (arg);
+  if (v)
+    {
+      cleanup_free char *kv = xasprintf ("%s=%s", arg, v);
+      strv_add (env, kv);
+    }
+}
+
+/* --security-opt, in Docker's spellings: KEY=VALUE and KEY:VALUE. */
+static int
+run_security_option (const char *arg, struct ohbox_run_request *q)
+{
+  if (strncmp (arg, "seccomp=", 8) == 0 || strncmp (arg, "seccomp:", 8) == 0)
+    q->seccomp_profile = arg + 8;
+  else if (strcmp (arg, "no-new-privileges") == 0 || strcmp (arg, "no-new-privileges=true") == 0
+           || strcmp (arg, "no-new-privileges:true") == 0)
+    q->no_new_privs = true;
+  else if (strcmp (arg, "no-new-privileges=false") == 0 || strcmp (arg, "no-new-privileges:false") == 0)
+    q->no_new_privs = false;
+  else
+    return cli_error (RUN_EXIT_RUNTIME, "unknown --security-opt `%s`; see 'ohbox run --help'", arg);
+  return 0;
+}
+
+/* The options whose value is a number, a duration or a size; 0 or the exit code. */
+static int
+run_value_option (int c, const char *arg, struct ohbox_run_request *q)
+{
+  char *end = NULL;
+  long port;
+  int64_t size;
+  cleanup_error ohbox_error_t err = NULL;
+  switch (c)
+    {
+    case OPT_EXECUTOR_PORT:
+      port = strtol (arg, &end, 10);
+      if (*end || port < 1 || port > 65535)
+        return cli_error (RUN_EXIT_RUNTIME, "--executor-port takes a port number, not `%s`", arg);
+      q->executor_port = (int) port;
+      return 0;
+    case OPT_TIMEOUT:
+      if (cli_parse_duration (arg, &q->timeout) < 0)
+        return cli_error (RUN_EXIT_RUNTIME, "invalid --timeout `%s`: use e.g. 30, 30s, 10m, 1h, 500ms", arg);
+      return 0;
+    case OPT_STORAGE_SIZE:
+      if (ohbox_cgroup_parse_size (arg, &size, &err) < 0 || size <= 0)
+        return cli_error (RUN_EXIT_RUNTIME, "invalid --storage-size `%s`: use e.g. 512m, 10g", arg);
+      q->storage_size = (uint64_t) size;
+      return 0;
+    case OPT_USERNS:
+      if (strcmp (arg, "host") != 0)
+        return cli_error (RUN_EXIT_RUNTIME, "--userns `%s` is not supported: only `host`", arg);
+      q->userns_host = true;
+      return 0;
+    case OPT_SECURITY:
+      return run_security_option (arg, q);
+    default:
+      return cli_usage_hint (RUN_EXIT_RUNTIME);
+    }
+}
+
+/* The limits given as options (cgroup.h), by their option names. */
+static const char *
+run_limit_option (int c)
+{
+  switch (c)
+    {
+    case 'm':
+      return "memory";
+    case OPT_MEMORY_SWAP:
+      return "memory-swap";
+    case OPT_CPUS:
+      return "cpus";
+    case OPT_CPU_SHARES:
+      return "cpu-shares";
+    case OPT_PIDS:
+      return "pids-limit";
+    default:
+      return NULL;
+    }
+}
+
+/* The repeatable options, each into its vector; NULL for the others. */
+static struct strv *
+run_list_option (int c, struct run_args *a)
+{
+  switch (c)
+    {
+    case 'v':
+      return &a->vols;
+    case OPT_TMPFS:
+      return &a->tmpfs;
+    case 'p':
+      return &a->pub;
+    case OPT_DNS:
+      return &a->dns;
+    case OPT_ADD_HOST:
+      return &a->hosts;
+    case OPT_ENTRYPOINT:
+      return &a->ep;
+    case OPT_DEVICE:
+      return &a->devices;
+    case OPT_CDI_SPEC_DIR:
+      return &a->cdi_dirs;
+    case OPT_CAP_ADD:
+      return &a->add;
+    case OPT_CAP_DROP:
+      return &a->drop;
+    default:
+      return NULL;
+    }
+}
+
+/* The flags and the options that name something; 1 when C is not one of them. */
+static int
+run_plain_option (int c, const char *arg, struct ohbox_run_request *q)
+{
+  switch (c)
+    {
+    case 'd':
+      q->detach = true;
+      break;
+    case OPT_RM:
+      q->rm = true;
+      break;
+    case 'i':
+      q->interactive = true;
+      break;
+    case 't':
+      q->tty = true;
+      break;
+    case OPT_READ_ONLY:
+      q->read_only = true;
+      break;
+    case OPT_NAME:
+      q->name = arg;
+      break;
+    case 'w':
+      q->workdir = arg;
+      break;
+    case 'u':
+      q->user = arg;
+      break;
+    case OPT_HOSTNAME:
+      q->hostname = arg;
+      break;
+    case OPT_NETWORK:
+      q->network = arg;
+      break;
+    case OPT_EGRESS:
+      q->egress = arg;
+      break;
+    case OPT_GPUS:
+      q->gpus = arg;
+      break;
+    case OPT_STOP_SIGNAL:
+      q->stop_signal = arg;
+      break;
+    default:
+      return 1;
+    }
+  return 0;
+}
+
+/* One option of `ohbox run`: 0, or the exit code to stop with (--help: 0
+ * through *DONE). */
+static int
+run_option (int c, const char *arg, struct run_args *a, bool *done)
+{
+  cleanup_error ohbox_error_t err = NULL;
+  struct strv *list = run_list_option (c, a);
+  const char *limit = run_limit_option (c);
+  enum cli_format f;
+  if (list)
+    strv_add (list, arg);
+  else if (limit)
+    {
+      if (ohbox_cgroup_limits_set_option (&a->q.limits, limit, arg, &err) < 0)
+        return run_fail (&err, RUN_EXIT_RUNTIME);
+    }
+  else if (c == 'e')
+    run_env_option (arg, &a->env);
+  else if (c == OPT_ENV_FILE)
+    {
+      if (read_env_file (arg, &a->env, &err) < 0)
+        return run_fail (&err, RUN_EXIT_RUNTIME);
+    }
+  else if (c == OPT_FORMAT)
+    {
+      if (cli_format_option (arg, &f) < 0)
+        return RUN_EXIT_RUNTIME;
+      json_events = f == CLI_FORMAT_JSON;
+    }
+  else if (c == OPT_DRY_RUN)
+    a->dry_run = true;
+  else if (c == 'h')
+    {
+      fputs (run_help, stdout);
+      *done = true;
+    }
+  else if (run_plain_option (c, arg, &a->q) != 0)
+    return run_value_option (c, arg, &a->q);
+  return 0;
+}
+
 int
 cli_run (int argc, char **argv)
 {
@@ -418,231 +649,33 @@ cli_run (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  /* What the user asked for, as given: the run policy decides the rest. */
-  struct ohbox_run_request q;
-  memset (&q, 0, sizeof q);
-  struct strv pub = { 0 }, dns = { 0 }, hosts = { 0 };
-  struct strv env = { 0 }, vols = { 0 }, tmpfs = { 0 }, add = { 0 }, drop = { 0 }, ep = { 0 };
-  struct strv devices = { 0 }, cdi_dirs = { 0 };
-  cleanup_error ohbox_error_t err = NULL;
-  int rc = RUN_EXIT_RUNTIME;
-  int c;
-  bool dry_run = false;
+  struct run_args a;
+  memset (&a, 0, sizeof a);
+  int rc = 0, c;
+  bool done = false;
   /* '+': options end at IMAGE; what follows belongs to the command. */
-  while ((c = getopt_long (argc, argv, "+de:itv:w:u:m:p:h", opts, NULL)) != -1)
+  while (rc == 0 && !done && (c = getopt_long (argc, argv, "+de:itv:w:u:m:p:h", opts, NULL)) != -1)
+    rc = run_option (c, optarg, &a, &done);
+  if (rc == 0 && !done && optind >= argc)
+    rc = cli_usage_error_code (RUN_EXIT_RUNTIME, "expected IMAGE");
+  else if (rc == 0 && !done)
     {
-      const char *limit = NULL;
-      switch (c)
-        {
-        case 'd':
-          q.detach = true;
-          break;
-        case OPT_RM:
-          q.rm = true;
-          break;
-        case OPT_NAME:
-          q.name = optarg;
-          break;
-        case 'e':
-          if (strchr (optarg, '=') == NULL)
-            {
-              const char *v = getenv (optarg);
-              if (v)
-                {
-                  cleanup_free char *kv = xasprintf ("%s=%s", optarg, v);
-                  strv_add (&env, kv);
-                }
-            }
-          else
-            strv_add (&env, optarg);
-          break;
-        case OPT_ENV_FILE:
-          if (read_env_file (optarg, &env, &err) < 0)
-            goto out_err;
-          break;
-        case 'i':
-          q.interactive = true;
-          break;
-        case 't':
-          q.tty = true;
-          break;
-        case OPT_READ_ONLY:
-          q.read_only = true;
-          break;
-        case 'v':
-          strv_add (&vols, optarg);
-          break;
-        case OPT_TMPFS:
-          strv_add (&tmpfs, optarg);
-          break;
-        case 'w':
-          q.workdir = optarg;
-          break;
-        case 'u':
-          q.user = optarg;
-          break;
-        case OPT_HOSTNAME:
-          q.hostname = optarg;
-          break;
-        case OPT_NETWORK:
-          q.network = optarg;
-          break;
-        case OPT_EGRESS:
-          q.egress = optarg;
-          break;
-        case 'p':
-          strv_add (&pub, optarg);
-          break;
-        case OPT_DNS:
-          strv_add (&dns, optarg);
-          break;
-        case OPT_ADD_HOST:
-          strv_add (&hosts, optarg);
-          break;
-        case OPT_EXECUTOR_PORT:
-          {
-            char *end = NULL;
-            long port = strtol (optarg, &end, 10);
-            if (*end || port < 1 || port > 65535)
-              {
-                cli_error (RUN_EXIT_RUNTIME, "--executor-port takes a port number, not `%s`", optarg);
-                goto out;
-              }
-            q.executor_port = (int) port;
-            break;
-          }
-        case OPT_ENTRYPOINT:
-          strv_add (&ep, optarg);
-          break;
-        case OPT_TIMEOUT:
-          if (cli_parse_duration (optarg, &q.timeout) < 0)
-            {
-              cli_error (RUN_EXIT_RUNTIME, "invalid --timeout `%s`: use e.g. 30, 30s, 10m, 1h, 500ms", optarg);
-              goto out;
-            }
-          break;
-        case OPT_FORMAT:
-          {
-            enum cli_format f;
-            if (cli_format_option (optarg, &f) < 0)
-              goto out;
-            json_events = f == CLI_FORMAT_JSON;
-            break;
-          }
-        case OPT_DRY_RUN:
-          dry_run = true;
-          break;
-        case 'm':
-          limit = "memory";
-          break;
-        case OPT_MEMORY_SWAP:
-          limit = "memory-swap";
-          break;
-        case OPT_CPUS:
-          limit = "cpus";
-          break;
-        case OPT_CPU_SHARES:
-          limit = "cpu-shares";
-          break;
-        case OPT_PIDS:
-          limit = "pids-limit";
-          break;
-        case OPT_STORAGE_SIZE:
-          {
-            int64_t v;
-            if (ohbox_cgroup_parse_size (optarg, &v, &err) < 0 || v <= 0)
-              {
-                cli_error (RUN_EXIT_RUNTIME, "invalid --storage-size `%s`: use e.g. 512m, 10g", optarg);
-                goto out;
-              }
-            q.storage_size = (uint64_t) v;
-            break;
-          }
-        case OPT_DEVICE:
-          strv_add (&devices, optarg);
-          break;
-        case OPT_GPUS:
-          q.gpus = optarg;
-          break;
-        case OPT_CDI_SPEC_DIR:
-          strv_add (&cdi_dirs, optarg);
-          break;
-        case OPT_CAP_ADD:
-          strv_add (&add, optarg);
-          break;
-        case OPT_CAP_DROP:
-          strv_add (&drop, optarg);
-          break;
-        case OPT_SECURITY:
-          /* Docker's spellings: KEY=VALUE and KEY:VALUE. */
-          if (strncmp (optarg, "seccomp=", 8) == 0 || strncmp (optarg, "seccomp:", 8) == 0)
-            q.seccomp_profile = optarg + 8;
-          else if (strcmp (optarg, "no-new-privileges") == 0 || strcmp (optarg, "no-new-privileges=true") == 0
-                   || strcmp (optarg, "no-new-privileges:true") == 0)
-            q.no_new_privs = true;
-          else if (strcmp (optarg, "no-new-privileges=false") == 0 || strcmp (optarg, "no-new-privileges:false") == 0)
-            q.no_new_privs = false;
-          else
-            {
-              cli_error (RUN_EXIT_RUNTIME, "unknown --security-opt `%s`; see 'ohbox run --help'", optarg);
-              goto out;
-            }
-          break;
-        case OPT_STOP_SIGNAL:
-          q.stop_signal = optarg;
-          break;
-        case OPT_USERNS:
-          if (strcmp (optarg, "host") != 0)
-            {
-              cli_error (RUN_EXIT_RUNTIME, "--userns `%s` is not supported: only `host`", optarg);
-              goto out;
-            }
-          q.userns_host = true;
-          break;
-        case 'h':
-          fputs (run_help, stdout);
-          rc = 0;
-          goto out;
-        default:
-          cli_usage_hint (RUN_EXIT_RUNTIME);
-          goto out;
-        }
-      if (limit && ohbox_cgroup_limits_set_option (&q.limits, limit, optarg, &err) < 0)
-        goto out_err;
+      struct ohbox_run_request *q = &a.q;
+      q->image = argv[optind];
+      q->command = argv + optind + 1;
+      q->env = a.env.v;
+      q->volumes = a.vols.v;
+      q->publish = a.pub.v;
+      q->dns = a.dns.v;
+      q->add_hosts = a.hosts.v;
+      q->tmpfs = a.tmpfs.v;
+      q->cap_add = a.add.v;
+      q->cap_drop = a.drop.v;
+      q->entrypoint = a.ep.n ? a.ep.v : NULL;
+      q->devices = a.devices.v;
+      q->cdi_spec_dirs = a.cdi_dirs.v;
+      rc = a.dry_run ? show_plan (q) : run_request (q);
     }
-  if (optind >= argc)
-    {
-      cli_usage_error_code (RUN_EXIT_RUNTIME, "expected IMAGE");
-      goto out;
-    }
-  q.image = argv[optind];
-  q.command = argv + optind + 1;
-  q.env = env.v;
-  q.volumes = vols.v;
-  q.publish = pub.v;
-  q.dns = dns.v;
-  q.add_hosts = hosts.v;
-  q.tmpfs = tmpfs.v;
-  q.cap_add = add.v;
-  q.cap_drop = drop.v;
-  q.entrypoint = ep.n ? ep.v : NULL;
-  q.devices = devices.v;
-  q.cdi_spec_dirs = cdi_dirs.v;
-  rc = dry_run ? show_plan (&q) : run_request (&q);
-  goto out;
-out_err:
-  rc = run_fail (&err, RUN_EXIT_RUNTIME);
-out:
-  strv_clear (&env);
-  strv_clear (&pub);
-  strv_clear (&dns);
-  strv_clear (&hosts);
-  strv_clear (&vols);
-  strv_clear (&tmpfs);
-  strv_clear (&add);
-  strv_clear (&drop);
-  strv_clear (&ep);
-  strv_clear (&devices);
-  strv_clear (&cdi_dirs);
+  run_args_clear (&a);
   return rc;
 }

@@ -47,16 +47,23 @@ struct monitor_ctx
   int lock_fd;                /* the container's directory, locked until its state is written */
 };
 
+static json_t *
+annotations_json (const struct monitor_ctx *m)
+{
+  json_t *ann = json_object ();
+  const struct oci_map *a = &m->b->config->annotations;
+  for (size_t i = 0; i < a->n; i++)
+    json_object_set_new (ann, a->keys[i], json_string (a->values[i]));
+  return ann;
+}
+
 static int
 write_state (const struct monitor_ctx *m, pid_t pid, ohbox_error_t *err)
 {
   char when[64];
   time_t now = time (NULL);
   strftime (when, sizeof when, "%Y-%m-%dT%H:%M:%SZ", gmtime (&now));
-  json_t *ann = json_object ();
-  const struct oci_map *annotations = &m->b->config->annotations;
-  for (size_t i = 0; i < annotations->n; i++)
-    json_object_set_new (ann, annotations->keys[i], json_string (annotations->values[i]));
+  json_t *ann = annotations_json (m);
   json_t *j = json_pack ("{s:s, s:s, s:I, s:I, s:s, s:o, s:s}", "ociVersion", OCI_RUNTIME_SPEC_VERSION, "id", m->id,
                          "pid", (json_int_t) pid, "starttime", (json_int_t) start_time (pid), "bundle", m->bundle,
                          "annotations", ann, "created", when);
@@ -99,11 +106,7 @@ run_hooks (const struct monitor_ctx *m, enum ohbox_hook_stage stage, pid_t pid, 
 {
   if (m->b->hooks.n_hooks == 0)
     return 0;
-  json_t *ann = json_object ();
-  const struct oci_map *a = &m->b->config->annotations;
-  for (size_t i = 0; i < a->n; i++)
-    json_object_set_new (ann, a->keys[i], json_string (a->values[i]));
-  json_t *st = json_pack ("{s:s, s:s, s:o}", "id", m->id, "bundle", m->bundle, "annotations", ann);
+  json_t *st = json_pack ("{s:s, s:s, s:o}", "id", m->id, "bundle", m->bundle, "annotations", annotations_json (m));
   cleanup_free char *state = hook_state (st, status, pid);
   json_decref (st);
   return ohbox_device_hooks_run (&m->b->hooks, stage, state, err);

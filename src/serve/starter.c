@@ -39,6 +39,7 @@
 #include <unistd.h>
 
 #include "api/action.h"
+#include "common/strv.h"
 #include "image/pull.h"
 #include "policy/run_policy.h"
 #include "sandbox/sandbox.h"
@@ -88,14 +89,6 @@ strv_from (json_t *arr)
   for (size_t i = 0; i < n; i++)
     v[i] = xstrdup (json_string_value (json_array_get (arr, i)) ?: "");
   return v;
-}
-
-static void
-strv_free (char **v)
-{
-  for (size_t i = 0; v && v[i]; i++)
-    free (v[i]);
-  free (v);
 }
 
 static int
@@ -206,11 +199,11 @@ start_job (struct serve *srv, const struct ohbox_host_abilities *host, json_t *r
                        json_incref (warnings), "image_id", image_id, "runtime_image", runtime));
   ohbox_executor_info_clear (&x);
   json_decref (warnings);
-  strv_free (command);
-  strv_free (env);
-  strv_free (labels);
-  strv_free (q.publish);
-  strv_free (q.entrypoint);
+  ohbox_strv_free (command);
+  ohbox_strv_free (env);
+  ohbox_strv_free (labels);
+  ohbox_strv_free (q.publish);
+  ohbox_strv_free (q.entrypoint);
   serve_close (store, rt);
   return r;
 }

@@ -15,10 +15,12 @@ import shutil
 import sys
 import threading
 import time
-import traceback
 import zipfile
 
 import httpx
+
+import pytests
+from pytests import Fail, Skip
 
 BASE, KEY, WORK = sys.argv[1], sys.argv[2], sys.argv[3]
 GROUPS = sys.argv[4:]
@@ -33,10 +35,6 @@ TIMEOUT_HINT = ("You may wait longer to see additional output by sending empty c
                 "previous command before sending your new command, or use the timeout parameter in execute_bash "
                 "for future commands.")
 MARKER = '\n[... Observation truncated due to length ...]\n'
-
-
-class Fail(Exception):
-    pass
 
 
 def check(cond, what):
@@ -793,10 +791,6 @@ def test_vscode_and_mcp():
     eq(client.post('/update_mcp_server', json={'not': 'a list'}).status_code, 400, 'not a list')
 
 
-class Skip(Exception):
-    pass
-
-
 def test_queue_full_answers_503():
     """Against an executor with OHBOX_EXECUTOR_WORKERS=2 and
     OHBOX_EXECUTOR_QUEUE=2: one worker runs a long action; of five more
@@ -863,23 +857,7 @@ ALL = {
 
 
 def main():
-    failed = 0
-    for g in GROUPS:
-        for fn in ALL[g]:
-            name = f'{PROG}/{fn.__name__[5:]}'
-            try:
-                fn()
-                print(f'PASS: {name}', flush=True)
-            except Skip as e:
-                print(f'SKIP: {name}: {e}', flush=True)
-            except Fail as e:
-                failed += 1
-                print(f'FAIL: {name}: {e}', flush=True)
-            except Exception:
-                failed += 1
-                print(f'FAIL: {name}: {traceback.format_exc().strip().splitlines()[-1]}', flush=True)
-                traceback.print_exc()
-    return 1 if failed else 0
+    return pytests.run(PROG, GROUPS, ALL)
 
 
 if __name__ == '__main__':

@@ -12,17 +12,15 @@ import socket
 import sys
 import threading
 import time
-import traceback
+
+import pytests
+from pytests import Fail
 
 PORT, KEY = int(sys.argv[1]), sys.argv[2]
 HEADER, IDLE, PER_ADDRESS = float(sys.argv[3]), float(sys.argv[4]), int(sys.argv[5])
 GROUPS = sys.argv[6:]
 PROG = 'executor-flood'
 ATTACKER, CLIENT = '127.0.0.1', '127.0.0.2'
-
-
-class Fail(Exception):
-    pass
 
 
 def check(cond, what):
@@ -257,21 +255,7 @@ ALL = {
 
 
 def main():
-    failed = 0
-    for g in GROUPS:
-        for fn in ALL[g]:
-            name = f'{PROG}/{fn.__name__[5:]}'
-            try:
-                fn()
-                print(f'PASS: {name}', flush=True)
-            except Fail as e:
-                failed += 1
-                print(f'FAIL: {name}: {e}', flush=True)
-            except Exception:
-                failed += 1
-                print(f'FAIL: {name}: {traceback.format_exc().strip().splitlines()[-1]}', flush=True)
-                traceback.print_exc()
-    return 1 if failed else 0
+    return pytests.run(PROG, GROUPS, ALL)
 
 
 if __name__ == '__main__':

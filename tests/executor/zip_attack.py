@@ -18,10 +18,12 @@ import struct
 import sys
 import threading
 import time
-import traceback
 import urllib.error
 import urllib.parse
 import urllib.request
+
+import pytests
+from pytests import Fail
 import zipfile
 
 PORT, KEY, WORK, MAX_ENTRIES = int(sys.argv[1]), sys.argv[2], sys.argv[3], int(sys.argv[4])
@@ -29,10 +31,6 @@ GROUPS = sys.argv[5:]
 PROG = 'executor-zip'
 BUDGET = 1 << 20
 _dest_serial = [0]
-
-
-class Fail(Exception):
-    pass
 
 
 def check(cond, what):
@@ -345,32 +343,18 @@ ALL = {
 }
 
 
+def clean_outside():
+    # A failed test's leftovers must not fail the next one.
+    for x in outside():
+        p = os.path.join(WORK, x)
+        if os.path.isdir(p) and not os.path.islink(p):
+            shutil.rmtree(p)
+        else:
+            os.unlink(p)
+
+
 def main():
-    failed = 0
-    only = os.environ.get('OHBOX_TEST_ONLY', '')
-    for g in GROUPS:
-        for fn in ALL[g]:
-            name = f'{PROG}/{fn.__name__[5:]}'
-            if only and only not in name:
-                continue
-            try:
-                fn()
-                print(f'PASS: {name}', flush=True)
-            except Fail as e:
-                failed += 1
-                print(f'FAIL: {name}: {e}', flush=True)
-            except Exception:
-                failed += 1
-                print(f'FAIL: {name}: {traceback.format_exc().strip().splitlines()[-1]}', flush=True)
-                traceback.print_exc()
-            # A failed test's leftovers must not fail the next one.
-            for x in outside():
-                p = os.path.join(WORK, x)
-                if os.path.isdir(p) and not os.path.islink(p):
-                    shutil.rmtree(p)
-                else:
-                    os.unlink(p)
-    return 1 if failed else 0
+    return pytests.run(PROG, GROUPS, ALL, after_each=clean_outside, only=os.environ.get('OHBOX_TEST_ONLY', ''))
 
 
 if __name__ == '__main__':

@@ -22,8 +22,7 @@
 . "$T_LIB/images.sh"
 . "$T_LIB/ohbox.sh"
 
-export OHBOX_RUNROOT=$T_TMP/run
-export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+t_runtime_exports
 
 setup ()
 {

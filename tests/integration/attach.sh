@@ -6,27 +6,18 @@
 # takes the terminal back when a client dies); clear errors for sandboxes
 # without a terminal, exited or paused; the monitor's memory stays flat.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-export OHBOX_RUNROOT=$T_TMP/run
 PY=/usr/bin/python3
-
-setup ()
+setup_more ()
 {
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
   [ -x "$PY" ] || { echo "needs Debian's $PY (the pty driver)"; return 1; }
-  img_build || return 1
 }
-t_setup_or_die setup setup
-
-BB=localhost/busybox:latest
+. "$T_LIB/sandbox.sh"
 
 # start_tty NAME: a detached sandbox with a terminal running sh; sets
 # SB_ID and SB_MONITOR (its monitor's pid, killed when the test ends).
 start_tty ()
 {
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  load_bb
   SB_ID=$(ohbox run -d -t --name "$1" "$BB" sh)
   local init
   init=$(jq -r .pid "$OHBOX_RUNROOT/$SB_ID/state.json")
@@ -36,28 +27,7 @@ start_tty ()
 
 cat >"$T_TMP/drive.py" <<'PYEOF'
 import fcntl, os, pty, select, struct, sys, termios, time
-
-def setsize(fd, rows, cols):
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-buf = b""
-def expect(fd, what, timeout=10):
-    global buf
-    end = time.time() + timeout
-    while what.encode() not in buf:
-        left = end - time.time()
-        if left <= 0:
-            sys.exit("timeout waiting for %r; got %r" % (what, buf[-400:]))
-        r, _, _ = select.select([fd], [], [], left)
-        if r:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                data = b""
-            if not data:
-                sys.exit("EOF waiting for %r; got %r" % (what, buf[-400:]))
-            buf += data
-    buf = buf[buf.index(what.encode()) + len(what):]
+from ptydrive import expect, setsize
 
 def attach(args):
     pid, fd = pty.fork()
@@ -111,7 +81,7 @@ PYEOF
 test_session ()
 {
   start_tty sess
-  assert_ok timeout 60 "$PY" "$T_TMP/drive.py" "$OHBOX_BIN" --root "$T_ROOT" attach sess
+  assert_ok env PYTHONPATH="$T_LIB" timeout 60 "$PY" "$T_TMP/drive.py" "$OHBOX_BIN" --root "$T_ROOT" attach sess
   assert_contains "$out" "detach 0"
   assert_contains "$out" "exit 7"
   assert_ok ohbox wait sess
@@ -143,7 +113,7 @@ test_one_client ()
 
 test_errors ()
 {
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  load_bb
   ohbox run -d --name plain "$BB" sleep 1000 >/dev/null
   assert_exit 125 ohbox attach plain
   assert_contains "$err" "has no terminal"

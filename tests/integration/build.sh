@@ -8,14 +8,11 @@
 . "$T_LIB/images.sh"
 . "$T_LIB/ohbox.sh"
 
-export OHBOX_RUNROOT=$T_TMP/run
-export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+t_runtime_exports
 
 setup ()
 {
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay)"; return 1; }
-  [ -x "$OHBOX_EXECUTOR" ] || { echo "ohbox-executor is not built (make ohbox-executor)"; return 1; }
-  [ -x /bin/bash-static ] || { echo "bash-static is not installed (apt-get install bash-static)"; return 1; }
+  t_needs_runtime_build "namespaces, overlay" || return 1
   command -v curl >/dev/null || { echo "curl is not installed"; return 1; }
   img_build || return 1
   # The executor source tree the tests change (a copy).

@@ -20,24 +20,7 @@
 #     nvidia.com/gpu preferred when there is one.
 # Rootless CDI devices are in rootless.sh.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-export OHBOX_RUNROOT=$T_TMP/run
-
-setup ()
-{
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, cgroups, mknod)"; return 1; }
-  img_build || return 1
-}
-t_setup_or_die setup setup
-
-BB=localhost/busybox:latest
-
-load_bb ()
-{
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
-}
+. "$T_LIB/sandbox.sh"
 
 # A folder of CDI specs: test.ohbox/card in JSON (two devices, spec-level
 # env, a mount, a group), test.ohbox/gauge in YAML.
@@ -107,6 +90,24 @@ test_cdi_json_and_yaml ()
   # The dry run shows what the devices add.
   assert_ok ohbox run --dry-run --cdi-spec-dir "$SPECS" --device test.ohbox/card=all "$BB"
   assert_jq "$out" '.devices.names == ["test.ohbox/card=c0", "test.ohbox/card=c1"] and (.devices.nodes | length) == 2'
+}
+
+# exec into a sandbox with a device of additional groups: exec's process
+# has the groups the init gave the sandbox's command (issue 19).
+test_exec_additional_gids ()
+{
+  load_bb
+  make_specs
+  assert_ok ohbox run -d --network none --cdi-spec-dir "$SPECS" --device test.ohbox/card=c0 "$BB" sleep 30
+  local id=$out
+  # The sandbox's command (sleep) and exec's process, as the kernel shows them.
+  assert_ok ohbox exec "$id" sh -c 'grep ^Groups: /proc/self/status
+    for p in /proc/[0-9]*; do grep -q "^Name:.sleep" $p/status && grep ^Groups: $p/status; done; true'
+  local lines
+  mapfile -t lines <<<"$out"
+  assert_match "${lines[0]}" '[[:space:]]4242( |$)' "exec's process has the device's group"
+  assert_eq "${lines[0]}" "${lines[1]}" "the same groups as the sandbox's command"
+  assert_ok ohbox rm -f "$id"
 }
 
 test_cdi_errors ()
@@ -391,6 +392,7 @@ test_gpus_fake_driver ()
 }
 
 run_test cdi_json_and_yaml test_cdi_json_and_yaml
+run_test exec_additional_gids test_exec_additional_gids
 run_test cdi_errors test_cdi_errors
 run_test cdi_hooks test_cdi_hooks
 run_test access_limited test_access_limited

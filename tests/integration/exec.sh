@@ -6,19 +6,7 @@
 # size at start and on resize, Ctrl-C delivered inside, terminal restored;
 # -t with a pipe; stopped and paused sandboxes.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-export OHBOX_RUNROOT=$T_TMP/run
-
-setup ()
-{
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
-  img_build || return 1
-}
-t_setup_or_die setup setup
-
-BB=localhost/busybox:latest
+. "$T_LIB/sandbox.sh"
 PY=/usr/bin/python3
 
 # start_sb NAME [RUN OPTIONS...]: a detached busybox sandbox running sleep;
@@ -27,7 +15,7 @@ start_sb ()
 {
   local name=$1
   shift
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  load_bb
   SB_ID=$(ohbox run -d --name "$name" "$@" "$BB" sleep 1000)
   SB_INIT=$(jq -r .pid "$OHBOX_RUNROOT/$SB_ID/state.json")
   # Its monitor is killed when the test ends, pass or fail: the init dies
@@ -176,29 +164,7 @@ test_terminal_session ()
   start_sb term
   cat > "$T_WORK/drive.py" <<'PYEOF'
 import fcntl, os, pty, select, signal, struct, sys, termios, time
-
-def setsize(fd, rows, cols):
-    fcntl.ioctl(fd, termios.TIOCSWINSZ, struct.pack("HHHH", rows, cols, 0, 0))
-
-buf = b""
-def expect(fd, what, timeout=10):
-    global buf
-    end = time.time() + timeout
-    while what.encode() not in buf:
-        left = end - time.time()
-        if left <= 0:
-            sys.exit("timeout waiting for %r; got %r" % (what, buf[-400:]))
-        r, _, _ = select.select([fd], [], [], left)
-        if r:
-            try:
-                data = os.read(fd, 4096)
-            except OSError:
-                data = b""
-            if not data:
-                sys.exit("EOF waiting for %r; got %r" % (what, buf[-400:]))
-            buf += data
-    i = buf.index(what.encode()) + len(what)
-    buf = buf[i:]
+from ptydrive import expect, setsize
 
 pid, fd = pty.fork()
 if pid == 0:
@@ -232,7 +198,7 @@ if after != before:
     sys.exit("terminal not restored: %r != %r" % (after, before))
 print("exit", code)
 PYEOF
-  assert_ok timeout 60 "$PY" "$T_WORK/drive.py" "$OHBOX_BIN" --root "$T_ROOT" exec -it term sh
+  assert_ok env PYTHONPATH="$T_LIB" timeout 60 "$PY" "$T_WORK/drive.py" "$OHBOX_BIN" --root "$T_ROOT" exec -it term sh
   assert_contains "$out" "exit 5"
   ohbox rm -f term >/dev/null
 }

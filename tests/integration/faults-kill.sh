@@ -15,8 +15,7 @@
 . "$T_LIB/images.sh"
 . "$T_LIB/ohbox.sh"
 
-export OHBOX_RUNROOT=$T_TMP/run
-export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+t_runtime_exports
 export OHBOX_EXECUTOR_SRCDIR=$OHBOX_SRCDIR/executor
 
 SEED=${OHBOX_FAULTS_SEED:-$(( $(date +%s%N) / 1000 % 1000000 ))}
@@ -28,9 +27,7 @@ echo "# faults-kill: seed $SEED, $POINTS kill points per operation (OHBOX_FAULTS
 
 setup ()
 {
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
-  [ -x "$OHBOX_EXECUTOR" ] || { echo "ohbox-executor is not built (make ohbox-executor)"; return 1; }
-  [ -x /bin/bash-static ] || { echo "bash-static is not installed (apt-get install bash-static)"; return 1; }
+  t_needs_runtime_build "namespaces, overlay, cgroups" || return 1
   img_build || return 1
   reg_start http REG || return 1
   img_push REG "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1

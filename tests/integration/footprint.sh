@@ -6,19 +6,7 @@
 # hierarchy (v1 `tasks`); exec applies the seccomp filter its sandbox
 # started with (saved in its state dir), even after the profile changed.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-export OHBOX_RUNROOT=$T_TMP/run
-
-setup ()
-{
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
-  img_build || return 1
-}
-t_setup_or_die setup setup
-
-BB=localhost/busybox:latest
+. "$T_LIB/sandbox.sh"
 LAZY='libcurl|libarchive|libnftables|libxml2|libgnutls|libicu'
 # `run` hashes nothing (the store verified the image's blobs when they came
 # in; the seccomp cache compares whole keys), so it never loads libcrypto,
@@ -38,7 +26,7 @@ test_binary_links ()
 
 test_monitor_and_init ()
 {
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  load_bb
   local id init mon cmd line
   id=$(ohbox run -d --network=none "$BB" sleep 60)
   init=$(ohbox ps --format json | jq -r --arg id "$id" '.[] | select(.id == $id) | .pid')
@@ -63,7 +51,7 @@ test_monitor_and_init ()
 
 test_exec_keeps_sandbox_seccomp ()
 {
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  load_bb
   local prof=$T_TMP/profile.json id
   echo '{"defaultAction": "SCMP_ACT_ALLOW", "syscalls": [{"names": ["mkdir", "mkdirat"], "action": "SCMP_ACT_ERRNO"}]}' >"$prof"
   id=$(ohbox run -d --network=none --security-opt "seccomp=$prof" "$BB" sleep 60)
@@ -86,7 +74,7 @@ test_exec_keeps_sandbox_seccomp ()
 # path, in a process whose stderr is not the caller's: its step is not seen.
 test_trace_start ()
 {
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  load_bb
   OHBOX_TRACE_START=1 t_run "$OHBOX_BIN" --root "$T_ROOT" run --rm --network=none "$BB" true
   assert_eq 0 "$rc" "traced run"
   local steps

@@ -22,28 +22,9 @@ export OHBOX_EXECUTOR_SRCDIR=$OHBOX_SRCDIR/executor
 PLAN=$OHBOX_BUILDDIR/tests/lib/libohbox-plan
 BB=localhost/busybox:latest
 
-T_USER=ohbp$$
-U_DIR=
+. "$T_LIB/rootless_user.sh"
+ru_init ohbp
 
-cleanup_user ()
-{
-  if id "$T_USER" >/dev/null 2>&1; then
-    pkill -KILL -u "$T_USER" 2>/dev/null || true
-    local i
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-      pgrep -u "$T_USER" >/dev/null || break
-      sleep 0.1
-    done
-    userdel "$T_USER" 2>/dev/null || true
-  fi
-  sed -i "/^$T_USER:/d" /etc/subuid /etc/subgid 2>/dev/null || true
-  if [ -n "$U_DIR" ]; then
-    grep -o " $U_DIR/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-    rm -rf "$U_DIR"
-  fi
-  return 0
-}
-trap '_rc=$?; cleanup_user; (exit $_rc); _t_cleanup' EXIT
 
 # $U_DIR/path-WHICH: every command of /usr/bin but the user-mode network
 # helpers WHICH hides, so that ohbox (which looks them up in $PATH) sees a
@@ -71,17 +52,8 @@ setup ()
     command -v "$c" >/dev/null || { echo "$c is not installed"; return 1; }
   done
   img_build || return 1
-  useradd -M -s /bin/sh "$T_USER" || return 1
-  grep -q "^$T_USER:" /etc/subuid || echo "$T_USER:$((400000 + $$ % 1000 * 65536)):65536" >>/etc/subuid
-  grep -q "^$T_USER:" /etc/subgid || echo "$T_USER:$((400000 + $$ % 1000 * 65536)):65536" >>/etc/subgid
-  U_DIR=$(mktemp -d /tmp/ohbox-policy.XXXXXX)
-  chmod 755 "$U_DIR"
-  mkdir -p "$U_DIR/home" "$U_DIR/run" "$U_DIR/src"
-  cp -r "$IMG_BUSYBOX" "$U_DIR/busybox"
-  cp "$OHBOX_SRCDIR"/executor/*.[ch] "$OHBOX_SRCDIR/executor/local.mk" "$U_DIR/src/"
-  cp "$OHBOX_EXECUTOR" "$U_DIR/ohbox-executor"
-  chown -R "$T_USER:" "$U_DIR/home" "$U_DIR/run" "$U_DIR/src" "$U_DIR/busybox" "$U_DIR/ohbox-executor"
-  chmod 700 "$U_DIR/run" "$U_DIR/home"
+  ru_make_user 400000 || return 1
+  cp -r "$IMG_BUSYBOX" "$U_DIR/busybox" && chown -R "$T_USER:" "$U_DIR/busybox" || return 1
   path_without pasta slirp4netns
   path_without slirp pasta passt
   path_without neither pasta passt slirp4netns
@@ -94,9 +66,7 @@ as_user ()
   local path=$U_DIR/path-$1
   shift
   echo "+ (as $T_USER, PATH $path) $*" >&9
-  timeout -k 5 "$T_OHBOX_TIMEOUT" setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups --reset-env \
-    env HOME="$U_DIR/home" XDG_RUNTIME_DIR="$U_DIR/run" XDG_DATA_HOME="$U_DIR/home/.local/share" PATH="$path" \
-    OHBOX_EXECUTOR="$U_DIR/ohbox-executor" OHBOX_EXECUTOR_SRCDIR="$U_DIR/src" "$@"
+  ru_as_user PATH="$path" "$@"
 }
 uohbox ()
 {

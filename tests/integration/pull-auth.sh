@@ -4,13 +4,8 @@
 # --creds, --authfile, $REGISTRY_AUTH_FILE, $XDG_RUNTIME_DIR/containers/auth.json
 # and ~/.docker/config.json, token caching, and `ohbox login` / `ohbox logout`.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-setup ()
+setup_registries ()
 {
-  img_build || return 1
   reg_start basic BASIC || return 1
   reg_start token TOKEN || return 1
   img_push BASIC "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
@@ -18,7 +13,7 @@ setup ()
   img_push TOKEN "oci:$IMG_BUSYBOX:latest" private/busybox:latest || return 1
   img_push TOKEN "oci:$IMG_MULTI:latest" private/multi:latest --all || return 1
 }
-t_setup_or_die setup setup
+. "$T_LIB/registries.sh"
 
 BB=$BASIC_HOST/test/busybox:latest
 

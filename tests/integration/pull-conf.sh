@@ -12,13 +12,8 @@
 # fault proxies in front of them (FPA, FPB, FPM) whose request logs tell
 # which registry was asked, in which order.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-setup ()
+setup_registries ()
 {
-  img_build || return 1
   reg_start http A || return 1
   reg_start http B || return 1
   reg_start http MIR || return 1
@@ -27,7 +22,7 @@ setup ()
   img_push B "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
   img_push MIR "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
 }
-t_setup_or_die setup setup
+. "$T_LIB/registries.sh"
 
 CONF=registries.conf
 

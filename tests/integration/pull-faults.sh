@@ -12,17 +12,7 @@
 # registry that drips its answers just above the low-speed limit (the
 # pull's deadline, --timeout, and the request timeout end it).
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-setup ()
-{
-  img_build || return 1
-  reg_start http REG || return 1
-  img_push REG "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
-}
-t_setup_or_die setup setup
+. "$T_LIB/registries.sh"
 
 # pull_via_proxy [OPTIONS]: pulls test/busybox through the proxy FP.
 pull_via_proxy ()

@@ -6,17 +6,7 @@
 # connection (resumed with Range under the running unpack) and a pull killed
 # in the middle of the unpack leave no half layer and no half blob visible.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-setup ()
-{
-  img_build || return 1
-  reg_start http REG || return 1
-  img_push REG "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
-}
-t_setup_or_die setup setup
+. "$T_LIB/registries.sh"
 
 # slow_layer1 [MORE-JSON]: layer 1 at 300 kB/s (about 3.5 s), other faults added.
 slow_layer1 ()

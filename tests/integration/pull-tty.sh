@@ -5,17 +5,7 @@
 # "pulled" line. With stdout a pipe: plain event lines, no escape sequence.
 # -q: the id only; --format json: the JSON object only, in both cases.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-setup ()
-{
-  img_build || return 1
-  reg_start http REG || return 1
-  img_push REG "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
-}
-t_setup_or_die setup setup
+. "$T_LIB/registries.sh"
 
 # the start of the layers' digests, as the output shows them
 L1=$(short_hex "$IMG_BB_LAYER1")

@@ -4,19 +4,14 @@
 # pulls by digest, errors, and what lands in the store (blobs and unpacked
 # layers with their whiteouts). Auth: pull-auth.sh; faults: pull-faults.sh.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-setup ()
+setup_registries ()
 {
-  img_build || return 1
   reg_start http REG || return 1
   reg_start tls TLS || return 1
   img_push_standard REG test || return 1
   img_push TLS "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
 }
-t_setup_or_die setup setup
+. "$T_LIB/registries.sh"
 
 BB=$REG_HOST/test/busybox:latest
 

@@ -13,30 +13,9 @@
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"
 
-T_USER=ohbr$$
-U_DIR=
-SUBID_SAVE=
+. "$T_LIB/rootless_user.sh"
+ru_init ohbr
 
-cleanup_user ()
-{
-  if id "$T_USER" >/dev/null 2>&1; then
-    pkill -KILL -u "$T_USER" 2>/dev/null || true
-    local i
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-      pgrep -u "$T_USER" >/dev/null || break
-      sleep 0.1
-    done
-    userdel "$T_USER" 2>/dev/null || true
-  fi
-  sed -i "/^$T_USER:/d" /etc/subuid /etc/subgid 2>/dev/null || true
-  if [ -n "$U_DIR" ]; then
-    # mounts a killed sandbox may have left (none expected: asserted below)
-    grep -o " $U_DIR/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-    rm -rf "$U_DIR"
-  fi
-  return 0
-}
-trap '_rc=$?; cleanup_user; (exit $_rc); _t_cleanup' EXIT
 
 setup ()
 {
@@ -50,28 +29,15 @@ setup ()
   img_build || return 1
   reg_start tls REG || return 1
   img_push REG "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
-  useradd -M -s /bin/sh "$T_USER" || return 1
-  # useradd may have given a range already (SUB_UID_* in login.defs)
-  grep -q "^$T_USER:" /etc/subuid || echo "$T_USER:$((300000 + $$ % 1000 * 65536)):65536" >>/etc/subuid
-  grep -q "^$T_USER:" /etc/subgid || echo "$T_USER:$((300000 + $$ % 1000 * 65536)):65536" >>/etc/subgid
-  U_DIR=$(mktemp -d /tmp/ohbox-rootless.XXXXXX)
-  chmod 755 "$U_DIR"
-  mkdir -p "$U_DIR/home" "$U_DIR/run" "$U_DIR/certs" "$U_DIR/src"
-  cp "$REG_CA" "$U_DIR/certs/ca.crt"
-  cp "$OHBOX_SRCDIR"/executor/*.[ch] "$OHBOX_SRCDIR/executor/local.mk" "$U_DIR/src/"
-  cp "$OHBOX_BUILDDIR/ohbox-executor" "$U_DIR/ohbox-executor"
-  chown -R "$T_USER:" "$U_DIR/home" "$U_DIR/run" "$U_DIR/certs" "$U_DIR/src" "$U_DIR/ohbox-executor"
-  chmod 700 "$U_DIR/run" "$U_DIR/home"
+  ru_make_user 300000 certs || return 1
+  cp "$REG_CA" "$U_DIR/certs/ca.crt" && chown "$T_USER:" "$U_DIR/certs/ca.crt"
 }
 
 # uohbox ARGS...: the binary under test as the user, with a time limit.
 uohbox ()
 {
   echo "+ (as $T_USER) ohbox $*" >&9
-  timeout -k 5 "$T_OHBOX_TIMEOUT" setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups --reset-env \
-    env HOME="$U_DIR/home" XDG_RUNTIME_DIR="$U_DIR/run" XDG_DATA_HOME="$U_DIR/home/.local/share" \
-    PATH=/usr/local/bin:/usr/bin:/bin OHBOX_EXECUTOR="$U_DIR/ohbox-executor" OHBOX_EXECUTOR_SRCDIR="$U_DIR/src" \
-    "$OHBOX_BIN" "$@"
+  ru_as_user "$OHBOX_BIN" "$@"
 }
 
 t_setup_or_die setup setup

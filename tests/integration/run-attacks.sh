@@ -3,25 +3,7 @@
 # cgroups, processes, fds, state). The attack shapes that were here (symlinks
 # to host paths, leaked fds, /proc/self/exe) are in escape.sh with the others.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-# Sandbox state of this script's stores lives in its temp dir (removed with it).
-export OHBOX_RUNROOT=$T_TMP/run
-
-setup ()
-{
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
-  img_build || return 1
-}
-t_setup_or_die setup setup
-
-BB=localhost/busybox:latest
-
-load_images ()
-{
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
-}
+. "$T_LIB/sandbox.sh"
 
 # What sandboxes of this test's store leave on the host (only theirs: other
 # programs on the machine come and go): mounts naming the test's paths,
@@ -43,7 +25,7 @@ leak_snapshot ()
 
 test_start_stop_loop ()
 {
-  load_images
+  load_bb
   local n=${OHBOX_RUN_CYCLES:-200} i id before after keeper mon fds_before fds_after
   # a long-lived sandbox whose monitor's fds must not grow meanwhile
   assert_ok ohbox run -d "$BB" sleep 600

@@ -3,24 +3,7 @@
 # SIGTERM then SIGKILL, --rm still cleans, detached too), output streamed as
 # it is written (not when the command ends), and --format json events.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-export OHBOX_RUNROOT=$T_TMP/run
-
-setup ()
-{
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
-  img_build || return 1
-}
-t_setup_or_die setup setup
-
-BB=localhost/busybox:latest
-
-load_bb ()
-{
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
-}
+. "$T_LIB/sandbox.sh"
 
 assert_no_sandboxes ()
 {

@@ -3,25 +3,7 @@
 # busybox image (loaded with `ohbox load`, no registry): the command's exit
 # code, isolation, users, mounts, limits on this host, lifecycle.
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-# Sandbox state of this script's stores lives in its temp dir (removed with it).
-export OHBOX_RUNROOT=$T_TMP/run
-
-setup ()
-{
-  [ "$(id -u)" = 0 ] || { echo "needs root (namespaces, overlay, cgroups)"; return 1; }
-  img_build || return 1
-}
-t_setup_or_die setup setup
-
-BB=localhost/busybox:latest
-
-load_bb ()
-{
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
-}
+. "$T_LIB/sandbox.sh"
 
 test_exit_codes ()
 {

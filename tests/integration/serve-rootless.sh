@@ -10,28 +10,9 @@
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"
 
-T_USER=ohbs$$
-U_DIR=
+. "$T_LIB/rootless_user.sh"
+ru_init ohbs
 
-cleanup_user ()
-{
-  if id "$T_USER" >/dev/null 2>&1; then
-    pkill -KILL -u "$T_USER" 2>/dev/null || true
-    local i
-    for i in 1 2 3 4 5 6 7 8 9 10; do
-      pgrep -u "$T_USER" >/dev/null || break
-      sleep 0.1
-    done
-    userdel "$T_USER" 2>/dev/null || true
-  fi
-  sed -i "/^$T_USER:/d" /etc/subuid /etc/subgid 2>/dev/null || true
-  if [ -n "$U_DIR" ]; then
-    grep -o " $U_DIR/[^ ]*" /proc/mounts | sort -r | while read -r m; do umount -l "$m" 2>/dev/null; done
-    rm -rf "$U_DIR"
-  fi
-  return 0
-}
-trap '_rc=$?; cleanup_user; (exit $_rc); _t_cleanup' EXIT
 
 setup ()
 {
@@ -47,18 +28,10 @@ setup ()
   img_build || return 1
   reg_start http REG || return 1
   img_push REG "oci:$IMG_BUSYBOX:latest" test/busybox:latest || return 1
-  useradd -M -s /bin/sh "$T_USER" || return 1
-  grep -q "^$T_USER:" /etc/subuid || echo "$T_USER:$((400000 + $$ % 1000 * 65536)):65536" >>/etc/subuid
-  grep -q "^$T_USER:" /etc/subgid || echo "$T_USER:$((400000 + $$ % 1000 * 65536)):65536" >>/etc/subgid
-  U_DIR=$(mktemp -d /tmp/ohbox-serve-rootless.XXXXXX)
-  chmod 755 "$U_DIR"
-  mkdir -p "$U_DIR/home" "$U_DIR/run" "$U_DIR/src" "$U_DIR/tmp"
-  cp "$OHBOX_SRCDIR"/executor/*.[ch] "$OHBOX_SRCDIR/executor/local.mk" "$U_DIR/src/"
-  cp "$OHBOX_BUILDDIR/ohbox-executor" "$U_DIR/ohbox-executor"
+  ru_make_user 400000 tmp || return 1
   openssl rand -hex 24 >"$U_DIR/home/key"
   chmod 600 "$U_DIR/home/key"
-  chown -R "$T_USER:" "$U_DIR/home" "$U_DIR/run" "$U_DIR/src" "$U_DIR/tmp" "$U_DIR/ohbox-executor"
-  chmod 700 "$U_DIR/run" "$U_DIR/home"
+  chown "$T_USER:" "$U_DIR/home/key"
   uohbox pull --tls-verify=false "$REG_HOST/test/busybox:latest" || return 1
   U_RT=$(uohbox build -q --tls-verify=false "$REG_HOST/test/busybox:latest") || return 1
 }
@@ -67,10 +40,7 @@ setup ()
 uohbox ()
 {
   echo "+ (as $T_USER) ohbox $*" >&9
-  timeout -k 5 "$T_OHBOX_TIMEOUT" setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups --reset-env \
-    env HOME="$U_DIR/home" XDG_RUNTIME_DIR="$U_DIR/run" XDG_DATA_HOME="$U_DIR/home/.local/share" TMPDIR="$U_DIR/tmp" \
-    PATH=/usr/local/bin:/usr/bin:/bin OHBOX_EXECUTOR="$U_DIR/ohbox-executor" OHBOX_EXECUTOR_SRCDIR="$U_DIR/src" \
-    "$OHBOX_BIN" "$@"
+  ru_as_user TMPDIR="$U_DIR/tmp" "$OHBOX_BIN" "$@"
 }
 
 t_setup_or_die setup setup

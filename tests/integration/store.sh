@@ -4,17 +4,12 @@
 # ids, shared blobs and layers) and `ohbox prune` (untagged images,
 # unreferenced blobs, partial files).
 . "$(dirname "$0")/../lib/common.sh"
-. "$T_LIB/registry.sh"
-. "$T_LIB/images.sh"
-. "$T_LIB/ohbox.sh"
-
-setup ()
+setup_registries ()
 {
-  img_build || return 1
   reg_start http REG || return 1
   img_push_standard REG test || return 1
 }
-t_setup_or_die setup setup
+. "$T_LIB/registries.sh"
 
 BB=$REG_HOST/test/busybox:latest
 ZS=$REG_HOST/test/busybox-zstd:latest

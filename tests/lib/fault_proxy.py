@@ -67,6 +67,8 @@ import re
 import socket
 import ssl
 import sys
+
+import testhttp
 import threading
 import time
 import urllib.parse
@@ -421,16 +423,7 @@ def main():
     p.add_argument("--drip-pad", type=int, default=8 << 20)
     args = p.parse_args()
     srv = Proxy(args)
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % srv.server_address[1])
-        os.rename(tmp, args.port_file)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return testhttp.serve(srv, args.port_file)
 
 
 if __name__ == "__main__":

@@ -202,3 +202,21 @@ assert_default_caps ()
     return 1
   done
 }
+
+# The scripts that build and run runtime images (build.sh, build-push.sh,
+# agent-user.sh, faults-*.sh): sandboxes' state in the script's temp dir,
+# the executor built here.
+t_runtime_exports ()
+{
+  export OHBOX_RUNROOT=$T_TMP/run
+  export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+}
+
+# t_needs_runtime_build WHY: root (for WHY), the executor built, bash-static
+# installed; prints what is missing and returns 1 otherwise (setup).
+t_needs_runtime_build ()
+{
+  [ "$(id -u)" = 0 ] || { echo "needs root ($1)"; return 1; }
+  [ -x "$OHBOX_EXECUTOR" ] || { echo "ohbox-executor is not built (make ohbox-executor)"; return 1; }
+  [ -x /bin/bash-static ] || { echo "bash-static is not installed (apt-get install bash-static)"; return 1; }
+}

@@ -28,6 +28,8 @@ import os
 import re
 import sys
 
+import testhttp
+
 MANIFEST = re.compile(r"^/v2/(.+)/manifests/([^/]+)$")
 BLOB = re.compile(r"^/v2/(.+)/blobs/(sha256:[0-9a-f]{64})$")
 
@@ -117,15 +119,7 @@ def main():
     args = p.parse_args()
     srv = Server((args.bind, args.port), Handler)
     srv.args = args
-    tmp = args.port_file + ".tmp"
-    with open(tmp, "w") as f:
-        f.write("%d\n" % srv.server_address[1])
-    os.rename(tmp, args.port_file)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return testhttp.serve(srv, args.port_file)
 
 
 if __name__ == "__main__":

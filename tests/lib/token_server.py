@@ -40,10 +40,11 @@ import datetime
 import fnmatch
 import http.server
 import json
-import os
 import ssl
 import subprocess
 import sys
+
+import testhttp
 import threading
 import time
 import urllib.parse
@@ -235,16 +236,7 @@ def main():
         ctx.load_cert_chain(args.tls_cert, args.tls_key)
         # The handshake happens on the first read, in the request's thread.
         srv.socket = ctx.wrap_socket(srv.socket, server_side=True, do_handshake_on_connect=False)
-    if args.port_file:
-        tmp = args.port_file + ".tmp"
-        with open(tmp, "w") as f:
-            f.write("%d\n" % srv.server_address[1])
-        os.rename(tmp, args.port_file)
-    try:
-        srv.serve_forever()
-    except KeyboardInterrupt:
-        pass
-    return 0
+    return testhttp.serve(srv, args.port_file)
 
 
 if __name__ == "__main__":

@@ -303,6 +303,21 @@ status_after_exec (const struct ohbox_caps_plan *plan, struct status *st, char *
   return 0;
 }
 
+/* The status of a child after applying SETS for USER (NULL: root) with
+ * FLAGS; -1 with WHY filled when the plan or the child failed. */
+static int
+run_with_sets (const struct ohbox_caps_sets *sets, const struct ohbox_caps_user *user, unsigned flags,
+               struct status *st, char *why, size_t why_len)
+{
+  cleanup_error ohbox_error_t err = NULL;
+  struct ohbox_caps_plan *plan = NULL;
+  if (ohbox_caps_plan_new (sets, user, flags, &plan, &err) < 0)
+    return snprintf (why, why_len, "plan: %s", err->msg), -1;
+  int rc = status_after_exec (plan, st, why, why_len);
+  ohbox_caps_plan_free (plan);
+  return rc;
+}
+
 static bool
 need_root (void)
 {
@@ -317,17 +332,12 @@ test_apply_root_default (void)
 {
   if (!need_root ())
     return;
-  cleanup_error ohbox_error_t err = NULL;
   struct ohbox_caps_sets sets;
-  struct ohbox_caps_plan *plan = NULL;
   struct status st;
   char why[512];
 
   ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
-  CHECK (ohbox_caps_plan_new (&sets, NULL, OHBOX_CAPS_NO_NEW_PRIVS, &plan, &err) == 0, "%s", err->msg);
-  int rc = status_after_exec (plan, &st, why, sizeof why);
-  ohbox_caps_plan_free (plan);
-  CHECK (rc == 0, "%s", why);
+  CHECK (run_with_sets (&sets, NULL, OHBOX_CAPS_NO_NEW_PRIVS, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.uid == 0);
   CHECK (st.bnd == OHBOX_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
   CHECK (st.eff == OHBOX_DEFAULT_MASK, "CapEff %llx", (unsigned long long) st.eff);
@@ -342,17 +352,12 @@ test_apply_without_no_new_privs (void)
 {
   if (!need_root ())
     return;
-  cleanup_error ohbox_error_t err = NULL;
   struct ohbox_caps_sets sets;
-  struct ohbox_caps_plan *plan = NULL;
   struct status st;
   char why[512];
 
   ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
-  CHECK (ohbox_caps_plan_new (&sets, NULL, 0, &plan, &err) == 0, "%s", err->msg);
-  int rc = status_after_exec (plan, &st, why, sizeof why);
-  ohbox_caps_plan_free (plan);
-  CHECK (rc == 0, "%s", why);
+  CHECK (run_with_sets (&sets, NULL, 0, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.nnp == 0, "NoNewPrivs %d", st.nnp);
 }
 
@@ -414,7 +419,6 @@ test_non_root_drop_all (void)
     return;
   cleanup_error ohbox_error_t err = NULL;
   struct ohbox_caps_sets sets;
-  struct ohbox_caps_plan *plan = NULL;
   struct ohbox_caps_user user = { .uid = 1000, .gid = 1000, .set_groups = true };
   struct status st;
   uint64_t caps = 1, added = 1;
@@ -424,10 +428,7 @@ test_non_root_drop_all (void)
   CHECK (ohbox_caps_tweak (ohbox_caps_default (), NULL, 0, drop, 1, &caps, &added, &err) == 0);
   CHECK (caps == 0 && added == 0);
   ohbox_caps_sets_for_user (caps, added, false, &sets);
-  CHECK (ohbox_caps_plan_new (&sets, &user, OHBOX_CAPS_NO_NEW_PRIVS, &plan, &err) == 0, "%s", err->msg);
-  int rc = status_after_exec (plan, &st, why, sizeof why);
-  ohbox_caps_plan_free (plan);
-  CHECK (rc == 0, "%s", why);
+  CHECK (run_with_sets (&sets, &user, OHBOX_CAPS_NO_NEW_PRIVS, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.uid == 1000 && st.gid == 1000, "uid %u gid %u", st.uid, st.gid);
   CHECK_STR (st.groups, "");
   CHECK (st.inh == 0 && st.prm == 0 && st.eff == 0 && st.bnd == 0 && st.amb == 0,
@@ -441,19 +442,14 @@ test_non_root_default (void)
 {
   if (!need_root ())
     return;
-  cleanup_error ohbox_error_t err = NULL;
   struct ohbox_caps_sets sets;
-  struct ohbox_caps_plan *plan = NULL;
   const gid_t groups[] = { 2000, 2001 };
   struct ohbox_caps_user user = { .uid = 1000, .gid = 1001, .groups = groups, .n_groups = 2, .set_groups = true };
   struct status st;
   char why[512];
 
   ohbox_caps_sets_for_user (ohbox_caps_default (), 0, false, &sets);
-  CHECK (ohbox_caps_plan_new (&sets, &user, OHBOX_CAPS_NO_NEW_PRIVS, &plan, &err) == 0, "%s", err->msg);
-  int rc = status_after_exec (plan, &st, why, sizeof why);
-  ohbox_caps_plan_free (plan);
-  CHECK (rc == 0, "%s", why);
+  CHECK (run_with_sets (&sets, &user, OHBOX_CAPS_NO_NEW_PRIVS, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.uid == 1000 && st.gid == 1001, "uid %u gid %u", st.uid, st.gid);
   CHECK_STR (st.groups, "2000 2001");
   /* Like Docker: the bounding set, nothing usable. */

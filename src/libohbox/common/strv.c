@@ -1,8 +1,11 @@
 /* strv.c: see strv.h. */
 #include "config.h"
 
+#include <errno.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "common/strv.h"
 #include "common/utils.h"
@@ -73,4 +76,51 @@ ohbox_strv_env_get (char *const *v, const char *key)
     if (strncmp (v[i], key, klen) == 0 && v[i][klen] == '=')
       return v[i] + klen + 1;
   return NULL;
+}
+
+char *
+ohbox_path_find (const char *path, const char *fallback, const char *name)
+{
+  cleanup_free char *copy = xstrdup (path && *path ? path : fallback);
+  char *save = NULL;
+  for (char *d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save))
+    {
+      char *candidate = xasprintf ("%s/%s", d, name);
+      if (access (candidate, X_OK) == 0)
+        return candidate;
+      free (candidate);
+    }
+  return NULL;
+}
+
+int
+ohbox_exec_in_path (const char *file, char *const *argv, char *const *env)
+{
+  if (strchr (file, '/'))
+    {
+      execve (file, argv, env);
+      return errno;
+    }
+  const char *path = ohbox_strv_env_get (env, "PATH");
+  if (path == NULL)
+    path = OHBOX_DEFAULT_PATH;
+  int saved = ENOENT;
+  char buf[4096];
+  for (const char *p = path;;)
+    {
+      const char *colon = strchr (p, ':');
+      size_t len = colon ? (size_t) (colon - p) : strlen (p);
+      /* An empty entry is the current folder, as in execvp(3). */
+      if (len == 0)
+        snprintf (buf, sizeof buf, "%s", file);
+      else
+        snprintf (buf, sizeof buf, "%.*s/%s", (int) len, p, file);
+      execve (buf, argv, env);
+      if (errno == EACCES || errno == ENOEXEC || errno == EPERM)
+        saved = errno;
+      if (!colon)
+        break;
+      p = colon + 1;
+    }
+  return saved;
 }

@@ -861,12 +861,15 @@ addr_leased (int netfd, const char *addr, char *owner, size_t owner_size)
   return netfd >= 0 && addr && inet_pton (AF_INET, addr, &a) == 1 && ohbox_ip_leased (netfd, a, owner, owner_size);
 }
 
-int
-ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
+/* The elements LIST gives that IS_ORPHAN picks, given the network state
+ * directory NETFD (-1 when there is none: then no address is leased). */
+static int
+filter_orphans (int (*list) (json_t **, ohbox_error_t *), bool (*is_orphan) (int netfd, json_t *e), json_t **ret,
+                ohbox_error_t *err)
 {
   *ret = NULL;
   json_t *elems = NULL;
-  if (ohbox_nft_port_elements (&elems, err) < 0)
+  if (list (&elems, err) < 0)
     return -1;
   cleanup_close int netfd = open (ohbox_network_root (), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   json_t *orphans = json_array ();
@@ -874,12 +877,24 @@ ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
   json_t *e;
   json_array_foreach (elems, i, e)
   {
-    if (!addr_leased (netfd, json_string_value (json_object_get (e, "addr")), NULL, 0))
+    if (is_orphan (netfd, e))
       json_array_append (orphans, e);
   }
   json_decref (elems);
   *ret = orphans;
   return 0;
+}
+
+static bool
+port_element_orphan (int netfd, json_t *e)
+{
+  return !addr_leased (netfd, json_string_value (json_object_get (e, "addr")), NULL, 0);
+}
+
+int
+ohbox_network_orphan_elements (json_t **ret, ohbox_error_t *err)
+{
+  return filter_orphans (ohbox_nft_port_elements, port_element_orphan, ret, err);
 }
 
 /* Whether the bridge table's element E belongs to the sandbox that leases
@@ -897,32 +912,23 @@ port_element_current (json_t *e, const char *owner)
   return current;
 }
 
+/* No lease for its address; or, for the bridge's (keyed by the veth),
+ * another veth than the lease's sandbox has (a stale lease's owner's state
+ * is gone: its elements are the GC's, which `check` runs for the stale
+ * lease). */
+static bool
+sandbox_element_orphan (int netfd, json_t *e)
+{
+  char owner[PATH_MAX];
+  bool port = strcmp (json_string_value (json_object_get (e, "family")) ?: "", "bridge") == 0;
+  return !addr_leased (netfd, json_string_value (json_object_get (e, "addr")), owner, sizeof owner)
+         || (port && access (owner, F_OK) == 0 && !port_element_current (e, owner));
+}
+
 int
 ohbox_network_orphan_sandbox_elements (json_t **ret, ohbox_error_t *err)
 {
-  *ret = NULL;
-  json_t *elems = NULL;
-  if (ohbox_nft_sandbox_elements (&elems, err) < 0)
-    return -1;
-  cleanup_close int netfd = open (ohbox_network_root (), O_RDONLY | O_DIRECTORY | O_CLOEXEC);
-  json_t *orphans = json_array ();
-  size_t i;
-  json_t *e;
-  json_array_foreach (elems, i, e)
-  {
-    char owner[PATH_MAX];
-    bool port = strcmp (json_string_value (json_object_get (e, "family")) ?: "", "bridge") == 0;
-    /* No lease for its address; or, for the bridge's (keyed by the veth),
-     * another veth than the lease's sandbox has (a stale lease's owner's
-     * state is gone: its elements are the GC's, which `check` runs for the
-     * stale lease). */
-    if (!addr_leased (netfd, json_string_value (json_object_get (e, "addr")), owner, sizeof owner)
-        || (port && access (owner, F_OK) == 0 && !port_element_current (e, owner)))
-      json_array_append (orphans, e);
-  }
-  json_decref (elems);
-  *ret = orphans;
-  return 0;
+  return filter_orphans (ohbox_nft_sandbox_elements, sandbox_element_orphan, ret, err);
 }
 
 int

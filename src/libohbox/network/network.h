@@ -212,6 +212,10 @@ struct ohbox_net_helper
   int exit_fd;  /* slirp4netns: closing it stops it */
 };
 void ohbox_net_helper_init (struct ohbox_net_helper *h);
+/* In the helper's child before its exec: stdin from /dev/null, stdout and
+ * stderr to LOGFD, a process group of its own (a ^C at the terminal is for
+ * the sandbox) and SIGPIPE as a fresh program expects it. */
+void ohbox_net_helper_child_stdio (int logfd);
 /* After its readiness was read: closes what only the wait needed. */
 void ohbox_net_helper_ready (struct ohbox_net_helper *h);
 /* Kills (SIGKILL) and reaps a helper that is not ready; its wait status. */

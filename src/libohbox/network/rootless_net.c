@@ -8,6 +8,7 @@
 #include "config.h"
 #include "network/network.h"
 #include "common/utils.h"
+#include "common/strv.h"
 
 #include <arpa/inet.h>
 #include <errno.h>
@@ -25,22 +26,26 @@
 bool
 ohbox_net_tool_available (const char *name)
 {
-  const char *path = getenv ("PATH");
-  cleanup_free char *copy = xstrdup (path && *path ? path : "/usr/local/bin:/usr/bin:/bin");
-  char *save = NULL;
-  for (char *d = strtok_r (copy, ":", &save); d; d = strtok_r (NULL, ":", &save))
-    {
-      cleanup_free char *f = xasprintf ("%s/%s", d, name);
-      if (access (f, X_OK) == 0)
-        return true;
-    }
-  return false;
+  cleanup_free char *found = ohbox_path_find (getenv ("PATH"), "/usr/local/bin:/usr/bin:/bin", name);
+  return found != NULL;
 }
 
 bool
 ohbox_slirp_available (void)
 {
   return ohbox_net_tool_available (SLIRP_BIN);
+}
+
+void
+ohbox_net_helper_child_stdio (int logfd)
+{
+  int null = open ("/dev/null", O_RDONLY);
+  if (null >= 0)
+    dup2 (null, 0);
+  dup2 (logfd, 1);
+  dup2 (logfd, 2);
+  setpgid (0, 0);
+  signal (SIGPIPE, SIG_DFL);
 }
 
 void
@@ -111,14 +116,7 @@ ohbox_slirp_spawn (int userns, int netns, int log_dirfd, struct ohbox_net_helper
       fcntl (userns, F_SETFD, 0);
       fcntl (log_dirfd, F_SETFD, 0);
       fcntl (netns, F_SETFD, 0);
-      int null = open ("/dev/null", O_RDONLY);
-      if (null >= 0)
-        dup2 (null, 0);
-      dup2 (logfd, 1);
-      dup2 (logfd, 2);
-      /* Its own process group: a ^C at the terminal is for the sandbox. */
-      setpgid (0, 0);
-      signal (SIGPIPE, SIG_DFL);
+      ohbox_net_helper_child_stdio (logfd);
       /* 10.0.2.2 would otherwise be the host's 127.0.0.1: loopback-only
        * services of the user must not be reachable from the sandbox. */
       execlp (SLIRP_BIN, SLIRP_BIN, "--configure", "--mtu=65520", "--disable-host-loopback", api, readyfd, exitfd,

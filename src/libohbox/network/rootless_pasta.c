@@ -155,14 +155,7 @@ ohbox_pasta_spawn (int userns, int netns, const char *state_dir, const struct oh
         _exit (1);
       fcntl (userns, F_SETFD, 0);
       fcntl (netns, F_SETFD, 0);
-      int null = open ("/dev/null", O_RDONLY);
-      if (null >= 0)
-        dup2 (null, 0);
-      dup2 (logfd, 1);
-      dup2 (logfd, 2);
-      /* Its own process group: a ^C at the terminal is for the sandbox. */
-      setpgid (0, 0);
-      signal (SIGPIPE, SIG_DFL);
+      ohbox_net_helper_child_stdio (logfd);
       execvp (PASTA_BIN, argv);
       _exit (127);
     }

@@ -15,21 +15,6 @@
 #include <sys/socket.h>
 #include <sys/un.h>
 
-static int
-status_of (struct ohbox_runtime *rt, const char *id, const char *what, ohbox_error_t *err)
-{
-  cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
-  if (ohbox_sandbox_inspect_info (rt, id, &info, err) < 0)
-    return -1;
-  int r = 0;
-  if (info.status == OHBOX_STATUS_PAUSED)
-    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused: run `ohbox unpause %s` first", what, what);
-  else if (info.status != OHBOX_STATUS_RUNNING)
-    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running (%s): attach needs a running sandbox", what,
-                     ohbox_status_name (info.status));
-  return r;
-}
-
 /* Connects to the monitor and receives the master; -1 with ERR otherwise. */
 static int
 receive_master (int dfd, const char *what, int *ret_conn, ohbox_error_t *err)
@@ -81,7 +66,8 @@ ohbox_sandbox_attach (struct ohbox_runtime *rt, const char *what, const char *de
 {
   cleanup_free char *id = NULL;
   *ret_exit_code = -1;
-  if (ohbox_sandbox_resolve (rt, what, &id, err) < 0 || status_of (rt, id, what, err) < 0)
+  if (ohbox_sandbox_resolve (rt, what, &id, err) < 0
+      || ohbox_sandbox_check_running (rt, id, what, "attach needs a running sandbox", err) < 0)
     return -1;
   char detach[OHBOX_EXEC_MAX_DETACH_KEYS];
   int n_detach = 0;

@@ -416,109 +416,115 @@ check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
   return 0;
 }
 
+/* One kind of network leftover that a scan of network/ lists. */
+struct orphan_kind
+{
+  int (*list) (json_t **ret, ohbox_error_t *err);
+  const char *unreadable; /* the finding when the list cannot be read */
+  const char *scanned;    /* and where it was looked for */
+  const char *kind;       /* the finding for each orphan */
+  /* Where orphan O is and what it is (xmalloc'd). */
+  void (*describe) (json_t *o, char **ret_where, char **ret_what);
+  int (*drop) (json_t *o, ohbox_error_t *err);
+};
+
+static void
+check_orphans (struct ohbox_check_ctx *c, const struct orphan_kind *k)
+{
+  json_t *orphans = NULL;
+  ohbox_error_t e = NULL;
+  if (k->list (&orphans, &e) < 0)
+    {
+      ohbox_check_add (c, k->unreadable, k->scanned, false, "%s", e->msg);
+      ohbox_error_release (&e);
+      return;
+    }
+  size_t i;
+  json_t *o;
+  json_array_foreach (orphans, i, o)
+  {
+    cleanup_free char *where = NULL;
+    cleanup_free char *what = NULL;
+    k->describe (o, &where, &what);
+    json_t *f = ohbox_check_add (c, k->kind, where, true, "%s", what);
+    if (c->repair)
+      ohbox_check_repaired (f, k->drop (o, &e), &e);
+  }
+  json_decref (orphans);
+}
+
+static const char *
+field (json_t *o, const char *key)
+{
+  return json_string_value (json_object_get (o, key));
+}
+
+static int
+drop_element (json_t *o, ohbox_error_t *err)
+{
+  json_t *one = json_pack ("[O]", o);
+  int r = ohbox_network_drop_orphan_elements (one, err);
+  json_decref (one);
+  return r;
+}
+
+static void
+describe_port_element (json_t *o, char **ret_where, char **ret_what)
+{
+  *ret_where = xasprintf ("table inet " OHBOX_NFT_TABLE " map %s { %s }", field (o, "map"), field (o, "key"));
+  *ret_what = xasprintf ("published port to %s, an address no sandbox holds", field (o, "addr"));
+}
+
+static void
+describe_sandbox_element (json_t *o, char **ret_where, char **ret_what)
+{
+  *ret_where = xasprintf ("table %s " OHBOX_NFT_TABLE " set %s { %s }", field (o, "family"), field (o, "set"),
+                          field (o, "key"));
+  *ret_what = xasprintf ("filter element of %s, an address no sandbox holds (or another veth's)", field (o, "addr"));
+}
+
+static void
+describe_neighbour (json_t *o, char **ret_where, char **ret_what)
+{
+  *ret_where = xasprintf ("neighbour %s dev %s", field (o, "addr"), field (o, "bridge"));
+  *ret_what = xstrdup ("permanent neighbour entry for an address no sandbox holds");
+}
+
 /* Published ports' nft elements whose address no lease names: left by a
  * release that died or failed, they would send their host port to
  * whichever sandbox gets that address next, and refuse the port to the
  * next sandbox that leases it. Host-wide, but no sandbox of any state
  * directory can own an address without a lease. Only where the table is
  * ohbox's to read (root). */
-static void
-check_port_elements (struct ohbox_check_ctx *c)
-{
-  if (geteuid () != 0)
-    return;
-  json_t *orphans = NULL;
-  ohbox_error_t e = NULL;
-  if (ohbox_network_orphan_elements (&orphans, &e) < 0)
-    {
-      ohbox_check_add (c, "unreadable-port-elements", "table inet " OHBOX_NFT_TABLE, false, "%s", e->msg);
-      ohbox_error_release (&e);
-      return;
-    }
-  size_t i;
-  json_t *o;
-  json_array_foreach (orphans, i, o)
-  {
-    cleanup_free char *where = xasprintf ("table inet " OHBOX_NFT_TABLE " map %s { %s }",
-                                          json_string_value (json_object_get (o, "map")),
-                                          json_string_value (json_object_get (o, "key")));
-    json_t *f = ohbox_check_add (c, "orphan-port-element", where, true,
-                                 "published port to %s, an address no sandbox holds",
-                                 json_string_value (json_object_get (o, "addr")));
-    if (c->repair)
-      {
-        json_t *one = json_pack ("[O]", o);
-        ohbox_check_repaired (f, ohbox_network_drop_orphan_elements (one, &e), &e);
-        json_decref (one);
-      }
-  }
-  json_decref (orphans);
-}
+static const struct orphan_kind port_elements = {
+  ohbox_network_orphan_elements, "unreadable-port-elements", "table inet " OHBOX_NFT_TABLE,
+  "orphan-port-element",         describe_port_element,      drop_element,
+};
 
 /* The sandboxes' other nft elements (anti-spoofing in `table bridge
  * ohbox`, DNS and --egress in `table inet ohbox`) that no live lease
  * accounts for: left, they would lend their filters to whichever sandbox
  * gets that address (or veth) next. */
-static void
-check_sandbox_elements (struct ohbox_check_ctx *c)
-{
-  json_t *orphans = NULL;
-  ohbox_error_t e = NULL;
-  if (ohbox_network_orphan_sandbox_elements (&orphans, &e) < 0)
-    {
-      ohbox_check_add (c, "unreadable-sandbox-elements", "tables inet and bridge " OHBOX_NFT_TABLE, false, "%s",
-                       e->msg);
-      ohbox_error_release (&e);
-      return;
-    }
-  size_t i;
-  json_t *o;
-  json_array_foreach (orphans, i, o)
-  {
-    cleanup_free char *where = xasprintf ("table %s " OHBOX_NFT_TABLE " set %s { %s }",
-                                          json_string_value (json_object_get (o, "family")),
-                                          json_string_value (json_object_get (o, "set")),
-                                          json_string_value (json_object_get (o, "key")));
-    json_t *f = ohbox_check_add (c, "orphan-sandbox-element", where, true,
-                                 "filter element of %s, an address no sandbox holds (or another veth's)",
-                                 json_string_value (json_object_get (o, "addr")));
-    if (c->repair)
-      {
-        json_t *one = json_pack ("[O]", o);
-        ohbox_check_repaired (f, ohbox_network_drop_orphan_elements (one, &e), &e);
-        json_decref (one);
-      }
-  }
-  json_decref (orphans);
-}
+static const struct orphan_kind sandbox_elements = {
+  ohbox_network_orphan_sandbox_elements,
+  "unreadable-sandbox-elements",
+  "tables inet and bridge " OHBOX_NFT_TABLE,
+  "orphan-sandbox-element",
+  describe_sandbox_element,
+  drop_element,
+};
 
 /* Permanent neighbour entries on ohbox's bridges for addresses no lease
  * names: the host would keep sending that address's traffic to a MAC no
  * sandbox has (or the next one's, were MACs not derived from addresses). */
-static void
-check_neighbours (struct ohbox_check_ctx *c)
-{
-  json_t *orphans = NULL;
-  ohbox_error_t e = NULL;
-  if (ohbox_network_orphan_neighbours (&orphans, &e) < 0)
-    {
-      ohbox_check_add (c, "unreadable-neighbours", "the bridges' neighbour tables", false, "%s", e->msg);
-      ohbox_error_release (&e);
-      return;
-    }
-  size_t i;
-  json_t *o;
-  json_array_foreach (orphans, i, o)
-  {
-    cleanup_free char *where = xasprintf ("neighbour %s dev %s", json_string_value (json_object_get (o, "addr")),
-                                          json_string_value (json_object_get (o, "bridge")));
-    json_t *f = ohbox_check_add (c, "orphan-neighbour", where, true,
-                                 "permanent neighbour entry for an address no sandbox holds");
-    if (c->repair)
-      ohbox_check_repaired (f, ohbox_network_drop_orphan_neighbour (o, &e), &e);
-  }
-  json_decref (orphans);
-}
+static const struct orphan_kind neighbours = {
+  ohbox_network_orphan_neighbours,
+  "unreadable-neighbours",
+  "the bridges' neighbour tables",
+  "orphan-neighbour",
+  describe_neighbour,
+  ohbox_network_drop_orphan_neighbour,
+};
 
 /* Named networks whose bridge is gone (removed by hand, a reboot): the next
  * start on them makes it again; --repair does it now. And tables that are
@@ -598,14 +604,15 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
   check_names (c);
   if (check_leases (c, err) < 0 || check_userns_leases (c, err) < 0)
     return -1;
-  check_port_elements (c);
+  if (geteuid () == 0)
+    check_orphans (c, &port_elements);
   /* (host-wide, and only where ohbox's tables and bridges are its to
    * read and change: root) */
   if (geteuid () == 0)
     {
       check_networks (c);
-      check_sandbox_elements (c);
-      check_neighbours (c);
+      check_orphans (c, &sandbox_elements);
+      check_orphans (c, &neighbours);
     }
   return 0;
 }

@@ -55,6 +55,13 @@ ohbox_exec_record (int state_dirfd, const struct ohbox_exec_record *rec, ohbox_e
   json_t *j = json_pack ("{s:o, s:s, s:s?, s:I, s:I, s:b, s:s?}", "env", env, "cwd", rec->cwd, "user", rec->user,
                          "caps", (json_int_t) rec->caps, "caps_added", (json_int_t) rec->caps_added, "no_new_privs",
                          rec->no_new_privs, "seccomp", profile);
+  if (rec->n_additional_gids > 0)
+    {
+      json_t *gids = json_array ();
+      for (size_t i = 0; i < rec->n_additional_gids; i++)
+        json_array_append_new (gids, json_integer (rec->additional_gids[i]));
+      json_object_set_new (j, "additional_gids", gids);
+    }
   int r = ohbox_state_write_json (state_dirfd, "exec.json", j, err);
   json_decref (j);
   return r;
@@ -100,7 +107,8 @@ ohbox_exec_parse_detach_keys (const char *spec, char *buf, size_t max, ohbox_err
 static void
 exec_plan_release (struct exec_plan *p)
 {
-  exec_strv_free (p->env);
+  ohbox_strv_free (p->env);
+  free (p->additional_gids);
   free (p->cwd);
   free (p->user);
   free (p->seccomp_profile);
@@ -113,7 +121,7 @@ plan_add_options (const struct ohbox_exec_options *o, struct exec_plan *p, size_
   if (p->cwd[0] != '/')
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "working directory `%s` is not an absolute path", p->cwd);
   if (o->tty && set_term)
-    exec_env_set (&p->env, &n, "TERM=xterm");
+    ohbox_strv_env_set (&p->env, &n, "TERM=xterm");
   for (size_t i = 0; o->env && o->env[i]; i++)
     {
       if (n >= OHBOX_SANDBOX_MAX_ENV)
@@ -121,10 +129,33 @@ plan_add_options (const struct ohbox_exec_options *o, struct exec_plan *p, size_
                             OHBOX_SANDBOX_MAX_ENV);
       if (strchr (o->env[i], '=') == NULL || o->env[i][0] == '=')
         return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid environment variable `%s`: use KEY=VALUE", o->env[i]);
-      exec_env_set (&p->env, &n, o->env[i]);
+      ohbox_strv_env_set (&p->env, &n, o->env[i]);
     }
   if (p->env == NULL)
     p->env = xcalloc (1, sizeof (char *));
+  return 0;
+}
+
+/* The devices' groups (absent in the exec.json of a sandbox without them,
+ * or of one started before exec knew them). */
+static int
+load_additional_gids (json_t *gids, struct exec_plan *p, ohbox_error_t *err)
+{
+  if (gids == NULL)
+    return 0;
+  if (!json_is_array (gids) || json_array_size (gids) > OHBOX_EXEC_MAX_GROUPS)
+    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "exec.json: `additional_gids` is not an array of at most %d ids",
+                        OHBOX_EXEC_MAX_GROUPS);
+  p->additional_gids = xcalloc (json_array_size (gids) + 1, sizeof (uint32_t));
+  size_t i;
+  json_t *x;
+  json_array_foreach (gids, i, x)
+  {
+    json_int_t g = json_integer_value (x);
+    if (!json_is_integer (x) || g < 0 || g >= (json_int_t) UINT32_MAX)
+      return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "exec.json: `additional_gids[%zu]` is not a group id", i);
+    p->additional_gids[p->n_additional_gids++] = (uint32_t) g;
+  }
   return 0;
 }
 
@@ -142,7 +173,7 @@ load_plan (int dfd, const struct ohbox_exec_options *o, struct exec_plan *p, ohb
     r = ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "exec.json: `env` is not an array of at most %d strings",
                      OHBOX_SANDBOX_MAX_ENV);
   else
-    json_array_foreach (env, i, x) if (json_is_string (x)) exec_env_set (&p->env, &n, json_string_value (x));
+    json_array_foreach (env, i, x) if (json_is_string (x)) ohbox_strv_env_set (&p->env, &n, json_string_value (x));
   const char *cwd = json_string_value (json_object_get (j, "cwd"));
   const char *user = json_string_value (json_object_get (j, "user"));
   const char *sc = json_string_value (json_object_get (j, "seccomp"));
@@ -156,6 +187,8 @@ load_plan (int dfd, const struct ohbox_exec_options *o, struct exec_plan *p, ohb
   p->no_new_privs = json_is_true (json_object_get (j, "no_new_privs"));
   p->unconfined = sc && strcmp (sc, "unconfined") == 0;
   p->seccomp_profile = sc && !p->unconfined ? xstrdup (sc) : NULL;
+  if (r == 0)
+    r = load_additional_gids (json_object_get (j, "additional_gids"), p, err);
   json_decref (j);
   if (r < 0)
     return -1;
@@ -269,8 +302,9 @@ ref_pidfd_open (pid_t init, pid_t ref, ohbox_error_t *err)
 
 /* ---- the caller ---- */
 
-static int
-check_running (struct ohbox_runtime *rt, const char *id, const char *what, ohbox_error_t *err)
+int
+ohbox_sandbox_check_running (struct ohbox_runtime *rt, const char *id, const char *what, const char *needs,
+                             ohbox_error_t *err)
 {
   cleanup_sandbox_info struct ohbox_sandbox_info info = { 0 };
   if (ohbox_sandbox_inspect_info (rt, id, &info, err) < 0)
@@ -279,9 +313,8 @@ check_running (struct ohbox_runtime *rt, const char *id, const char *what, ohbox
   if (info.status == OHBOX_STATUS_PAUSED)
     r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is paused: run `ohbox unpause %s` first", what, what);
   else if (info.status != OHBOX_STATUS_RUNNING)
-    r = ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                     "sandbox `%s` is not running (%s): exec needs a running sandbox; start one with `ohbox run -d`",
-                     what, ohbox_status_name (info.status));
+    r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running (%s): %s", what,
+                     ohbox_status_name (info.status), needs);
   return r;
 }
 
@@ -432,241 +465,324 @@ fork_helper (const struct ohbox_cgroup *cg, bool *in_v2)
   return fork ();
 }
 
+/* What one `ohbox exec` holds, released in one place (exec_run_release). */
+struct exec_run
+{
+  struct exec_plan plan;
+  struct ohbox_seccomp_filter *seccomp;
+  struct ohbox_cgroup *cg;
+  int ns_fds[N_NS];
+  int ns_flags;
+  int stdio[3];
+  struct ohbox_relay relay;
+  int master, sigfd, cmd_pidfd, ref_pidfd;
+  int hp[2]; /* helper -> caller */
+  int cp[2]; /* command -> caller */
+  pid_t cmd;
+  sigset_t block, old;
+  bool blocked;
+};
+
+static void
+exec_run_init (struct exec_run *x)
+{
+  memset (x, 0, sizeof *x);
+  for (size_t i = 0; i < N_NS; i++)
+    x->ns_fds[i] = -1;
+  x->stdio[0] = x->stdio[1] = x->stdio[2] = -1;
+  ohbox_relay_init (&x->relay);
+  x->master = x->sigfd = x->cmd_pidfd = x->ref_pidfd = -1;
+  x->hp[0] = x->hp[1] = x->cp[0] = x->cp[1] = -1;
+  x->cmd = -1;
+}
+
+static void
+exec_run_release (struct exec_run *x)
+{
+  if (x->cmd > 0)
+    {
+      kill (x->cmd, SIGKILL);
+      waitpid (x->cmd, NULL, 0);
+    }
+  int fds[] = { x->cmd_pidfd, x->ref_pidfd, x->sigfd };
+  for (size_t i = 0; i < sizeof fds / sizeof fds[0]; i++)
+    if (fds[i] >= 0)
+      close (fds[i]);
+  if (x->blocked)
+    {
+      /* Signals that came in after the command ended were forwarded to
+       * nobody: drop them rather than act on them when unblocking. */
+      struct timespec zero = { 0, 0 };
+      while (sigtimedwait (&x->block, NULL, &zero) > 0)
+        ;
+      sigprocmask (SIG_SETMASK, &x->old, NULL);
+    }
+  for (int i = 0; i < 2; i++)
+    {
+      if (x->hp[i] >= 0)
+        close (x->hp[i]);
+      if (x->cp[i] >= 0)
+        close (x->cp[i]);
+    }
+  for (int i = 0; i < 3; i++)
+    if (x->stdio[i] > 2)
+      close (x->stdio[i]);
+  ohbox_relay_close (&x->relay);
+  if (x->master >= 0)
+    close (x->master);
+  for (size_t i = 0; i < N_NS; i++)
+    if (x->ns_fds[i] >= 0)
+      close (x->ns_fds[i]);
+  ohbox_cgroup_free (x->cg);
+  ohbox_seccomp_filter_free (x->seccomp);
+  exec_plan_release (&x->plan);
+}
+
+/* The sandbox WHAT names, running: its state directory and its init. */
+static int
+exec_find_init (struct ohbox_runtime *rt, const char *what, char **ret_id, int *ret_dfd, int *ret_init_pidfd,
+                pid_t *ret_init, ohbox_error_t *err)
+{
+  if (ohbox_sandbox_resolve (rt, what, ret_id, err) < 0
+      || ohbox_sandbox_check_running (rt, *ret_id, what, "exec needs a running sandbox; start one with `ohbox run -d`",
+                                      err)
+           < 0)
+    return -1;
+  if (ohbox_state_open (rt, *ret_id, ret_dfd, err) < 0)
+    return -1;
+  bool exited = false;
+  *ret_init_pidfd = ohbox_state_pidfd (*ret_dfd, &exited, err);
+  if (*ret_init_pidfd < 0)
+    {
+      if (*err == NULL)
+        ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running (exited): exec needs a running sandbox",
+                     what);
+      return -1;
+    }
+  struct ohbox_sandbox_record rec;
+  if (ohbox_state_load_record (*ret_dfd, &rec, err) < 0)
+    return -1;
+  *ret_init = rec.pid;
+  ohbox_sandbox_record_clear (&rec);
+  return 0;
+}
+
+/* What the command gets: the plan, the namespaces to join, the seccomp
+ * filter and the cgroup of the sandbox. */
+static int
+exec_prepare (struct ohbox_runtime *rt, const char *id, int dfd, const struct ohbox_exec_options *o, struct exec_run *x,
+              ohbox_error_t *err)
+{
+  if (load_plan (dfd, o, &x->plan, err) < 0)
+    return -1;
+  /* The filter the sandbox started with (ohbox_exec_record); compiled
+   * again only for a sandbox an older ohbox started. */
+  if (!x->plan.unconfined && ohbox_seccomp_filter_load (dfd, OHBOX_EXEC_SECCOMP_FILE, &x->seccomp) < 0)
+    {
+      cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
+      struct ohbox_seccomp_options so = { .caps = x->plan.caps, .cache_dir = cache };
+      if (ohbox_seccomp_compile_file (x->plan.seccomp_profile, &so, &x->seccomp, err) < 0)
+        return -1;
+    }
+  const struct ohbox_cgroup_host *cgh;
+  if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
+    return -1;
+  if (ohbox_cgroup_open (cgh, id, &x->cg, err) < 0)
+    {
+      /* A sandbox without a cgroup (none could be made on this host). */
+      if ((*err)->kind != OHBOX_ERR_NOT_FOUND)
+        return -1;
+      ohbox_error_release (err);
+      x->cg = NULL;
+    }
+  return 0;
+}
+
+/* The namespaces of INIT to join (those of its command where they differ). */
+static int
+exec_plan_ns (pid_t init, struct exec_run *x, ohbox_error_t *err)
+{
+  pid_t ref = init;
+  if (ns_plan (init, &ref, &x->ns_flags, x->ns_fds, err) < 0)
+    return -1;
+  if (ref != init && (x->ref_pidfd = ref_pidfd_open (init, ref, err)) < 0)
+    return -1;
+  return 0;
+}
+
+/* The command's stdio without -t (with -t the helper makes a terminal). */
+static int
+exec_stdio (const struct ohbox_exec_options *o, struct exec_run *x, ohbox_error_t *err)
+{
+  if (o->tty)
+    return 0;
+  if (o->stdio)
+    {
+      /* Duplicates above 2 (closed below), /dev/null for -1. */
+      for (int i = 0; i < 3; i++)
+        {
+          x->stdio[i] = o->stdio[i] >= 0 ? fcntl (o->stdio[i], F_DUPFD_CLOEXEC, 3)
+                                         : open ("/dev/null", (i ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
+          if (x->stdio[i] < 0)
+            return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "the command's fd %d", i);
+        }
+    }
+  else
+    {
+      x->stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
+      if (x->stdio[0] < 0)
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/null");
+      x->stdio[1] = 1;
+      x->stdio[2] = 2;
+    }
+  /* Without -t the caller's terminal is never the command's (detached,
+   * nobody relays: what the caller hands in goes through as it is). */
+  return o->detach ? 0 : ohbox_relay_setup (&x->relay, x->stdio, err);
+}
+
+/* The reports' channels, and the signals to forward blocked from before
+ * the fork: a signal meanwhile is forwarded, not lost. */
+static int
+exec_channels (struct exec_run *x, ohbox_error_t *err)
+{
+  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, x->hp) < 0 || pipe2 (x->cp, O_CLOEXEC) < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
+  sigemptyset (&x->block);
+  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
+    sigaddset (&x->block, forwarded[i]);
+  sigaddset (&x->block, SIGWINCH);
+  sigprocmask (SIG_BLOCK, &x->block, &x->old);
+  x->blocked = true;
+  x->sigfd = signalfd (-1, &x->block, SFD_CLOEXEC);
+  if (x->sigfd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signalfd");
+  return 0;
+}
+
+/* Forks the helper (exec_child.c), which joins the sandbox and clones the
+ * command; on return x->cmd runs the command (x->cmd_pidfd, x->master). */
+static int
+exec_spawn (const struct ohbox_exec_options *o, int init_pidfd, struct exec_run *x, int *ret_exit_code,
+            ohbox_error_t *err)
+{
+  struct child_ctx c = {
+    .o = o,
+    .plan = &x->plan,
+    .seccomp = x->seccomp,
+    .cgroup = x->cg,
+    .pidfd = x->ref_pidfd >= 0 ? x->ref_pidfd : init_pidfd,
+    .ns_flags = x->ns_flags,
+    .ns_fds = x->ns_fds,
+    .stdio = { x->stdio[0], x->stdio[1], x->stdio[2] },
+    .tty = o->tty,
+    .sigmask = x->old,
+    .helper_fd = x->hp[1],
+    .cmd_fd = x->cp[1],
+  };
+  c.has_ws = o->tty && (o->has_console_size || ioctl (1, TIOCGWINSZ, &c.ws) == 0 || ioctl (0, TIOCGWINSZ, &c.ws) == 0);
+  if (o->tty && o->has_console_size)
+    {
+      c.ws.ws_row = o->console_rows;
+      c.ws.ws_col = o->console_cols;
+    }
+  pid_t helper = fork_helper (x->cg, &c.in_v2_cgroup);
+  if (helper < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork");
+  if (helper == 0)
+    ohbox_exec_helper_main (&c);
+  close (steal_fd (&x->hp[1]));
+  close (steal_fd (&x->cp[1]));
+  char msg[EXEC_MSG_MAX];
+  read_helper_report (x->hp[0], msg, sizeof msg, &x->master);
+  waitpid (helper, NULL, 0);
+  if (msg[0] != 'P' || (o->tty && x->master < 0))
+    return report_error (msg, ret_exit_code, err);
+  x->cmd = (pid_t) atoi (msg + 1);
+  /* Our child (CLONE_PARENT), not reaped yet: its pid cannot be reused. */
+  x->cmd_pidfd = (int) syscall (SYS_pidfd_open, x->cmd, 0);
+  if (read_report (x->cp[0], msg, sizeof msg) > 0)
+    {
+      waitpid (x->cmd, NULL, 0);
+      x->cmd = -1;
+      return report_error (msg, ret_exit_code, err);
+    }
+  if (x->cmd_pidfd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pidfd_open the command's process");
+  return 0;
+}
+
+/* Relays the terminal or forwards signals until the command exits (its
+ * status in *RET_EXIT_CODE) or the user detaches (-1); with O->detach
+ * returns once it runs (-1). */
+static int
+exec_wait (const struct ohbox_exec_options *o, struct exec_run *x, const char *detach, int n_detach, int *ret_exit_code,
+           ohbox_error_t *err)
+{
+  if (o->started && o->started (x->cmd, o->hand_master ? x->master : -1, o->started_data, err) < 0)
+    return -1;
+  if (o->detach)
+    {
+      if (x->master >= 0 && !o->hand_master)
+        hold_terminal (x->master, x->cmd_pidfd);
+      *ret_exit_code = -1;
+      x->cmd = -1; /* reaped by whoever inherits it */
+      return 0;
+    }
+  /* Only the command (and its children) may hold the terminal now: the
+   * master sees EOF once they are gone. */
+  for (int i = 0; i < 3; i++)
+    if (x->stdio[i] > 2)
+      close (x->stdio[i]);
+  x->stdio[0] = x->stdio[1] = x->stdio[2] = -1;
+  if (x->master >= 0 && !o->hand_master)
+    {
+      if (ohbox_terminal_proxy (x->master, x->cmd_pidfd, x->sigfd, o->interactive, detach, (size_t) n_detach) == 1)
+        {
+          hold_terminal (x->master, x->cmd_pidfd);
+          *ret_exit_code = -1;
+          x->cmd = -1; /* reaped by whoever inherits it */
+          return 0;
+        }
+    }
+  else
+    wait_forwarding (x->cmd_pidfd, x->sigfd, &x->relay);
+  int status = 0;
+  while (waitpid (x->cmd, &status, 0) < 0 && errno == EINTR)
+    ;
+  x->cmd = -1;
+  *ret_exit_code = status_to_code (status);
+  return 0;
+}
+
 /* What both entry points check before anything else. */
 static int
 check_options (const struct ohbox_exec_options *o, ohbox_error_t *err)
 {
-  size_t argc = exec_strv_len (o->argv);
+  size_t argc = ohbox_strv_len (o->argv);
   if (argc == 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "no command: give one after the sandbox's name or id");
   if (argc > OHBOX_SANDBOX_MAX_ARGS)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many arguments (at most %d)", OHBOX_SANDBOX_MAX_ARGS);
   if (o->preserve_fds < 0 || o->preserve_fds > 1024)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "preserve-fds: %d is not between 0 and 1024", o->preserve_fds);
-  char detach[OHBOX_EXEC_MAX_DETACH_KEYS];
-  if (o->tty && o->detach_keys && *o->detach_keys
-      && ohbox_exec_parse_detach_keys (o->detach_keys, detach, sizeof detach, err) < 0)
-    return -1;
   return 0;
 }
 
-/* Runs O's command in the namespaces of INIT (INIT_PIDFD), CG (may be
- * NULL), with PLAN and SECCOMP (may be NULL); see ohbox_sandbox_exec. */
+/* The command of O in the namespaces of INIT with X's plan, filter and
+ * cgroup: stdio, spawn, wait (or return at once when detached). */
 static int
-exec_run (pid_t init, int init_pidfd, struct exec_plan *plan, const struct ohbox_seccomp_filter *seccomp,
-          const struct ohbox_cgroup *cg, const struct ohbox_exec_options *o, int *ret_exit_code, ohbox_error_t *err)
+exec_start (pid_t init, int init_pidfd, const struct ohbox_exec_options *o, struct exec_run *x, int *ret_exit_code,
+            ohbox_error_t *err)
 {
   char detach[OHBOX_EXEC_MAX_DETACH_KEYS];
   int n_detach = 0;
-  if (o->tty && o->detach_keys && *o->detach_keys && !o->detach)
-    n_detach = ohbox_exec_parse_detach_keys (o->detach_keys, detach, sizeof detach, err);
-  if (n_detach < 0)
+  if (o->tty && o->detach_keys && *o->detach_keys && !o->detach
+      && (n_detach = ohbox_exec_parse_detach_keys (o->detach_keys, detach, sizeof detach, err)) < 0)
     return -1;
-  int ns_fds[N_NS];
-  int ns_flags = 0;
-  int stdio[3] = { -1, -1, -1 };
-  struct ohbox_relay relay;
-  ohbox_relay_init (&relay);
-  int master = -1, sigfd = -1, cmd_pidfd = -1, ref_pidfd = -1;
-  int hp[2] = { -1, -1 }, cp[2] = { -1, -1 };
-  pid_t cmd = -1;
-  sigset_t block, old;
-  bool blocked = false;
-  int r = -1;
-  for (size_t i = 0; i < N_NS; i++)
-    ns_fds[i] = -1;
-
-  pid_t ref = init;
-  if (ns_plan (init, &ref, &ns_flags, ns_fds, err) < 0)
-    goto out;
-  if (ref != init)
-    {
-      ref_pidfd = ref_pidfd_open (init, ref, err);
-      if (ref_pidfd < 0)
-        goto out;
-    }
-
-  struct winsize ws;
-  memset (&ws, 0, sizeof ws);
-  bool has_ws = o->tty && (o->has_console_size || ioctl (1, TIOCGWINSZ, &ws) == 0 || ioctl (0, TIOCGWINSZ, &ws) == 0);
-  if (o->tty && o->has_console_size)
-    {
-      ws.ws_row = o->console_rows;
-      ws.ws_col = o->console_cols;
-    }
-  if (!o->tty && o->stdio)
-    {
-      /* Duplicates above 2 (closed below), /dev/null for -1. */
-      for (int i = 0; i < 3; i++)
-        {
-          stdio[i] = o->stdio[i] >= 0 ? fcntl (o->stdio[i], F_DUPFD_CLOEXEC, 3)
-                                      : open ("/dev/null", (i ? O_WRONLY : O_RDONLY) | O_CLOEXEC);
-          if (stdio[i] < 0)
-            {
-              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "the command's fd %d", i);
-              goto out;
-            }
-        }
-    }
-  else if (!o->tty)
-    {
-      stdio[0] = o->interactive ? 0 : open ("/dev/null", O_RDONLY | O_CLOEXEC);
-      if (stdio[0] < 0)
-        {
-          ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open /dev/null");
-          goto out;
-        }
-      stdio[1] = 1;
-      stdio[2] = 2;
-    }
-  /* Without -t the caller's terminal is never the command's (detached,
-   * nobody relays: what the caller hands in goes through as it is). */
-  if (!o->tty && !o->detach && ohbox_relay_setup (&relay, stdio, err) < 0)
-    goto out;
-  if (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, hp) < 0 || pipe2 (cp, O_CLOEXEC) < 0)
-    {
-      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
-      goto out;
-    }
-  /* Blocked from before the fork: a signal meanwhile is forwarded, not lost. */
-  sigemptyset (&block);
-  for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
-    sigaddset (&block, forwarded[i]);
-  sigaddset (&block, SIGWINCH);
-  sigprocmask (SIG_BLOCK, &block, &old);
-  blocked = true;
-  sigfd = signalfd (-1, &block, SFD_CLOEXEC);
-  if (sigfd < 0)
-    {
-      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "signalfd");
-      goto out;
-    }
-
-  struct child_ctx c = {
-    .o = o,
-    .plan = plan,
-    .seccomp = seccomp,
-    .cgroup = cg,
-    .pidfd = ref_pidfd >= 0 ? ref_pidfd : init_pidfd,
-    .ns_flags = ns_flags,
-    .ns_fds = ns_fds,
-    .stdio = { stdio[0], stdio[1], stdio[2] },
-    .tty = o->tty,
-    .has_ws = has_ws,
-    .ws = ws,
-    .sigmask = old,
-    .helper_fd = hp[1],
-    .cmd_fd = cp[1],
-  };
-  pid_t helper = fork_helper (cg, &c.in_v2_cgroup);
-  if (helper < 0)
-    {
-      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork");
-      goto out;
-    }
-  if (helper == 0)
-    ohbox_exec_helper_main (&c);
-  close (hp[1]);
-  close (cp[1]);
-  hp[1] = cp[1] = -1;
-  char msg[EXEC_MSG_MAX];
-  read_helper_report (hp[0], msg, sizeof msg, &master);
-  waitpid (helper, NULL, 0);
-  if (msg[0] != 'P' || (o->tty && master < 0))
-    {
-      report_error (msg, ret_exit_code, err);
-      goto out;
-    }
-  cmd = (pid_t) atoi (msg + 1);
-  /* Our child (CLONE_PARENT), not reaped yet: its pid cannot be reused. */
-  cmd_pidfd = (int) syscall (SYS_pidfd_open, cmd, 0);
-  if (read_report (cp[0], msg, sizeof msg) > 0)
-    {
-      waitpid (cmd, NULL, 0);
-      cmd = -1;
-      report_error (msg, ret_exit_code, err);
-      goto out;
-    }
-  if (cmd_pidfd < 0)
-    {
-      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pidfd_open the command's process");
-      goto out;
-    }
-  if (o->started && o->started (cmd, o->hand_master ? master : -1, o->started_data, err) < 0)
-    goto out;
-  if (o->detach)
-    {
-      if (master >= 0 && !o->hand_master)
-        hold_terminal (master, cmd_pidfd);
-      *ret_exit_code = -1;
-      cmd = -1; /* reaped by whoever inherits it */
-      r = 0;
-      goto out;
-    }
-  /* Only the command (and its children) may hold the terminal now: the
-   * master sees EOF once they are gone. */
-  for (int i = 0; i < 3; i++)
-    if (stdio[i] > 2)
-      close (stdio[i]);
-  stdio[0] = stdio[1] = stdio[2] = -1;
-  if (master >= 0 && !o->hand_master)
-    {
-      if (ohbox_terminal_proxy (master, cmd_pidfd, sigfd, o->interactive, detach, (size_t) n_detach) == 1)
-        {
-          hold_terminal (master, cmd_pidfd);
-          *ret_exit_code = -1;
-          cmd = -1; /* reaped by whoever inherits it */
-          r = 0;
-          goto out;
-        }
-    }
-  else
-    wait_forwarding (cmd_pidfd, sigfd, &relay);
-  int status = 0;
-  while (waitpid (cmd, &status, 0) < 0 && errno == EINTR)
-    ;
-  cmd = -1;
-  *ret_exit_code = status_to_code (status);
-  r = 0;
-
-out:
-  if (cmd > 0)
-    {
-      kill (cmd, SIGKILL);
-      waitpid (cmd, NULL, 0);
-    }
-  if (cmd_pidfd >= 0)
-    close (cmd_pidfd);
-  if (ref_pidfd >= 0)
-    close (ref_pidfd);
-  if (sigfd >= 0)
-    close (sigfd);
-  if (blocked)
-    {
-      /* Signals that came in after the command ended were forwarded to
-       * nobody: drop them rather than act on them when unblocking. */
-      struct timespec zero = { 0, 0 };
-      while (sigtimedwait (&block, NULL, &zero) > 0)
-        ;
-      sigprocmask (SIG_SETMASK, &old, NULL);
-    }
-  for (int i = 0; i < 2; i++)
-    {
-      if (hp[i] >= 0)
-        close (hp[i]);
-      if (cp[i] >= 0)
-        close (cp[i]);
-    }
-  for (int i = 0; i < 3; i++)
-    if (stdio[i] > 2)
-      close (stdio[i]);
-  ohbox_relay_close (&relay);
-  if (master >= 0)
-    close (master);
-  for (size_t i = 0; i < N_NS; i++)
-    if (ns_fds[i] >= 0)
-      close (ns_fds[i]);
-  return r;
+  if (exec_plan_ns (init, x, err) < 0 || exec_stdio (o, x, err) < 0 || exec_channels (x, err) < 0
+      || exec_spawn (o, init_pidfd, x, ret_exit_code, err) < 0)
+    return -1;
+  return exec_wait (o, x, detach, n_detach, ret_exit_code, err);
 }
 
 int
@@ -677,58 +793,17 @@ ohbox_sandbox_exec (struct ohbox_runtime *rt, const char *what, const struct ohb
   if (check_options (o, err) < 0)
     return -1;
   cleanup_free char *id = NULL;
-  if (ohbox_sandbox_resolve (rt, what, &id, err) < 0 || check_running (rt, id, what, err) < 0)
-    return -1;
   cleanup_close int dfd = -1;
-  if (ohbox_state_open (rt, id, &dfd, err) < 0)
+  cleanup_close int init_pidfd = -1;
+  pid_t init;
+  if (exec_find_init (rt, what, &id, &dfd, &init_pidfd, &init, err) < 0)
     return -1;
-  bool exited = false;
-  cleanup_close int init_pidfd = ohbox_state_pidfd (dfd, &exited, err);
-  if (init_pidfd < 0)
-    {
-      if (*err == NULL)
-        ohbox_error (err, OHBOX_ERR_USAGE, 0, "sandbox `%s` is not running (exited): exec needs a running sandbox",
-                     what);
-      return -1;
-    }
-  struct ohbox_sandbox_record rec;
-  if (ohbox_state_load_record (dfd, &rec, err) < 0)
-    return -1;
-  pid_t init = rec.pid;
-  ohbox_sandbox_record_clear (&rec);
-
-  struct exec_plan plan = { 0 };
-  struct ohbox_seccomp_filter *seccomp = NULL;
-  struct ohbox_cgroup *cg = NULL;
+  struct exec_run x;
+  exec_run_init (&x);
   int r = -1;
-  if (load_plan (dfd, o, &plan, err) < 0)
-    goto out;
-  /* The filter the sandbox started with (ohbox_exec_record); compiled
-   * again only for a sandbox an older ohbox started. */
-  if (!plan.unconfined && ohbox_seccomp_filter_load (dfd, OHBOX_EXEC_SECCOMP_FILE, &seccomp) < 0)
-    {
-      cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
-      struct ohbox_seccomp_options so = { .caps = plan.caps, .cache_dir = cache };
-      if (ohbox_seccomp_compile_file (plan.seccomp_profile, &so, &seccomp, err) < 0)
-        goto out;
-    }
-  const struct ohbox_cgroup_host *cgh;
-  if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
-    goto out;
-  if (ohbox_cgroup_open (cgh, id, &cg, err) < 0)
-    {
-      /* A sandbox without a cgroup (none could be made on this host). */
-      if ((*err)->kind != OHBOX_ERR_NOT_FOUND)
-        goto out;
-      ohbox_error_release (err);
-      cg = NULL;
-    }
-
-  r = exec_run (init, init_pidfd, &plan, seccomp, cg, o, ret_exit_code, err);
-out:
-  ohbox_cgroup_free (cg);
-  ohbox_seccomp_filter_free (seccomp);
-  exec_plan_release (&plan);
+  if (exec_prepare (rt, id, dfd, o, &x, err) == 0)
+    r = exec_start (init, init_pidfd, o, &x, ret_exit_code, err);
+  exec_run_release (&x);
   return r;
 }
 
@@ -739,20 +814,29 @@ ohbox_exec_join (const struct ohbox_exec_target *t, const struct ohbox_exec_opti
   *ret_exit_code = OHBOX_EXIT_RUNTIME;
   if (check_options (o, err) < 0)
     return -1;
-  struct exec_plan plan = { .cwd = xstrdup (o->workdir ? o->workdir
-                                            : t->cwd   ? t->cwd
-                                                       : "/"),
-                            .user = xstrdup (o->user ? o->user : t->user),
-                            .no_new_privs = t->no_new_privs,
-                            .caps_sets = t->caps_sets,
-                            .additional_gids = t->additional_gids,
-                            .n_additional_gids = t->n_additional_gids };
+  struct exec_run x;
+  exec_run_init (&x);
+  x.plan = (struct exec_plan){ .cwd = xstrdup (o->workdir ? o->workdir
+                                               : t->cwd   ? t->cwd
+                                                          : "/"),
+                               .user = xstrdup (o->user ? o->user : t->user),
+                               .no_new_privs = t->no_new_privs,
+                               .caps_sets = t->caps_sets,
+                               .n_additional_gids = t->n_additional_gids };
+  x.plan.additional_gids = xcalloc (t->n_additional_gids + 1, sizeof (uint32_t));
+  if (t->n_additional_gids > 0)
+    memcpy (x.plan.additional_gids, t->additional_gids, t->n_additional_gids * sizeof (uint32_t));
   size_t n = 0;
   for (size_t i = 0; t->env && t->env[i]; i++)
-    exec_env_set (&plan.env, &n, t->env[i]);
+    ohbox_strv_env_set (&x.plan.env, &n, t->env[i]);
+  /* The target's filter and cgroup are the caller's: borrowed. */
+  x.seccomp = (struct ohbox_seccomp_filter *) t->seccomp;
+  x.cg = (struct ohbox_cgroup *) t->cgroup;
   int r = -1;
-  if (plan_add_options (o, &plan, n, false, err) == 0)
-    r = exec_run (t->init, t->init_pidfd, &plan, t->seccomp, t->cgroup, o, ret_exit_code, err);
-  exec_plan_release (&plan);
+  if (plan_add_options (o, &x.plan, n, false, err) == 0)
+    r = exec_start (t->init, t->init_pidfd, o, &x, ret_exit_code, err);
+  x.seccomp = NULL;
+  x.cg = NULL;
+  exec_run_release (&x);
   return r;
 }

@@ -108,6 +108,10 @@ struct ohbox_exec_record
   uint64_t caps_added;
   bool no_new_privs;
   const char *seccomp_profile; /* NULL: the default; "unconfined"; or a path (made absolute) */
+  /* The groups the devices brought (CDI additionalGids), which the init
+   * gave its command besides the user's own: exec's processes get them too. */
+  const uint32_t *additional_gids;
+  size_t n_additional_gids;
 };
 int ohbox_exec_record (int state_dirfd, const struct ohbox_exec_record *rec, ohbox_error_t *err);
 /* The compiled seccomp filter of the command, next to exec.json

@@ -18,8 +18,6 @@
 #include <sys/syscall.h>
 #include <unistd.h>
 
-#define DEFAULT_PATH "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
 /* ---- the child side: no return ---- */
 
 __attribute__ ((noreturn)) static void
@@ -44,36 +42,13 @@ child_fail_err (int fd, int code, ohbox_error_t *err)
 static void
 exec_in_path (const char *file, char **argv, char **env, int fd)
 {
+  int e = ohbox_exec_in_path (file, argv, env);
   if (strchr (file, '/'))
-    {
-      execve (file, argv, env);
-      int e = errno;
-      child_fail (fd, e == ENOENT ? OHBOX_EXIT_NOTFOUND : OHBOX_EXIT_NOEXEC,
-                  e == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_GENERIC, "exec `%s`: %s", file, strerror (e));
-    }
-  const char *path = exec_env_get (env, "PATH");
-  if (path == NULL)
-    path = DEFAULT_PATH;
-  int saved = ENOENT;
-  char buf[4096];
-  for (const char *p = path;;)
-    {
-      const char *colon = strchr (p, ':');
-      size_t len = colon ? (size_t) (colon - p) : strlen (p);
-      if (len == 0)
-        snprintf (buf, sizeof buf, "%s", file);
-      else
-        snprintf (buf, sizeof buf, "%.*s/%s", (int) len, p, file);
-      execve (buf, argv, env);
-      if (errno == EACCES || errno == ENOEXEC || errno == EPERM)
-        saved = errno;
-      if (!colon)
-        break;
-      p = colon + 1;
-    }
-  if (saved == ENOENT)
+    child_fail (fd, e == ENOENT ? OHBOX_EXIT_NOTFOUND : OHBOX_EXIT_NOEXEC,
+                e == ENOENT ? OHBOX_ERR_NOT_FOUND : OHBOX_ERR_GENERIC, "exec `%s`: %s", file, strerror (e));
+  if (e == ENOENT)
     child_fail (fd, OHBOX_EXIT_NOTFOUND, OHBOX_ERR_NOT_FOUND, "exec `%s`: executable file not found in $PATH", file);
-  child_fail (fd, OHBOX_EXIT_NOEXEC, OHBOX_ERR_GENERIC, "exec `%s`: %s", file, strerror (saved));
+  child_fail (fd, OHBOX_EXIT_NOEXEC, OHBOX_ERR_GENERIC, "exec `%s`: %s", file, strerror (e));
 }
 
 /* The command's process: in every namespace of the sandbox already. */
@@ -111,6 +86,8 @@ command_main (struct child_ctx *c)
       for (size_t i = 0; i < c->plan->n_additional_gids; i++)
         ids.groups[ids.n_groups++] = c->plan->additional_gids[i];
     }
+  else
+    ohbox_user_ids_add_groups (&ids, c->plan->additional_gids, c->plan->n_additional_gids);
   /* setgroups is denied in a single-id user namespace (rootless without
    * subordinate ids): as `ohbox run` does, leave the groups alone there. */
   char sg[16] = "";
@@ -130,10 +107,10 @@ command_main (struct child_ctx *c)
   struct ohbox_caps_plan *caps = NULL;
   if (ohbox_caps_plan_new (&sets, &cu, c->plan->no_new_privs ? OHBOX_CAPS_NO_NEW_PRIVS : 0, &caps, &err) < 0)
     child_fail_err (fd, OHBOX_EXIT_RUNTIME, &err);
-  size_t n = exec_strv_len (c->plan->env);
+  size_t n = ohbox_strv_len (c->plan->env);
   char **env = c->plan->env;
-  if (exec_env_get (env, "HOME") == NULL)
-    exec_env_set (&env, &n, xasprintf ("HOME=%s", ids.home ? ids.home : "/"));
+  if (ohbox_strv_env_get (env, "HOME") == NULL)
+    ohbox_strv_env_set (&env, &n, xasprintf ("HOME=%s", ids.home ? ids.home : "/"));
   /* Nothing of ohbox stays open in the sandbox but FD until the execve,
    * and the fds the caller hands over (3 .. 3+N-1, open and without
    * CLOEXEC since before the exec began: ours are all above them). */

@@ -13,52 +13,9 @@
 #include "sandbox/exec.h"
 #include "security/seccomp.h"
 #include "common/utils.h"
+#include "common/strv.h"
 
 #define EXEC_MSG_MAX 1024
-
-static inline size_t
-exec_strv_len (char **v)
-{
-  size_t n = 0;
-  while (v && v[n])
-    n++;
-  return n;
-}
-
-static inline void
-exec_strv_free (char **v)
-{
-  for (size_t i = 0; v && v[i]; i++)
-    free (v[i]);
-  free (v);
-}
-
-static inline void
-exec_env_set (char ***v, size_t *n, const char *kv)
-{
-  const char *eq = strchr (kv, '=');
-  size_t klen = eq ? (size_t) (eq - kv) : strlen (kv);
-  for (size_t i = 0; i < *n; i++)
-    if (strncmp ((*v)[i], kv, klen) == 0 && (*v)[i][klen] == '=')
-      {
-        free ((*v)[i]);
-        (*v)[i] = xstrdup (kv);
-        return;
-      }
-  *v = xrealloc (*v, (*n + 2) * sizeof (char *));
-  (*v)[(*n)++] = xstrdup (kv);
-  (*v)[*n] = NULL;
-}
-
-static inline const char *
-exec_env_get (char **env, const char *name)
-{
-  size_t n = strlen (name);
-  for (char **e = env; e && *e; e++)
-    if (strncmp (*e, name, n) == 0 && (*e)[n] == '=')
-      return *e + n + 1;
-  return NULL;
-}
 
 /* What the sandbox's command got (exec.json), with the caller's options over it. */
 struct exec_plan
@@ -71,11 +28,15 @@ struct exec_plan
   bool no_new_privs;
   char *seccomp_profile; /* NULL: the default */
   bool unconfined;
-  /* An OCI process (ohbox_exec_join): its sets and groups, exactly. */
+  /* An OCI process (ohbox_exec_join): its capability sets, exactly. */
   const struct ohbox_caps_sets *caps_sets;
-  const uint32_t *additional_gids;
+  /* An OCI process: its additionalGids, exactly; else the devices' groups,
+   * as the init gave them (added to the user's). Owned. */
+  uint32_t *additional_gids;
   size_t n_additional_gids;
 };
+/* At most as many groups as the kernel takes (NGROUPS_MAX). */
+#define OHBOX_EXEC_MAX_GROUPS 65536
 
 struct exec_ns
 {

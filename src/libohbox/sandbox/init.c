@@ -307,6 +307,21 @@ ohbox_user_lookup (int rootfd, const char *user, struct ohbox_user_ids *ret, ohb
 }
 
 void
+ohbox_user_ids_add_groups (struct ohbox_user_ids *ids, const uint32_t *gids, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    {
+      bool have = ids->gid == gids[i];
+      for (size_t j = 0; j < ids->n_groups && !have; j++)
+        have = ids->groups[j] == gids[i];
+      if (have)
+        continue;
+      ids->groups = xrealloc (ids->groups, (ids->n_groups + 1) * sizeof *ids->groups);
+      ids->groups[ids->n_groups++] = gids[i];
+    }
+}
+
+void
 ohbox_user_ids_release (struct ohbox_user_ids *ids)
 {
   free (ids->groups);

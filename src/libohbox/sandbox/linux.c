@@ -33,6 +33,7 @@
  * CVE-2024-21626 shape). */
 #include "config.h"
 #include "sandbox/linux.h"
+#include "common/strv.h"
 #include "security/capabilities.h"
 #include "common/utils.h"
 
@@ -134,16 +135,6 @@ exec_fail (int sync_fd, int code, int e, const char *fmt, ...)
   _exit (code);
 }
 
-static const char *
-env_get (char **env, const char *name)
-{
-  size_t n = strlen (name);
-  for (char **e = env; *e; e++)
-    if (strncmp (*e, name, n) == 0 && (*e)[n] == '=')
-      return *e + n + 1;
-  return NULL;
-}
-
 /* Rebuilds the sandbox's linker cache with the device libraries' folders:
  * the image's own ldconfig, as the sandbox's root, with root's capability
  * set of the sandbox and its seccomp filter, after pivot_root (it sees only
@@ -185,22 +176,6 @@ rebuild_linker_cache (const struct exec_ctx *ctx)
     }
   while (pid > 0 && waitpid (pid, NULL, 0) < 0 && errno == EINTR)
     ;
-}
-
-/* The groups devices bring (CDI additionalGids) besides the user's own. */
-static void
-add_groups (struct ohbox_user_ids *ids, const uint32_t *gids, size_t n)
-{
-  for (size_t i = 0; i < n; i++)
-    {
-      bool have = ids->gid == gids[i];
-      for (size_t j = 0; j < ids->n_groups && !have; j++)
-        have = ids->groups[j] == gids[i];
-      if (have)
-        continue;
-      ids->groups = xrealloc (ids->groups, (ids->n_groups + 1) * sizeof *ids->groups);
-      ids->groups[ids->n_groups++] = gids[i];
-    }
 }
 
 /* The command's process: after this, only the image's code runs. */
@@ -250,35 +225,12 @@ exec_command (void *arg)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "load the seccomp filter (%s)", step);
   ohbox_trace ("command: execve");
   const char *file = spec->argv[0];
+  int e = ohbox_exec_in_path (file, spec->argv, ctx->env);
   if (strchr (file, '/'))
-    {
-      execve (file, spec->argv, ctx->env);
-      int e = errno;
-      exec_fail (sync, e == ENOENT ? OHBOX_EXIT_NOTFOUND : OHBOX_EXIT_NOEXEC, e, "exec `%s`", file);
-    }
-  const char *path = env_get (ctx->env, "PATH");
-  if (path == NULL)
-    path = "/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin";
-  int saved = ENOENT;
-  char buf[4096];
-  for (const char *p = path;;)
-    {
-      const char *colon = strchr (p, ':');
-      size_t len = colon ? (size_t) (colon - p) : strlen (p);
-      if (len == 0)
-        snprintf (buf, sizeof buf, "%s", file);
-      else
-        snprintf (buf, sizeof buf, "%.*s/%s", (int) len, p, file);
-      execve (buf, spec->argv, ctx->env);
-      if (errno == EACCES || errno == ENOEXEC || errno == EPERM)
-        saved = errno;
-      if (!colon)
-        break;
-      p = colon + 1;
-    }
-  if (saved == ENOENT)
+    exec_fail (sync, e == ENOENT ? OHBOX_EXIT_NOTFOUND : OHBOX_EXIT_NOEXEC, e, "exec `%s`", file);
+  if (e == ENOENT)
     exec_fail (sync, OHBOX_EXIT_NOTFOUND, 0, "exec `%s`: executable file not found in $PATH", file);
-  exec_fail (sync, OHBOX_EXIT_NOEXEC, saved, "exec `%s`", file);
+  exec_fail (sync, OHBOX_EXIT_NOEXEC, e, "exec `%s`", file);
 }
 
 static char **
@@ -289,7 +241,7 @@ env_with_home (char **env, const char *home)
     n++;
   char **out = xcalloc (n + 2, sizeof (char *));
   memcpy (out, env, n * sizeof (char *));
-  if (env_get (env, "HOME") == NULL)
+  if (ohbox_strv_env_get (env, "HOME") == NULL)
     out[n++] = xasprintf ("HOME=%s", home);
   return out;
 }
@@ -461,7 +413,7 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     child_fail (sync, &err);
   if (spec->exact_groups)
     ids.n_groups = 0;
-  add_groups (&ids, spec->additional_gids, spec->n_additional_gids);
+  ohbox_user_ids_add_groups (&ids, spec->additional_gids, spec->n_additional_gids);
   struct ohbox_caps_sets sets;
   if (spec->caps_sets)
     sets = *spec->caps_sets;

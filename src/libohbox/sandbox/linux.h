@@ -274,5 +274,8 @@ struct ohbox_user_ids
 };
 int ohbox_user_lookup (int rootfd, const char *user, struct ohbox_user_ids *ret, ohbox_error_t *err);
 void ohbox_user_ids_release (struct ohbox_user_ids *ids);
+/* Adds the groups devices bring (CDI additionalGids) besides the user's
+ * own, each once: the init's command and exec's processes alike. */
+void ohbox_user_ids_add_groups (struct ohbox_user_ids *ids, const uint32_t *gids, size_t n);
 
 #endif

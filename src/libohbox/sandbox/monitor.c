@@ -290,24 +290,45 @@ teardown (struct ohbox_monitor *m, int tlock, ohbox_error_t *err)
   return 0;
 }
 
-int
-ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
+/* What the monitor's loop holds while the sandbox runs. */
+struct monitor_loop
 {
-  char *buf = xmalloc (LOG_BUF);
-  struct line_splitter ls = { { NULL, NULL }, { 0, 0 } };
-  bool timed_out = false, killed = false;
+  char *buf;
+  struct line_splitter ls;
+  struct log_writer lw;
+  int sigfd;
+  bool timed_out, killed;
+  bool tty, stdin_open;
+  struct log_writer *to_log; /* -d: the log */
+  int to_out;                /* foreground -t: our stdout */
+  /* ohbox attach: while a client has the terminal, its output is the
+   * client's to read (the log misses it). */
+  int client;
+};
+
+/* Where each fd of the loop is in the poll set (-1: not in it). */
+struct monitor_slots
+{
+  int log, sig, in, line[2], listen, client;
+};
+
+static void
+monitor_loop_init (struct ohbox_monitor *m, struct monitor_loop *l)
+{
+  memset (l, 0, sizeof *l);
+  l->buf = xmalloc (LOG_BUF);
+  l->lw = (struct log_writer){ .dirfd = m->dirfd, .fd = -1 };
+  l->sigfd = l->client = -1;
   if (m->on_output)
     for (int i = 0; i < 2; i++)
       if (m->line_fd[i] >= 0)
         {
-          ls.buf[i] = xmalloc (OHBOX_RUN_LINE_MAX);
+          l->ls.buf[i] = xmalloc (OHBOX_RUN_LINE_MAX);
           fcntl (m->line_fd[i], F_SETFL, O_NONBLOCK);
         }
-  struct log_writer lw = { .dirfd = m->dirfd, .fd = -1 };
-  int sigfd = -1;
   if (m->log_fd >= 0)
     {
-      log_open (&lw);
+      log_open (&l->lw);
       fcntl (m->log_fd, F_SETFL, O_NONBLOCK);
     }
   if (m->forward_signals)
@@ -317,124 +338,104 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       for (size_t i = 0; i < sizeof forwarded / sizeof forwarded[0]; i++)
         sigaddset (&set, forwarded[i]);
       sigprocmask (SIG_BLOCK, &set, NULL);
-      sigfd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
+      l->sigfd = signalfd (-1, &set, SFD_CLOEXEC | SFD_NONBLOCK);
     }
-  bool tty = m->tty_master >= 0;
-  bool stdin_open = tty && !m->detached;
-  /* -d: the log; foreground -t: our stdout. */
-  struct log_writer *to_log = m->detached ? &lw : NULL;
-  int to_out = tty && !m->detached ? 1 : -1;
-  /* ohbox attach: while a client has the terminal, its output is the
-   * client's to read (the log misses it). */
-  int client = -1;
-  for (;;)
+  l->tty = m->tty_master >= 0;
+  l->stdin_open = l->tty && !m->detached;
+  l->to_log = m->detached ? &l->lw : NULL;
+  l->to_out = l->tty && !m->detached ? 1 : -1;
+}
+
+static void
+poll_add (struct pollfd *p, int *n, int *slot, int fd)
+{
+  *slot = *n;
+  p[(*n)++] = (struct pollfd){ .fd = fd, .events = POLLIN };
+}
+
+/* The poll set of one round: the init's pidfd first, then what is open. */
+static int
+monitor_poll_set (struct ohbox_monitor *m, struct monitor_loop *l, struct pollfd *p, struct monitor_slots *s)
+{
+  int n = 0, first;
+  *s = (struct monitor_slots){ -1, -1, -1, { -1, -1 }, -1, -1 };
+  poll_add (p, &n, &first, m->pidfd);
+  if (m->attach_fd >= 0)
+    poll_add (p, &n, &s->listen, m->attach_fd);
+  if (l->client >= 0)
+    poll_add (p, &n, &s->client, l->client);
+  for (int i = 0; i < 2; i++)
+    if (m->on_output && m->line_fd[i] >= 0)
+      poll_add (p, &n, &s->line[i], m->line_fd[i]);
+  if (m->log_fd >= 0 && l->client < 0)
+    poll_add (p, &n, &s->log, m->log_fd);
+  if (l->sigfd >= 0)
+    poll_add (p, &n, &s->sig, l->sigfd);
+  if (l->stdin_open)
+    poll_add (p, &n, &s->in, 0);
+  if (m->relay)
+    ohbox_relay_poll (m->relay, p, &n);
+  return n;
+}
+
+/* Handles what one round of poll found ready. */
+static void
+monitor_poll_handle (struct ohbox_monitor *m, struct monitor_loop *l, struct pollfd *p, const struct monitor_slots *s)
+{
+  for (int i = 0; i < 2; i++)
+    if (s->line[i] >= 0 && p[s->line[i]].revents)
+      lines_pump (m, &l->ls, i, l->buf);
+  if (m->relay)
+    ohbox_relay_handle (m->relay, p, l->buf, LOG_BUF);
+  /* A client that went away first: one that detaches and attaches
+   * again at once must not find itself busy. */
+  if (s->client >= 0 && p[s->client].revents)
     {
-      struct pollfd p[12];
-      int n = 0;
-      p[n++] = (struct pollfd){ .fd = m->pidfd, .events = POLLIN };
-      int log_i = -1, sig_i = -1, in_i = -1, line_i[2] = { -1, -1 }, listen_i = -1, client_i = -1;
-      if (m->attach_fd >= 0)
+      /* The client says nothing: readable means it went away. */
+      ssize_t r = read (l->client, l->buf, LOG_BUF);
+      if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
         {
-          listen_i = n;
-          p[n++] = (struct pollfd){ .fd = m->attach_fd, .events = POLLIN };
+          close (l->client);
+          l->client = -1;
         }
-      if (client >= 0)
-        {
-          client_i = n;
-          p[n++] = (struct pollfd){ .fd = client, .events = POLLIN };
-        }
-      for (int i = 0; i < 2; i++)
-        if (m->on_output && m->line_fd[i] >= 0)
-          {
-            line_i[i] = n;
-            p[n++] = (struct pollfd){ .fd = m->line_fd[i], .events = POLLIN };
-          }
-      if (m->log_fd >= 0 && client < 0)
-        {
-          log_i = n;
-          p[n++] = (struct pollfd){ .fd = m->log_fd, .events = POLLIN };
-        }
-      if (sigfd >= 0)
-        {
-          sig_i = n;
-          p[n++] = (struct pollfd){ .fd = sigfd, .events = POLLIN };
-        }
-      if (stdin_open)
-        {
-          in_i = n;
-          p[n++] = (struct pollfd){ .fd = 0, .events = POLLIN };
-        }
-      if (m->relay)
-        ohbox_relay_poll (m->relay, p, &n);
-      int wait_ms = timeout_step (m, &timed_out, &killed);
-      int pr = poll (p, n, wait_ms);
-      if (pr < 0)
-        {
-          if (errno == EINTR)
-            continue;
-          break;
-        }
-      if (pr == 0)
-        continue; /* a --timeout step is due */
-      for (int i = 0; i < 2; i++)
-        if (line_i[i] >= 0 && p[line_i[i]].revents)
-          lines_pump (m, &ls, i, buf);
-      if (m->relay)
-        ohbox_relay_handle (m->relay, p, buf, LOG_BUF);
-      /* A client that went away first: one that detaches and attaches
-       * again at once must not find itself busy. */
-      if (client_i >= 0 && p[client_i].revents)
-        {
-          /* The client says nothing: readable means it went away. */
-          ssize_t r = read (client, buf, LOG_BUF);
-          if (r <= 0 && !(r < 0 && (errno == EINTR || errno == EAGAIN)))
-            {
-              close (client);
-              client = -1;
-            }
-        }
-      if (listen_i >= 0 && p[listen_i].revents)
-        attach_accept (m, &client);
-      if (log_i >= 0 && p[log_i].revents)
-        {
-          if (!pump (m->log_fd, to_log, to_out, buf))
-            {
-              if (!tty)
-                close (m->log_fd);
-              m->log_fd = -1;
-            }
-        }
-      if (in_i >= 0 && p[in_i].revents)
-        {
-          if (!pump (0, NULL, m->tty_master, buf))
-            stdin_open = false;
-        }
-      if (sig_i >= 0 && p[sig_i].revents)
-        {
-          struct signalfd_siginfo si;
-          while (read (sigfd, &si, sizeof si) == (ssize_t) sizeof si)
-            syscall (SYS_pidfd_send_signal, m->pidfd, (int) si.ssi_signo, NULL, 0);
-        }
-      if (p[0].revents)
-        break;
     }
-  /* Whatever the command wrote before it ended. */
-  if (client >= 0)
-    close (client);
+  if (s->listen >= 0 && p[s->listen].revents)
+    attach_accept (m, &l->client);
+  if (s->log >= 0 && p[s->log].revents && !pump (m->log_fd, l->to_log, l->to_out, l->buf))
+    {
+      if (!l->tty)
+        close (m->log_fd);
+      m->log_fd = -1;
+    }
+  if (s->in >= 0 && p[s->in].revents && !pump (0, NULL, m->tty_master, l->buf))
+    l->stdin_open = false;
+  if (s->sig >= 0 && p[s->sig].revents)
+    {
+      struct signalfd_siginfo si;
+      while (read (l->sigfd, &si, sizeof si) == (ssize_t) sizeof si)
+        syscall (SYS_pidfd_send_signal, m->pidfd, (int) si.ssi_signo, NULL, 0);
+    }
+}
+
+/* Whatever the command wrote before it ended: every writer is gone with
+ * the PID namespace, so EOF comes. */
+static void
+monitor_drain (struct ohbox_monitor *m, struct monitor_loop *l)
+{
+  if (l->client >= 0)
+    close (l->client);
   if (m->log_fd >= 0)
-    while (pump (m->log_fd, to_log, to_out, buf))
+    while (pump (m->log_fd, l->to_log, l->to_out, l->buf))
       {
         struct pollfd q = { .fd = m->log_fd, .events = POLLIN };
         if (poll (&q, 1, 0) <= 0)
           break;
       }
-  /* Every writer is gone with the PID namespace: EOF comes. */
   if (m->relay)
-    ohbox_relay_finish (m->relay, buf, LOG_BUF, 1000);
+    ohbox_relay_finish (m->relay, l->buf, LOG_BUF, 1000);
   for (int i = 0; i < 2; i++)
     while (m->on_output && m->line_fd[i] >= 0)
       {
-        /* Every writer is gone with the PID namespace: EOF comes. */
         struct pollfd q = { .fd = m->line_fd[i], .events = POLLIN };
         if (poll (&q, 1, 1000) <= 0)
           {
@@ -442,50 +443,50 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
             m->line_fd[i] = -1;
             break;
           }
-        lines_pump (m, &ls, i, buf);
+        lines_pump (m, &l->ls, i, l->buf);
       }
-  free (ls.buf[0]);
-  free (ls.buf[1]);
-  free (buf);
+  free (l->ls.buf[0]);
+  free (l->ls.buf[1]);
+  free (l->buf);
+  if (l->lw.fd >= 0)
+    close (l->lw.fd);
+  if (l->sigfd >= 0)
+    close (l->sigfd);
+}
+
+/* The init's exit status as a shell shows it, and the signal behind it. */
+static int
+monitor_exit_code (struct ohbox_monitor *m, bool timed_out, int *ret_signo)
+{
   siginfo_t si;
   memset (&si, 0, sizeof si);
   int code = 255;
   while (waitid (P_PIDFD, (id_t) m->pidfd, &si, WEXITED) < 0)
     if (errno != EINTR)
       break;
-  int signo = 0;
+  *ret_signo = 0;
   if (si.si_code == CLD_EXITED)
     {
       code = si.si_status;
       /* The init reports a command killed by signal N as 128+N (init.c), as
        * shells do: a command that exits 128+N itself looks the same. */
       if (code > 128 && code <= 128 + 64)
-        signo = code - 128;
+        *ret_signo = code - 128;
     }
   else if (si.si_code == CLD_KILLED || si.si_code == CLD_DUMPED)
     {
-      signo = si.si_status;
+      *ret_signo = si.si_status;
       code = 128 + si.si_status;
     }
-  if (timed_out)
-    code = OHBOX_EXIT_TIMEOUT;
-  ohbox_trace ("monitor: exited");
-  double duration = ohbox_monotonic () - m->started;
-  if (lw.fd >= 0)
-    close (lw.fd);
-  if (sigfd >= 0)
-    close (sigfd);
-  int ret = code;
-  /* The init is gone, so is its PID namespace; the cgroup may still hold
-   * processes that escaped it (none should): destroy kills and removes. */
-  if (m->cgroup && ohbox_cgroup_destroy (m->cgroup, err) < 0)
-    ret = -1;
-  ohbox_trace ("monitor: cgroups removed");
-  /* Taken before monitor.lock is let go: no one who sees the exit recorded
-   * can think the teardown was lost (reconcile). */
-  ohbox_error_t e = NULL;
-  int tlock = ohbox_lock_file (m->dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, &e);
-  ohbox_error_release (&e);
+  return timed_out ? OHBOX_EXIT_TIMEOUT : code;
+}
+
+/* The devices' poststop hooks, then the exit in state.json and, for `ohbox
+ * wait` (which holds the lock file open: readable even after --rm removed
+ * the directory), in monitor.lock. */
+static int
+monitor_record_exit (struct ohbox_monitor *m, int code, bool timed_out, ohbox_error_t *err)
+{
   cleanup_error ohbox_error_t hook_err = NULL;
   if (m->devices && m->devices->n_hooks > 0)
     {
@@ -497,25 +498,63 @@ ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
       json_decref (st);
       ohbox_device_hooks_run (m->devices, OHBOX_HOOK_POSTSTOP, state, &hook_err);
     }
-  if (ohbox_state_record_exit (m->dirfd, code, timed_out, hook_err ? hook_err->msg : NULL, ret < 0 ? NULL : err) < 0)
+  int r = ohbox_state_record_exit (m->dirfd, code, timed_out, hook_err ? hook_err->msg : NULL, err);
+  int lfd = openat (m->dirfd, "monitor.lock", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
+  if (lfd >= 0)
+    {
+      char num[16];
+      int len = snprintf (num, sizeof num, "%d\n", code);
+      if (pwrite (lfd, num, (size_t) len, 0) < 0)
+        r = r; /* best effort: wait then reads state.json */
+      close (lfd);
+    }
+  return r;
+}
+
+int
+ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err)
+{
+  struct monitor_loop l;
+  monitor_loop_init (m, &l);
+  for (;;)
+    {
+      struct pollfd p[12];
+      struct monitor_slots s;
+      int n = monitor_poll_set (m, &l, p, &s);
+      int wait_ms = timeout_step (m, &l.timed_out, &l.killed);
+      int pr = poll (p, n, wait_ms);
+      if (pr < 0 && errno == EINTR)
+        continue;
+      if (pr < 0)
+        break;
+      if (pr == 0)
+        continue; /* a --timeout step is due */
+      monitor_poll_handle (m, &l, p, &s);
+      if (p[0].revents)
+        break;
+    }
+  monitor_drain (m, &l);
+  int signo;
+  int code = monitor_exit_code (m, l.timed_out, &signo);
+  ohbox_trace ("monitor: exited");
+  double duration = ohbox_monotonic () - m->started;
+  int ret = code;
+  /* The init is gone, so is its PID namespace; the cgroup may still hold
+   * processes that escaped it (none should): destroy kills and removes. */
+  if (m->cgroup && ohbox_cgroup_destroy (m->cgroup, err) < 0)
     ret = -1;
-  /* For `ohbox wait`, which holds the lock file open: readable even after
-   * --rm removed the directory. */
-  {
-    int lfd = openat (m->dirfd, "monitor.lock", O_WRONLY | O_CLOEXEC | O_NOFOLLOW);
-    if (lfd >= 0)
-      {
-        char num[16];
-        int len = snprintf (num, sizeof num, "%d\n", code);
-        if (pwrite (lfd, num, (size_t) len, 0) < 0)
-          ret = ret; /* best effort: wait then reads state.json */
-        close (lfd);
-      }
-  }
+  ohbox_trace ("monitor: cgroups removed");
+  /* Taken before monitor.lock is let go: no one who sees the exit recorded
+   * can think the teardown was lost (reconcile). */
+  ohbox_error_t e = NULL;
+  int tlock = ohbox_lock_file (m->dirfd, OHBOX_STATE_TEARDOWN_LOCK, true, false, &e);
+  ohbox_error_release (&e);
+  if (monitor_record_exit (m, code, l.timed_out, ret < 0 ? NULL : err) < 0)
+    ret = -1;
   if (m->on_exited)
     {
       struct ohbox_run_exit ex = {
-        .id = m->id, .exit_code = code, .signal = signo, .timed_out = timed_out, .duration = duration
+        .id = m->id, .exit_code = code, .signal = signo, .timed_out = l.timed_out, .duration = duration
       };
       m->on_exited (&ex, m->event_data);
     }

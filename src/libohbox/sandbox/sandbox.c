@@ -12,6 +12,7 @@
 #include "security/seccomp.h"
 #include "sandbox/snapshot.h"
 #include "common/utils.h"
+#include "common/strv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -27,24 +28,7 @@
 #include <sys/ioctl.h>
 #include <termios.h>
 
-#define DEFAULT_PATH "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
-
-static size_t
-strv_len (char **v)
-{
-  size_t n = 0;
-  while (v && v[n])
-    n++;
-  return n;
-}
-
-static void
-strv_free (char **v)
-{
-  for (size_t i = 0; v && v[i]; i++)
-    free (v[i]);
-  free (v);
-}
+#define DEFAULT_PATH "PATH=" OHBOX_DEFAULT_PATH
 
 static void
 warn (const struct ohbox_run_options *o, const char *fmt, ...)
@@ -78,19 +62,9 @@ append_json_strings (char ***v, size_t *n, json_t *arr, size_t max, const char *
       return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "image config: `%s` holds a non-string", what);
     if (*n >= max)
       return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many entries in `%s` (at most %zu)", what, max);
-    *v = xrealloc (*v, (*n + 2) * sizeof (char *));
-    (*v)[(*n)++] = xstrdup (json_string_value (x));
-    (*v)[*n] = NULL;
+    ohbox_strv_push (v, n, xstrdup (json_string_value (x)));
   }
   return 0;
-}
-
-static void
-strv_push (char ***v, size_t *n, char *s)
-{
-  *v = xrealloc (*v, (*n + 2) * sizeof (char *));
-  (*v)[(*n)++] = s;
-  (*v)[*n] = NULL;
 }
 
 /* Entrypoint + command, as Docker combines them. */
@@ -102,15 +76,15 @@ build_argv (const struct ohbox_run_options *o, json_t *rc, char ***ret, ohbox_er
   int r = 0;
   if (o->entrypoint)
     for (size_t i = 0; o->entrypoint[i] && r == 0; i++)
-      strv_push (&v, &n, xstrdup (o->entrypoint[i]));
+      ohbox_strv_push (&v, &n, xstrdup (o->entrypoint[i]));
   else
     r = append_json_strings (&v, &n, json_object_get (rc, "Entrypoint"), OHBOX_SANDBOX_MAX_ARGS, "Entrypoint", err);
-  if (r == 0 && strv_len (o->command) > 0)
+  if (r == 0 && ohbox_strv_len (o->command) > 0)
     {
-      if (strv_len (o->command) > OHBOX_SANDBOX_MAX_ARGS)
+      if (ohbox_strv_len (o->command) > OHBOX_SANDBOX_MAX_ARGS)
         r = ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many arguments (at most %d)", OHBOX_SANDBOX_MAX_ARGS);
       for (size_t i = 0; r == 0 && o->command[i]; i++)
-        strv_push (&v, &n, xstrdup (o->command[i]));
+        ohbox_strv_push (&v, &n, xstrdup (o->command[i]));
     }
   else if (r == 0 && o->entrypoint == NULL)
     r = append_json_strings (&v, &n, json_object_get (rc, "Cmd"), OHBOX_SANDBOX_MAX_ARGS, "Cmd", err);
@@ -119,26 +93,11 @@ build_argv (const struct ohbox_run_options *o, json_t *rc, char ***ret, ohbox_er
                      o->image);
   if (r < 0)
     {
-      strv_free (v);
+      ohbox_strv_free (v);
       return -1;
     }
   *ret = v;
   return 0;
-}
-
-static void
-env_set (char ***v, size_t *n, const char *kv)
-{
-  const char *eq = strchr (kv, '=');
-  size_t klen = eq ? (size_t) (eq - kv) : strlen (kv);
-  for (size_t i = 0; i < *n; i++)
-    if (strncmp ((*v)[i], kv, klen) == 0 && (*v)[i][klen] == '=')
-      {
-        free ((*v)[i]);
-        (*v)[i] = xstrdup (kv);
-        return;
-      }
-  strv_push (v, n, xstrdup (kv));
 }
 
 static int
@@ -148,32 +107,32 @@ build_env (const struct ohbox_run_options *o, json_t *rc, const char *hostname, 
   size_t ni = 0, n = 0;
   if (append_json_strings (&img, &ni, json_object_get (rc, "Env"), OHBOX_SANDBOX_MAX_ENV, "Env", err) < 0)
     return -1;
-  env_set (&v, &n, DEFAULT_PATH);
+  ohbox_strv_env_set (&v, &n, DEFAULT_PATH);
   cleanup_free char *h = xasprintf ("HOSTNAME=%s", hostname);
-  env_set (&v, &n, h);
+  ohbox_strv_env_set (&v, &n, h);
   if (o->tty)
-    env_set (&v, &n, "TERM=xterm");
+    ohbox_strv_env_set (&v, &n, "TERM=xterm");
   for (size_t i = 0; i < ni; i++)
-    env_set (&v, &n, img[i]);
-  strv_free (img);
+    ohbox_strv_env_set (&v, &n, img[i]);
+  ohbox_strv_free (img);
   /* Over the image's (a CUDA image's NVIDIA_VISIBLE_DEVICES=all), under the
    * caller's own -e. */
   for (size_t i = 0; o->devices && i < o->devices->n_env; i++)
-    env_set (&v, &n, o->devices->env[i]);
+    ohbox_strv_env_set (&v, &n, o->devices->env[i]);
   for (size_t i = 0; o->env && o->env[i]; i++)
     {
       if (n >= OHBOX_SANDBOX_MAX_ENV)
         {
-          strv_free (v);
+          ohbox_strv_free (v);
           return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many environment variables (at most %d)",
                               OHBOX_SANDBOX_MAX_ENV);
         }
       if (strchr (o->env[i], '=') == NULL || o->env[i][0] == '=')
         {
-          strv_free (v);
+          ohbox_strv_free (v);
           return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid environment variable `%s`: use KEY=VALUE", o->env[i]);
         }
-      env_set (&v, &n, o->env[i]);
+      ohbox_strv_env_set (&v, &n, o->env[i]);
     }
   *ret = v;
   return 0;
@@ -222,7 +181,7 @@ parse_mounts (const struct ohbox_run_options *o, struct ohbox_mount_spec **ret, 
 {
   const struct ohbox_device_edits *dev = o->devices;
   size_t n_dev = dev ? dev->n_nodes + dev->n_mounts : 0;
-  size_t total = strv_len (o->volumes) + strv_len (o->tmpfs) + n_dev;
+  size_t total = ohbox_strv_len (o->volumes) + ohbox_strv_len (o->tmpfs) + n_dev;
   if (total > OHBOX_SANDBOX_MAX_MOUNTS)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "too many mounts (at most %d)", OHBOX_SANDBOX_MAX_MOUNTS);
   struct ohbox_mount_spec *m = xcalloc (total + 1, sizeof *m);
@@ -381,7 +340,7 @@ struct run_ctx
   char **env;
   struct ohbox_mount_spec *mounts;
   size_t n_mounts;
-  struct ohbox_userns_plan userns;
+  struct ohbox_userns_plan userns_plan;
   struct ohbox_snapshot *snap;
   struct ohbox_cgroup *cgroup;
   struct ohbox_seccomp_filter *seccomp;
@@ -390,6 +349,16 @@ struct run_ctx
   int stdio[3];
   int out_read;     /* the monitor's end of the output pipe or terminal */
   int line_read[2]; /* on_output: the monitor's ends of the stdout and stderr pipes */
+  /* Decided by the phases, not owned (they point into img, o or hostname). */
+  char hostname[13];
+  const char *host;
+  bool userns;    /* a user namespace (not --userns host) */
+  bool rootless;  /* the caller is not root */
+  uid_t root_uid; /* the host ids of the sandbox's root */
+  gid_t root_gid;
+  uint64_t caps, caps_added;
+  const char *wd;
+  const char *user;
 };
 
 static void
@@ -397,8 +366,8 @@ run_ctx_release (struct run_ctx *c)
 {
   ohbox_network_free (c->net);
   ohbox_image_free (c->img);
-  strv_free (c->argv);
-  strv_free (c->env);
+  ohbox_strv_free (c->argv);
+  ohbox_strv_free (c->env);
   for (size_t i = 0; i < c->n_mounts; i++)
     {
       free (c->mounts[i].source);
@@ -407,7 +376,7 @@ run_ctx_release (struct run_ctx *c)
       free (c->mounts[i].target);
     }
   free (c->mounts);
-  ohbox_userns_plan_release (&c->userns);
+  ohbox_userns_plan_release (&c->userns_plan);
   ohbox_snapshot_free (c->snap);
   ohbox_seccomp_filter_free (c->seccomp);
   if (c->rootdir_fd >= 0)
@@ -613,6 +582,290 @@ attach_network (pid_t pid, int userns_fd, int netns_fd, void *data, ohbox_error_
   return ohbox_network_attach (data, pid, userns_fd, netns_fd, err);
 }
 
+/* Phase 1: the image, the command, the recorded config, the name, the
+ * mounts and the network plan. */
+static int
+run_prepare_config (struct ohbox_runtime *rt, const struct ohbox_run_options *o, const char *id, int dfd, int report_fd,
+                    struct run_ctx *c, ohbox_error_t *err)
+{
+  if ((o->image_id ? ohbox_image_load_id_for_run (rt->store, o->image_id, &c->img, err)
+                   : ohbox_image_load_for_run (rt->store, o->image, &c->img, err))
+      < 0)
+    return -1;
+  ohbox_trace ("image");
+  json_t *rc = c->img->config->runtime_config;
+  snprintf (c->hostname, sizeof c->hostname, "%.12s", id);
+  c->host = o->hostname ? o->hostname : c->hostname;
+  if (build_argv (o, rc, &c->argv, err) < 0 || build_env (o, rc, c->host, &c->env, err) < 0)
+    return -1;
+  if (write_config (dfd, id, o, c, rt->store, err) < 0)
+    return -1;
+  if (o->name && ohbox_state_claim_name (rt, o->name, id, err) < 0)
+    return -1;
+  if (parse_mounts (o, &c->mounts, &c->n_mounts, err) < 0)
+    return -1;
+  if (ohbox_network_prepare (rt, id, dfd, o, c->host, &c->net, err) < 0
+      || record_executor (dfd, o, c->net, report_fd < 0, err) < 0)
+    return -1;
+  ohbox_network_mounts (c->net, &c->mounts, &c->n_mounts);
+  ohbox_trace ("config, network plan");
+  return 0;
+}
+
+/* Phase 2: the user namespace's ids, and the bind sources cloned by them. */
+static int
+run_prepare_ids (struct ohbox_runtime *rt, const struct ohbox_run_options *o, const char *id, struct run_ctx *c,
+                 ohbox_error_t *err)
+{
+  c->userns = !o->userns_host;
+  c->rootless = geteuid () != 0;
+  if (c->rootless && !c->userns)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");
+  if (c->userns)
+    {
+      if (ohbox_userns_plan (NULL, NULL, &c->userns_plan, err) < 0)
+        return -1;
+      if (c->userns_plan.warning)
+        warn (o, "%s", c->userns_plan.warning);
+      /* Root: ids of its own (linux.h), given back by ohbox_state_remove. */
+      cleanup_free char *owner = xasprintf ("%s/%s", rt->root, id);
+      if (!c->rootless && ohbox_userns_lease (&c->userns_plan, owner, err) < 0)
+        return -1;
+      c->root_uid = ohbox_idmap_to_host (&c->userns_plan.uids, 0);
+      c->root_gid = ohbox_idmap_to_host (&c->userns_plan.gids, 0);
+      set_device_owners (c->mounts, c->n_mounts, &c->userns_plan);
+    }
+  /* Root clones the bind sources here, by the caller's credentials, after
+   * the id lease (the device nodes it makes belong to the sandbox's ids).
+   * Rootless, a source can only be cloned in the sandbox's own user and
+   * mount namespaces (the child does it, linux.c). */
+  if (!c->rootless && ohbox_mounts_prepare_binds (c->mounts, c->n_mounts, err) < 0)
+    return -1;
+  return 0;
+}
+
+/* Phase 3: the writable layer (with the network's /etc files) and the cgroup. */
+static int
+run_prepare_rootfs (struct ohbox_runtime *rt, const struct ohbox_run_options *o, const char *id, struct run_ctx *c,
+                    ohbox_error_t *err)
+{
+  const struct oci_image_config *ic = c->img->config;
+  cleanup_free char *state_dir = xasprintf ("%s/%s", rt->root, id);
+  if (ohbox_snapshot_prepare (rt->store, id, state_dir, ic->diff_ids, ic->n_diff_ids,
+                              c->rootless ? geteuid () : c->root_uid, c->rootless ? getegid () : c->root_gid,
+                              o->read_only ? 0 : o->storage_size, &c->snap, err)
+      < 0)
+    return -1;
+  if (ohbox_network_etc_into_upper (c->net, c->snap->upper, err) < 0)
+    return -1;
+  ohbox_trace ("writable layer");
+  const struct ohbox_cgroup_host *cgh;
+  if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
+    return -1;
+  if (ohbox_cgroup_create (cgh, id, &o->limits, &c->cgroup, err) < 0 || limit_devices (o, c->cgroup, err) < 0)
+    return -1;
+  ohbox_trace ("cgroups");
+  return 0;
+}
+
+/* Phase 4: capabilities and the seccomp filter compiled for them. */
+static int
+run_prepare_security (struct ohbox_runtime *rt, const struct ohbox_run_options *o, struct run_ctx *c,
+                      ohbox_error_t *err)
+{
+  size_t n_add = ohbox_strv_len (o->cap_add), n_drop = ohbox_strv_len (o->cap_drop);
+  if (ohbox_caps_tweak (ohbox_caps_default (), (const char *const *) o->cap_add, n_add,
+                        (const char *const *) o->cap_drop, n_drop, &c->caps, &c->caps_added, err)
+      < 0)
+    return -1;
+  if (o->seccomp_profile == NULL || strcmp (o->seccomp_profile, "unconfined") != 0)
+    {
+      cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
+      struct ohbox_seccomp_options so = { .caps = c->caps, .cache_dir = cache };
+      if (ohbox_seccomp_compile_file (o->seccomp_profile, &so, &c->seccomp, err) < 0)
+        return -1;
+    }
+  ohbox_trace ("seccomp filter");
+  return 0;
+}
+
+/* Phase 5: the rootfs mount point, the working directory and user, and
+ * what `ohbox exec` gives its processes too (exec.h). */
+static int
+run_record_exec (const struct ohbox_run_options *o, int dfd, struct run_ctx *c, ohbox_error_t *err)
+{
+  json_t *rc = c->img->config->runtime_config;
+  c->rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
+  if (c->rootdir_fd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs mount point");
+  c->wd = o->workdir ? o->workdir : json_string_value (json_object_get (rc, "WorkingDir"));
+  if (c->wd == NULL || *c->wd == '\0')
+    c->wd = "/";
+  if (c->wd[0] != '/')
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "working directory `%s` is not an absolute path", c->wd);
+  c->user = o->user ? o->user : json_string_value (json_object_get (rc, "User"));
+  if (c->user && *c->user == '\0')
+    c->user = NULL;
+  struct ohbox_exec_record xr = { .env = c->env,
+                                  .cwd = c->wd,
+                                  .user = c->user,
+                                  .caps = c->caps,
+                                  .caps_added = c->caps_added,
+                                  .no_new_privs = o->no_new_privs,
+                                  .seccomp_profile = o->seccomp_profile,
+                                  .additional_gids = o->devices ? o->devices->additional_gids : NULL,
+                                  .n_additional_gids = o->devices ? o->devices->n_additional_gids : 0 };
+  if (ohbox_exec_record (dfd, &xr, err) < 0
+      || (c->seccomp && ohbox_seccomp_filter_save (dfd, OHBOX_EXEC_SECCOMP_FILE, c->seccomp, err) < 0))
+    return -1;
+  return 0;
+}
+
+/* Phase 6: clone the sandbox (linux.c) and run the devices' poststart hooks. */
+static int
+run_start (struct ohbox_runtime *rt, const struct ohbox_run_options *o, const char *id, struct run_ctx *c,
+           int tty_master, struct ohbox_linux_proc *proc, ohbox_error_t *err)
+{
+  cleanup_free char *sandbox_dir = xasprintf ("%s/%s", rt->root, id);
+  struct start_hooks start_hooks = { .o = o, .id = id, .dir = sandbox_dir };
+  struct ohbox_linux_spec spec = {
+    .id = id,
+    .argv = c->argv,
+    .env = c->env,
+    .cwd = c->wd,
+    .user = c->user,
+    .hostname = c->host,
+    .stdio = { c->stdio[0], c->stdio[1], c->stdio[2] },
+    .tty = tty_master >= 0,
+    .userns = c->userns,
+    .userns_plan = &c->userns_plan,
+    .rootless = c->rootless,
+    .netns = o->network != OHBOX_NETWORK_HOST && o->network != OHBOX_NETWORK_CONTAINER,
+    .join_netns = ohbox_network_join_fd (c->net) >= 0,
+    .join_netns_fd = ohbox_network_join_fd (c->net),
+    .after_clone = attach_network,
+    .right_after_clone = attach_network_early,
+    .after_clone_data = c->net,
+    .before_start = o->devices && o->devices->n_hooks > 0 ? run_start_hooks : NULL,
+    .before_start_data = &start_hooks,
+    .snap = c->snap,
+    .read_only = o->read_only,
+    .mounts = c->mounts,
+    .n_mounts = c->n_mounts,
+    .rootdir_fd = c->rootdir_fd,
+    .caps = c->caps,
+    .caps_added = c->caps_added,
+    .no_new_privs = o->no_new_privs,
+    .seccomp = c->seccomp,
+    .cgroup = c->cgroup,
+    .additional_gids = o->devices ? o->devices->additional_gids : NULL,
+    .n_additional_gids = o->devices ? o->devices->n_additional_gids : 0,
+    .ldconfig_dirs = o->devices ? o->devices->ldconfig_dirs : NULL,
+  };
+  ohbox_trace ("stdio, exec record");
+  if (ohbox_linux_start (&spec, proc, err) < 0)
+    return -1;
+  ohbox_trace ("parent: command running");
+  if (o->devices && o->devices->n_hooks > 0)
+    {
+      /* OCI: a poststart hook that fails is a warning; the sandbox runs. */
+      cleanup_free char *state = hook_state (id, "running", proc->pid, sandbox_dir);
+      cleanup_error ohbox_error_t hook_err = NULL;
+      if (ohbox_device_hooks_run (o->devices, OHBOX_HOOK_POSTSTART, state, &hook_err) < 0)
+        warn (o, "%s", hook_err->msg);
+    }
+  return 0;
+}
+
+/* Detached: the monitor lets go of the caller's terminal and reports the id. */
+static void
+report_detached (int report_fd, const char *id)
+{
+  int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  for (int i = 0; i < 3 && null >= 0; i++)
+    dup2 (null, i);
+  if (null > 2)
+    close (null);
+  char msg[OHBOX_ID_LEN + 4];
+  snprintf (msg, sizeof msg, "0 %s", id);
+  ohbox_write_all (report_fd, msg, strlen (msg));
+  close (report_fd);
+  /* What setup allocated is not needed any more (< 1 MiB per monitor). */
+  malloc_trim (0);
+}
+
+/* Phase 7: this process becomes the sandbox's monitor (monitor.c) until the
+ * sandbox exits; M has taken over the context's cgroup, network and pipes. */
+static int
+run_monitor (struct ohbox_monitor *m, const struct ohbox_run_options *o, const char *id, int report_fd, int tty_master,
+             struct ohbox_relay *relay, int *ret_exit_code, ohbox_error_t *err)
+{
+  int code = -1;
+  if (report_fd >= 0 && tty_master >= 0)
+    {
+      /* Before the report: once `ohbox run -d -t` returned, attach works. */
+      m->attach_fd = ohbox_monitor_attach_listen (m->dirfd, err);
+      if (m->attach_fd < 0)
+        {
+          syscall (SYS_pidfd_send_signal, m->pidfd, SIGKILL, NULL, 0);
+          ohbox_monitor_run (m, NULL);
+          goto out;
+        }
+    }
+  if (report_fd >= 0)
+    report_detached (report_fd, id);
+  if (report_fd < 0 && o->on_started)
+    o->on_started (id, m->pid, o->event_data);
+  struct termios saved;
+  bool raw = tty_master >= 0 && isatty (0) && tcgetattr (0, &saved) == 0;
+  if (raw)
+    {
+      struct termios t = saved;
+      cfmakeraw (&t);
+      tcsetattr (0, TCSANOW, &t);
+    }
+  code = ohbox_monitor_run (m, err);
+  if (m->attach_fd >= 0)
+    {
+      close (m->attach_fd);
+      unlinkat (m->dirfd, OHBOX_ATTACH_SOCK, 0);
+    }
+  if (raw)
+    tcsetattr (0, TCSANOW, &saved);
+  ohbox_relay_close (relay);
+out:
+  if (tty_master >= 0)
+    close (tty_master);
+  close (m->pidfd);
+  ohbox_cgroup_free (m->cgroup);
+  ohbox_network_free (m->net);
+  if (code < 0)
+    return -1;
+  *ret_exit_code = code;
+  return 0;
+}
+
+/* What went wrong before the sandbox ran: its cgroup, pipes and state go. */
+static void
+run_undo (struct ohbox_runtime *rt, const char *id, struct run_ctx *c, struct ohbox_relay *relay)
+{
+  if (c->cgroup)
+    {
+      ohbox_error_t e = NULL;
+      ohbox_cgroup_destroy (c->cgroup, &e);
+      ohbox_error_release (&e);
+      ohbox_cgroup_free (c->cgroup);
+      c->cgroup = NULL;
+    }
+  if (c->out_read >= 0)
+    close (c->out_read);
+  ohbox_relay_close (relay);
+  run_ctx_release (c);
+  ohbox_error_t e = NULL;
+  ohbox_state_remove (rt, id, &e);
+  ohbox_error_release (&e);
+}
+
 /* Creates, starts and monitors the sandbox in the calling process. With
  * REPORT_FD >= 0 (detached) the id or error goes there once it runs, and
  * stdio is pointed at /dev/null. */
@@ -632,7 +885,6 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   struct ohbox_relay relay;
   ohbox_relay_init (&relay);
   struct ohbox_linux_proc proc = { 0 };
-  bool created = false;
   /* Declared here: a goto fail must not enter the scope of a cleanup variable. */
   cleanup_free char *now = NULL;
   *ret_exit_code = OHBOX_EXIT_RUNTIME;
@@ -640,172 +892,15 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   ohbox_trace ("run: begin");
   if (ohbox_state_create (rt, id, &dfd, &lockfd, err) < 0)
     return -1;
-  created = true;
   ohbox_trace ("state directory");
-  if ((o->image_id ? ohbox_image_load_id_for_run (rt->store, o->image_id, &c.img, err)
-                   : ohbox_image_load_for_run (rt->store, o->image, &c.img, err))
-      < 0)
+  if (run_prepare_config (rt, o, id, dfd, report_fd, &c, err) < 0 || run_prepare_ids (rt, o, id, &c, err) < 0
+      || run_prepare_rootfs (rt, o, id, &c, err) < 0 || run_prepare_security (rt, o, &c, err) < 0
+      || setup_stdio (o, &c, &tty_master, &relay, err) < 0 || run_record_exec (o, dfd, &c, err) < 0)
     goto fail;
-  ohbox_trace ("image");
-  json_t *rc = c.img->config->runtime_config;
-  char hostname[13];
-  snprintf (hostname, sizeof hostname, "%.12s", id);
-  const char *host = o->hostname ? o->hostname : hostname;
-  if (build_argv (o, rc, &c.argv, err) < 0 || build_env (o, rc, host, &c.env, err) < 0)
-    goto fail;
-  if (write_config (dfd, id, o, &c, rt->store, err) < 0)
-    goto fail;
-  if (o->name && ohbox_state_claim_name (rt, o->name, id, err) < 0)
-    goto fail;
-  if (parse_mounts (o, &c.mounts, &c.n_mounts, err) < 0)
-    goto fail;
-  if (ohbox_network_prepare (rt, id, dfd, o, host, &c.net, err) < 0
-      || record_executor (dfd, o, c.net, report_fd < 0, err) < 0)
-    goto fail;
-  ohbox_network_mounts (c.net, &c.mounts, &c.n_mounts);
-  ohbox_trace ("config, network plan");
-  bool userns = !o->userns_host;
-  bool rootless = geteuid () != 0;
-  if (rootless && !userns)
-    {
-      ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--userns host needs root");
-      goto fail;
-    }
-  uid_t root_uid = 0;
-  gid_t root_gid = 0;
-  if (userns)
-    {
-      if (ohbox_userns_plan (NULL, NULL, &c.userns, err) < 0)
-        goto fail;
-      if (c.userns.warning)
-        warn (o, "%s", c.userns.warning);
-      /* Root: ids of its own (linux.h), given back by ohbox_state_remove. */
-      cleanup_free char *owner = xasprintf ("%s/%s", rt->root, id);
-      if (!rootless && ohbox_userns_lease (&c.userns, owner, err) < 0)
-        goto fail;
-      root_uid = ohbox_idmap_to_host (&c.userns.uids, 0);
-      root_gid = ohbox_idmap_to_host (&c.userns.gids, 0);
-      set_device_owners (c.mounts, c.n_mounts, &c.userns);
-    }
-  /* Root clones the bind sources here, by the caller's credentials, after
-   * the id lease (the device nodes it makes belong to the sandbox's ids).
-   * Rootless, a source can only be cloned in the sandbox's own user and
-   * mount namespaces (the child does it, linux.c). */
-  if (!rootless && ohbox_mounts_prepare_binds (c.mounts, c.n_mounts, err) < 0)
-    goto fail;
-  const struct oci_image_config *ic = c.img->config;
-  int prepared;
-  {
-    cleanup_free char *state_dir = xasprintf ("%s/%s", rt->root, id);
-    prepared = ohbox_snapshot_prepare (rt->store, id, state_dir, ic->diff_ids, ic->n_diff_ids,
-                                       rootless ? geteuid () : root_uid, rootless ? getegid () : root_gid,
-                                       o->read_only ? 0 : o->storage_size, &c.snap, err);
-  }
-  if (prepared < 0)
-    goto fail;
-  if (ohbox_network_etc_into_upper (c.net, c.snap->upper, err) < 0)
-    goto fail;
-  ohbox_trace ("writable layer");
-  const struct ohbox_cgroup_host *cgh;
-  if (ohbox_runtime_cgroup_host (rt, &cgh, err) < 0)
-    goto fail;
-  if (ohbox_cgroup_create (cgh, id, &o->limits, &c.cgroup, err) < 0 || limit_devices (o, c.cgroup, err) < 0)
-    goto fail;
-  ohbox_trace ("cgroups");
-  uint64_t caps, added;
-  size_t n_add = strv_len (o->cap_add), n_drop = strv_len (o->cap_drop);
-  if (ohbox_caps_tweak (ohbox_caps_default (), (const char *const *) o->cap_add, n_add,
-                        (const char *const *) o->cap_drop, n_drop, &caps, &added, err)
-      < 0)
-    goto fail;
-  if (o->seccomp_profile == NULL || strcmp (o->seccomp_profile, "unconfined") != 0)
-    {
-      cleanup_free char *cache = xasprintf ("%s/seccomp-cache", rt->root);
-      struct ohbox_seccomp_options so = { .caps = caps, .cache_dir = cache };
-      if (ohbox_seccomp_compile_file (o->seccomp_profile, &so, &c.seccomp, err) < 0)
-        goto fail;
-    }
-  ohbox_trace ("seccomp filter");
-  if (setup_stdio (o, &c, &tty_master, &relay, err) < 0)
-    goto fail;
-  c.rootdir_fd = openat (dfd, "rootfs", O_PATH | O_DIRECTORY | O_CLOEXEC | O_NOFOLLOW);
-  if (c.rootdir_fd < 0)
-    {
-      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs mount point");
-      goto fail;
-    }
-  const char *wd = o->workdir ? o->workdir : json_string_value (json_object_get (rc, "WorkingDir"));
-  if (wd == NULL || *wd == '\0')
-    wd = "/";
-  if (wd[0] != '/')
-    {
-      ohbox_error (err, OHBOX_ERR_USAGE, 0, "working directory `%s` is not an absolute path", wd);
-      goto fail;
-    }
-  const char *user = o->user ? o->user : json_string_value (json_object_get (rc, "User"));
-  if (user && *user == '\0')
-    user = NULL;
-  /* What `ohbox exec` gives its processes too (exec.h). */
-  struct ohbox_exec_record xr = { .env = c.env,
-                                  .cwd = wd,
-                                  .user = user,
-                                  .caps = caps,
-                                  .caps_added = added,
-                                  .no_new_privs = o->no_new_privs,
-                                  .seccomp_profile = o->seccomp_profile };
-  if (ohbox_exec_record (dfd, &xr, err) < 0
-      || (c.seccomp && ohbox_seccomp_filter_save (dfd, OHBOX_EXEC_SECCOMP_FILE, c.seccomp, err) < 0))
-    goto fail;
-  cleanup_free char *sandbox_dir = xasprintf ("%s/%s", rt->root, id);
-  struct start_hooks start_hooks = { .o = o, .id = id, .dir = sandbox_dir };
-  struct ohbox_linux_spec spec = {
-    .id = id,
-    .argv = c.argv,
-    .env = c.env,
-    .cwd = wd,
-    .user = user,
-    .hostname = host,
-    .stdio = { c.stdio[0], c.stdio[1], c.stdio[2] },
-    .tty = tty_master >= 0,
-    .userns = userns,
-    .userns_plan = &c.userns,
-    .rootless = rootless,
-    .netns = o->network != OHBOX_NETWORK_HOST && o->network != OHBOX_NETWORK_CONTAINER,
-    .join_netns = ohbox_network_join_fd (c.net) >= 0,
-    .join_netns_fd = ohbox_network_join_fd (c.net),
-    .after_clone = attach_network,
-    .right_after_clone = attach_network_early,
-    .after_clone_data = c.net,
-    .before_start = o->devices && o->devices->n_hooks > 0 ? run_start_hooks : NULL,
-    .before_start_data = &start_hooks,
-    .snap = c.snap,
-    .read_only = o->read_only,
-    .mounts = c.mounts,
-    .n_mounts = c.n_mounts,
-    .rootdir_fd = c.rootdir_fd,
-    .caps = caps,
-    .caps_added = added,
-    .no_new_privs = o->no_new_privs,
-    .seccomp = c.seccomp,
-    .cgroup = c.cgroup,
-    .additional_gids = o->devices ? o->devices->additional_gids : NULL,
-    .n_additional_gids = o->devices ? o->devices->n_additional_gids : 0,
-    .ldconfig_dirs = o->devices ? o->devices->ldconfig_dirs : NULL,
-  };
-  ohbox_trace ("stdio, exec record");
-  if (ohbox_linux_start (&spec, &proc, err) < 0)
+  if (run_start (rt, o, id, &c, tty_master, &proc, err) < 0)
     {
       *ret_exit_code = proc.exit_code_hint;
       goto fail;
-    }
-  ohbox_trace ("parent: command running");
-  if (o->devices && o->devices->n_hooks > 0)
-    {
-      /* OCI: a poststart hook that fails is a warning; the sandbox runs. */
-      cleanup_free char *state = hook_state (id, "running", proc.pid, sandbox_dir);
-      cleanup_error ohbox_error_t hook_err = NULL;
-      if (ohbox_device_hooks_run (o->devices, OHBOX_HOOK_POSTSTART, state, &hook_err) < 0)
-        warn (o, "%s", hook_err->msg);
     }
   double started = ohbox_monotonic ();
   /* From here on the store is only read through the sandbox's own mounts;
@@ -821,14 +916,14 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .lockfd = steal_fd (&lockfd), /* the monitor lets go of it (monitor.c) */
     .pid = proc.pid,
     .pidfd = proc.pidfd,
-    .log_fd = c.out_read,
+    .log_fd = steal_fd (&c.out_read),
     .tty_master = tty_master,
     .forward_signals = report_fd < 0,
     .rm = o->rm,
-    .cgroup = c.cgroup,
+    .cgroup = steal_pointer (&c.cgroup),
     .started = started,
     .timeout = o->timeout,
-    .line_fd = { c.line_read[0], c.line_read[1] },
+    .line_fd = { steal_fd (&c.line_read[0]), steal_fd (&c.line_read[1]) },
     .relay = ohbox_relay_active (&relay) ? &relay : NULL,
     .detached = report_fd >= 0,
     .attach_fd = -1,
@@ -836,98 +931,18 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
     .on_exited = report_fd < 0 ? o->on_exited : NULL,
     .event_data = o->event_data,
     .devices = o->devices,
+    /* The reserved host ports stay bound for as long as the monitor runs. */
+    .net = steal_pointer (&c.net),
   };
-  c.out_read = -1;
-  c.line_read[0] = c.line_read[1] = -1;
-  c.cgroup = NULL;
-  struct ohbox_cgroup *cg = m.cgroup;
-  /* The reserved host ports stay bound for as long as the monitor runs. */
-  struct ohbox_network *net = steal_pointer (&c.net);
-  m.net = net;
   run_ctx_release (&c);
   if (ret_id)
     *ret_id = xstrdup (id);
-  if (report_fd >= 0 && tty_master >= 0)
-    {
-      /* Before the report: once `ohbox run -d -t` returned, attach works. */
-      m.attach_fd = ohbox_monitor_attach_listen (dfd, err);
-      if (m.attach_fd < 0)
-        {
-          syscall (SYS_pidfd_send_signal, m.pidfd, SIGKILL, NULL, 0);
-          ohbox_monitor_run (&m, NULL);
-          close (tty_master);
-          close (m.pidfd);
-          ohbox_cgroup_free (cg);
-          ohbox_network_free (net);
-          return -1;
-        }
-    }
-  if (report_fd >= 0)
-    {
-      /* Detached: the monitor lets go of the caller's terminal and reports. */
-      int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
-      for (int i = 0; i < 3 && null >= 0; i++)
-        dup2 (null, i);
-      if (null > 2)
-        close (null);
-      char msg[OHBOX_ID_LEN + 4];
-      snprintf (msg, sizeof msg, "0 %s", id);
-      ohbox_write_all (report_fd, msg, strlen (msg));
-      close (report_fd);
-      /* What setup allocated is not needed any more (< 1 MiB per monitor). */
-      malloc_trim (0);
-    }
-  if (report_fd < 0 && o->on_started)
-    o->on_started (id, proc.pid, o->event_data);
-  struct termios saved;
-  bool raw = tty_master >= 0 && isatty (0) && tcgetattr (0, &saved) == 0;
-  if (raw)
-    {
-      struct termios t = saved;
-      cfmakeraw (&t);
-      tcsetattr (0, TCSANOW, &t);
-    }
-  int code = ohbox_monitor_run (&m, err);
-  if (m.attach_fd >= 0)
-    {
-      close (m.attach_fd);
-      unlinkat (dfd, OHBOX_ATTACH_SOCK, 0);
-    }
-  if (raw)
-    tcsetattr (0, TCSANOW, &saved);
-  ohbox_relay_close (&relay);
-  if (tty_master >= 0)
-    close (tty_master);
-  close (m.pidfd);
-  ohbox_cgroup_free (cg);
-  ohbox_network_free (net);
-  if (code < 0)
-    return -1;
-  *ret_exit_code = code;
-  return 0;
+  return run_monitor (&m, o, id, report_fd, tty_master, &relay, ret_exit_code, err);
 
 fail:
-  if (c.cgroup)
-    {
-      ohbox_error_t e = NULL;
-      ohbox_cgroup_destroy (c.cgroup, &e);
-      ohbox_error_release (&e);
-      ohbox_cgroup_free (c.cgroup);
-      c.cgroup = NULL;
-    }
-  if (c.out_read >= 0)
-    close (c.out_read);
-  ohbox_relay_close (&relay);
-  run_ctx_release (&c);
-  if (created)
-    {
-      ohbox_error_t e = NULL;
-      ohbox_state_remove (rt, id, &e);
-      ohbox_error_release (&e);
-    }
+  run_undo (rt, id, &c, &relay);
   return -1;
 }
-
 /* -d: a forked monitor does the work and reports "0 ID" or "KIND MESSAGE". */
 static int
 run_detached (struct ohbox_runtime *rt, const struct ohbox_run_options *o, char **ret_id, int *ret_exit_code,

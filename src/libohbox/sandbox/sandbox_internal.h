@@ -107,6 +107,12 @@ int ohbox_monitor_run (struct ohbox_monitor *m, ohbox_error_t *err);
 /* -d -t: listens on STATE/<id>/attach.sock (0600) for `ohbox attach`. */
 int ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err);
 
+/* exec.c: the sandbox ID (named WHAT by the user) is running, or a usage
+ * error saying it is paused or what it is and NEEDS ("exec needs a running
+ * sandbox"). */
+int ohbox_sandbox_check_running (struct ohbox_runtime *rt, const char *id, const char *what, const char *needs,
+                                 ohbox_error_t *err);
+
 /* The attach protocol (attach.c, monitor.c): the monitor answers a
  * connection with one byte, ATTACH_OK with the terminal's master fd
  * (SCM_RIGHTS), or ATTACH_BUSY when another client is attached; the client

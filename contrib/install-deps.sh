@@ -32,11 +32,15 @@ BUILD="autoconf automake libtool pkg-config gcc make clang clang-format xz-utils
 # sandboxes); podman
 # (it must read the layouts `ohbox save` writes); libc6-dev and binutils for
 # the static seccomp prober (gcc -static, strings) of seccomp.sh and escape.sh;
-# strace (net.sh kills a removal at an exact syscall with its fault injection).
+# strace (net.sh kills a removal at an exact syscall with its fault injection);
+# the engines oci-engines.sh drives ohbox-runc with: podman with conmon and
+# the CNI plugins, docker.io, containerd (ctr and the runc v2 shim), crun and
+# runc (bench/oci.sh compares them).
 TEST="docker-registry skopeo umoci apache2-utils busybox-static zstd jq openssl curl
   ca-certificates python3 iproute2 util-linux coreutils tar gzip debootstrap
   python3-httpx qemu-system-x86 linux-image-amd64 cpio bash-static musl-tools nftables
-  slirp4netns passt uidmap podman libc6-dev binutils strace"
+  slirp4netns passt uidmap podman libc6-dev binutils strace
+  conmon containernetworking-plugins docker.io containerd crun runc"
 
 PACKAGES=$(echo $BUILD $TEST)
 

@@ -88,6 +88,19 @@ write_state (const struct monitor_ctx *m, pid_t pid, ohbox_error_t *err)
   return 0;
 }
 
+/* Points this process's stdin, stdout and stderr at /dev/null. */
+static int
+release_stdio (ohbox_error_t *err)
+{
+  cleanup_close int null = open ("/dev/null", O_RDWR | O_CLOEXEC);
+  if (null < 0)
+    return ohbox_error_errno (err, "open /dev/null");
+  for (int fd = 0; fd < 3; fd++)
+    if (dup2 (null, fd) < 0)
+      return ohbox_error_errno (err, "dup2 /dev/null");
+  return 0;
+}
+
 static int
 run_hooks (const struct monitor_ctx *m, enum ohbox_hook_stage stage, pid_t pid, const char *status, ohbox_error_t *err)
 {
@@ -130,6 +143,12 @@ wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
       return -1;
   if (m->fifo == NULL)
     return run_hooks (m, OHBOX_HOOK_START_CONTAINER, pid, "created", err);
+  /* The container has its stdio: the monitor lets go of create's, which
+   * the engine may read to the end before it takes create as done
+   * (containerd's shim does with a terminal: the monitor's copies kept
+   * `ctr run -t` waiting forever). Errors go through the report. */
+  if (release_stdio (err) < 0)
+    return -1;
   cleanup_close int fifo = open (m->fifo, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
   cleanup_close int pidfd = (int) syscall (SYS_pidfd_open, pid, 0);
   if (fifo < 0 || pidfd < 0)
@@ -185,8 +204,11 @@ make_container (const char *id, struct monitor_ctx *m, char **ret_dir)
 {
   if (!valid_id (id))
     return fail ("invalid container id `%s`", id ? id : "");
-  if (mkdir (root_dir, 0700) < 0 && errno != EEXIST)
-    return fail ("create the state root `%s`: %s", root_dir, strerror (errno));
+  /* With its parents, as runc: the shim's root (/run/containerd/runc/NS)
+   * is made by the first runtime it runs. */
+  cleanup_error ohbox_error_t err = NULL;
+  if (ohbox_mkdir_p (AT_FDCWD, root_dir, 0700, &err) < 0)
+    return fail ("create the state root `%s`: %s", root_dir, err->msg);
   /* Made under a name no id has, locked, then renamed into place: no
    * other command ever sees it unlocked without its state.json (which
    * they take for a create killed midway, and remove). */

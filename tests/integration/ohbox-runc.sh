@@ -146,7 +146,15 @@ test_duplicate_id ()
   runc_cmd create --bundle "$T_WORK/bundle" c4 >/dev/null 2>&1
   assert_fails runc_cmd create --bundle "$T_WORK/bundle" c4
   assert_contains "$err" "already exists"
+  assert_not_contains "$err" "mkfifo"
+  # run with the id of another container: refused before anything runs.
+  assert_exit 1 runc_cmd run --bundle "$T_WORK/bundle" c4
+  assert_contains "$err" "already exists"
   assert_eq created "$(status_of c4)"
+  # A state root whose parents do not exist yet (containerd's shim gives
+  # /run/containerd/runc/NAMESPACE): made with them, as runc does.
+  assert_ok timeout 60 "$RUNC" --root "$T_WORK/deep/state/root" create --bundle "$T_WORK/bundle" c5
+  assert_ok "$RUNC" --root "$T_WORK/deep/state/root" delete --force c5
   assert_ok runc_cmd delete --force c4
   assert_fails runc_cmd create --bundle "$T_WORK/bundle" ../escape
   assert_contains "$err" "invalid container id"
@@ -180,6 +188,21 @@ test_process_fields ()
   assert_match "$out" ' /home ro,'
   assert_match "$out" ' /mnt ro,nosuid,nodev'
   state_root_empty
+}
+
+# A tmpfs with the options engines write (containerd's /run: mode, size,
+# strictatime, noexec); one that is not a size, mode or owner is refused.
+test_tmpfs_options ()
+{
+  my_bundle '.mounts += [{"destination": "/run", "type": "tmpfs", "source": "tmpfs",
+      "options": ["nosuid", "strictatime", "noexec", "mode=750", "size=64k"]}]
+    | .process.args = ["sh", "-c", "grep \" /run \" /proc/self/mounts; stat -c %a /run"]'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" tm1
+  assert_match "$out" ' /run tmpfs [^ ]*nosuid,nodev,noexec'
+  assert_match "$out" ' /run tmpfs [^ ]*size=64k,mode=750'
+  assert_contains "$out" $'\n750'
+  expect_refused '.mounts += [{"destination": "/run", "type": "tmpfs", "options": ["huge=always"]}]' "mounts[7].options"
+  expect_refused '.mounts += [{"destination": "/run", "type": "tmpfs", "options": ["size=1m,mpol=bind"]}]' "mounts[7].options"
 }
 
 # A network namespace joined by path (as podman and CNI give one).
@@ -658,6 +681,45 @@ test_bad_bundles ()
   state_root_empty
 }
 
+# create returns with nothing of the container's left holding its stdout
+# and stderr (with a terminal the container's stdio is the terminal):
+# containerd's shim reads create's output to its end before it goes on, and
+# `ctr run -t` waited forever while the monitor kept create's copies.
+test_create_releases_stdio ()
+{
+  local recv
+  console_start
+  my_bundle '.process.terminal = true | .process.args = ["sleep", "1000"]'
+  # cat ends once every writer of the pipe is gone.
+  assert_ok timeout 20 sh -c '"$1" --root "$2/state" create --bundle "$2/bundle" --console-socket "$2/cs.sock" s1 2>&1 </dev/null | cat' \
+    sh "$RUNC" "$T_WORK"
+  assert_eq created "$(status_of s1)"
+  assert_ok runc_cmd delete --force s1
+  kill "$recv" 2>/dev/null || true
+  state_root_empty
+}
+
+# blockIO with nothing set (Docker writes {"weight": 0}: "unset" for runc
+# and crun) is no limit; a weight is still refused by name.
+test_blkio_unset ()
+{
+  my_bundle '.linux.resources.blockIO = {"weight": 0} | .process.args = ["true"]'
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" bk1
+  expect_refused '.linux.resources.blockIO = {"weight": 500}' "linux.resources.blockIO"
+  state_root_empty
+}
+
+# Called from a mount namespace whose / is shared (systemd's default, and
+# what dockerd's shim runs in): the rootfs cloned from it is made private
+# before pivot_root, which refused it (EINVAL).
+test_shared_root ()
+{
+  my_bundle '.process.args = ["echo", "pivoted"]'
+  assert_ok unshare -m --propagation shared timeout 60 "$RUNC" --root "$T_WORK/state" run --bundle "$T_WORK/bundle" sh1
+  assert_eq pivoted "$out"
+  state_root_empty
+}
+
 run_test run_foreground test_run_foreground
 run_test lifecycle test_lifecycle
 run_test kill_before_start test_kill_before_start
@@ -665,6 +727,7 @@ run_test delete_force test_delete_force
 run_test duplicate_id test_duplicate_id
 run_test process_fields test_process_fields
 run_test join_netns test_join_netns
+run_test tmpfs_options test_tmpfs_options
 run_test bad_bundles test_bad_bundles
 run_test exec test_exec
 run_test exec_detach test_exec_detach
@@ -677,3 +740,6 @@ run_test spec_features test_spec_features
 run_test cgroup test_cgroup
 run_test hooks test_hooks
 run_test devices test_devices
+run_test create_releases_stdio test_create_releases_stdio
+run_test blkio_unset test_blkio_unset
+run_test shared_root test_shared_root

@@ -74,19 +74,47 @@ bind_mount (const struct ohbox_bundle *b, const struct oci_mount *m, size_t i, s
   return 0;
 }
 
+/* A tmpfs option that is the filesystem's own and only sizes it or sets
+ * its root's mode and owner: "mode=1777", "size=65536k", "nr_inodes=1k". */
+static bool
+tmpfs_data_allowed (const char *data)
+{
+  static const char *const keys[] = { "mode=", "size=", "nr_inodes=", "nr_blocks=", "uid=", "gid=" };
+  cleanup_free char *copy = xstrdup (data);
+  char *save = NULL;
+  for (char *opt = strtok_r (copy, ",", &save); opt; opt = strtok_r (NULL, ",", &save))
+    {
+      bool known = false;
+      for (size_t k = 0; k < sizeof keys / sizeof keys[0] && !known; k++)
+        known = strncmp (opt, keys[k], strlen (keys[k])) == 0 && opt[strlen (keys[k])] != '\0'
+                && strspn (opt + strlen (keys[k]), "0123456789kmgKMG%") == strlen (opt + strlen (keys[k]));
+      if (!known)
+        return false;
+    }
+  return true;
+}
+
 static int
 tmpfs_mount (const struct oci_mount *m, size_t i, struct ohbox_mount_spec *out, ohbox_error_t *err)
 {
   char field[64];
   snprintf (field, sizeof field, "mounts[%zu].options", i);
   const struct oci_mount_options *o = &m->opts;
-  /* ohbox's tmpfs is nosuid,nodev,mode=1777: those may be asked for. */
-  if (o->flags & ~(unsigned long) (MS_RDONLY | MS_NOSUID | MS_NODEV) || o->data || o->tmpcopyup || o->bind || o->idmap
+  /* ohbox's tmpfs is always nosuid,nodev (a config's "suid" or "dev" is
+   * not honoured: stricter); these may be added. */
+  const unsigned long allowed = MS_RDONLY | MS_NOSUID | MS_NODEV | MS_NOEXEC | MS_STRICTATIME | MS_NOATIME
+                                | MS_NODIRATIME | MS_RELATIME;
+  if (o->flags & ~allowed || o->tmpcopyup || o->bind || o->idmap || o->remount || o->rec_attr_set || o->rec_attr_clr
       || (o->propagation & ~(unsigned long) (MS_REC | MS_PRIVATE)))
-    return unsupported (err, field, "a tmpfs option other than ro/rw, nosuid, nodev and private");
+    return unsupported (err, field,
+                        "a tmpfs option other than ro/rw, nosuid, nodev, noexec, the atime ones and private");
+  if (o->data && !tmpfs_data_allowed (o->data))
+    return unsupported (err, field, "a tmpfs option other than mode, size, nr_inodes, nr_blocks, uid and gid");
   out->target = xstrdup (m->destination);
   out->tmpfs = true;
   out->read_only = (o->flags & MS_RDONLY) != 0;
+  out->tmpfs_flags = o->flags & ~(unsigned long) (MS_RDONLY | MS_NOSUID | MS_NODEV);
+  out->tmpfs_data = o->data ? xstrdup (o->data) : NULL;
   out->fd = -1;
   return 0;
 }
@@ -331,11 +359,21 @@ cpu_limits (const struct oci_cpu *c, struct ohbox_cgroup_limits *l, ohbox_error_
   return 0;
 }
 
+/* A blockIO that sets nothing: weights of 0 (below the kernel's range:
+ * "unset" for runc and crun, and what Docker writes) and no device lists. */
+static bool
+blkio_asks_nothing (const struct oci_blkio *b)
+{
+  return (!b->has_weight || b->weight == 0) && (!b->has_leaf_weight || b->leaf_weight == 0) && b->weight_device.n == 0
+         && b->throttle_read_bps.n == 0 && b->throttle_write_bps.n == 0 && b->throttle_read_iops.n == 0
+         && b->throttle_write_iops.n == 0;
+}
+
 int
 ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
   memset (l, 0, sizeof *l);
-  const char *field = r->has_blkio                                               ? "linux.resources.blockIO"
+  const char *field = r->has_blkio && !blkio_asks_nothing (&r->blkio)            ? "linux.resources.blockIO"
                       : r->n_hugepages                                           ? "linux.resources.hugepageLimits"
                       : r->unified.n                                             ? "linux.resources.unified"
                       : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
@@ -562,6 +600,7 @@ ohbox_bundle_free (struct ohbox_bundle *b)
     {
       free (b->mounts[i].source);
       free (b->mounts[i].target);
+      free (b->mounts[i].tmpfs_data);
       if (b->mounts[i].fd >= 0)
         close (b->mounts[i].fd);
     }

@@ -104,6 +104,11 @@ struct ohbox_mount_spec
   bool read_only;
   bool idmap; /* ids mapped through the sandbox's user namespace (:idmap) */
   bool tmpfs;
+  /* A tmpfs's own options ("mode=755,size=64k"; NULL: mode=1777) and the
+   * MS_* flags it adds to nosuid,nodev (noexec, the atime ones); an OCI
+   * bundle's. */
+  char *tmpfs_data;
+  unsigned long tmpfs_flags;
   /* A device node given with --device, --gpus or CDI: the only binds
    * through which device nodes can be opened (every other bind is nodev). */
   bool device;

@@ -406,8 +406,9 @@ ohbox_mounts_setup (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
       const struct ohbox_mount_spec *m = &spec->mounts[i];
       int r;
       if (m->tmpfs)
-        r = mount_fs_at (rootfd, m->target, "tmpfs", MS_NOSUID | MS_NODEV | (m->read_only ? MS_RDONLY : 0), "mode=1777",
-                         err);
+        r = mount_fs_at (rootfd, m->target, "tmpfs",
+                         MS_NOSUID | MS_NODEV | m->tmpfs_flags | (m->read_only ? MS_RDONLY : 0),
+                         m->tmpfs_data ? m->tmpfs_data : "mode=1777", err);
       else
         {
           struct stat st;
@@ -559,6 +560,11 @@ ohbox_mounts_pivot (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
 {
   if (fchdir (rootfd) < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "chdir to the rootfs");
+  /* A rootfs cloned from a shared mount (an OCI bundle's, on a host whose
+   * / is shared, as systemd makes it) is a peer of it, and pivot_root
+   * refuses a shared new root: made private, in this mount namespace only. */
+  if (mount (NULL, ".", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make the rootfs private");
   /* pivot_root(".", "."): the old root ends up stacked under the new one
    * and is detached right away (no temporary directory in the image). */
   if (syscall (SYS_pivot_root, ".", ".") < 0)

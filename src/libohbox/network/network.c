@@ -13,6 +13,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
+#include <linux/netfilter.h>
 #include <pthread.h>
 #include <sched.h>
 #include <string.h>
@@ -140,33 +141,6 @@ ohbox_netdef_default (struct ohbox_netdef *d, ohbox_error_t *err)
   d->gw.s_addr = htonl (ntohl (c.net.s_addr) + 1);
   d->isolated = true;
   return 0;
-}
-
-/* The element of published port M in its map, as ohbox_nft_port_elements
- * lists them ({"map", "key", "addr"}), for sandbox address IP. */
-static json_t *
-port_element (const struct ohbox_port_mapping *m, struct in_addr ip)
-{
-  char hip[INET_ADDRSTRLEN], sip[INET_ADDRSTRLEN];
-  inet_ntop (AF_INET, &m->host_ip, hip, sizeof hip);
-  inet_ntop (AF_INET, &ip, sip, sizeof sip);
-  const char *proto = m->proto == IPPROTO_UDP ? "udp" : "tcp";
-  bool any = m->host_ip.s_addr == INADDR_ANY;
-  cleanup_free char *key = any ? xasprintf ("%s . %u", proto, (unsigned) m->host_port)
-                               : xasprintf ("%s . %s . %u", hip, proto, (unsigned) m->host_port);
-  return json_pack ("{s:s, s:s, s:s}", "map", any ? "puball" : "pub4", "key", key, "addr", sip);
-}
-
-static void
-append_nft_add (struct ohbox_buf *b, const struct ohbox_port_mapping *m, struct in_addr ip)
-{
-  json_t *e = port_element (m, ip);
-  cleanup_free char *line = xasprintf ("add element inet " OHBOX_NFT_TABLE " %s { %s : %s . %u }\n",
-                                       json_string_value (json_object_get (e, "map")),
-                                       json_string_value (json_object_get (e, "key")),
-                                       json_string_value (json_object_get (e, "addr")), (unsigned) m->ctr_port);
-  json_decref (e);
-  ohbox_buf_append (b, line, strlen (line));
 }
 
 /* Whether ip/ADDR in NETFD is held by a sandbox that exists. A stale one
@@ -379,20 +353,37 @@ prepare_bridge (struct ohbox_network *n, const char *id, int dirfd, const struct
   return r;
 }
 
-/* The DNAT elements of the published ports, in one nft transaction. Only
- * once the sandbox's address answers on the bridge: earlier, a client's
- * SYN would be translated to an address without a neighbour yet and
- * dropped (the client then waits a full retransmission, ~1 s), where the
- * reserved, not listening host port refuses it at once. */
+/* The map element of published port M, for sandbox address IP: in pub4
+ * (host address . protocol . port) or, for every host address, in puball
+ * (protocol . port); to the sandbox's address . port (nft.c's maps). */
+static void
+port_nfnl_element (const struct ohbox_port_mapping *m, struct in_addr ip, struct ohbox_nfnl_elem *e)
+{
+  bool any = m->host_ip.s_addr == INADDR_ANY;
+  *e = (struct ohbox_nfnl_elem){ .family = NFPROTO_INET, .set = any ? "puball" : "pub4" };
+  if (!any)
+    ohbox_nfnl_key_ipv4 (&e->key, m->host_ip);
+  ohbox_nfnl_key_proto (&e->key, m->proto == IPPROTO_UDP ? IPPROTO_UDP : IPPROTO_TCP);
+  ohbox_nfnl_key_port (&e->key, m->host_port);
+  ohbox_nfnl_key_ipv4 (&e->data, ip);
+  ohbox_nfnl_key_port (&e->data, m->ctr_port);
+}
+
+/* The DNAT elements of the published ports, in one nf_tables transaction
+ * over nfnetlink (no libnftables on the start path). Only once the
+ * sandbox's address answers on the bridge: earlier, a client's SYN would
+ * be translated to an address without a neighbour yet and dropped (the
+ * client then waits a full retransmission, ~1 s), where the reserved, not
+ * listening host port refuses it at once. */
 static int
 publish_bridge (struct ohbox_network *n, ohbox_error_t *err)
 {
   if (n->n_maps == 0)
     return 0;
-  struct ohbox_buf b = { 0 };
+  cleanup_free struct ohbox_nfnl_elem *elems = xcalloc (n->n_maps, sizeof *elems);
   for (size_t i = 0; i < n->n_maps; i++)
-    append_nft_add (&b, &n->maps[i], n->ip);
-  int r = ohbox_nft_run (b.data, err);
+    port_nfnl_element (&n->maps[i], n->ip, &elems[i]);
+  int r = ohbox_nfnl_elements (OHBOX_NFT_TABLE, true, elems, n->n_maps, err);
   if (r < 0)
     {
       /* An element left by a sandbox that is gone holds the same host port
@@ -405,12 +396,11 @@ publish_bridge (struct ohbox_network *n, ohbox_error_t *err)
           && ohbox_network_drop_orphan_elements (orphans, &e) == 0)
         {
           ohbox_error_release (err);
-          r = ohbox_nft_run (b.data, err);
+          r = ohbox_nfnl_elements (OHBOX_NFT_TABLE, true, elems, n->n_maps, err);
         }
       json_decref (orphans);
       ohbox_error_release (&e);
     }
-  ohbox_buf_free (&b);
   if (r < 0)
     return ohbox_error_prefix (err, "publish ports");
   return 0;
@@ -738,23 +728,24 @@ ohbox_network_release (const char *state_dir, int dirfd, ohbox_error_t *err)
     }
   /* Only what this sandbox still holds: a port or address released before
    * may belong to another sandbox now. The elements go before the leases:
-   * killed in between (loading libnftables takes milliseconds), the next
-   * release still finds the leases and deletes again; the other order
-   * left an element that nothing would ever delete. */
-  json_t *elems = json_array ();
-  size_t i;
-  json_t *p;
+   * killed in between, the next release still finds the leases and
+   * deletes again; the other order left an element that nothing would
+   * ever delete. */
   json_t *ports = json_object_get (j, "ports");
+  cleanup_free struct ohbox_nfnl_elem *elems = xcalloc (json_array_size (ports) + 1, sizeof *elems);
+  size_t i, n_elems = 0;
+  json_t *p;
   json_array_foreach (ports, i, p)
   {
     struct ohbox_port_mapping m;
     if (veth && port_from_json (p, &m) && ohbox_ports_lease_owned (netfd, state_dir, m.proto, m.host_port))
-      json_array_append_new (elems, port_element (&m, ip));
+      port_nfnl_element (&m, ip, &elems[n_elems++]);
   }
   /* (some may be gone already: deleted by a release killed before it
    * unlinked the leases, or the table flushed) */
-  ohbox_nft_delete_elements (elems, NULL);
-  json_decref (elems);
+  ohbox_error_t e_elems = NULL;
+  ohbox_nfnl_elements (OHBOX_NFT_TABLE, false, elems, n_elems, &e_elems);
+  ohbox_error_release (&e_elems);
   json_array_foreach (ports, i, p)
   {
     struct ohbox_port_mapping m;

@@ -98,6 +98,19 @@ ohbox_nfnl_key_ipv4 (struct ohbox_nfnl_key *k, struct in_addr a)
   key_put (k, &a.s_addr, 4);
 }
 
+void
+ohbox_nfnl_key_proto (struct ohbox_nfnl_key *k, uint8_t proto)
+{
+  key_put (k, &proto, 1);
+}
+
+void
+ohbox_nfnl_key_port (struct ohbox_nfnl_key *k, uint16_t port)
+{
+  uint16_t be = htons (port);
+  key_put (k, &be, 2);
+}
+
 static void
 put_key (struct nlmsghdr *nlh, uint16_t type, const struct ohbox_nfnl_key *k)
 {
@@ -143,7 +156,7 @@ static int
 elements_batch (struct nfnl *nl, const char *table, bool add, const struct ohbox_nfnl_elem *e, size_t n)
 {
   /* ~150 bytes an element; the batch's own two headers. */
-  size_t size = 256 + n * (256 + 2 * OHBOX_NFNL_KEY_MAX);
+  size_t size = 256 + n * (256 + 3 * OHBOX_NFNL_KEY_MAX);
   cleanup_free char *buf = xmalloc (size);
   struct mnl_nlmsg_batch *b = mnl_nlmsg_batch_start (buf, size);
   put_msg (mnl_nlmsg_batch_current (b), NFNL_MSG_BATCH_BEGIN, 0, AF_UNSPEC, NFNL_SUBSYS_NFTABLES, ++nl->seq);
@@ -160,6 +173,8 @@ elements_batch (struct nfnl *nl, const char *table, bool add, const struct ohbox
       put_key (nlh, NFTA_SET_ELEM_KEY, &e[i].key);
       if (e[i].end.len > 0)
         put_key (nlh, NFTA_SET_ELEM_KEY_END, &e[i].end);
+      if (e[i].data.len > 0 && add)
+        put_key (nlh, NFTA_SET_ELEM_DATA, &e[i].data);
       mnl_attr_nest_end (nlh, one);
       mnl_attr_nest_end (nlh, list);
       mnl_nlmsg_batch_next (b);

@@ -402,7 +402,8 @@ test_sigkill_mid_start ()
 # unlinking its leases: the next command finds the leases and finishes. (The
 # other order left an element no lease named, that nothing ever deleted:
 # seen once in CI after faults-kill's random kills.) strace kills `rm` at
-# its first sendmsg, the nft transaction of the delete, deterministically.
+# its first sendto, the nf_tables transaction of the delete (over
+# nfnetlink), deterministically.
 test_release_killed_mid_way ()
 {
   require_cmd strace
@@ -415,10 +416,10 @@ test_release_killed_mid_way ()
   pid=$(jq -r .pid "$OHBOX_RUNROOT/$id/state.json")
   mon=$(awk '{print $4}' "/proc/$pid/stat")
   kill -9 "$mon"
-  t_run strace -f -qq -o "$T_WORK/strace" -e trace=sendmsg -e inject=sendmsg:signal=KILL:when=1 \
+  t_run strace -f -qq -o "$T_WORK/strace" -e trace=sendto -e inject=sendto:signal=KILL:when=1 \
     "$OHBOX_BIN" --root "$T_ROOT" rm -f "$id"
   assert_eq 137 "$rc" "status of the rm killed mid-way"
-  assert_match "$(grep sendmsg "$T_WORK/strace" | tail -n 1)" 'NFNL_MSG_BATCH_BEGIN' "the syscall it was killed at"
+  assert_match "$(grep sendto "$T_WORK/strace" | tail -n 1)" 'NFNL_MSG_BATCH_BEGIN' "the syscall it was killed at"
   assert_contains "$(nft list map inet ohbox pub4)" "127.0.0.1 . tcp . $port :" "the element before the transaction"
   assert_ok ohbox rm -f "$id"
   assert_not_contains "$(nft list map inet ohbox pub4)" "127.0.0.1 . tcp . $port :" "the element after the next rm"

@@ -692,6 +692,14 @@ ohbox_state_reconcile (struct ohbox_runtime *rt, const char *id, int dirfd, bool
           *ret_removed = rm;
           return 0;
         }
+      if (tlock < 0 && (*err)->errno_value == ENOENT && !still_named (rt, id, dirfd))
+        {
+          /* Its teardown finished meanwhile and removed the directory
+           * (the lock file cannot be made in it any more): gone. */
+          ohbox_error_release (err);
+          *ret_removed = true;
+          return 0;
+        }
       if (tlock < 0)
         return -1;
       *ret_removed = rm;

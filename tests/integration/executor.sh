@@ -31,7 +31,9 @@ key=key-$RANDOM-$RANDOM
 export SESSION_API_KEY=$key NO_CHANGE_TIMEOUT_SECONDS=2
 
 # launch: starts the executor (environment as given) on $port; sets pid.
+# Each launch has its own log ($log): a failure shows the right one.
 launch() {
+  log=$tmp/executor.$((++launches)).log
   if [ "$(id -u)" = 0 ] && unshare -m true 2>/dev/null; then
     cp /etc/passwd /etc/group "$tmp/"
     if [ -e /etc/shadow ]; then cp /etc/shadow "$tmp/shadow"; else : >"$tmp/shadow"; fi
@@ -43,11 +45,11 @@ launch() {
       mount --bind "$t/passwd" /etc/passwd && mount --bind "$t/group" /etc/group &&
       { [ ! -e /etc/shadow ] || mount --bind "$t/shadow" /etc/shadow; } && mount -t tmpfs tmpfs /home && exec "$@"' \
       sh "$tmp" "$exe" "$port" --working-dir "$work" --plugins agent_skills jupyter --username "$user" \
-      --user-id "$uid" --no-enable-browser >"$tmp/executor.log" 2>&1 &
+      --user-id "$uid" --no-enable-browser >"$log" 2>&1 &
     pid=$!
     echo "# running as root: shell user $user (uid $uid), private /etc/passwd"
   else
-    "$exe" "$port" --working-dir "$work" --username "$(id -un)" --user-id "$(id -u)" >"$tmp/executor.log" 2>&1 &
+    "$exe" "$port" --working-dir "$work" --username "$(id -un)" --user-id "$(id -u)" >"$log" 2>&1 &
     pid=$!
   fi
 
@@ -58,6 +60,7 @@ launch() {
   done
 }
 
+launches=0
 launch
 start=$SECONDS
 /usr/bin/python3 "$src/tests/executor/client.py" "http://127.0.0.1:$port" "$key" "$work" http run files ipython
@@ -80,7 +83,9 @@ if ! kill -0 "$pid" 2>/dev/null; then
   rc=1
 fi
 if [ $rc -ne 0 ]; then
-  echo "---- executor log"
-  tail -n 30 "$tmp/executor.log"
+  for l in "$tmp"/executor.*.log; do
+    echo "---- $(basename "$l")"
+    tail -n 30 "$l"
+  done
 fi
 exit $rc

@@ -20,7 +20,7 @@ FUZZ_LIB_SRCS = \
 	src/libohbox/registry/authfile.c src/libohbox/registry/auth_challenge.c \
 	src/libohbox/image/layer.c src/libohbox/image/layer_stream.c src/libohbox/common/dl.c src/libohbox/common/dl_archive.c src/libohbox/common/dl_crypto.c \
 	src/libohbox/security/seccomp.c src/libohbox/security/seccomp_bpf.c src/libohbox/security/capabilities.c \
-	oci/image_spec.c executor/archive.c executor/cmdsplit.c
+	oci/image_spec.c executor/archive.c executor/cmdsplit.c executor/obs.c
 # A change to any of these rebuilds every object (simpler than per-file
 # dependencies, and a full rebuild takes well under a minute).
 FUZZ_LIB_HDRS = \
@@ -28,7 +28,7 @@ FUZZ_LIB_HDRS = \
 	src/libohbox/registry/reference.h src/libohbox/registry/registries_conf.h src/libohbox/common/toml_subset.h \
 	src/libohbox/registry/authfile.h src/libohbox/registry/auth_challenge.h src/libohbox/image/layer.h src/libohbox/image/layer_stream.h \
 	src/libohbox/common/dl.h src/libohbox/common/dl_archive.h src/libohbox/common/dl_crypto.h src/libohbox/security/seccomp.h src/libohbox/security/seccomp_internal.h src/libohbox/security/capabilities.h \
-	oci/image_spec.h executor/executor.h executor/server.h executor/cmdsplit.h \
+	oci/image_spec.h executor/executor.h executor/server.h executor/cmdsplit.h executor/obs.h \
 	seccomp-profiles/default.json
 FUZZ_TARGET_SRCS = fuzz/fuzz.h fuzz/escape-check.h \
 	fuzz/fuzz-reference.c fuzz/fuzz-oci.c fuzz/fuzz-auth-challenge.c fuzz/fuzz-authfile.c \

@@ -66,7 +66,8 @@ test_installed_files ()
 test_exported_symbols ()
 {
   local hdr syms
-  hdr=$(grep -oE '^[a-z][a-z_ *]*\b(ohbox_[a-z0-9_]+) \(' "$INST$PREFIX/include/ohbox.h" |
+  # (indented inside the header's extern "C" block, as clang-format puts it)
+  hdr=$(grep -oE '^[[:space:]]*[a-z][a-z_ *]*\b(ohbox_[a-z0-9_]+) \(' "$INST$PREFIX/include/ohbox.h" |
     sed -E 's/.*\b(ohbox_[a-z0-9_]+) \($/\1/' | sort)
   syms=$(nm -D --defined-only "$INST$LIBDIR/libohbox.so" | awk '$2 != "A" {print $3}' | sed 's/@.*//' | sort)
   assert_ne "$hdr" "" "functions found in ohbox.h"

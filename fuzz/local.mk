@@ -44,8 +44,9 @@ FUZZ_LIBS = $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(MINIZIP_LIBS) $(CRYPTO_LIBS) $(SEC
 EXTRA_DIST += $(FUZZ_TARGET_SRCS) fuzz/gen-corpus.py fuzz/corpus tests/fuzz-regressions
 
 if HAVE_CLANG
-# Objects: those whose source is newer than them, or all when a header changed.
-fuzz/obj/libfuzz.a: $(FUZZ_LIB_SRCS) $(FUZZ_LIB_HDRS)
+# Objects: those whose source is newer than them, or all when a header changed
+# (and the missing ones when the list above changed: hence Makefile).
+fuzz/obj/libfuzz.a: $(FUZZ_LIB_SRCS) $(FUZZ_LIB_HDRS) Makefile
 	@mkdir -p fuzz/obj
 	@all=no; for h in $(FUZZ_LIB_HDRS); do \
 	  f=$(top_srcdir)/$$h; test -f $$f || f=$$h; \

@@ -361,5 +361,7 @@ const char *oci_namespace_name (int type);
  * a user namespace mapping the caller's uid and gid to root, no network
  * namespace of its own and no cgroup mount, as runc's --rootless. */
 json_t *oci_runtime_spec_default (bool rootless, uid_t uid, gid_t gid);
+/* A JSON array of the strings of V (NULL-terminated). */
+json_t *oci_json_strings (const char *const *v);
 
 #endif

@@ -16,8 +16,8 @@ mount_entry (const char *dest, const char *type, const char *source, const char 
   return json_pack ("{s:s, s:s, s:s, s:o}", "destination", dest, "type", type, "source", source, "options", opts);
 }
 
-static json_t *
-strings (const char *const *v)
+json_t *
+oci_json_strings (const char *const *v)
 {
   json_t *a = json_array ();
   for (size_t i = 0; v[i]; i++)
@@ -54,8 +54,8 @@ oci_runtime_spec_default (bool rootless, uid_t uid, gid_t gid)
   static const char *const o_sys_rootless[] = { "rbind", "nosuid", "noexec", "nodev", "ro", NULL };
   static const char *const o_cgroup[] = { "nosuid", "noexec", "nodev", "relatime", "ro", NULL };
 
-  json_t *capset = json_pack ("{s:o, s:o, s:o}", "bounding", strings (caps), "effective", strings (caps), "permitted",
-                              strings (caps));
+  json_t *capset = json_pack ("{s:o, s:o, s:o}", "bounding", oci_json_strings (caps), "effective",
+                              oci_json_strings (caps), "permitted", oci_json_strings (caps));
   json_t *process = json_pack ("{s:b, s:{s:i, s:i}, s:[s], s:[s, s], s:s, s:o, s:[{s:s, s:i, s:i}], s:b}", "terminal",
                                1, "user", "uid", 0, "gid", 0, "args", "sh", "env",
                                "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin", "TERM=xterm", "cwd",
@@ -82,8 +82,8 @@ oci_runtime_spec_default (bool rootless, uid_t uid, gid_t gid)
   for (const char *const *n = rootless ? ns_rootless : ns_root; *n; n++)
     json_array_append_new (ns, json_pack ("{s:s}", "type", *n));
 
-  json_t *lx = json_pack ("{s:o, s:o, s:o}", "namespaces", ns, "maskedPaths", strings (masked), "readonlyPaths",
-                          strings (readonly));
+  json_t *lx = json_pack ("{s:o, s:o, s:o}", "namespaces", ns, "maskedPaths", oci_json_strings (masked),
+                          "readonlyPaths", oci_json_strings (readonly));
   if (rootless)
     {
       json_object_set_new (lx, "uidMappings",

@@ -260,15 +260,6 @@ cmd_spec (int argc, char **argv)
   return 0;
 }
 
-static json_t *
-strings (const char *const *v)
-{
-  json_t *a = json_array ();
-  for (size_t i = 0; v[i]; i++)
-    json_array_append_new (a, json_string (v[i]));
-  return a;
-}
-
 /* The capabilities ohbox knows (capability(7)'s, up to the kernel's last). */
 static json_t *
 capability_names (void)
@@ -337,17 +328,19 @@ cmd_features (int argc, char **argv)
                                                "nodev", "noexec", "private", "rprivate", NULL };
   static const char *const namespaces[] = { "cgroup", "ipc", "mount", "network", "pid", "user", "uts", NULL };
   json_t *seccomp = json_pack ("{s:b, s:o, s:o, s:o, s:o, s:o}", "enabled", 1, "actions",
-                               strings (oci_seccomp_action_names), "operators", strings (oci_seccomp_operator_names),
-                               "archs", strings (oci_seccomp_arch_names), "knownFlags",
-                               strings (oci_seccomp_flag_names), "supportedFlags", strings (oci_seccomp_flag_names));
+                               oci_json_strings (oci_seccomp_action_names), "operators",
+                               oci_json_strings (oci_seccomp_operator_names), "archs",
+                               oci_json_strings (oci_seccomp_arch_names), "knownFlags",
+                               oci_json_strings (oci_seccomp_flag_names), "supportedFlags",
+                               oci_json_strings (oci_seccomp_flag_names));
   json_t *linux_features = json_pack (
     "{s:o, s:o, s:{s:b, s:b, s:b, s:b, s:b}, s:o, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:{s:b}}}", "namespaces",
-    strings (namespaces), "capabilities", capability_names (), "cgroup", "v1", 1, "v2", 1, "systemd", 0, "systemdUser",
-    0, "rdma", 0, "seccomp", seccomp, "apparmor", "enabled", 0, "selinux", "enabled", 0, "intelRdt", "enabled", 0,
-    "mountExtensions", "idmap", "enabled", 0);
+    oci_json_strings (namespaces), "capabilities", capability_names (), "cgroup", "v1", 1, "v2", 1, "systemd", 0,
+    "systemdUser", 0, "rdma", 0, "seccomp", seccomp, "apparmor", "enabled", 0, "selinux", "enabled", 0, "intelRdt",
+    "enabled", 0, "mountExtensions", "idmap", "enabled", 0);
   json_t *j = json_pack ("{s:s, s:s, s:o, s:o, s:o, s:{}}", "ociVersionMin", OCI_RUNTIME_SPEC_VERSION_MIN,
-                         "ociVersionMax", OCI_RUNTIME_SPEC_VERSION, "hooks", strings (hooks), "mountOptions",
-                         strings (mount_options), "linux", linux_features, "annotations");
+                         "ociVersionMax", OCI_RUNTIME_SPEC_VERSION, "hooks", oci_json_strings (hooks), "mountOptions",
+                         oci_json_strings (mount_options), "linux", linux_features, "annotations");
   char *text = j ? json_dumps (j, JSON_INDENT (2)) : NULL;
   json_decref (j);
   if (text == NULL)

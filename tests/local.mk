@@ -35,7 +35,7 @@ tests_unit_test_store_SOURCES = tests/unit/test-store.c tests/unit/unit.h
 tests_unit_test_store_CFLAGS = $(UNIT_CFLAGS)
 tests_unit_test_store_LDADD = $(UNIT_LDADD)
 
-EXTRA_DIST += tests/run-tests.sh tests/lib tests/integration tests/fixtures tests/mutate.sh tests/mutations
+EXTRA_DIST += tests/run-tests.sh tests/durations tests/lib tests/integration tests/fixtures tests/mutate.sh tests/mutations
 
 check-local: $(check_PROGRAMS) $(bin_PROGRAMS)
 	@OHBOX_BUILDDIR=$(abs_top_builddir) OHBOX_SRCDIR=$(abs_top_srcdir) \

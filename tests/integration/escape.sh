@@ -25,6 +25,7 @@
 #   rootless refusal of --network host is policy.sh's
 #   rootless_runtime_host_network_refused. An image that only claims to be a
 #   runtime image: build-push.sh's label_is_not_a_runtime_image.
+# run-tests: lock=users
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"

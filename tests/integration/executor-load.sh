@@ -19,6 +19,7 @@
 #    bash builtin: no fork needed) answer within seconds: the executor
 #    creates no task per connection or request (executor/README.md).
 # Figures go to the log as "# figures: {...}" lines (OHBOX_TEST_KEEP=1 keeps it).
+# run-tests: alone
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/images.sh"
 . "$T_LIB/ohbox.sh"

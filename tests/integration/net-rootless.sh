@@ -7,6 +7,7 @@
 #
 # NETWORK RULE: traffic only to 127.0.0.1 and to 198.51.100.0/30 inside a
 # namespace this script makes.
+# run-tests: host-network lock=users
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/images.sh"
 

@@ -13,6 +13,7 @@
 # helper a runtime sandbox refused and an ordinary one on loopback only.
 #
 # NETWORK RULE: traffic only to 127.0.0.1 and to the sandboxes made here.
+# run-tests: host-network lock=users
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/images.sh"
 

@@ -9,6 +9,7 @@
 # the one cgroup warning when limits are asked on this hybrid host.
 #
 # NETWORK RULE: traffic only to 127.0.0.1.
+# run-tests: host-network lock=users
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"

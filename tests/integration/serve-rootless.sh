@@ -6,6 +6,7 @@
 # pool; afterwards no process of the user is left and no state.
 #
 # NETWORK RULE: traffic only to 127.0.0.1.
+# run-tests: host-network lock=users
 . "$(dirname "$0")/../lib/common.sh"
 . "$T_LIB/registry.sh"
 . "$T_LIB/images.sh"

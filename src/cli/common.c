@@ -358,6 +358,43 @@ cli_common_option (int opt, const char *arg, struct cli_common_args *a)
     }
 }
 
+/* The options cli_common_option parses (those of the registry only where
+ * the command has them). */
+static bool
+is_common_option (int opt, const struct cli_common_args *a)
+{
+  if (opt == CLI_OPT_FORMAT || opt == 'q')
+    return true;
+  return a->registry && opt >= CLI_OPT_CREDS && opt <= CLI_OPT_TLS_VERIFY;
+}
+
+int
+cli_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, const char *help,
+                 struct cli_common_args *co, int *rc)
+{
+  *rc = 0;
+  for (;;)
+    {
+      int c = getopt_long (argc, argv, shortopts, opts, NULL);
+      if (c == 'h')
+        {
+          fputs (help, stdout);
+          *rc = 0;
+          return CLI_OPT_RETURN;
+        }
+      if (c == '?')
+        {
+          *rc = cli_usage_error ("invalid option");
+          return CLI_OPT_RETURN;
+        }
+      if (co == NULL || !is_common_option (c, co))
+        return c;
+      *rc = cli_common_option (c, optarg, co);
+      if (*rc != 0)
+        return CLI_OPT_RETURN;
+    }
+}
+
 int
 cli_open_store_no_args (int argc, char **argv, struct ohbox_store **ret)
 {

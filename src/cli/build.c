@@ -113,12 +113,10 @@ cli_build (int argc, char **argv)
     return cli_usage_error ("expected exactly one BASE-IMAGE");
   const char *base = argv[optind];
 
-  po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  rc = cli_registry_prepare (&ra, true, &conf);
+  rc = cli_pull_prepare (&ra, &po, &conf);
   if (rc != 0)
     return rc;
-  po.conf = conf;
   bo.pull = &po;
   bo.notice = print_notice;
 

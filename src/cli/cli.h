@@ -121,6 +121,12 @@ struct ohbox_registries_conf;
  * exit code of the error (cli_fail). Freed by cli_registry_release. */
 int cli_registry_prepare (struct cli_registry_args *a, bool with_conf, struct ohbox_registries_conf **ret_conf);
 void cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf);
+struct ohbox_pull_options;
+/* For a command that pulls (pull, build, serve): cli_registry_prepare with
+ * registries.conf, and PO given the conf and whether --tls-verify was
+ * given (an explicit one wins over the conf's insecure registries). */
+int cli_pull_prepare (struct cli_registry_args *a, struct ohbox_pull_options *po,
+                      struct ohbox_registries_conf **ret_conf);
 
 /* The options several commands share, parsed in one place (common.c):
  * --format, -q/--quiet and, where REGISTRY is set, the registry options. A

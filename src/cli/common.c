@@ -330,6 +330,15 @@ cli_registry_prepare (struct cli_registry_args *a, bool with_conf, struct ohbox_
   return 0;
 }
 
+int
+cli_pull_prepare (struct cli_registry_args *a, struct ohbox_pull_options *po, struct ohbox_registries_conf **ret_conf)
+{
+  po->tls_verify_explicit = a->tls_verify_explicit;
+  int rc = cli_registry_prepare (a, true, ret_conf);
+  po->conf = *ret_conf;
+  return rc;
+}
+
 void
 cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf)
 {

@@ -95,12 +95,10 @@ cli_pull (int argc, char **argv)
     return cli_usage_error ("expected exactly one IMAGE");
   const char *image = argv[optind];
 
-  po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  rc = cli_registry_prepare (&ra, true, &conf);
+  rc = cli_pull_prepare (&ra, &po, &conf);
   if (rc != 0)
     return rc;
-  po.conf = conf;
   rc = cli_pull_image (image, &po, co.format, co.quiet, NULL);
   cli_registry_release (&ra, conf);
   return rc;

@@ -8,32 +8,29 @@
 
 #include "cli.h"
 
-static void
-build_usage (FILE *out)
-{
-  fprintf (out, "Usage: ohbox build [OPTIONS] BASE-IMAGE\n\n"
-                "Build (or reuse) the runtime image for BASE-IMAGE: the base plus the executor with its\n"
-                "libraries (and a static bash when the base has none), tagged in the runtime repository\n"
-                "with the versioned, lock and source tags. Prints the path taken: reuse, from-lock,\n"
-                "from-versioned or from-scratch.\n\n"
-                "Options:\n"
-                "  --runtime-repo REPO      repository of the tags (default " OHBOX_BUILD_DEFAULT_REPO "); with a\n"
-                "                           registry host, lock and versioned snapshots are pulled from it\n"
-                "  --force-rebuild          build from scratch\n"
-                "  --no-pull                never contact a registry\n"
-                "  --executor FILE          the ohbox-executor binary (default: installed, or $OHBOX_EXECUTOR)\n"
-                "  --executor-src DIR       the executor source tree (default: installed, or $OHBOX_EXECUTOR_SRCDIR)\n"
-                "  --bash FILE              static bash layered into bases without one (default /bin/bash-static)\n"
-                "  --creds USER:PASS        credentials for the registries\n"
-                "  --authfile FILE          auth.json with credentials\n"
-                "  --cert-dir DIR           CA certificates (*.crt) and client certificates\n"
-                "  --tls-verify=BOOL        verify TLS and require HTTPS (default true)\n"
-                "  --max-image-size BYTES   limit on a pulled image's layers, uncompressed (default 64 GiB)\n"
-                "  --pull-timeout DURATION  give up a pull whose registry part takes longer (default 30m; 0: never)\n"
-                "  -q, --quiet              print only the image name\n"
-                "  --format json            print the result as JSON\n"
-                "  -h, --help               this help\n");
-}
+static const char build_help[] =
+  "Usage: ohbox build [OPTIONS] BASE-IMAGE\n\n"
+  "Build (or reuse) the runtime image for BASE-IMAGE: the base plus the executor with its\n"
+  "libraries (and a static bash when the base has none), tagged in the runtime repository\n"
+  "with the versioned, lock and source tags. Prints the path taken: reuse, from-lock,\n"
+  "from-versioned or from-scratch.\n\n"
+  "Options:\n"
+  "  --runtime-repo REPO      repository of the tags (default " OHBOX_BUILD_DEFAULT_REPO "); with a\n"
+  "                           registry host, lock and versioned snapshots are pulled from it\n"
+  "  --force-rebuild          build from scratch\n"
+  "  --no-pull                never contact a registry\n"
+  "  --executor FILE          the ohbox-executor binary (default: installed, or $OHBOX_EXECUTOR)\n"
+  "  --executor-src DIR       the executor source tree (default: installed, or $OHBOX_EXECUTOR_SRCDIR)\n"
+  "  --bash FILE              static bash layered into bases without one (default /bin/bash-static)\n"
+  "  --creds USER:PASS        credentials for the registries\n"
+  "  --authfile FILE          auth.json with credentials\n"
+  "  --cert-dir DIR           CA certificates (*.crt) and client certificates\n"
+  "  --tls-verify=BOOL        verify TLS and require HTTPS (default true)\n"
+  "  --max-image-size BYTES   limit on a pulled image's layers, uncompressed (default 64 GiB)\n"
+  "  --pull-timeout DURATION  give up a pull whose registry part takes longer (default 30m; 0: never)\n"
+  "  -q, --quiet              print only the image name\n"
+  "  --format json            print the result as JSON\n"
+  "  -h, --help               this help\n";
 
 static void
 print_notice (void *ud, const char *msg)
@@ -77,8 +74,8 @@ cli_build (int argc, char **argv)
   struct cli_registry_args ra = { .ro = &po.registry };
   struct cli_common_args co = { .registry = &ra };
   ohbox_error_t err = NULL;
-  int c;
-  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "qh", opts, build_help, &co, &rc)) >= 0)
     {
       switch (c)
         {
@@ -108,27 +105,18 @@ cli_build (int argc, char **argv)
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
             return cli_usage_error ("--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
           break;
-        case 'h':
-          build_usage (stdout);
-          return 0;
-        default:
-          {
-            int r = cli_common_option (c, optarg, &co);
-            if (r != 0)
-              return r;
-          }
         }
     }
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (optind + 1 != argc)
     return cli_usage_error ("expected exactly one BASE-IMAGE");
   const char *base = argv[optind];
 
-  po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  int rc = cli_registry_prepare (&ra, true, &conf);
+  rc = cli_pull_prepare (&ra, &po, &conf);
   if (rc != 0)
     return rc;
-  po.conf = conf;
   bo.pull = &po;
   bo.notice = print_notice;
 

@@ -61,34 +61,24 @@ cli_check (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
+  static const char help[] = "Usage: ohbox check [--repair] [--format json]\n\n"
+                             "Check the store (blobs against their digests, partial downloads, half-unpacked\n"
+                             "layers, unreferenced blobs and layers, names and image records, stale locks,\n"
+                             "half-made build files) and the sandboxes' state (dead monitors, leftover\n"
+                             "cgroups, veths, leases and mounts). --repair fixes what can be fixed.\n"
+                             "Waits for other ohbox processes using the store.\n\n"
+                             "Exit status: 0 consistent (or everything repaired), 6 findings remain,\n"
+                             "other codes as ohbox(1) when the check itself failed.\n";
   struct cli_common_args co = { 0 };
   bool repair = false;
-  int c;
-  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'r':
-        repair = true;
-        break;
-      case 'h':
-        printf ("Usage: ohbox check [--repair] [--format json]\n\n"
-                "Check the store (blobs against their digests, partial downloads, half-unpacked\n"
-                "layers, unreferenced blobs and layers, names and image records, stale locks,\n"
-                "half-made build files) and the sandboxes' state (dead monitors, leftover\n"
-                "cgroups, veths, leases and mounts). --repair fixes what can be fixed.\n"
-                "Waits for other ohbox processes using the store.\n\n"
-                "Exit status: 0 consistent (or everything repaired), 6 findings remain,\n"
-                "other codes as ohbox(1) when the check itself failed.\n");
-        return 0;
-      default:
-        {
-          int r = cli_common_option (c, optarg, &co);
-          if (r != 0)
-            return r;
-        }
-      }
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "h", opts, help, &co, &rc)) >= 0)
+    if (c == 'r')
+      repair = true;
+  if (c == CLI_OPT_RETURN)
+    return rc;
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store_no_args (argc, argv, &store);
+  rc = cli_open_store_no_args (argc, argv, &store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;

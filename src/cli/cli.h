@@ -121,6 +121,12 @@ struct ohbox_registries_conf;
  * exit code of the error (cli_fail). Freed by cli_registry_release. */
 int cli_registry_prepare (struct cli_registry_args *a, bool with_conf, struct ohbox_registries_conf **ret_conf);
 void cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf);
+struct ohbox_pull_options;
+/* For a command that pulls (pull, build, serve): cli_registry_prepare with
+ * registries.conf, and PO given the conf and whether --tls-verify was
+ * given (an explicit one wins over the conf's insecure registries). */
+int cli_pull_prepare (struct cli_registry_args *a, struct ohbox_pull_options *po,
+                      struct ohbox_registries_conf **ret_conf);
 
 /* The options several commands share, parsed in one place (common.c):
  * --format, -q/--quiet and, where REGISTRY is set, the registry options. A
@@ -148,6 +154,21 @@ struct cli_common_args
 /* 0 when OPT was one of the common options, else the exit code: a usage
  * error for an option the command does not take either. */
 int cli_common_option (int opt, const char *arg, struct cli_common_args *a);
+/* A command's option loop, with what every command answers the same way:
+ * -h/--help prints HELP on stdout, an option getopt rejected is a usage
+ * error ("invalid option") and, where CO is set, the common options above
+ * (those CO's command lists) are stored in CO. Returns the next option for
+ * the command's own switch, -1 after the last, or CLI_OPT_RETURN: the
+ * command returns *RC now (0 after --help, else the error's exit code).
+ * *RC is 0 whenever the command goes on.
+ *   while ((c = cli_next_option (argc, argv, "h", opts, help, &co, &rc)) >= 0)
+ *     switch (c) { ...the command's options... }
+ *   if (c == CLI_OPT_RETURN)
+ *     return rc; */
+#define CLI_OPT_RETURN (-2)
+struct option;
+int cli_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, const char *help,
+                     struct cli_common_args *co, int *rc);
 /* For a command that takes no arguments after its options: a usage error
  * for one, else the store opened (cli_open_store). */
 int cli_open_store_no_args (int argc, char **argv, struct ohbox_store **ret);

@@ -330,6 +330,15 @@ cli_registry_prepare (struct cli_registry_args *a, bool with_conf, struct ohbox_
   return 0;
 }
 
+int
+cli_pull_prepare (struct cli_registry_args *a, struct ohbox_pull_options *po, struct ohbox_registries_conf **ret_conf)
+{
+  po->tls_verify_explicit = a->tls_verify_explicit;
+  int rc = cli_registry_prepare (a, true, ret_conf);
+  po->conf = *ret_conf;
+  return rc;
+}
+
 void
 cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf *conf)
 {
@@ -355,6 +364,43 @@ cli_common_option (int opt, const char *arg, struct cli_common_args *a)
       if (r == 1)
         return 0;
       return r == 0 ? cli_usage_error ("invalid option") : r;
+    }
+}
+
+/* The options cli_common_option parses (those of the registry only where
+ * the command has them). */
+static bool
+is_common_option (int opt, const struct cli_common_args *a)
+{
+  if (opt == CLI_OPT_FORMAT || opt == 'q')
+    return true;
+  return a->registry && opt >= CLI_OPT_CREDS && opt <= CLI_OPT_TLS_VERIFY;
+}
+
+int
+cli_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, const char *help,
+                 struct cli_common_args *co, int *rc)
+{
+  *rc = 0;
+  for (;;)
+    {
+      int c = getopt_long (argc, argv, shortopts, opts, NULL);
+      if (c == 'h')
+        {
+          fputs (help, stdout);
+          *rc = 0;
+          return CLI_OPT_RETURN;
+        }
+      if (c == '?')
+        {
+          *rc = cli_usage_error ("invalid option");
+          return CLI_OPT_RETURN;
+        }
+      if (co == NULL || !is_common_option (c, co))
+        return c;
+      *rc = cli_common_option (c, optarg, co);
+      if (*rc != 0)
+        return CLI_OPT_RETURN;
     }
 }
 

@@ -8,17 +8,13 @@
 
 #include "cli.h"
 
-static void
-images_usage (FILE *out)
-{
-  fprintf (out, "Usage: ohbox images [OPTIONS]\n\n"
-                "List the images in the store, one row per name.\n\n"
-                "Options:\n"
-                "  --format table|json  output format (default table)\n"
-                "  -q, --quiet          print only image ids\n"
-                "  --digests            add a DIGEST column\n"
-                "  -h, --help           this help\n");
-}
+static const char images_help[] = "Usage: ohbox images [OPTIONS]\n\n"
+                                  "List the images in the store, one row per name.\n\n"
+                                  "Options:\n"
+                                  "  --format table|json  output format (default table)\n"
+                                  "  -q, --quiet          print only image ids\n"
+                                  "  --digests            add a DIGEST column\n"
+                                  "  -h, --help           this help\n";
 
 /* "3 days ago" from an RFC 3339 time; "" when unknown. */
 static void
@@ -69,26 +65,15 @@ cli_images (int argc, char **argv)
   };
   struct cli_common_args co = { 0 };
   bool digests = false;
-  int c;
-  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'd':
-        digests = true;
-        break;
-      case 'h':
-        images_usage (stdout);
-        return 0;
-      default:
-        {
-          int r = cli_common_option (c, optarg, &co);
-          if (r != 0)
-            return r;
-        }
-      }
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "qh", opts, images_help, &co, &rc)) >= 0)
+    if (c == 'd')
+      digests = true;
+  if (c == CLI_OPT_RETURN)
+    return rc;
 
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store_no_args (argc, argv, &store);
+  rc = cli_open_store_no_args (argc, argv, &store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;

@@ -34,29 +34,23 @@ cli_inspect (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  int c;
+  static const char help[] = "Usage: ohbox inspect [--format json] IMAGE|SANDBOX...\n\n"
+                             "Print the image's record, manifest and config facts as a JSON array.\n"
+                             "IMAGE is a name, an id, or a unique id prefix of at least 4 hex digits.\n"
+                             "What names no image may name a sandbox: its state as `ohbox ps --format\n"
+                             "json` shows it (with its devices, labels and annotations).\n";
+  int c, rc;
   enum cli_format format = CLI_FORMAT_JSON;
-  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'f':
-        if (cli_parse_format (optarg, &format) < 0 || format != CLI_FORMAT_JSON)
-          return cli_usage_error ("--format takes json, not `%s`", optarg);
-        break;
-      case 'h':
-        printf ("Usage: ohbox inspect [--format json] IMAGE|SANDBOX...\n\n"
-                "Print the image's record, manifest and config facts as a JSON array.\n"
-                "IMAGE is a name, an id, or a unique id prefix of at least 4 hex digits.\n"
-                "What names no image may name a sandbox: its state as `ohbox ps --format\n"
-                "json` shows it (with its devices, labels and annotations).\n");
-        return 0;
-      default:
-        return cli_usage_error ("invalid option");
-      }
+  /* (--format is its own: it takes json only) */
+  while ((c = cli_next_option (argc, argv, "h", opts, help, NULL, &rc)) >= 0)
+    if (c == 'f' && (cli_parse_format (optarg, &format) < 0 || format != CLI_FORMAT_JSON))
+      return cli_usage_error ("--format takes json, not `%s`", optarg);
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (optind >= argc)
     return cli_usage_error ("expected an IMAGE");
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store (&store);
+  rc = cli_open_store (&store);
   if (rc)
     return rc;
   json_t *out = json_array ();

@@ -42,27 +42,23 @@ session_close (struct session *s)
   ohbox_store_close (s->store);
 }
 
-/* Parses the options of a command taking SANDBOX... and a help text. */
+/* Parses the options of a command taking SANDBOX... and a help text: the
+ * exit code to return now (after --help, or a usage error), else -1. */
 static int
 simple_opts (int argc, char **argv, const char *help, const char *shortopts, const struct option *longopts,
              int (*on_opt) (int c, const char *arg, void *data), void *data)
 {
-  int c;
-  while ((c = getopt_long (argc, argv, shortopts, longopts, NULL)) != -1)
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, shortopts, longopts, help, NULL, &rc)) >= 0)
     {
-      if (c == 'h')
-        {
-          fputs (help, stdout);
-          return -1;
-        }
       /* ON_OPT returns -1 for a wrong value, -2 when it reported it itself. */
-      int r = c == '?' || on_opt == NULL ? -1 : on_opt (c, optarg, data);
+      int r = on_opt ? on_opt (c, optarg, data) : -1;
       if (r == -1)
         cli_usage_error ("invalid option");
       if (r < 0)
-        return -2;
+        return OHBOX_ERR_USAGE;
     }
-  return 0;
+  return c == CLI_OPT_RETURN ? rc : -1;
 }
 
 /* Runs FN on every SANDBOX argument; prints what the caller names. */
@@ -125,37 +121,21 @@ int
 cli_ps (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "all", no_argument, NULL, 'a' },
-    { "format", required_argument, NULL, 'f' },
-    { "quiet", no_argument, NULL, 'q' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
+    { "all", no_argument, NULL, 'a' },  CLI_FORMAT_OPTION,    CLI_QUIET_OPTION,
+    { "help", no_argument, NULL, 'h' }, { NULL, 0, NULL, 0 },
   };
-  bool all = false, quiet = false;
-  enum cli_format fmt = CLI_FORMAT_TABLE;
-  int c;
-  while ((c = getopt_long (argc, argv, "aqh", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'a':
-        all = true;
-        break;
-      case 'q':
-        quiet = true;
-        break;
-      case 'f':
-        if (cli_format_option (optarg, &fmt) < 0)
-          return OHBOX_ERR_USAGE;
-        break;
-      case 'h':
-        printf ("Usage: ohbox ps [-a|--all] [-q|--quiet] [--format table|json]\n\n"
-                "List running sandboxes (with -a also exited ones).\n");
-        return 0;
-      default:
-        return cli_usage_error ("invalid option");
-      }
+  static const char help[] = "Usage: ohbox ps [-a|--all] [-q|--quiet] [--format table|json]\n\n"
+                             "List running sandboxes (with -a also exited ones).\n";
+  struct cli_common_args co = { 0 };
+  bool all = false;
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "aqh", opts, help, &co, &rc)) >= 0)
+    if (c == 'a')
+      all = true;
+  if (c == CLI_OPT_RETURN)
+    return rc;
   struct session s;
-  int rc = session_open (&s);
+  rc = session_open (&s);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;
@@ -166,7 +146,7 @@ cli_ps (int argc, char **argv)
       session_close (&s);
       return cli_fail (&err);
     }
-  if (fmt == CLI_FORMAT_JSON)
+  if (co.format == CLI_FORMAT_JSON)
     {
       json_t *arr = json_array ();
       for (size_t i = 0; i < n; i++)
@@ -174,7 +154,7 @@ cli_ps (int argc, char **argv)
       cli_print_json (arr);
       json_decref (arr);
     }
-  else if (quiet)
+  else if (co.quiet)
     for (size_t i = 0; i < n; i++)
       printf ("%.12s\n", list[i].id);
   else
@@ -223,8 +203,8 @@ cli_stop (int argc, char **argv)
                        "else SIGTERM) to the command, SIGKILL to everything left after SECONDS\n"
                        "(default 10).\n",
                        "t:h", opts, opt_int, &timeout);
-  if (r < 0)
-    return r == -1 ? 0 : 2;
+  if (r >= 0)
+    return r;
   return for_each_sandbox (argc, argv, do_stop, &timeout, true);
 }
 
@@ -254,8 +234,8 @@ cli_kill (int argc, char **argv)
                        "Usage: ohbox kill [-s|--signal SIGNAL] SANDBOX...\n\n"
                        "Send SIGNAL (name or number, default KILL) to the sandbox's command.\n",
                        "s:h", opts, opt_signal, &sig);
-  if (r < 0)
-    return r == -1 ? 0 : 2;
+  if (r >= 0)
+    return r;
   return for_each_sandbox (argc, argv, do_kill, &sig, true);
 }
 
@@ -289,8 +269,8 @@ cli_rm (int argc, char **argv)
                        "Usage: ohbox rm [-f|--force] SANDBOX...\n\n"
                        "Remove exited sandboxes (with -f, kill running ones first).\n",
                        "fh", opts, opt_flag, &force);
-  if (r < 0)
-    return r == -1 ? 0 : 2;
+  if (r >= 0)
+    return r;
   return for_each_sandbox (argc, argv, do_rm, &force, true);
 }
 
@@ -313,8 +293,8 @@ pause_cmd (int argc, char **argv, bool pause)
                        pause ? "Usage: ohbox pause SANDBOX...\n\nFreeze every process of the sandboxes.\n"
                              : "Usage: ohbox unpause SANDBOX...\n\nThaw paused sandboxes.\n",
                        "h", opts, NULL, NULL);
-  if (r < 0)
-    return r == -1 ? 0 : 2;
+  if (r >= 0)
+    return r;
   return for_each_sandbox (argc, argv, do_pause, &pause, true);
 }
 
@@ -355,8 +335,8 @@ cli_wait (int argc, char **argv)
                        "Usage: ohbox wait SANDBOX...\n\n"
                        "Block until the sandboxes exit; print each exit code.\n",
                        "h", opts, NULL, NULL);
-  if (r < 0)
-    return r == -1 ? 0 : 2;
+  if (r >= 0)
+    return r;
   int code = 0;
   return for_each_sandbox (argc, argv, do_wait, &code, false);
 }
@@ -384,8 +364,8 @@ cli_logs (int argc, char **argv)
                        "Print the output of a detached sandbox (stdout and stderr, merged);\n"
                        "with -f, keep printing until it exits.\n",
                        "fh", opts, opt_flag, &follow);
-  if (r < 0)
-    return r == -1 ? 0 : 2;
+  if (r >= 0)
+    return r;
   if (argc - optind != 1)
     return cli_usage_error ("expected one SANDBOX");
   return for_each_sandbox (argc, argv, do_logs, &follow, false);
@@ -456,8 +436,8 @@ cli_stats (int argc, char **argv)
                        "Usage: ohbox stats [--format table|json] SANDBOX...\n\n"
                        "Print memory, CPU and process counts of sandboxes, from their cgroups.\n",
                        "h", opts, opt_format, &fmt);
-  if (r < 0)
-    return r == -1 ? 0 : 2;
+  if (r >= 0)
+    return r;
   if (fmt == CLI_FORMAT_TABLE)
     printf ("%-12s  %23s  %13s  %s\n", "SANDBOX ID", "MEMORY / LIMIT", "CPU", "PIDS");
   return for_each_sandbox (argc, argv, do_stats, &fmt, false);

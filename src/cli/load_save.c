@@ -8,6 +8,8 @@
 
 #include "cli.h"
 
+/* The options of load (PLATFORM set) and save: the exit code to return now
+ * (after --help, or a usage error), else -1. */
 static int
 simple_options (int argc, char **argv, const char *help, const char **platform)
 {
@@ -16,22 +18,14 @@ simple_options (int argc, char **argv, const char *help, const char **platform)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  int c;
-  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'p':
-        if (platform == NULL)
-          return cli_usage_error ("invalid option --platform");
-        *platform = optarg;
-        break;
-      case 'h':
-        fputs (help, stdout);
-        return -1;
-      default:
-        return cli_usage_error ("invalid option");
-      }
-  return 0;
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "h", opts, help, NULL, &rc)) >= 0)
+    {
+      if (platform == NULL) /* (c is 'p') */
+        return cli_usage_error ("invalid option --platform");
+      *platform = optarg;
+    }
+  return c == CLI_OPT_RETURN ? rc : -1;
 }
 
 int
@@ -43,8 +37,8 @@ cli_load (int argc, char **argv)
                           "Import an image from an OCI image layout, verifying every digest. The image is\n"
                           "named NAME, or localhost/<directory name>:<TAG or latest>.\n",
                           &platform);
-  if (r != 0)
-    return r < 0 ? 0 : r;
+  if (r >= 0)
+    return r;
   if (optind >= argc || argc - optind > 2)
     return cli_usage_error ("expected oci:DIR[:TAG] and an optional NAME");
   ohbox_error_t err = NULL;
@@ -116,8 +110,8 @@ cli_save (int argc, char **argv)
                           "Export an image as an OCI image layout (read by skopeo and podman as oci:DIR:TAG).\n"
                           "Other images already in DIR are kept; TAG defaults to the image's tag.\n",
                           NULL);
-  if (r != 0)
-    return r < 0 ? 0 : r;
+  if (r >= 0)
+    return r;
   if (argc - optind != 2)
     return cli_usage_error ("expected IMAGE and oci:DIR[:TAG]");
   ohbox_error_t err = NULL;

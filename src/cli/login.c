@@ -79,8 +79,12 @@ cli_login (int argc, char **argv)
   bool password_stdin = false;
   struct ohbox_registry_options ro = { 0 };
   struct cli_registry_args ra = { .ro = &ro };
-  int c;
-  while ((c = getopt_long (argc, argv, "u:p:h", opts, NULL)) != -1)
+  struct cli_common_args co = { .registry = &ra };
+  static const char help[] = "Usage: ohbox login [-u USER] [-p PASS | --password-stdin] [--authfile FILE]\n"
+                             "                   [--cert-dir DIR] [--tls-verify=BOOL] REGISTRY\n\n"
+                             "Check credentials against REGISTRY and store them in auth.json.\n";
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "u:p:h", opts, help, &co, &rc)) >= 0)
     switch (c)
       {
       case 'u':
@@ -92,18 +96,9 @@ cli_login (int argc, char **argv)
       case OPT_PASSWORD_STDIN:
         password_stdin = true;
         break;
-      case 'h':
-        printf ("Usage: ohbox login [-u USER] [-p PASS | --password-stdin] [--authfile FILE]\n"
-                "                   [--cert-dir DIR] [--tls-verify=BOOL] REGISTRY\n\n"
-                "Check credentials against REGISTRY and store them in auth.json.\n");
-        return 0;
-      default:
-        {
-          int r = cli_registry_option (c, optarg, &ra);
-          if (r != 1)
-            return r == 0 ? cli_usage_error ("invalid option") : r;
-        }
       }
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (argc - optind != 1)
     return cli_usage_error ("expected one REGISTRY");
   if (password_arg && password_stdin)
@@ -133,7 +128,6 @@ cli_login (int argc, char **argv)
   struct ohbox_registry *r = NULL;
   if (ohbox_registry_new (ohbox_registry_endpoint_host (host), &ro, &r, &err) < 0)
     return cli_fail (&err);
-  int rc = 0;
   if (ohbox_registry_check_credentials (r, &err) < 0)
     rc = cli_fail (&err);
   ohbox_registry_free (r);
@@ -154,21 +148,15 @@ cli_logout (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
+  static const char help[] = "Usage: ohbox logout [--authfile FILE] REGISTRY\n\n"
+                             "Remove the stored credentials for REGISTRY from auth.json.\n";
   const char *authfile = NULL;
-  int c;
-  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'a':
-        authfile = optarg;
-        break;
-      case 'h':
-        printf ("Usage: ohbox logout [--authfile FILE] REGISTRY\n\n"
-                "Remove the stored credentials for REGISTRY from auth.json.\n");
-        return 0;
-      default:
-        return cli_usage_error ("invalid option");
-      }
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "h", opts, help, NULL, &rc)) >= 0)
+    if (c == 'a')
+      authfile = optarg;
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (argc - optind != 1)
     return cli_usage_error ("expected one REGISTRY");
   cleanup_free char *host = registry_key (argv[optind]);

@@ -30,6 +30,8 @@ enum
   OPT_FORMAT,
 };
 
+/* The options of a network command (SUBNET, QUIET: NULL where it has none):
+ * the exit code to return now (after --help, or a usage error), else -1. */
 static int
 parse (int argc, char **argv, const char **subnet, bool *quiet, enum cli_format *fmt)
 {
@@ -40,9 +42,9 @@ parse (int argc, char **argv, const char **subnet, bool *quiet, enum cli_format 
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  int c;
+  int c, rc;
   optind = 0; /* (getopt's state from main: reinitialised) */
-  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
+  while ((c = cli_next_option (argc, argv, "qh", opts, network_help, NULL, &rc)) >= 0)
     switch (c)
       {
       case OPT_SUBNET:
@@ -59,13 +61,8 @@ parse (int argc, char **argv, const char **subnet, bool *quiet, enum cli_format 
           return cli_usage_error ("-q is an option of `ls`");
         *quiet = true;
         break;
-      case 'h':
-        fputs (network_help, stdout);
-        return -1;
-      default:
-        return cli_usage_error ("see 'ohbox network --help'");
       }
-  return 0;
+  return c == CLI_OPT_RETURN ? rc : -1;
 }
 
 static void
@@ -97,8 +94,8 @@ network_create (int argc, char **argv)
   const char *subnet = NULL;
   enum cli_format fmt = CLI_FORMAT_TABLE;
   int r = parse (argc, argv, &subnet, NULL, &fmt);
-  if (r != 0)
-    return r < 0 ? 0 : r;
+  if (r >= 0)
+    return r;
   if (argc - optind != 1)
     return cli_usage_error ("give one network name");
   cleanup_error ohbox_error_t err = NULL;
@@ -119,8 +116,8 @@ network_ls (int argc, char **argv)
   bool quiet = false;
   enum cli_format fmt = CLI_FORMAT_TABLE;
   int r = parse (argc, argv, NULL, &quiet, &fmt);
-  if (r != 0)
-    return r < 0 ? 0 : r;
+  if (r >= 0)
+    return r;
   if (argc - optind != 0)
     return cli_usage_error ("takes no arguments");
   cleanup_error ohbox_error_t err = NULL;
@@ -140,8 +137,8 @@ network_inspect (int argc, char **argv)
 {
   enum cli_format fmt = CLI_FORMAT_JSON;
   int r = parse (argc, argv, NULL, NULL, &fmt);
-  if (r != 0)
-    return r < 0 ? 0 : r;
+  if (r >= 0)
+    return r;
   if (argc - optind < 1)
     return cli_usage_error ("give a network name");
   json_t *all = json_array ();
@@ -165,8 +162,8 @@ network_rm (int argc, char **argv)
 {
   enum cli_format fmt = CLI_FORMAT_TABLE;
   int r = parse (argc, argv, NULL, NULL, &fmt);
-  if (r != 0)
-    return r < 0 ? 0 : r;
+  if (r >= 0)
+    return r;
   if (argc - optind < 1)
     return cli_usage_error ("give a network name");
   int rc = 0;

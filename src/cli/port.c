@@ -19,25 +19,17 @@ int
 cli_port (int argc, char **argv)
 {
   static const struct option opts[] = {
-    { "format", required_argument, NULL, 'f' },
+    CLI_FORMAT_OPTION,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
-  enum cli_format fmt = CLI_FORMAT_TABLE;
-  int c;
-  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'f':
-        if (cli_format_option (optarg, &fmt) < 0)
-          return OHBOX_ERR_USAGE;
-        break;
-      case 'h':
-        fputs (port_help, stdout);
-        return 0;
-      default:
-        return cli_usage_error ("see 'ohbox port --help'");
-      }
+  struct cli_common_args co = { 0 };
+  int c, rc;
+  /* (no options of its own: every one is a common one) */
+  while ((c = cli_next_option (argc, argv, "h", opts, port_help, &co, &rc)) >= 0)
+    ;
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (argc - optind < 1 || argc - optind > 2)
     return cli_usage_error ("give a sandbox (and optionally a container port)");
   const char *filter = argc - optind == 2 ? argv[optind + 1] : NULL;
@@ -58,7 +50,6 @@ cli_port (int argc, char **argv)
   struct ohbox_runtime *rt = NULL;
   cleanup_free char *id = NULL;
   json_t *net = NULL;
-  int rc = 0;
   if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
     return cli_fail (&err);
   ohbox_store_unlock (store);
@@ -81,7 +72,7 @@ cli_port (int argc, char **argv)
       continue;
     json_array_append (shown, p);
   }
-  if (fmt == CLI_FORMAT_JSON)
+  if (co.format == CLI_FORMAT_JSON)
     cli_print_json (shown);
   else
     json_array_foreach (shown, i, p)

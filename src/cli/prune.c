@@ -14,26 +14,19 @@ cli_prune (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
+  static const char help[] = "Usage: ohbox prune [--format json]\n\n"
+                             "Remove images no name references, blobs and layers no image uses, partial\n"
+                             "downloads, half-unpacked layers and what an interrupted build left. Waits for\n"
+                             "other ohbox processes using the store.\n";
   struct cli_common_args co = { 0 };
-  int c;
-  while ((c = getopt_long (argc, argv, "h", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'h':
-        printf ("Usage: ohbox prune [--format json]\n\n"
-                "Remove images no name references, blobs and layers no image uses, partial\n"
-                "downloads, half-unpacked layers and what an interrupted build left. Waits for\n"
-                "other ohbox processes using the store.\n");
-        return 0;
-      default:
-        {
-          int r = cli_common_option (c, optarg, &co);
-          if (r != 0)
-            return r;
-        }
-      }
+  int c, rc;
+  /* (no options of its own: every one is a common one) */
+  while ((c = cli_next_option (argc, argv, "h", opts, help, &co, &rc)) >= 0)
+    ;
+  if (c == CLI_OPT_RETURN)
+    return rc;
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store_no_args (argc, argv, &store);
+  rc = cli_open_store_no_args (argc, argv, &store);
   if (rc)
     return rc;
   ohbox_error_t err = NULL;

@@ -11,25 +11,22 @@
 #include "cli.h"
 #include "progress.h"
 
-static void
-pull_usage (FILE *out)
-{
-  fprintf (out, "Usage: ohbox pull [OPTIONS] IMAGE\n\n"
-                "Pull an image from a registry into the store.\n\n"
-                "Options:\n"
-                "  --platform OS/ARCH[/VARIANT]  platform to pull from an index (default: the host's)\n"
-                "  --creds USER:PASS             credentials for the registry\n"
-                "  --authfile FILE               auth.json with credentials\n"
-                "  --cert-dir DIR                CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
-                "  --tls-verify=BOOL             verify TLS and require HTTPS (default true)\n"
-                "  --parallel N                  blob downloads at once (default 6)\n"
-                "  --max-layer-size BYTES        limit on a layer's uncompressed size (default 64 GiB)\n"
-                "  --max-image-size BYTES        limit on the layers' uncompressed size together (default 64 GiB)\n"
-                "  --timeout DURATION            give up when the registry part takes longer (default 30m; 0: never)\n"
-                "  -q, --quiet                   print only the image id\n"
-                "  --format json                 print the result as JSON\n"
-                "  -h, --help                    this help\n");
-}
+static const char pull_help[] =
+  "Usage: ohbox pull [OPTIONS] IMAGE\n\n"
+  "Pull an image from a registry into the store.\n\n"
+  "Options:\n"
+  "  --platform OS/ARCH[/VARIANT]  platform to pull from an index (default: the host's)\n"
+  "  --creds USER:PASS             credentials for the registry\n"
+  "  --authfile FILE               auth.json with credentials\n"
+  "  --cert-dir DIR                CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
+  "  --tls-verify=BOOL             verify TLS and require HTTPS (default true)\n"
+  "  --parallel N                  blob downloads at once (default 6)\n"
+  "  --max-layer-size BYTES        limit on a layer's uncompressed size (default 64 GiB)\n"
+  "  --max-image-size BYTES        limit on the layers' uncompressed size together (default 64 GiB)\n"
+  "  --timeout DURATION            give up when the registry part takes longer (default 30m; 0: never)\n"
+  "  -q, --quiet                   print only the image id\n"
+  "  --format json                 print the result as JSON\n"
+  "  -h, --help                    this help\n";
 
 static int pull_image (const char *image, struct ohbox_pull_options *po, enum cli_format format, bool quiet,
                        struct ohbox_pull_result *ret);
@@ -61,8 +58,8 @@ cli_pull (int argc, char **argv)
   struct ohbox_pull_options po = { 0 };
   struct cli_registry_args ra = { .ro = &po.registry };
   struct cli_common_args co = { .registry = &ra };
-  int c;
-  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "qh", opts, pull_help, &co, &rc)) >= 0)
     {
       switch (c)
         {
@@ -90,27 +87,18 @@ cli_pull (int argc, char **argv)
           if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
             return cli_usage_error ("--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
           break;
-        case 'h':
-          pull_usage (stdout);
-          return 0;
-        default:
-          {
-            int r = cli_common_option (c, optarg, &co);
-            if (r != 0)
-              return r;
-          }
         }
     }
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (optind + 1 != argc)
     return cli_usage_error ("expected exactly one IMAGE");
   const char *image = argv[optind];
 
-  po.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  int rc = cli_registry_prepare (&ra, true, &conf);
+  rc = cli_pull_prepare (&ra, &po, &conf);
   if (rc != 0)
     return rc;
-  po.conf = conf;
   rc = cli_pull_image (image, &po, co.format, co.quiet, NULL);
   cli_registry_release (&ra, conf);
   return rc;

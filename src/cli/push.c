@@ -9,21 +9,18 @@
 
 #include "cli.h"
 
-static void
-push_usage (FILE *out)
-{
-  fprintf (out, "Usage: ohbox push [OPTIONS] IMAGE [DESTINATION]\n\n"
-                "Push an image of the store to a registry (DESTINATION: REGISTRY/REPO:TAG; default: IMAGE's\n"
-                "own name). Blobs the registry has are not sent again.\n\n"
-                "Options:\n"
-                "  --creds USER:PASS   credentials for the registry\n"
-                "  --authfile FILE     auth.json with credentials\n"
-                "  --cert-dir DIR      CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
-                "  --tls-verify=BOOL   verify TLS and require HTTPS (default true)\n"
-                "  -q, --quiet         print only the manifest digest\n"
-                "  --format json       print the result as JSON\n"
-                "  -h, --help          this help\n");
-}
+static const char push_help[] =
+  "Usage: ohbox push [OPTIONS] IMAGE [DESTINATION]\n\n"
+  "Push an image of the store to a registry (DESTINATION: REGISTRY/REPO:TAG; default: IMAGE's\n"
+  "own name). Blobs the registry has are not sent again.\n\n"
+  "Options:\n"
+  "  --creds USER:PASS   credentials for the registry\n"
+  "  --authfile FILE     auth.json with credentials\n"
+  "  --cert-dir DIR      CA certificates (*.crt) and client certificates (*.cert, *.key)\n"
+  "  --tls-verify=BOOL   verify TLS and require HTTPS (default true)\n"
+  "  -q, --quiet         print only the manifest digest\n"
+  "  --format json       print the result as JSON\n"
+  "  -h, --help          this help\n";
 
 int
 cli_push (int argc, char **argv)
@@ -36,24 +33,18 @@ cli_push (int argc, char **argv)
   struct cli_registry_args ra = { .ro = &po.registry };
   struct cli_common_args co = { .registry = &ra };
   ohbox_error_t err = NULL;
-  int c;
-  while ((c = getopt_long (argc, argv, "qh", opts, NULL)) != -1)
-    {
-      if (c == 'h')
-        {
-          push_usage (stdout);
-          return 0;
-        }
-      int r = cli_common_option (c, optarg, &co);
-      if (r != 0)
-        return r;
-    }
+  int c, rc;
+  /* (no options of its own: every one is a common one) */
+  while ((c = cli_next_option (argc, argv, "qh", opts, push_help, &co, &rc)) >= 0)
+    ;
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (optind + 1 != argc && optind + 2 != argc)
     return cli_usage_error ("expected IMAGE [DESTINATION]");
   const char *image = argv[optind];
   const char *dest = optind + 2 == argc ? argv[optind + 1] : NULL;
 
-  int rc = cli_registry_prepare (&ra, false, NULL);
+  rc = cli_registry_prepare (&ra, false, NULL);
   if (rc != 0)
     return rc;
   struct ohbox_store *store = NULL;

@@ -57,26 +57,21 @@ cli_rmi (int argc, char **argv)
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
+  static const char help[] =
+    "Usage: ohbox rmi [-f|--force] IMAGE...\n\n"
+    "Remove image names; an image is removed with its last name, or when given by id\n"
+    "(with --force if it has several names). Blobs and layers no image uses are then removed.\n";
   bool force = false;
-  int c;
-  while ((c = getopt_long (argc, argv, "fh", opts, NULL)) != -1)
-    switch (c)
-      {
-      case 'f':
-        force = true;
-        break;
-      case 'h':
-        printf ("Usage: ohbox rmi [-f|--force] IMAGE...\n\n"
-                "Remove image names; an image is removed with its last name, or when given by id\n"
-                "(with --force if it has several names). Blobs and layers no image uses are then removed.\n");
-        return 0;
-      default:
-        return cli_usage_error ("invalid option");
-      }
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, "fh", opts, help, NULL, &rc)) >= 0)
+    if (c == 'f')
+      force = true;
+  if (c == CLI_OPT_RETURN)
+    return rc;
   if (optind >= argc)
     return cli_usage_error ("expected at least one IMAGE");
   struct ohbox_store *store = NULL;
-  int rc = cli_open_store (&store);
+  rc = cli_open_store (&store);
   if (rc)
     return rc;
   for (int i = optind; i < argc; i++)

@@ -446,12 +446,10 @@ serve_cmd (int argc, char **argv, struct serve_config *cp)
       if (cp->log_fd < 0)
         return cli_usage_error ("--log `%s`: %s", log_file, strerror (errno));
     }
-  cp->pull.tls_verify_explicit = ra.tls_verify_explicit;
   struct ohbox_registries_conf *conf = NULL;
-  rc = cli_registry_prepare (&ra, true, &conf);
+  rc = cli_pull_prepare (&ra, &cp->pull, &conf);
   if (rc != 0)
     return rc;
-  cp->pull.conf = conf;
   cp->store_root = cli_store_root ();
   /* The store exists (and is usable) before anything listens. */
   struct ohbox_store *store = NULL;

@@ -429,15 +429,7 @@ fail_start (struct serve *srv, const char *id, struct reply *out, unsigned statu
 {
   cleanup_free char *tail = log_tail (srv, id);
   reply_error (out, status, NULL, "%s%s%s", what, *tail ? "; the end of its log:\n" : "", tail);
-  pthread_mutex_lock (&srv->reg.lock);
-  struct sbx *s = reg_find (&srv->reg, id);
-  if (s)
-    {
-      reg_unlink (&srv->reg, s);
-      sbx_free (s);
-    }
-  pthread_mutex_unlock (&srv->reg.lock);
-  serve_stop_async (srv, id);
+  serve_drop_sandbox (srv, id);
   record_start (srv, false, false, t0);
 }
 
@@ -691,6 +683,20 @@ body_runtime_id (json_t *body, const char **ret, struct reply *out)
     }
   *ret = json_string_value (v);
   return 0;
+}
+
+void
+serve_drop_sandbox (struct serve *srv, const char *id)
+{
+  pthread_mutex_lock (&srv->reg.lock);
+  struct sbx *s = reg_find (&srv->reg, id);
+  if (s)
+    {
+      reg_unlink (&srv->reg, s);
+      sbx_free (s);
+    }
+  pthread_mutex_unlock (&srv->reg.lock);
+  serve_stop_async (srv, id);
 }
 
 void

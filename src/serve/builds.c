@@ -659,6 +659,21 @@ next_queued (struct builds *bs)
   return found;
 }
 
+/* B, unlinked: its lock (held while it is queued or runs) released. */
+static void
+build_free (struct build *b)
+{
+  if (b->lock_fd >= 0)
+    close (b->lock_fd);
+  free (b->target);
+  json_decref (b->tags);
+  free (b->dir);
+  free (b->error);
+  free (b->image_id);
+  json_decref (b->log);
+  free (b);
+}
+
 /* Finished builds beyond KEEP_FINISHED are forgotten (their images stay). */
 static void
 expire (struct builds *bs)
@@ -670,13 +685,7 @@ expire (struct builds *bs)
       if ((b->status == B_SUCCESS || b->status == B_FAILURE) && ++kept > KEEP_FINISHED)
         {
           *p = b->next;
-          free (b->target);
-          json_decref (b->tags);
-          free (b->dir);
-          free (b->error);
-          free (b->image_id);
-          json_decref (b->log);
-          free (b);
+          build_free (b);
           continue;
         }
       p = &b->next;
@@ -890,15 +899,7 @@ builds_free (struct serve *srv)
           ohbox_rm_rf_at (AT_FDCWD, b->dir, &e);
           ohbox_error_release (&e);
         }
-      if (b->lock_fd >= 0)
-        close (b->lock_fd);
-      free (b->target);
-      json_decref (b->tags);
-      free (b->dir);
-      free (b->error);
-      free (b->image_id);
-      json_decref (b->log);
-      free (b);
+      build_free (b);
     }
   pthread_mutex_destroy (&bs->lock);
   pthread_cond_destroy (&bs->cond);

@@ -173,11 +173,10 @@ completed (void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_Reques
   *con_cls = NULL;
 }
 
-/* Constant time in the length of EXPECTED. */
-static bool
-key_ok (const char *expected, const char *given)
+bool
+serve_key_matches (const char *expected, const char *given)
 {
-  if (given == NULL)
+  if (expected == NULL || *expected == '\0' || given == NULL)
     return false;
   size_t el = strlen (expected), gl = strlen (given);
   unsigned char diff = el != gl;
@@ -234,7 +233,8 @@ begin (struct serve *srv, struct req *rq, struct MHD_Connection *mc, const char 
       return;
     }
   rq->path = xstrdup (url);
-  if (srv->cfg->api_key && !key_ok (srv->cfg->api_key, MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-API-Key")))
+  if (srv->cfg->api_key
+      && !serve_key_matches (srv->cfg->api_key, MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-API-Key")))
     {
       defer (rq, 401, xstrdup ("missing or wrong API key (X-API-Key)"));
       return;

@@ -194,20 +194,6 @@ count_members (struct serve *srv, const char *image, unsigned *ready, unsigned *
         }
 }
 
-static void
-drop_member (struct serve *srv, const char *id)
-{
-  pthread_mutex_lock (&srv->reg.lock);
-  struct sbx *s = reg_find (&srv->reg, id);
-  if (s)
-    {
-      reg_unlink (&srv->reg, s);
-      sbx_free (s);
-    }
-  pthread_mutex_unlock (&srv->reg.lock);
-  serve_stop_async (srv, id);
-}
-
 /* Members found at startup: on standby with the recorded key answers the
  * empty adoption 400 (refused for its body, after the key passed). */
 static void
@@ -245,7 +231,7 @@ probe_members (struct serve *srv)
           pthread_mutex_unlock (&srv->reg.lock);
         }
       else
-        drop_member (srv, id);
+        serve_drop_sandbox (srv, id);
     }
 }
 
@@ -324,7 +310,7 @@ start_member (struct serve *srv, struct pool *p)
       serve_log (srv, json_pack ("{s:s, s:s, s:s}", "event", "pool-start-failed", "image", image, "error",
                                  e ? e->msg : "not a runtime image (ohbox build)"));
       ohbox_error_release (&e);
-      drop_member (srv, id);
+      serve_drop_sandbox (srv, id);
       return -1;
     }
   reg_read_work_hosts (srv, id);

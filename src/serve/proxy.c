@@ -86,19 +86,6 @@ proxy_conn_free (struct proxy_conn *pc)
   free (pc);
 }
 
-/* Constant time in the length of EXPECTED. */
-static bool
-key_matches (const char *expected, const char *given)
-{
-  if (expected == NULL || *expected == '\0' || given == NULL)
-    return false;
-  size_t el = strlen (expected), gl = strlen (given);
-  unsigned char diff = el != gl;
-  for (size_t i = 0; i < el; i++)
-    diff |= (unsigned char) (expected[i] ^ (i < gl ? given[i] : 0));
-  return diff == 0;
-}
-
 /* Hop-by-hop headers (RFC 9110 7.6.1) and what libcurl or libmicrohttpd
  * write themselves. */
 static bool
@@ -156,7 +143,7 @@ proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const
 {
   const char *skey = MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-Session-API-Key");
   const char *akey = MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-API-Key");
-  bool by_api_key = srv->cfg->api_key == NULL || key_matches (srv->cfg->api_key, akey);
+  bool by_api_key = srv->cfg->api_key == NULL || serve_key_matches (srv->cfg->api_key, akey);
   pthread_mutex_lock (&srv->reg.lock);
   struct sbx *s = reg_find (&srv->reg, id);
   if (s == NULL || s->session_id == NULL)
@@ -166,7 +153,7 @@ proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const
       *detail = xasprintf ("no runtime `%.64s` (stopped, or never started here)", id);
       return NULL;
     }
-  bool by_session = key_matches (s->key, skey);
+  bool by_session = serve_key_matches (s->key, skey);
   if (!by_session && !by_api_key)
     {
       pthread_mutex_unlock (&srv->reg.lock);

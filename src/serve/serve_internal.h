@@ -177,6 +177,9 @@ void reply_error (struct reply *out, unsigned status, const char *field, const c
 /* Starting (api.c): the request's sandbox, cold or from a pool; answers
  * OUT. */
 void serve_stop_async (struct serve *srv, const char *id);
+/* Forgets sandbox ID (a failed start, a dead or failed pool member) and
+ * queues its removal. */
+void serve_drop_sandbox (struct serve *srv, const char *id);
 void *serve_remover_main (void *arg);
 
 /* serve.c: BASE of sandbox URLs (cfg's listen port known). */
@@ -187,6 +190,10 @@ int http_start (struct serve *srv, ohbox_error_t *err);
 void http_stop (struct serve *srv);
 /* One JSON log line. */
 void serve_log (struct serve *srv, json_t *line);
+/* GIVEN (a request's X-API-Key or session key) is EXPECTED, in constant
+ * time in the length of EXPECTED; false when either is missing or EXPECTED
+ * is empty. */
+bool serve_key_matches (const char *expected, const char *given);
 
 /* proxy.c */
 struct proxy_xfer;

@@ -13,13 +13,7 @@
 # libmicrohttpd built without HTTPS, the closure has no GnuTLS and the idle
 # executor's RSS (a release build's) is under 4 MiB.
 set -u
-src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-build=${OHBOX_BUILDDIR:-$src}
-exe=$build/ohbox-executor
-name=executor-closure
-
-skip_all() { echo "SKIP: $name/all: $1"; exit 0; }
-[ -x "$exe" ] || skip_all "ohbox-executor is not built (make ohbox-executor)"
+. "$(dirname "$0")/../lib/executor_script.sh"
 bb=$(command -v busybox) || skip_all "busybox is missing (apt-get install busybox-static)"
 ldd "$bb" >/dev/null 2>&1 && skip_all "$bb is dynamically linked: install busybox-static"
 /usr/bin/python3 -c 'import httpx' 2>/dev/null || skip_all "python3-httpx is missing (apt-get install python3-httpx)"

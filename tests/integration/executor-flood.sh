@@ -10,13 +10,7 @@
 # closed after the header timeout, while a `run` action longer than both
 # timeouts completes.
 set -u
-src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-build=${OHBOX_BUILDDIR:-$src}
-exe=$build/ohbox-executor
-name=executor-flood
-
-skip_all() { echo "SKIP: $name/all: $1"; exit 0; }
-[ -x "$exe" ] || skip_all "ohbox-executor is not built (make ohbox-executor)"
+. "$(dirname "$0")/../lib/executor_script.sh"
 command -v bash >/dev/null || skip_all "no bash"
 /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
   skip_all "cannot bind 127.0.0.2 (loopback is not 127.0.0.0/8 here)"

@@ -10,13 +10,7 @@
 # error naming the entry, nothing written outside the destination, nothing
 # left in it, files already there untouched.
 set -u
-src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-build=${OHBOX_BUILDDIR:-$src}
-exe=$build/ohbox-executor
-name=executor-zip
-
-skip_all() { echo "SKIP: $name/all: $1"; exit 0; }
-[ -x "$exe" ] || skip_all "ohbox-executor is not built (make ohbox-executor)"
+. "$(dirname "$0")/../lib/executor_script.sh"
 
 tmp=$(mktemp -d /tmp/ohbox-executor-zip.XXXXXX)
 PE_EXE=$exe

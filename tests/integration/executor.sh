@@ -6,13 +6,7 @@
 # private mount namespace with copies of /etc/passwd, /etc/shadow and an
 # empty /home: the host's files are never touched.
 set -u
-src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
-build=${OHBOX_BUILDDIR:-$src}
-exe=$build/ohbox-executor
-name=executor
-
-skip_all() { echo "SKIP: $name/all: $1"; exit 0; }
-[ -x "$exe" ] || skip_all "ohbox-executor is not built (make ohbox-executor)"
+. "$(dirname "$0")/../lib/executor_script.sh"
 /usr/bin/python3 -c 'import httpx' 2>/dev/null || skip_all "python3-httpx is missing (apt-get install python3-httpx)"
 command -v bash >/dev/null || skip_all "no bash"
 

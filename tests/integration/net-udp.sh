@@ -33,15 +33,7 @@ setup ()
   img_build || return 1
   mkdir -p "$T_TMP/h"
   cc -static -O2 -o "$T_TMP/h/udp_echo" "$T_LIB/udp_echo.c" || { echo "cannot build udp_echo (cc -static)"; return 1; }
-  ip netns add "$T_NS" || return 1
-  ip link add "${T_NS}h" type veth peer name "${T_NS}n" || return 1
-  ip link set "${T_NS}n" netns "$T_NS"
-  ip addr add "$T_NS_HOST_IP/30" dev "${T_NS}h"
-  ip link set "${T_NS}h" up
-  ip -n "$T_NS" addr add "$T_NS_IP/30" dev "${T_NS}n"
-  ip -n "$T_NS" link set "${T_NS}n" up
-  ip -n "$T_NS" link set lo up
-  ip -n "$T_NS" route add default via "$T_NS_HOST_IP"
+  t_veth_netns "$T_NS" "$T_NS_HOST_IP" "$T_NS_IP"
 }
 t_setup_or_die setup setup
 

@@ -50,16 +50,8 @@ while True:
 # (which gets $T_NS_HOST_IP) by a veth pair; removed when the test ends.
 make_test_netns ()
 {
-  ip netns add "$T_NS"
   trap 'ip netns del "$T_NS" 2>/dev/null || true; ip link del "${T_NS}h" 2>/dev/null || true' EXIT
-  ip link add "${T_NS}h" type veth peer name "${T_NS}n"
-  ip link set "${T_NS}n" netns "$T_NS"
-  ip addr add "$T_NS_HOST_IP/30" dev "${T_NS}h"
-  ip link set "${T_NS}h" up
-  ip -n "$T_NS" addr add "$T_NS_IP/30" dev "${T_NS}n"
-  ip -n "$T_NS" link set "${T_NS}n" up
-  ip -n "$T_NS" link set lo up
-  ip -n "$T_NS" route add default via "$T_NS_HOST_IP"
+  t_veth_netns "$T_NS" "$T_NS_HOST_IP" "$T_NS_IP"
 }
 
 # foreign_veth VETH: true when an address lease names VETH's sandbox (by

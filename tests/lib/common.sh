@@ -15,7 +15,7 @@
 #     the failed assertion or command and the last lines of its output;
 #   - assertions (assert_*) that print what differed and return 1;
 #   - `ohbox`: $OHBOX_BUILDDIR/ohbox with --root $T_ROOT and a time limit;
-#   - t_free_port, t_wait_port, t_wait_until.
+#   - t_free_port, t_wait_port, t_wait_until, t_veth_netns.
 #
 # Environment: OHBOX_BUILDDIR, OHBOX_SRCDIR, OHBOX_TEST_WORK (set by
 # tests/run-tests.sh; defaults work when a script is run by hand),
@@ -657,4 +657,22 @@ t_wait_until ()
 t_sha256 ()
 {
   sha256sum "$1" | cut -d' ' -f1
+}
+
+# t_veth_netns NS HOST_IP IP: a network namespace NS holding IP, linked to
+# the host (which gets HOST_IP) by the veth pair NSh/NSn on a /30, with a
+# default route through the host. The caller removes it (`ip netns del NS`,
+# `ip link del NSh`). Returns 1 when a step fails.
+t_veth_netns ()
+{
+  local ns=$1 host_ip=$2 ip=$3
+  ip netns add "$ns" || return 1
+  ip link add "${ns}h" type veth peer name "${ns}n" || return 1
+  ip link set "${ns}n" netns "$ns" || return 1
+  ip addr add "$host_ip/30" dev "${ns}h" || return 1
+  ip link set "${ns}h" up || return 1
+  ip -n "$ns" addr add "$ip/30" dev "${ns}n" || return 1
+  ip -n "$ns" link set "${ns}n" up || return 1
+  ip -n "$ns" link set lo up || return 1
+  ip -n "$ns" route add default via "$host_ip"
 }

@@ -347,6 +347,17 @@ struct fork_report
   pid_t pids[64];
 };
 
+/* A kid's last step (kid_start's FN): R to the parent through REP, then it
+ * waits to be killed with what it forked. */
+static inline __attribute__ ((noreturn)) void
+send_fork_report (int rep, const struct fork_report *r)
+{
+  if (write (rep, r, sizeof *r) != sizeof *r)
+    _exit (4);
+  for (;;)
+    pause ();
+}
+
 /* A process is gone when /proc has no live task for it (a zombie waiting
  * for its new parent to reap it counts as gone). */
 static inline bool

@@ -443,9 +443,5 @@ RUN_TEST (test_credential_helpers);
 RUN_TEST (test_store_and_remove);
 RUN_TEST (test_store_refuses_malformed);
 RUN_TEST (test_default_path);
-{
-  ohbox_error_t e = NULL;
-  ohbox_rm_rf_at (AT_FDCWD, tmpdir, &e);
-  ohbox_error_release (&e);
-}
+ohbox_rm_rf_at (AT_FDCWD, tmpdir, NULL);
 UNIT_MAIN_END

@@ -98,37 +98,28 @@ test_lock_digest_inputs (void)
 }
 
 static void
-write_file (const char *dir, const char *name, const char *data)
-{
-  cleanup_free char *p = xasprintf ("%s/%s", dir, name);
-  FILE *f = fopen (p, "w");
-  fputs (data, f);
-  fclose (f);
-}
-
-static void
 test_source_digest (void)
 {
   cleanup_error ohbox_error_t err = NULL;
   char tmpl[] = "/tmp/ohbox-test-build-tags.XXXXXX";
   char *dir = mkdtemp (tmpl);
   CHECK (dir != NULL);
-  write_file (dir, "main.c", "int main;\n");
-  write_file (dir, "x.h", "#define X\n");
-  write_file (dir, "local.mk", "x:\n");
+  unit_put_file (dir, "main.c", "int main;\n");
+  unit_put_file (dir, "x.h", "#define X\n");
+  unit_put_file (dir, "local.mk", "x:\n");
   char d1[65], d2[65], d3[65], d4[65], d5[65];
   CHECK (ohbox_build_source_digest (dir, NULL, d1, &err) == 0);
   /* Files that are not sources (objects, docs, hidden) do not count. */
-  write_file (dir, "main.o", "obj");
-  write_file (dir, "README.md", "doc");
-  write_file (dir, ".x.c", "hidden");
+  unit_put_file (dir, "main.o", "obj");
+  unit_put_file (dir, "README.md", "doc");
+  unit_put_file (dir, ".x.c", "hidden");
   CHECK (ohbox_build_source_digest (dir, NULL, d2, &err) == 0);
   CHECK_STR (d2, d1);
-  write_file (dir, "x.h", "#define Y\n");
+  unit_put_file (dir, "x.h", "#define Y\n");
   CHECK (ohbox_build_source_digest (dir, NULL, d3, &err) == 0);
   CHECK (strcmp (d3, d1) != 0, "an edited header did not change the digest");
   /* Back to the original contents: back to the original digest. */
-  write_file (dir, "x.h", "#define X\n");
+  unit_put_file (dir, "x.h", "#define X\n");
   CHECK (ohbox_build_source_digest (dir, NULL, d4, &err) == 0);
   CHECK_STR (d4, d1);
   CHECK (ohbox_build_source_digest (dir, "binary-digest", d5, &err) == 0);

@@ -32,17 +32,6 @@ new_dir (const char *name)
 }
 
 static void
-put (const char *dir, const char *name, const char *text)
-{
-  cleanup_free char *p = xasprintf ("%s/%s", dir, name);
-  FILE *f = fopen (p, "w");
-  if (f == NULL)
-    abort ();
-  fputs (text, f);
-  fclose (f);
-}
-
-static void
 test_yaml_values (void)
 {
   cleanup_error ohbox_error_t err = NULL;
@@ -128,9 +117,9 @@ test_resolve_json_and_yaml (void)
 {
   cleanup_error ohbox_error_t err = NULL;
   cleanup_free char *dir = new_dir ("specs");
-  put (dir, "card.json", json_spec);
-  put (dir, "gauge.yaml", yaml_spec);
-  put (dir, "notes.txt", "not a spec: ignored");
+  unit_put_file (dir, "card.json", json_spec);
+  unit_put_file (dir, "gauge.yaml", yaml_spec);
+  unit_put_file (dir, "notes.txt", "not a spec: ignored");
   const char *dirs[] = { dir, NULL };
   const char *names[] = { "example.com/card=card0", "example.com/gauge=g0" };
   struct ohbox_device_edits e = { 0 };
@@ -164,7 +153,7 @@ test_resolve_all (void)
 {
   cleanup_error ohbox_error_t err = NULL;
   cleanup_free char *dir = new_dir ("all");
-  put (dir, "card.json", json_spec);
+  unit_put_file (dir, "card.json", json_spec);
   const char *dirs[] = { dir, NULL };
   const char *names[] = { "example.com/card=all" };
   struct ohbox_device_edits e = { 0 };
@@ -182,11 +171,11 @@ static void
 test_priorities_and_conflicts (void)
 {
   cleanup_free char *low = new_dir ("low"), *high = new_dir ("high");
-  put (low, "a.yaml", yaml_spec);
+  unit_put_file (low, "a.yaml", yaml_spec);
   /* The same device, another node, in a later folder: it wins. */
   cleanup_free char *other = xstrdup (yaml_spec);
   memcpy (strstr (other, "/dev/full"), "/dev/zero", 9);
-  put (high, "a.yaml", other);
+  unit_put_file (high, "a.yaml", other);
   const char *dirs[] = { low, high, NULL };
   const char *names[] = { "example.com/gauge=g0" };
   struct ohbox_device_edits e = { 0 };
@@ -197,7 +186,7 @@ test_priorities_and_conflicts (void)
     ohbox_device_edits_free (&e);
   }
   /* Two files of one folder define it: an error naming both. */
-  put (high, "b.yaml", other);
+  unit_put_file (high, "b.yaml", other);
   {
     cleanup_error ohbox_error_t err = NULL;
     CHECK (ohbox_cdi_resolve (dirs, names, 1, &e, &err) < 0);
@@ -213,7 +202,7 @@ expect_spec_error (const char *spec, const char *request, const char *want)
 {
   cleanup_error ohbox_error_t err = NULL;
   cleanup_free char *dir = new_dir ("bad");
-  put (dir, "bad.yaml", spec);
+  unit_put_file (dir, "bad.yaml", spec);
   const char *dirs[] = { dir, NULL };
   struct ohbox_device_edits e = { 0 };
   int rc = ohbox_cdi_resolve (dirs, &request, 1, &e, &err);
@@ -265,9 +254,9 @@ static void
 test_unknown_and_unrelated (void)
 {
   cleanup_free char *dir = new_dir ("mixed");
-  put (dir, "gauge.yaml", yaml_spec);
+  unit_put_file (dir, "gauge.yaml", yaml_spec);
   /* A broken spec of another kind does not take gauge away. */
-  put (dir, "zz.yaml", "cdiVersion: 0.5.0\nkind: other.org/x\ndevices: []\n");
+  unit_put_file (dir, "zz.yaml", "cdiVersion: 0.5.0\nkind: other.org/x\ndevices: []\n");
   const char *dirs[] = { dir, NULL };
   struct ohbox_device_edits e = { 0 };
   {

@@ -109,10 +109,7 @@ fn_tree_report (int rep, void *arg)
         }
       r.pids[r.forked++] = p;
     }
-  if (write (rep, &r, sizeof r) != sizeof r)
-    _exit (4);
-  for (;;)
-    pause ();
+  send_fork_report (rep, &r);
 }
 
 static void

@@ -163,17 +163,6 @@ test_weight_conversion (void)
 
 /* ------------------------------------------------------------ detection */
 
-static void
-touch (const char *dir, const char *file, const char *content)
-{
-  cleanup_free char *p = xasprintf ("%s/%s", dir, file);
-  FILE *f = fopen (p, "w");
-  if (f == NULL)
-    abort ();
-  fputs (content, f);
-  fclose (f);
-}
-
 static int
 detect_fake (const char *mountinfo, const char *self, const char *parent, int rootless, struct ohbox_cgroup_host *h,
              ohbox_error_t *err)
@@ -189,7 +178,7 @@ test_detect_v2 (void)
 {
   cleanup_free char *mnt = xasprintf ("%s/c g", tmpdir);
   mkdir (mnt, 0755);
-  touch (mnt, "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+  unit_put_file (mnt, "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
   cleanup_free char *mi = xasprintf ("22 1 0:21 / /proc rw - proc proc rw\n"
                                      "30 23 0:26 / %s/c\\040g rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
                                      "31 23 0:27 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n",
@@ -225,7 +214,7 @@ test_detect_hybrid_v1 (void)
 {
   cleanup_free char *uni = xasprintf ("%s/unified", tmpdir);
   mkdir (uni, 0755);
-  touch (uni, "cgroup.controllers", "hugetlb\n");
+  unit_put_file (uni, "cgroup.controllers", "hugetlb\n");
   cleanup_free char *mi = xasprintf ("32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
                                      "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
                                      "36 31 0:33 / /sys/fs/cgroup/perf_event rw - cgroup cgroup rw,perf_event\n"
@@ -324,13 +313,13 @@ test_detect_rootless_v2 (void)
   const char *dirs[] = { mnt, slice, svc, scope };
   for (size_t i = 0; i < 4; i++)
     {
-      touch (dirs[i], "cgroup.procs", i == 3 ? "4242\n" : "");
-      touch (dirs[i], "cgroup.subtree_control", "");
-      touch (dirs[i], "cgroup.controllers", "cpu memory pids\n");
+      unit_put_file (dirs[i], "cgroup.procs", i == 3 ? "4242\n" : "");
+      unit_put_file (dirs[i], "cgroup.subtree_control", "");
+      unit_put_file (dirs[i], "cgroup.controllers", "cpu memory pids\n");
     }
   cleanup_free char *app = xasprintf ("%s/app.slice", svc);
-  touch (app, "cgroup.procs", "");
-  touch (app, "cgroup.subtree_control", "");
+  unit_put_file (app, "cgroup.procs", "");
+  unit_put_file (app, "cgroup.subtree_control", "");
   uid_t other = geteuid () == 0 ? 4242 : 0;
   if (geteuid () == 0 && (chown (slice, other, other) < 0 || chown (mnt, other, other) < 0))
     CHECK (0, "chown");
@@ -354,7 +343,7 @@ test_detect_rootless_v2 (void)
   CHECK (ok);
 
   /* The delegated cgroup holds processes: nothing can be enabled below. */
-  touch (svc, "cgroup.procs", "77\n");
+  unit_put_file (svc, "cgroup.procs", "77\n");
   CHECK (detect_fake (mi, "0::/user.slice/user-1000.slice/user@1000.service/app.slice/x.scope\n", NULL, 1, &h, &err)
          == 0);
   ok = h.disabled && h.warning && strstr (h.warning, "holds processes");
@@ -382,7 +371,6 @@ UNIT_MAIN_BEGIN ("test-cgroup-parse")
   RUN_TEST (test_detect_v2);
   RUN_TEST (test_detect_hybrid_v1);
   RUN_TEST (test_detect_rootless_v2);
-  cleanup_error ohbox_error_t err = NULL;
-  ohbox_rm_rf_at (AT_FDCWD, tmpdir, &err);
+  ohbox_rm_rf_at (AT_FDCWD, tmpdir, NULL);
 }
 UNIT_MAIN_END

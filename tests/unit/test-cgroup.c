@@ -208,10 +208,7 @@ fn_forks (int rep, void *arg)
         }
       r.pids[r.forked++] = p;
     }
-  if (write (rep, &r, sizeof r) != sizeof r)
-    _exit (4);
-  for (;;)
-    pause ();
+  send_fork_report (rep, &r);
 }
 
 static void

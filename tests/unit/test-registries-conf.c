@@ -661,9 +661,5 @@ RUN_TEST (test_v1);
 RUN_TEST (test_load_explicit);
 RUN_TEST (test_load_dirs);
 RUN_TEST (test_system_files);
-{
-  ohbox_error_t err = NULL;
-  ohbox_rm_rf_at (AT_FDCWD, tmpdir, &err);
-  ohbox_error_release (&err);
-}
+ohbox_rm_rf_at (AT_FDCWD, tmpdir, NULL);
 UNIT_MAIN_END

@@ -810,8 +810,6 @@ UNIT_MAIN_BEGIN ("test-store")
   RUN_TEST (test_rm_rf_unreadable_dirs_unprivileged);
   RUN_TEST (test_rm_rf_deep_tree);
   RUN_TEST (test_error_message_bounded);
-  ohbox_error_t err = NULL;
-  ohbox_rm_rf_at (AT_FDCWD, tmproot, &err);
-  ohbox_error_release (&err);
+  ohbox_rm_rf_at (AT_FDCWD, tmproot, NULL);
 }
 UNIT_MAIN_END

@@ -46,6 +46,18 @@ unit_skip (const char *fmt, ...)
   fflush (stdout);
 }
 
+/* Writes TEXT to DIR/NAME (a fixture: aborts when it cannot). */
+static inline void
+unit_put_file (const char *dir, const char *name, const char *text)
+{
+  char path[4096];
+  if ((size_t) snprintf (path, sizeof path, "%s/%s", dir, name) >= sizeof path)
+    abort ();
+  FILE *f = fopen (path, "w");
+  if (f == NULL || fputs (text, f) < 0 || fclose (f) != 0)
+    abort ();
+}
+
 /* Records a failure and returns from the test function. */
 #define CHECK(cond, ...)                                                                                               \
   do                                                                                                                   \

@@ -379,7 +379,8 @@ kill_created (const char *dir)
     kill_and_wait ((pid_t) pid);
 }
 
-#define CREATE_USAGE "usage: %s [--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N] ID"
+#define CREATE_USAGE                                                                                                   \
+  "usage: %s [--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N] [--no-pivot] ID"
 
 int
 cmd_create_or_run (int argc, char **argv, bool run)
@@ -387,6 +388,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
   const char *bundle = ".", *pid_file = NULL, *console_socket = NULL;
   bool detach = false;
   int preserve_fds = 0;
+  bool no_pivot = false;
   static const struct option opts[] = { { "bundle", required_argument, NULL, 'b' },
                                         { "pid-file", required_argument, NULL, 'p' },
                                         { "console-socket", required_argument, NULL, 'c' },
@@ -419,7 +421,8 @@ cmd_create_or_run (int argc, char **argv, bool run)
           return 1;
         break;
       case 'P':
-        return fail ("--no-pivot: not supported (ohbox always uses pivot_root)");
+        no_pivot = true;
+        break;
       default:
         return fail (CREATE_USAGE, run ? "run [--detach]" : "create");
       }
@@ -436,6 +439,10 @@ cmd_create_or_run (int argc, char **argv, bool run)
   if (ohbox_bundle_load (bundle, &b, &err) < 0)
     return fail_err (&err);
   b->spec.preserve_fds = preserve_fds;
+  b->spec.no_pivot = no_pivot;
+  if (no_pivot)
+    warn ("--no-pivot: the container's root is a chroot over the host's (moved there), weaker than pivot_root: "
+          "a process of it with CAP_SYS_CHROOT can get out");
   cleanup_free char *pid_abs = pid_file && pid_file[0] != '/' ? realpath (".", NULL) : NULL;
   cleanup_free char *pid_path = pid_abs ? xasprintf ("%s/%s", pid_abs, pid_file) : NULL;
   struct monitor_ctx m = { .report_fd = -1,

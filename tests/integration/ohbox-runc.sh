@@ -129,6 +129,27 @@ test_create_preserve_fds ()
   state_root_empty
 }
 
+# --no-pivot: runc's MS_MOVE + chroot, with a warning that it is weaker;
+# the container runs in its rootfs.
+test_no_pivot ()
+{
+  my_bundle '.process.args = ["sh", "-c", "ls /; exec sleep 1000"]'
+  local pid
+  runc_cmd create --no-pivot --bundle "$T_WORK/bundle" --pid-file "$T_WORK/np.pid" np1 >"$T_WORK/np.out" 2>&1 ||
+    _t_assert_fail "create --no-pivot: $(cat "$T_WORK/np.out")"
+  assert_contains "$(cat "$T_WORK/np.out")" "warning: --no-pivot: the container's root is a chroot"
+  pid=$(cat "$T_WORK/np.pid")
+  assert_ok runc_cmd start np1
+  t_wait_until 10 grep -q '^bin$' "$T_WORK/np.out"
+  assert_eq "$(ls "$BUNDLE/rootfs")" "$(grep -v warning "$T_WORK/np.out")"
+  assert_eq running "$(status_of np1)"
+  assert_ok runc_cmd exec np1 ls /
+  assert_eq "$(ls "$BUNDLE/rootfs")" "$out"
+  assert_ok runc_cmd delete --force np1
+  pid_gone "$pid"
+  state_root_empty
+}
+
 test_lifecycle ()
 {
   my_bundle '.process.args = ["sh", "-c", "echo started; exec sleep 1000"]'
@@ -811,6 +832,7 @@ test_shared_root ()
 run_test run_foreground test_run_foreground
 run_test run_detach test_run_detach
 run_test create_preserve_fds test_create_preserve_fds
+run_test no_pivot test_no_pivot
 run_test lifecycle test_lifecycle
 run_test kill_before_start test_kill_before_start
 run_test delete_force test_delete_force

@@ -181,26 +181,33 @@ resources_limits (const char *file, struct ohbox_cgroup_limits *l, ohbox_error_t
   return rc;
 }
 
-/* The single-value flags over L. */
+/* The single-value flags over L; -1 lifts the limit of --memory,
+ * --memory-swap, --cpu-quota and --pids-limit (as runc's). */
 static int
 flag_limit (int ch, const char *value, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
-  static const char *const names[] = {
-    ['m'] = "memory", ['s'] = "memory-swap", ['c'] = "cpu-shares", ['P'] = "cpu-period", ['p'] = "pids-limit"
-  };
-  if (ch == 'q')
+  static const char *const names[] = { ['m'] = "memory",     ['s'] = "memory-swap", ['c'] = "cpu-shares",
+                                       ['P'] = "cpu-period", ['p'] = "pids-limit",  ['q'] = "cpu-quota" };
+  int64_t *unlimited = ch == 'm' ? &l->memory : ch == 'q' ? &l->cpu_quota : ch == 'p' ? &l->pids : NULL;
+  if (unlimited && strcmp (value, "-1") == 0)
     {
-      char *end;
-      long long q = strtoll (value, &end, 10);
-      if (*value == '\0' || *end || q <= 0)
-        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--cpu-quota: `%s` is not a positive number of microseconds",
-                            value);
-      l->cpu_quota = q;
+      *unlimited = -1;
       return 0;
     }
-  if ((ch == 'p' && strtoll (value, NULL, 10) <= 0) || (ch == 's' && strcmp (value, "-1") == 0))
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "--%s %s: lifting a limit is not supported by update", names[ch],
-                        value);
+  if (ch == 'q' || ch == 'p')
+    {
+      char *end;
+      errno = 0;
+      long long n = strtoll (value, &end, 10);
+      if (*value == '\0' || *end || errno || n <= 0)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--%s: `%s` is not a positive number (or -1 for unlimited)",
+                            names[ch], value);
+      if (ch == 'q')
+        {
+          l->cpu_quota = n;
+          return 0;
+        }
+    }
   return ohbox_cgroup_limits_set_option (l, names[ch], value, err);
 }
 

@@ -100,13 +100,8 @@ parse_args (int argc, char **argv, struct exec_args *a)
         strv_push (&a->caps, &a->n_caps, optarg);
         break;
       case 'f':
-        {
-          char *end;
-          long n = strtol (optarg, &end, 10);
-          if (*optarg == '\0' || *end || n < 0 || n > 1024)
-            return fail ("exec --preserve-fds: `%s` is not a number from 0 to 1024", optarg), NULL;
-          a->preserve_fds = (int) n;
-        }
+        if (preserve_fds_parse ("exec", optarg, &a->preserve_fds) != 0)
+          return NULL;
         break;
       case 'n':
         a->no_new_privs = true;
@@ -202,17 +197,28 @@ started (pid_t pid, int master, void *data, ohbox_error_t *err)
   return a->pid_file ? ohbox_write_file_atomic (AT_FDCWD, a->pid_file, buf, (size_t) n, 0644, err) : 0;
 }
 
-/* The fds handed over are open and reach the process (not CLOEXEC). */
-static int
-check_preserved (int n)
+int
+preserve_fds_parse (const char *cmd, const char *arg, int *ret)
+{
+  char *end;
+  errno = 0;
+  long n = strtol (arg, &end, 10);
+  if (*arg == '\0' || *end || errno || n < 0 || n > 1024)
+    return fail ("%s --preserve-fds: `%s` is not a number from 0 to 1024", cmd, arg);
+  *ret = (int) n;
+  return 0;
+}
+
+int
+preserve_fds_check (const char *cmd, int n)
 {
   for (int fd = 3; fd < 3 + n; fd++)
     {
       int flags = fcntl (fd, F_GETFD);
       if (flags < 0)
-        return fail ("exec --preserve-fds %d: fd %d is not open", n, fd);
+        return fail ("%s --preserve-fds %d: fd %d is not open", cmd, n, fd);
       if ((flags & FD_CLOEXEC) && fcntl (fd, F_SETFD, flags & ~FD_CLOEXEC) < 0)
-        return fail ("exec --preserve-fds: fd %d: %s", fd, strerror (errno));
+        return fail ("%s --preserve-fds: fd %d: %s", cmd, fd, strerror (errno));
     }
   return 0;
 }
@@ -226,7 +232,7 @@ run_exec (const struct exec_args *a, pid_t init, struct oci_process *p, const st
   struct ohbox_caps_sets caps = { 0 };
   if (ohbox_bundle_process_check (p, &caps, &err) < 0)
     return fail_err (&err);
-  if (add_caps (a, &caps) != 0 || check_preserved (a->preserve_fds) != 0)
+  if (add_caps (a, &caps) != 0 || preserve_fds_check ("exec", a->preserve_fds) != 0)
     return 1;
   if (a->tty)
     p->terminal = true;

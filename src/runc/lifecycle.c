@@ -353,11 +353,42 @@ run_foreground (struct ohbox_bundle *b, struct monitor_ctx *m)
   return rc;
 }
 
+/* Lets the created container ID (waiting on FIFO) start. */
+static int
+start_created (const char *id, const char *fifo)
+{
+  /* Non-blocking: ENXIO when its monitor no longer waits (gone). */
+  cleanup_close int fd = open (fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+  if (fd < 0 || write (fd, "0", 1) != 1)
+    return fail ("start `%s`: the container does not wait for start (%s)", id, strerror (errno));
+  unlink (fifo);
+  return 0;
+}
+
+static int kill_and_wait (pid_t pid);
+
+/* The init of the created container in DIR (its state's pid), if any, is killed. */
+static void
+kill_created (const char *dir)
+{
+  cleanup_free char *path = xasprintf ("%s/state.json", dir);
+  json_t *st = json_load_file (path, 0, NULL);
+  json_int_t pid = st ? json_integer_value (json_object_get (st, "pid")) : 0;
+  json_decref (st);
+  if (pid > 0)
+    kill_and_wait ((pid_t) pid);
+}
+
+#define CREATE_USAGE                                                                                                   \
+  "usage: %s [--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N] [--no-pivot] ID"
+
 int
 cmd_create_or_run (int argc, char **argv, bool run)
 {
   const char *bundle = ".", *pid_file = NULL, *console_socket = NULL;
   bool detach = false;
+  int preserve_fds = 0;
+  bool no_pivot = false;
   static const struct option opts[] = { { "bundle", required_argument, NULL, 'b' },
                                         { "pid-file", required_argument, NULL, 'p' },
                                         { "console-socket", required_argument, NULL, 'c' },
@@ -386,23 +417,32 @@ cmd_create_or_run (int argc, char **argv, bool run)
         console_socket = optarg;
         break;
       case 'f':
-        if (strcmp (optarg, "0") != 0)
-          return fail ("--preserve-fds: passing fds is not supported by ohbox-runc yet");
+        if (preserve_fds_parse (run ? "run" : "create", optarg, &preserve_fds) != 0)
+          return 1;
         break;
       case 'P':
-        return fail ("--no-pivot: not supported (ohbox always uses pivot_root)");
+        no_pivot = true;
+        break;
       default:
-        return fail ("usage: %s --bundle DIR [--pid-file FILE] ID", run ? "run" : "create");
+        return fail (CREATE_USAGE, run ? "run [--detach]" : "create");
       }
   if (optind + 1 != argc)
-    return fail ("usage: %s --bundle DIR [--pid-file FILE] ID", run ? "run" : "create");
+    return fail (CREATE_USAGE, run ? "run [--detach]" : "create");
   const char *id = argv[optind];
-  if (run && detach)
-    return fail ("run --detach: not supported by ohbox-runc yet (use create and start)");
+  /* run --detach is create then start (as runc's): it returns once the
+   * container's process runs. */
+  bool foreground = run && !detach;
+  if (preserve_fds_check (run ? "run" : "create", preserve_fds) != 0)
+    return 1;
   cleanup_error ohbox_error_t err = NULL;
   struct ohbox_bundle *b = NULL;
   if (ohbox_bundle_load (bundle, &b, &err) < 0)
     return fail_err (&err);
+  b->spec.preserve_fds = preserve_fds;
+  b->spec.no_pivot = no_pivot;
+  if (no_pivot)
+    warn ("--no-pivot: the container's root is a chroot over the host's (moved there), weaker than pivot_root: "
+          "a process of it with CAP_SYS_CHROOT can get out");
   cleanup_free char *pid_abs = pid_file && pid_file[0] != '/' ? realpath (".", NULL) : NULL;
   cleanup_free char *pid_path = pid_abs ? xasprintf ("%s/%s", pid_abs, pid_file) : NULL;
   struct monitor_ctx m = { .report_fd = -1,
@@ -414,7 +454,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
                            .console_socket = console_socket,
                            .lock_fd = -1 };
   char *dir = NULL;
-  if (open_terminal (b, run, &m) != 0 || make_container (id, &m, &dir) != 0)
+  if (open_terminal (b, foreground, &m) != 0 || make_container (id, &m, &dir) != 0)
     {
       if (m.lock_fd >= 0)
         close (m.lock_fd);
@@ -427,7 +467,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
   struct runc_cgroup cgroup = { 0 };
   if (runc_cgroup_create (b, id, m.lock_fd, &cgroup, &err) < 0)
     rc = fail_err (&err);
-  else if (run)
+  else if (foreground)
     {
       /* In the foreground: this process is the monitor; the container's
        * status is ours; its state goes when it ends (as runc run). */
@@ -436,13 +476,20 @@ cmd_create_or_run (int argc, char **argv, bool run)
   else if (mkfifo (fifo, 0600) < 0)
     rc = fail ("mkfifo `%s`: %s", fifo, strerror (errno));
   else
-    rc = create_monitor (b, &m, fifo);
+    {
+      rc = create_monitor (b, &m, fifo);
+      if (rc == 0 && run)
+        rc = start_created (id, fifo);
+    }
   runc_cgroup_release (&cgroup);
+  /* A failed run --detach: its container goes, as a failed create's. */
+  if (rc != 0 && run && detach)
+    kill_created (dir);
   /* (The lock's fd went once the state was written: a new one.) */
-  cleanup_close int dirfd = run || rc != 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
+  cleanup_close int dirfd = foreground || rc != 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
   if (dirfd >= 0 && runc_cgroup_remove (dirfd, &err) < 0)
     rc = fail_err (&err);
-  if (run || rc != 0)
+  if (foreground || rc != 0)
     remove_container (dir);
   close_terminal (&m);
   if (m.lock_fd >= 0)
@@ -464,12 +511,7 @@ cmd_start (int argc, char **argv)
   if (rc == 0)
     {
       cleanup_free char *fifo = xasprintf ("%s/exec.fifo", c.dir);
-      /* Non-blocking: ENXIO when its monitor no longer waits (gone). */
-      cleanup_close int fd = open (fifo, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
-      if (fd < 0 || write (fd, "0", 1) != 1)
-        rc = fail ("start `%s`: the container does not wait for start (%s)", argv[1], strerror (errno));
-      else
-        unlink (fifo);
+      rc = start_created (argv[1], fifo);
     }
   container_close (&c);
   return rc;

@@ -85,6 +85,12 @@ int container_signal (const struct container *c, int sig);
 int container_pids (const struct container *c, pid_t **ret, size_t *n);
 
 /* Commands: ARGV[0] is the command's name. */
+/* --preserve-fds N of CMD: ARG as N (0 to 1024), an error naming it otherwise. */
+int preserve_fds_parse (const char *cmd, const char *arg, int *ret);
+/* The fds 3 .. 3+N-1 handed over are open and reach the process (their
+ * FD_CLOEXEC cleared); an error naming the first that is not open. */
+int preserve_fds_check (const char *cmd, int n);
+
 int cmd_create_or_run (int argc, char **argv, bool run);
 int cmd_start (int argc, char **argv);
 int cmd_kill (int argc, char **argv);

@@ -84,6 +84,72 @@ test_run_foreground ()
   state_root_empty
 }
 
+# run --detach: create then start; returns while the process runs, which
+# keeps run's stdout; the container stays until delete.
+test_run_detach ()
+{
+  my_bundle '.process.args = ["sh", "-c", "echo detached; exec sleep 1000"]'
+  runc_cmd run -d --bundle "$T_WORK/bundle" --pid-file "$T_WORK/d.pid" d1 >"$T_WORK/d.out" 2>&1 ||
+    _t_assert_fail "run -d: $(cat "$T_WORK/d.out")"
+  local pid
+  pid=$(cat "$T_WORK/d.pid")
+  assert_int -gt "$pid" 1 "the pid in --pid-file"
+  t_wait_until 10 grep -q detached "$T_WORK/d.out"
+  assert_eq running "$(status_of d1)"
+  assert_jq "$(runc_cmd state d1)" ".pid == $pid"
+  # A terminal with nobody to take it is refused, and nothing stays.
+  my_bundle '.process.terminal = true'
+  assert_fails runc_cmd run --detach --bundle "$T_WORK/bundle" d2
+  assert_contains "$err" "--console-socket"
+  assert_fails runc_cmd state d2
+  assert_ok runc_cmd kill d1 KILL
+  t_wait_until 10 status_is d1 stopped
+  assert_ok runc_cmd delete d1
+  pid_gone "$pid"
+  state_root_empty
+}
+
+# create --preserve-fds N: fds 3 .. 3+N-1 reach the container's process as
+# the same fds, no other fd of ohbox-runc's does; one not open is refused.
+test_create_preserve_fds ()
+{
+  my_bundle '.process.args = ["sh", "-c", "echo via-fd3 >&3; echo via-fd4 >&4; ls /proc/$$/fd; :"]'
+  runc_cmd create --bundle "$T_WORK/bundle" --preserve-fds 2 p1 3>"$T_WORK/fd3" 4>"$T_WORK/fd4" 5>/dev/null \
+    >"$T_WORK/p.out" 2>&1 || _t_assert_fail "create --preserve-fds: $(cat "$T_WORK/p.out")"
+  assert_ok runc_cmd start p1
+  t_wait_until 10 status_is p1 stopped
+  assert_eq via-fd3 "$(cat "$T_WORK/fd3")"
+  assert_eq via-fd4 "$(cat "$T_WORK/fd4")"
+  assert_eq "$(printf '0\n1\n2\n3\n4')" "$(cat "$T_WORK/p.out")"
+  assert_ok runc_cmd delete p1
+  assert_fails runc_cmd create --bundle "$T_WORK/bundle" --preserve-fds 2 p2 3>/dev/null
+  assert_contains "$err" "create --preserve-fds 2: fd 4 is not open"
+  assert_fails runc_cmd run --bundle "$T_WORK/bundle" --preserve-fds x p2
+  assert_contains "$err" "run --preserve-fds: \`x\` is not a number"
+  state_root_empty
+}
+
+# --no-pivot: runc's MS_MOVE + chroot, with a warning that it is weaker;
+# the container runs in its rootfs.
+test_no_pivot ()
+{
+  my_bundle '.process.args = ["sh", "-c", "ls /; exec sleep 1000"]'
+  local pid
+  runc_cmd create --no-pivot --bundle "$T_WORK/bundle" --pid-file "$T_WORK/np.pid" np1 >"$T_WORK/np.out" 2>&1 ||
+    _t_assert_fail "create --no-pivot: $(cat "$T_WORK/np.out")"
+  assert_contains "$(cat "$T_WORK/np.out")" "warning: --no-pivot: the container's root is a chroot"
+  pid=$(cat "$T_WORK/np.pid")
+  assert_ok runc_cmd start np1
+  t_wait_until 10 grep -q '^bin$' "$T_WORK/np.out"
+  assert_eq "$(ls "$BUNDLE/rootfs")" "$(grep -v warning "$T_WORK/np.out")"
+  assert_eq running "$(status_of np1)"
+  assert_ok runc_cmd exec np1 ls /
+  assert_eq "$(ls "$BUNDLE/rootfs")" "$out"
+  assert_ok runc_cmd delete --force np1
+  pid_gone "$pid"
+  state_root_empty
+}
+
 test_lifecycle ()
 {
   my_bundle '.process.args = ["sh", "-c", "echo started; exec sleep 1000"]'
@@ -578,6 +644,49 @@ test_cgroup ()
   state_root_empty
 }
 
+# unlimited FILE: a cgroup limit file reading "no limit" (v2's max, v1's
+# -1 or its PAGE_COUNTER_MAX in bytes).
+unlimited ()
+{
+  local v
+  v=$(cat "$1")
+  case $v in max | "max "* | -1 | 92233720368547*) return 0 ;; esac
+  _t_assert_fail "$1 reads \`$v\`, not unlimited"
+}
+
+# update with -1 lifts the memory, pids and CPU quota limits (as runc's);
+# 0 is refused, naming the flag.
+test_update_unlimited ()
+{
+  started cg3 '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/cg3"
+    | .linux.resources.memory = {"limit": 104857600} | .linux.resources.pids = {"limit": 50}
+    | .linux.resources.cpu = {"quota": 50000, "period": 100000}'
+  local mem pids cpu
+  mem=$(cg_file "$init" memory memory.limit_in_bytes memory.max)
+  pids=$(cg_file "$init" pids pids.max pids.max)
+  cpu=$(cg_file "$init" cpu cpu.cfs_quota_us cpu.max)
+  assert_eq 104857600 "$(cat "$mem")"
+  assert_match "$(cat "$cpu")" '^50000'
+  assert_ok runc_cmd update --memory -1 --pids-limit -1 --cpu-quota -1 cg3
+  unlimited "$mem"
+  unlimited "$pids"
+  unlimited "$cpu"
+  # And back, then memory and its swap lifted together.
+  assert_ok runc_cmd update --memory 104857600 --pids-limit 9 cg3
+  assert_eq 104857600 "$(cat "$mem")"
+  assert_eq 9 "$(cat "$pids")"
+  assert_ok runc_cmd update --memory -1 --memory-swap -1 cg3
+  unlimited "$mem"
+  assert_fails runc_cmd update --pids-limit 0 cg3
+  assert_contains "$err" "--pids-limit: \`0\` is not a positive number (or -1 for unlimited)"
+  assert_fails runc_cmd update --memory -1 --memory-swap 209715200 cg3
+  assert_contains "$err" "with unlimited memory"
+  assert_ok runc_cmd delete --force cg3
+  pid_gone "$init"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
+}
+
 # hooks: each kind where the runtime spec puts it, with the state on its
 # stdin; a failing or hanging (timeout) create hook fails create and
 # leaves nothing; a failing poststart or poststop hook is a warning.
@@ -721,6 +830,9 @@ test_shared_root ()
 }
 
 run_test run_foreground test_run_foreground
+run_test run_detach test_run_detach
+run_test create_preserve_fds test_create_preserve_fds
+run_test no_pivot test_no_pivot
 run_test lifecycle test_lifecycle
 run_test kill_before_start test_kill_before_start
 run_test delete_force test_delete_force
@@ -738,6 +850,7 @@ run_test kill_all_list_ps test_kill_all_list_ps
 run_test stale_state test_stale_state
 run_test spec_features test_spec_features
 run_test cgroup test_cgroup
+run_test update_unlimited test_update_unlimited
 run_test hooks test_hooks
 run_test devices test_devices
 run_test create_releases_stdio test_create_releases_stdio

@@ -141,7 +141,7 @@ check_controllers (const struct ohbox_cgroup_host *host, const struct ohbox_cgro
     return missing_controller (host, OHBOX_CGROUP_MEMORY, "--memory", err);
   if ((l->cpu_quota || l->cpu_period || l->cpu_shares || l->cpu_weight) && !(host->controllers & OHBOX_CGROUP_CPU))
     return missing_controller (host, OHBOX_CGROUP_CPU, l->cpu_quota ? "--cpus" : "--cpu-shares", err);
-  if (l->pids > 0 && !(host->controllers & OHBOX_CGROUP_PIDS))
+  if (l->pids && !(host->controllers & OHBOX_CGROUP_PIDS))
     return missing_controller (host, OHBOX_CGROUP_PIDS, "--pids-limit", err);
   return 0;
 }
@@ -167,12 +167,15 @@ apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *c
       if ((d->version == 1 ? ohbox_cgroup_v1_set_cpu (d->path, l, err) : ohbox_cgroup_v2_set_cpu (d->path, l, err)) < 0)
         return -1;
     }
-  if (l->pids > 0)
+  if (l->pids)
     {
       if ((d = dir_for (cg, OHBOX_CGROUP_PIDS)) == NULL)
         return missing_controller (host, OHBOX_CGROUP_PIDS, "--pids-limit", err);
       char v[32];
-      snprintf (v, sizeof v, "%lld", (long long) l->pids);
+      if (l->pids < 0)
+        snprintf (v, sizeof v, "max");
+      else
+        snprintf (v, sizeof v, "%lld", (long long) l->pids);
       if (ohbox_cg_write (d->path, "pids.max", v, err) < 0)
         return -1;
     }

@@ -97,13 +97,13 @@ const char *ohbox_cgroup_mode_name (enum ohbox_cgroup_mode mode);
  * ohbox_cgroup_limits_set_option() from CLI flags. */
 struct ohbox_cgroup_limits
 {
-  int64_t memory;      /* bytes; 0: none */
+  int64_t memory;      /* bytes; 0: none; -1: unlimited (written: lifts a limit) */
   int64_t memory_swap; /* memory + swap in bytes (Docker semantics); 0: 2 * memory; -1: unlimited swap */
-  int64_t cpu_quota;   /* microseconds per period; 0: none */
+  int64_t cpu_quota;   /* microseconds per period; 0: none; -1: unlimited (written) */
   uint64_t cpu_period; /* microseconds; 0: 100000 */
   uint64_t cpu_shares; /* v1 units (2..262144); 0: none; converted on v2 */
   uint64_t cpu_weight; /* v2 units (1..10000); 0: none; converted on v1 */
-  int64_t pids;        /* > 0: at most that many tasks; 0: none */
+  int64_t pids;        /* > 0: at most that many tasks; 0: none; -1: unlimited (written) */
 };
 
 /* Sets one limit from a CLI option: "memory" (512m, 1g, bytes), "memory-swap"

@@ -225,8 +225,13 @@ ohbox_cgroup_limits_set_option (struct ohbox_cgroup_limits *l, const char *optio
 int
 ohbox_cgroup_limits_validate (const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
-  if (l->memory < 0 || l->cpu_quota < 0 || l->pids < 0 || l->memory_swap < -1)
+  /* -1: unlimited (an update lifting a limit). */
+  if (l->memory < -1 || l->cpu_quota < -1 || l->pids < -1 || l->memory_swap < -1)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid negative cgroup limit");
+  if (l->memory < 0 && l->memory_swap > 0)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                        "--memory-swap %" PRId64 " with unlimited memory: it is memory plus swap, so unlimited too",
+                        l->memory_swap);
   if (l->memory_swap != 0 && l->memory == 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--memory-swap needs --memory: it is memory plus swap");
   if (l->memory_swap > 0 && l->memory_swap < l->memory)
@@ -239,7 +244,7 @@ ohbox_cgroup_limits_validate (const struct ohbox_cgroup_limits *l, ohbox_error_t
   if (l->cpu_period && (l->cpu_period < MIN_PERIOD || l->cpu_period > MAX_PERIOD))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--cpu-period %" PRIu64 ": expected %d to %d", l->cpu_period,
                         MIN_PERIOD, MAX_PERIOD);
-  if (l->cpu_quota && l->cpu_quota < MIN_QUOTA)
+  if (l->cpu_quota > 0 && l->cpu_quota < MIN_QUOTA)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "CPU quota %" PRId64 " us is below the kernel's minimum of %d us",
                         l->cpu_quota, MIN_QUOTA);
   return 0;

@@ -84,8 +84,8 @@ ohbox_cgroup_v1_set_memory (const char *dir, const struct ohbox_cgroup_limits *l
     }
   int64_t memsw = l->memory_swap;
   if (memsw == 0)
-    /* Docker's default: as much swap as memory. */
-    memsw = l->memory > INT64_MAX / 2 ? -1 : 2 * l->memory;
+    /* Docker's default: as much swap as memory (none with memory unlimited). */
+    memsw = l->memory < 0 || l->memory > INT64_MAX / 2 ? -1 : 2 * l->memory;
   snprintf (v, sizeof v, "%" PRId64, memsw);
   if (ohbox_cg_write (dir, "memory.memsw.limit_in_bytes", v, err) < 0)
     return -1;

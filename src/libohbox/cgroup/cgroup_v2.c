@@ -94,7 +94,10 @@ ohbox_cgroup_v2_set_memory (const char *dir, const struct ohbox_cgroup_limits *l
   char v[32];
   if (l->memory)
     {
-      snprintf (v, sizeof v, "%" PRId64, l->memory);
+      if (l->memory < 0)
+        snprintf (v, sizeof v, "max");
+      else
+        snprintf (v, sizeof v, "%" PRId64, l->memory);
       if (ohbox_cg_write (dir, "memory.max", v, err) < 0)
         return -1;
     }
@@ -108,7 +111,7 @@ ohbox_cgroup_v2_set_memory (const char *dir, const struct ohbox_cgroup_limits *l
                           dir);
     }
   /* v2 limits swap alone; --memory-swap is memory plus swap. */
-  if (l->memory_swap == -1)
+  if (l->memory_swap == -1 || l->memory < 0)
     snprintf (v, sizeof v, "max");
   else if (l->memory_swap > 0)
     snprintf (v, sizeof v, "%" PRId64, l->memory_swap - l->memory);
@@ -124,7 +127,7 @@ ohbox_cgroup_v2_set_cpu (const char *dir, const struct ohbox_cgroup_limits *l, o
   if (l->cpu_quota || l->cpu_period)
     {
       uint64_t period = l->cpu_period ? l->cpu_period : 100000;
-      if (l->cpu_quota)
+      if (l->cpu_quota > 0)
         snprintf (v, sizeof v, "%" PRId64 " %" PRIu64, l->cpu_quota, period);
       else
         snprintf (v, sizeof v, "max %" PRIu64, period);

@@ -199,10 +199,14 @@ exec_command (void *arg)
       exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "dup2 stdio");
   if (spec->tty && ioctl (0, TIOCSCTTY, 0) < 0)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "set the controlling terminal");
-  /* Every other fd of the runtime goes, before any path is resolved. */
-  if (sync > 3)
-    close_range (3, sync - 1, 0);
-  close_range (sync + 1, ~0U, 0);
+  /* Every other fd of the runtime goes, before any path is resolved (the
+   * preserved ones were open before the runtime's: all below SYNC). */
+  int keep = 3 + spec->preserve_fds;
+  if (sync < keep)
+    exec_fail (sync, OHBOX_EXIT_RUNTIME, EBADF, "preserve-fds: fd %d of the runtime is among them", sync);
+  if (sync > keep)
+    close_range ((unsigned) keep, (unsigned) sync - 1, 0);
+  close_range ((unsigned) sync + 1, ~0U, 0);
   if (ctx->ldconfig_caps)
     rebuild_linker_cache (ctx);
   /* The last GO: the parent's after_clone (the network) is done, which ran

@@ -158,8 +158,10 @@ struct ohbox_linux_spec
   const char *cwd;
   const char *user; /* "uid[:gid]", "name[:group]" or NULL (root) */
   const char *hostname;
-  int stdio[3]; /* fds the command gets as 0, 1, 2 */
-  bool tty;     /* stdio[0] is a terminal slave: make it the controlling tty */
+  int stdio[3];     /* fds the command gets as 0, 1, 2 */
+  bool tty;         /* stdio[0] is a terminal slave: make it the controlling tty */
+  int preserve_fds; /* the caller's fds 3 .. 3+N-1 (open, not CLOEXEC) stay open in the command */
+  bool no_pivot;    /* the rootfs moved onto / and chrooted into (runc's --no-pivot), not pivot_root */
 
   bool userns; /* new user namespace (false: --userns=host) */
   const struct ohbox_userns_plan *userns_plan;

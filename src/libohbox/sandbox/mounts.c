@@ -565,11 +565,21 @@ ohbox_mounts_pivot (const struct ohbox_linux_spec *spec, int rootfd, ohbox_error
    * refuses a shared new root: made private, in this mount namespace only. */
   if (mount (NULL, ".", NULL, MS_REC | MS_PRIVATE, NULL) < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "make the rootfs private");
+  if (spec->no_pivot)
+    {
+      /* runc's --no-pivot (a root on ramfs, where pivot_root fails): the
+       * rootfs moved over / and chrooted into; the host's root stays below
+       * it in this mount namespace. */
+      if (mount (NULL, "/", NULL, MS_REC | MS_PRIVATE, NULL) < 0 || mount (".", "/", NULL, MS_MOVE, NULL) < 0)
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "move the rootfs onto / (--no-pivot)");
+      if (chroot (".") < 0)
+        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "chroot into the rootfs (--no-pivot)");
+    }
   /* pivot_root(".", "."): the old root ends up stacked under the new one
    * and is detached right away (no temporary directory in the image). */
-  if (syscall (SYS_pivot_root, ".", ".") < 0)
+  else if (syscall (SYS_pivot_root, ".", ".") < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pivot_root");
-  if (umount2 (".", MNT_DETACH) < 0)
+  else if (umount2 (".", MNT_DETACH) < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "detach the host's root");
   if (chdir ("/") < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "chdir /");

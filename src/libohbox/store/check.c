@@ -42,9 +42,7 @@ ohbox_check_add (struct ohbox_check_ctx *c, const char *kind, const char *where,
 {
   va_list ap;
   va_start (ap, fmt);
-  char *what = NULL;
-  if (vasprintf (&what, fmt, ap) < 0)
-    abort ();
+  char *what = xvasprintf (fmt, ap);
   va_end (ap);
   json_t *f = json_pack ("{s:s, s:s, s:s, s:b, s:b}", "kind", kind, "where", where, "what", what, "repairable",
                          repairable, "repaired", 0);

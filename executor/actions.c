@@ -17,14 +17,6 @@
 #include "obs.h"
 #include "common/utils.h"
 
-static double
-now_mono (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 int
 executor_bash_start (struct executor *ex, ohbox_error_t *err)
 {
@@ -180,7 +172,7 @@ executor_execute_action (struct executor *ex, json_t *body, int *status, char **
   pthread_mutex_unlock (&ex->action_lock);
 
   pthread_mutex_lock (&ex->stats_lock);
-  ex->last_exec_time = now_mono ();
+  ex->last_exec_time = ohbox_monotonic ();
   pthread_mutex_unlock (&ex->stats_lock);
   json_decref (empty);
   return obs;
@@ -206,7 +198,7 @@ json_t *
 executor_server_info (struct executor *ex)
 {
   static double last_wall, last_cpu;
-  double now = now_mono ();
+  double now = ohbox_monotonic ();
   struct rusage ru;
   getrusage (RUSAGE_SELF, &ru);
   double cpu = (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 + (double) ru.ru_stime.tv_sec

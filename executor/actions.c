@@ -17,20 +17,13 @@
 #include "obs.h"
 #include "common/utils.h"
 
-static double
-now_mono (void)
+/* The options of a bash session of EX's user, starting in WORK_DIR. */
+static struct bash_opts
+bash_opts_of (const struct executor *ex, const char *work_dir)
 {
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
-int
-executor_bash_start (struct executor *ex, ohbox_error_t *err)
-{
-  struct bash_opts o = {
+  return (struct bash_opts){
     .bash_path = ex->bash_path,
-    .work_dir = ex->work_dir,
+    .work_dir = work_dir,
     .switch_user = ex->switch_user,
     .username = ex->username,
     .uid = ex->uid,
@@ -38,6 +31,12 @@ executor_bash_start (struct executor *ex, ohbox_error_t *err)
     .home = ex->home,
     .no_change_timeout = ex->no_change_timeout,
   };
+}
+
+int
+executor_bash_start (struct executor *ex, ohbox_error_t *err)
+{
+  struct bash_opts o = bash_opts_of (ex, ex->work_dir);
   if (ex->bash)
     {
       bash_session_free (ex->bash);
@@ -94,16 +93,8 @@ action_run (struct executor *ex, json_t *args, json_t *timeout)
     {
       /* A fresh shell in `cwd` for this one command (hidden git helpers). */
       json_t *cwd = json_object_get (args, "cwd");
-      struct bash_opts o = {
-        .bash_path = ex->bash_path,
-        .work_dir = json_is_string (cwd) && *json_string_value (cwd) ? json_string_value (cwd) : ex->work_dir,
-        .switch_user = ex->switch_user,
-        .username = ex->username,
-        .uid = ex->uid,
-        .gid = ex->gid,
-        .home = ex->home,
-        .no_change_timeout = ex->no_change_timeout,
-      };
+      const char *dir = json_is_string (cwd) && *json_string_value (cwd) ? json_string_value (cwd) : ex->work_dir;
+      struct bash_opts o = bash_opts_of (ex, dir);
       struct bash_session *tmp = NULL;
       cleanup_error ohbox_error_t err = NULL;
       if (bash_session_start (&o, &tmp, &err) < 0)
@@ -180,7 +171,7 @@ executor_execute_action (struct executor *ex, json_t *body, int *status, char **
   pthread_mutex_unlock (&ex->action_lock);
 
   pthread_mutex_lock (&ex->stats_lock);
-  ex->last_exec_time = now_mono ();
+  ex->last_exec_time = ohbox_monotonic ();
   pthread_mutex_unlock (&ex->stats_lock);
   json_decref (empty);
   return obs;
@@ -206,7 +197,7 @@ json_t *
 executor_server_info (struct executor *ex)
 {
   static double last_wall, last_cpu;
-  double now = now_mono ();
+  double now = ohbox_monotonic ();
   struct rusage ru;
   getrusage (RUSAGE_SELF, &ru);
   double cpu = (double) ru.ru_utime.tv_sec + (double) ru.ru_utime.tv_usec / 1e6 + (double) ru.ru_stime.tv_sec

@@ -46,8 +46,6 @@ struct bash_session
   char *prev_output;
 };
 
-/* Monotonic clock in seconds. */
-double bash_now (void);
 /* Writes all of DATA to FD (non-blocking) before DEADLINE; -1 with errno. */
 int bash_write_all_until (int fd, const char *data, size_t len, double deadline);
 /* Types TEXT into the terminal as tmux send-keys does (key names, C-x),

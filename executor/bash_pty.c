@@ -27,14 +27,6 @@
 
 extern char **environ;
 
-double
-bash_now (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 int
 bash_write_all_until (int fd, const char *data, size_t len, double deadline)
 {
@@ -51,7 +43,7 @@ bash_write_all_until (int fd, const char *data, size_t len, double deadline)
         continue;
       if (w < 0 && errno != EAGAIN)
         return -1;
-      double left = deadline - bash_now ();
+      double left = deadline - ohbox_monotonic ();
       if (left <= 0)
         {
           errno = ETIMEDOUT;

@@ -359,7 +359,7 @@ bash_session_start (const struct bash_opts *o, struct bash_session **out, ohbox_
   /* Install the prompt, then wait for the first prompt block. */
   cleanup_free char *q = shell_quote (s->cwd);
   cleanup_free char *line = xasprintf (setup_line, q);
-  double deadline = bash_now () + STARTUP_TIMEOUT;
+  double deadline = ohbox_monotonic () + STARTUP_TIMEOUT;
   pthread_mutex_lock (&s->lock);
   if (bash_send_keys (s, line, false, deadline) < 0)
     {
@@ -380,7 +380,7 @@ bash_session_start (const struct bash_opts *o, struct bash_session **out, ohbox_
           break;
         }
       free (m);
-      if (s->dead || bash_now () >= deadline)
+      if (s->dead || ohbox_monotonic () >= deadline)
         {
           bool dead = s->dead;
           pthread_mutex_unlock (&s->lock);
@@ -601,12 +601,12 @@ static json_t *
 run_poll_once (struct bash_session *s, const struct run_request *req, const char *command, struct run_poll *p,
                struct run_meta *meta)
 {
-  double t0 = bash_now ();
+  double t0 = ohbox_monotonic ();
   p->gen = term_generation (s->term);
   cleanup_free char *pane = term_render (s->term, NULL);
   cleanup_free struct ps1_match *m = NULL;
   size_t count = find_ps1 (pane, &m);
-  double t1 = p->t1 = bash_now ();
+  double t1 = p->t1 = ohbox_monotonic ();
   /* A flood of output would make every render rebuild a large pane:
    * render at most once per four render times. */
   p->throttle_until = t1 + 4 * (t1 - t0);
@@ -651,7 +651,7 @@ run_wait_change (struct bash_session *s, const struct run_request *req, const st
   if (p->waiting_prompts && p->last_change + PROMPT_QUIET < deadline)
     deadline = p->last_change + PROMPT_QUIET;
   wait_change (s, p->gen, deadline);
-  double now = bash_now ();
+  double now = ohbox_monotonic ();
   if (now < p->throttle_until && term_generation (s->term) != p->gen)
     {
       pthread_mutex_unlock (&s->lock);
@@ -673,7 +673,7 @@ run_locked (struct bash_session *s, const struct run_request *req, const char *c
   if (result)
     return result;
 
-  struct run_poll p = { .start = bash_now (), .prompts_expected = 1 };
+  struct run_poll p = { .start = ohbox_monotonic (), .prompts_expected = 1 };
   p.last_change = p.start;
   p.gen = term_generation (s->term);
   p.last_pane = term_render (s->term, NULL);

@@ -48,14 +48,6 @@ struct conn_guard
   unsigned int live, closing;
 };
 
-static double
-mono_now (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 /* ---- configuration ------------------------------------------------------------ */
 
 static int
@@ -245,7 +237,7 @@ conn_guard_notify (void *cls, struct MHD_Connection *conn, void **socket_context
       address_key (ad ? ad->client_addr : NULL, c->addr);
       c->state = CONN_WAITING;
       pthread_mutex_lock (&g->lock);
-      c->since = mono_now ();
+      c->since = ohbox_monotonic ();
       append_conn (g, c);
       g->live++;
       if (g->sleeping_forever)
@@ -297,7 +289,7 @@ conn_guard_request_ends (struct conn_guard *g, struct MHD_Connection *conn)
     return;
   pthread_mutex_lock (&g->lock);
   c->state = CONN_WAITING;
-  c->since = mono_now ();
+  c->since = ohbox_monotonic ();
   unlink_conn (g, c);
   append_conn (g, c);
   if (g->sleeping_forever)
@@ -314,7 +306,7 @@ watchdog (void *arg)
   pthread_mutex_lock (&g->lock);
   while (!g->stop)
     {
-      double now = mono_now (), next = INFINITY;
+      double now = ohbox_monotonic (), next = INFINITY;
       for (struct guarded *c = g->head; c; c = c->next)
         {
           if (!evictable (c))

@@ -254,11 +254,9 @@ editor_line_range (const char *s, long from, long to)
 char *
 editor_err_text (const char *fmt, ...)
 {
-  char *s = NULL;
   va_list ap;
   va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    abort ();
+  char *s = xvasprintf (fmt, ap);
   va_end (ap);
   char *r = xasprintf ("ERROR:\n%s", s);
   free (s);

@@ -44,11 +44,9 @@ static void find_error (struct ohbox_buf *errs, const char *fmt, ...) __attribut
 static void
 find_error (struct ohbox_buf *errs, const char *fmt, ...)
 {
-  char *s = NULL;
   va_list ap;
   va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    abort ();
+  char *s = xvasprintf (fmt, ap);
   va_end (ap);
   ohbox_buf_append (errs, s, strlen (s));
   free (s);

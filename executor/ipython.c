@@ -50,14 +50,6 @@ struct ipython
   char *synced_cwd;
 };
 
-static double
-now_mono (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 static void
 ipython_stop (struct ipython *py)
 {
@@ -196,7 +188,7 @@ read_reply (struct ipython *py, double deadline)
           free (b.data);
           return j;
         }
-      double left = deadline - now_mono ();
+      double left = deadline - ohbox_monotonic ();
       if (left <= 0)
         {
           errno = ETIMEDOUT;
@@ -286,13 +278,13 @@ action_run_ipython (struct executor *ex, json_t *args, double timeout)
   py->synced_cwd = xstrdup (cwd);
 
   double limit = timeout > 0 ? timeout : DEFAULT_CELL_TIMEOUT;
-  json_t *reply = read_reply (py, now_mono () + limit);
+  json_t *reply = read_reply (py, ohbox_monotonic () + limit);
   cleanup_free char *content = NULL;
   if (reply == NULL && errno == ETIMEDOUT)
     {
       /* Interrupt the cell (KeyboardInterrupt); its output still comes back. */
       kill (py->pid, SIGINT);
-      reply = read_reply (py, now_mono () + 5);
+      reply = read_reply (py, ohbox_monotonic () + 5);
       cleanup_free char *secs = py_float_repr (limit);
       const char *out = reply ? json_string_value (json_object_get (reply, "output")) : NULL;
       content = xasprintf ("%s%s[Execution timed out (%s seconds).]", out ? out : "", out && *out ? "\n" : "", secs);

@@ -63,14 +63,6 @@
 #include "users.h"
 #include "common/utils.h"
 
-static double
-now_mono (void)
-{
-  struct timespec ts;
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
-}
-
 static void
 usage (FILE *f)
 {
@@ -413,7 +405,7 @@ main (int argc, char **argv)
   pthread_mutex_init (&ex.action_lock, NULL);
   pthread_mutex_init (&ex.stats_lock, NULL);
   pthread_mutex_init (&ex.adopt_lock, NULL);
-  ex.start_time = ex.last_exec_time = now_mono ();
+  ex.start_time = ex.last_exec_time = ohbox_monotonic ();
 
   /* Signals: a closed client socket must not kill the server; TERM/INT are
    * taken synchronously below, so block them before any thread starts. */

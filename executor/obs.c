@@ -83,11 +83,9 @@ obs_error (const char *content)
 json_t *
 obs_errorf (const char *fmt, ...)
 {
-  char *s = NULL;
   va_list ap;
   va_start (ap, fmt);
-  if (vasprintf (&s, fmt, ap) < 0)
-    abort ();
+  char *s = xvasprintf (fmt, ap);
   va_end (ap);
   json_t *o = obs_error (s);
   free (s);

@@ -77,30 +77,10 @@ sha256_file (const char *path, char out[65], int64_t *size, ohbox_error_t *err)
   cleanup_close int fd = open (path, O_RDONLY | O_CLOEXEC);
   if (fd < 0)
     return ohbox_error_errno (err, "open `%s`", path);
-  struct ohbox_sha256 *h = ohbox_sha256_new ();
-  char buf[65536];
-  int64_t total = 0;
-  for (;;)
-    {
-      ssize_t r = read (fd, buf, sizeof buf);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        {
-          ohbox_sha256_free (h);
-          return ohbox_error_errno (err, "read `%s`", path);
-        }
-      if (r == 0)
-        break;
-      ohbox_sha256_update (h, buf, (size_t) r);
-      total += r;
-    }
   char d[OHBOX_DIGEST_LEN + 1];
-  ohbox_sha256_final (h, d);
-  ohbox_sha256_free (h);
+  if (ohbox_sha256_fd (fd, path, d, size, err) < 0)
+    return -1;
   memcpy (out, ohbox_digest_hex (d), 65);
-  if (size)
-    *size = total;
   return 0;
 }
 

@@ -21,9 +21,12 @@
 bool
 ohbox_digest_is_valid (const char *digest)
 {
-  if (digest == NULL || strncmp (digest, "sha256:", 7) != 0)
-    return false;
-  const char *hex = digest + 7;
+  return digest != NULL && strncmp (digest, "sha256:", 7) == 0 && ohbox_digest_hex_is_valid (digest + 7);
+}
+
+bool
+ohbox_digest_hex_is_valid (const char *hex)
+{
   size_t i;
   for (i = 0; hex[i]; i++)
     {
@@ -184,4 +187,33 @@ ohbox_sha256_buffer (const void *data, size_t len, char out[OHBOX_DIGEST_LEN + 1
         abort ();
     }
   to_digest (md, out);
+}
+
+int
+ohbox_sha256_fd (int fd, const char *what, char out[OHBOX_DIGEST_LEN + 1], int64_t *size, ohbox_error_t *err)
+{
+  struct ohbox_sha256 *h = ohbox_sha256_new ();
+  /* 64 KiB kept off the stack (threads have small ones), one per thread. */
+  static __thread char buf[1 << 16];
+  int64_t total = 0;
+  for (;;)
+    {
+      ssize_t r = read (fd, buf, sizeof buf);
+      if (r < 0 && errno == EINTR)
+        continue;
+      if (r < 0)
+        {
+          ohbox_sha256_free (h);
+          return ohbox_error_errno (err, "read `%s`", what);
+        }
+      if (r == 0)
+        break;
+      ohbox_sha256_update (h, buf, (size_t) r);
+      total += r;
+    }
+  ohbox_sha256_final (h, out);
+  ohbox_sha256_free (h);
+  if (size)
+    *size = total;
+  return 0;
 }

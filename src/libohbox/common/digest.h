@@ -8,6 +8,7 @@
 
 #include <stdbool.h>
 #include <stddef.h>
+#include <stdint.h>
 
 #include "common/error.h"
 
@@ -18,6 +19,8 @@ int ohbox_digest_validate (const char *digest, ohbox_error_t *err);
 bool ohbox_digest_is_valid (const char *digest);
 /* Pointer to the 64 hex characters of a VALID digest. */
 const char *ohbox_digest_hex (const char *digest);
+/* Whether HEX is a sha256 digest's hex part: 64 lowercase hex characters. */
+bool ohbox_digest_hex_is_valid (const char *hex);
 
 /* Loads libcrypto (dl_crypto.h) or aborts: for the callers of its
  * functions that cannot fail (sha256, base64). */
@@ -34,5 +37,8 @@ struct ohbox_sha256 *ohbox_sha256_dup (const struct ohbox_sha256 *h);
 void ohbox_sha256_free (struct ohbox_sha256 *h);
 /* One-shot digest of a buffer. */
 void ohbox_sha256_buffer (const void *data, size_t len, char out[OHBOX_DIGEST_LEN + 1]);
+/* Digest of what is left to read on FD (up to EOF) into OUT and, when SIZE is
+ * not NULL, the number of bytes read; -1 naming WHAT when reading fails. */
+int ohbox_sha256_fd (int fd, const char *what, char out[OHBOX_DIGEST_LEN + 1], int64_t *size, ohbox_error_t *err);
 
 #endif

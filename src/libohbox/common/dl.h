@@ -49,6 +49,23 @@ int ohbox_dl_load (struct ohbox_dl_library *lib, ohbox_error_t *err);
 #define OHBOX_DL_FIELD(name) __typeof__ (name) *name;
 #define OHBOX_DL_NAME(name) #name,
 
+/* Declares, for the library's header, the table ohbox_dl_NAME of SYMBOLS (an
+ * X-macro list): a struct of typed function pointers overlaid on the array of
+ * slots ohbox_dl_open_many fills; and its loader ohbox_dl_NAME_load, which
+ * returns -1 naming the missing soname or symbol. */
+#define OHBOX_DL_ONE(name) +1
+#define OHBOX_DL_DECLARE(NAME, SYMBOLS)                                                                                \
+  union ohbox_dl_##NAME##_table                                                                                        \
+  {                                                                                                                    \
+    struct                                                                                                             \
+    {                                                                                                                  \
+      SYMBOLS (OHBOX_DL_FIELD)                                                                                         \
+    };                                                                                                                 \
+    void *slots[0 SYMBOLS (OHBOX_DL_ONE)];                                                                             \
+  };                                                                                                                   \
+  extern union ohbox_dl_##NAME##_table ohbox_dl_##NAME;                                                                \
+  int ohbox_dl_##NAME##_load (ohbox_error_t *err)
+
 /* Defines the table ohbox_dl_NAME of SYMBOLS (an X-macro list), the loader
  * ohbox_dl_NAME_load and the library's record; SONAME also goes into the
  * binary's `.ohbox.dlopen` section (NUL-separated), which tools that pack a

@@ -66,21 +66,8 @@
   X (archive_write_open2)                                                                                              \
   X (archive_write_set_format_pax_restricted)
 
-#define OHBOX_DL_ONE(name) +1
-union ohbox_dl_archive_table
-{
-  struct
-  {
-    OHBOX_DL_ARCHIVE_SYMBOLS (OHBOX_DL_FIELD)
-  };
-  void *slots[0 OHBOX_DL_ARCHIVE_SYMBOLS (OHBOX_DL_ONE)];
-};
-#undef OHBOX_DL_ONE
-
-extern union ohbox_dl_archive_table ohbox_dl_archive;
-
-/* Loads libarchive once; -1 naming the missing soname or symbol. */
-int ohbox_dl_archive_load (ohbox_error_t *err);
+/* The table and loader of libarchive (loaded once). */
+OHBOX_DL_DECLARE (archive, OHBOX_DL_ARCHIVE_SYMBOLS);
 
 #define archive_entry_atime (ohbox_dl_archive.archive_entry_atime)
 #define archive_entry_atime_is_set (ohbox_dl_archive.archive_entry_atime_is_set)

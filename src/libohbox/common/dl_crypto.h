@@ -29,21 +29,8 @@
   X (PEM_read_bio_X509)                                                                                                \
   X (X509_free)
 
-#define OHBOX_DL_ONE(name) +1
-union ohbox_dl_crypto_table
-{
-  struct
-  {
-    OHBOX_DL_CRYPTO_SYMBOLS (OHBOX_DL_FIELD)
-  };
-  void *slots[0 OHBOX_DL_CRYPTO_SYMBOLS (OHBOX_DL_ONE)];
-};
-#undef OHBOX_DL_ONE
-
-extern union ohbox_dl_crypto_table ohbox_dl_crypto;
-
-/* Loads libcrypto (OpenSSL) once; -1 naming the missing soname or symbol. */
-int ohbox_dl_crypto_load (ohbox_error_t *err);
+/* The table and loader of libcrypto (OpenSSL) (loaded once). */
+OHBOX_DL_DECLARE (crypto, OHBOX_DL_CRYPTO_SYMBOLS);
 
 #define EVP_Digest (ohbox_dl_crypto.EVP_Digest)
 #define EVP_DigestFinal_ex (ohbox_dl_crypto.EVP_DigestFinal_ex)

@@ -45,21 +45,8 @@
   X (curl_url_get)                                                                                                     \
   X (curl_url_set)
 
-#define OHBOX_DL_ONE(name) +1
-union ohbox_dl_curl_table
-{
-  struct
-  {
-    OHBOX_DL_CURL_SYMBOLS (OHBOX_DL_FIELD)
-  };
-  void *slots[0 OHBOX_DL_CURL_SYMBOLS (OHBOX_DL_ONE)];
-};
-#undef OHBOX_DL_ONE
-
-extern union ohbox_dl_curl_table ohbox_dl_curl;
-
-/* Loads libcurl once; -1 naming the missing soname or symbol. */
-int ohbox_dl_curl_load (ohbox_error_t *err);
+/* The table and loader of libcurl (loaded once). */
+OHBOX_DL_DECLARE (curl, OHBOX_DL_CURL_SYMBOLS);
 
 /* curl.h defines these as pass-through macros when its type checks are off. */
 #undef curl_easy_setopt

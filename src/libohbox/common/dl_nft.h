@@ -21,21 +21,8 @@
   X (nft_ctx_output_set_flags)                                                                                         \
   X (nft_run_cmd_from_buffer)
 
-#define OHBOX_DL_ONE(name) +1
-union ohbox_dl_nft_table
-{
-  struct
-  {
-    OHBOX_DL_NFT_SYMBOLS (OHBOX_DL_FIELD)
-  };
-  void *slots[0 OHBOX_DL_NFT_SYMBOLS (OHBOX_DL_ONE)];
-};
-#undef OHBOX_DL_ONE
-
-extern union ohbox_dl_nft_table ohbox_dl_nft;
-
-/* Loads libnftables once; -1 naming the missing soname or symbol. */
-int ohbox_dl_nft_load (ohbox_error_t *err);
+/* The table and loader of libnftables (loaded once). */
+OHBOX_DL_DECLARE (nft, OHBOX_DL_NFT_SYMBOLS);
 
 #define nft_ctx_buffer_error (ohbox_dl_nft.nft_ctx_buffer_error)
 #define nft_ctx_buffer_output (ohbox_dl_nft.nft_ctx_buffer_output)

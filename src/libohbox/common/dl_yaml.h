@@ -17,21 +17,8 @@
   X (yaml_parser_delete)                                                                                               \
   X (yaml_event_delete)
 
-#define OHBOX_DL_ONE(name) +1
-union ohbox_dl_yaml_table
-{
-  struct
-  {
-    OHBOX_DL_YAML_SYMBOLS (OHBOX_DL_FIELD)
-  };
-  void *slots[0 OHBOX_DL_YAML_SYMBOLS (OHBOX_DL_ONE)];
-};
-#undef OHBOX_DL_ONE
-
-extern union ohbox_dl_yaml_table ohbox_dl_yaml;
-
-/* Loads libyaml once; -1 naming the missing soname or symbol. */
-int ohbox_dl_yaml_load (ohbox_error_t *err);
+/* The table and loader of libyaml (loaded once). */
+OHBOX_DL_DECLARE (yaml, OHBOX_DL_YAML_SYMBOLS);
 
 #define yaml_parser_initialize (ohbox_dl_yaml.yaml_parser_initialize)
 #define yaml_parser_set_input_string (ohbox_dl_yaml.yaml_parser_set_input_string)

@@ -32,9 +32,7 @@ ohbox_toml_error (ohbox_error_t *err, const char *file, int line, const char *fm
 {
   va_list ap;
   va_start (ap, fmt);
-  cleanup_free char *msg = NULL;
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
+  cleanup_free char *msg = xvasprintf (fmt, ap);
   va_end (ap);
   /* Values quoted in messages may hold escaped control characters. */
   for (char *p = msg; *p; p++)

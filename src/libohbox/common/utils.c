@@ -64,15 +64,21 @@ xstrndup (const char *s, size_t n)
 }
 
 char *
-xasprintf (const char *fmt, ...)
+xvasprintf (const char *fmt, va_list ap)
 {
   char *s = NULL;
+  if (vasprintf (&s, fmt, ap) < 0)
+    abort ();
+  return s;
+}
+
+char *
+xasprintf (const char *fmt, ...)
+{
   va_list ap;
   va_start (ap, fmt);
-  int r = vasprintf (&s, fmt, ap);
+  char *s = xvasprintf (fmt, ap);
   va_end (ap);
-  if (r < 0)
-    abort ();
   return s;
 }
 

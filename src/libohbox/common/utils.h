@@ -5,6 +5,7 @@
 #define OHBOX_UTILS_H
 
 #include <dirent.h>
+#include <stdarg.h>
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
@@ -68,6 +69,7 @@ void *xrealloc (void *p, size_t n);
 char *xstrdup (const char *s);
 char *xstrndup (const char *s, size_t n);
 char *xasprintf (const char *fmt, ...) __attribute__ ((format (printf, 1, 2)));
+char *xvasprintf (const char *fmt, va_list ap) __attribute__ ((format (printf, 1, 0)));
 
 /* A growable byte buffer, NUL-terminated for convenience. */
 struct ohbox_buf

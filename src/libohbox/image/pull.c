@@ -81,9 +81,7 @@ emit_notice (struct pull_ctx *c, const char *fmt, ...)
     return;
   va_list ap;
   va_start (ap, fmt);
-  cleanup_free char *msg = NULL;
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
+  cleanup_free char *msg = xvasprintf (fmt, ap);
   va_end (ap);
   pthread_mutex_lock (&c->ev_lock);
   c->ev->notice (c->ev->userdata, msg);

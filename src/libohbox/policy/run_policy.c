@@ -52,9 +52,7 @@ plan_warn (struct ohbox_run_plan *p, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  char *s = NULL;
-  if (vasprintf (&s, fmt, ap) < 0)
-    abort ();
+  char *s = xvasprintf (fmt, ap);
   va_end (ap);
   p->warnings = xrealloc (p->warnings, (p->n_warnings + 2) * sizeof (char *));
   p->warnings[p->n_warnings++] = s;

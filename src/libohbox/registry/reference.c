@@ -204,17 +204,6 @@ looks_like_other_digest (const char *s)
 }
 
 static bool
-is_identifier (const char *s)
-{
-  if (strlen (s) != 64)
-    return false;
-  for (; *s; s++)
-    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-      return false;
-  return true;
-}
-
-static bool
 has_upper (const char *s, size_t len)
 {
   for (size_t i = 0; i < len; i++)
@@ -286,7 +275,7 @@ ohbox_reference_parse (const char *s, struct ohbox_reference **out, ohbox_error_
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid image reference ``: empty reference");
   if (strlen (s) > REFERENCE_MAX)
     return ref_error (err, s, "longer than 512 characters");
-  if (is_identifier (s))
+  if (ohbox_digest_hex_is_valid (s))
     return ref_error (err, s, "a 64-character hexadecimal string is an image ID, not a name");
 
   const char *digest = NULL;

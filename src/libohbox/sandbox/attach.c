@@ -27,21 +27,8 @@ receive_master (int dfd, const char *what, int *ret_conn, ohbox_error_t *err)
   if (connect (fd, (struct sockaddr *) &sa, sizeof sa) < 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, errno, "connect to the monitor of sandbox `%s`", what);
   char answer = 0;
-  struct iovec iov = { .iov_base = &answer, .iov_len = 1 };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1, .msg_control = u.buf, .msg_controllen = sizeof u.buf };
-  ssize_t n;
-  do
-    n = recvmsg (fd, &msg, MSG_CMSG_CLOEXEC);
-  while (n < 0 && errno == EINTR);
   int master = -1;
-  struct cmsghdr *c = n == 1 ? CMSG_FIRSTHDR (&msg) : NULL;
-  if (c && c->cmsg_level == SOL_SOCKET && c->cmsg_type == SCM_RIGHTS && c->cmsg_len == CMSG_LEN (sizeof (int)))
-    memcpy (&master, CMSG_DATA (c), sizeof (int));
+  ssize_t n = ohbox_recv_with_fd (fd, &answer, 1, &master);
   if (n == 1 && answer == OHBOX_ATTACH_OK && master >= 0)
     {
       *ret_conn = steal_fd (&fd);

@@ -29,17 +29,6 @@
 
 #define MOUNTINFO_MAX (16 * 1024 * 1024)
 
-static bool
-is_sandbox_id (const char *s)
-{
-  if (strlen (s) != OHBOX_ID_LEN)
-    return false;
-  for (; *s; s++)
-    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-      return false;
-  return true;
-}
-
 static void
 count_sandbox (struct ohbox_check_ctx *c)
 {
@@ -227,7 +216,7 @@ check_names (struct ohbox_check_ctx *c)
       char target[OHBOX_ID_LEN + 2];
       ssize_t n = readlinkat (dirfd (d), de->d_name, target, sizeof target - 1);
       struct stat st;
-      if (n == OHBOX_ID_LEN && (target[n] = '\0', is_sandbox_id (target))
+      if (n == OHBOX_ID_LEN && (target[n] = '\0', ohbox_state_id_is_valid (target))
           && fstatat (c->rt->dirfd, target, &st, AT_SYMLINK_NOFOLLOW) == 0)
         continue;
       cleanup_free char *where = xasprintf ("%s/names/%s", c->rt->root, de->d_name);
@@ -307,8 +296,8 @@ userns_lease_found (const char *lease, const char *owner, void *data)
   struct ohbox_check_ctx *c = data;
   size_t rootlen = strlen (c->rt->root);
   struct stat st;
-  if (strncmp (owner, c->rt->root, rootlen) != 0 || owner[rootlen] != '/' || !is_sandbox_id (owner + rootlen + 1)
-      || stat (owner, &st) == 0)
+  if (strncmp (owner, c->rt->root, rootlen) != 0 || owner[rootlen] != '/'
+      || !ohbox_state_id_is_valid (owner + rootlen + 1) || stat (owner, &st) == 0)
     return;
   json_t *f = ohbox_check_add (c, "stale-id-lease", lease, true, "id range of sandbox `%.12s`, which is gone",
                                owner + rootlen + 1);
@@ -598,7 +587,7 @@ ohbox_check_state (struct ohbox_check_ctx *c, ohbox_error_t *err)
                               "finish");
           continue;
         }
-      if (is_sandbox_id (de->d_name) && check_sandbox (c, de->d_name, err) < 0)
+      if (ohbox_state_id_is_valid (de->d_name) && check_sandbox (c, de->d_name, err) < 0)
         return -1;
     }
   check_names (c);

@@ -15,22 +15,11 @@
 #include <sys/syscall.h>
 #include <time.h>
 
-static bool
-is_id (const char *s)
-{
-  if (strlen (s) != OHBOX_ID_LEN)
-    return false;
-  for (; *s; s++)
-    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-      return false;
-  return true;
-}
-
 int
 ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **ret_id, ohbox_error_t *err)
 {
   struct stat st;
-  if (is_id (what) && fstatat (rt->dirfd, what, &st, AT_SYMLINK_NOFOLLOW) == 0)
+  if (ohbox_state_id_is_valid (what) && fstatat (rt->dirfd, what, &st, AT_SYMLINK_NOFOLLOW) == 0)
     {
       *ret_id = xstrdup (what);
       return 0;
@@ -60,7 +49,7 @@ ohbox_sandbox_resolve (struct ohbox_runtime *rt, const char *what, char **ret_id
         fd = -1;
       struct dirent *de;
       while (d && (de = readdir (d)) != NULL)
-        if (is_id (de->d_name) && strncmp (de->d_name, what, len) == 0)
+        if (ohbox_state_id_is_valid (de->d_name) && strncmp (de->d_name, what, len) == 0)
           {
             if (found)
               {
@@ -154,7 +143,7 @@ ohbox_sandbox_list_info (struct ohbox_runtime *rt, bool all, struct ohbox_sandbo
           ohbox_error_release (&e);
           continue;
         }
-      if (!is_id (de->d_name))
+      if (!ohbox_state_id_is_valid (de->d_name))
         continue;
       cleanup_close int sfd = -1;
       ohbox_error_t e = NULL;

@@ -107,8 +107,8 @@ ohbox_runtime_cgroup_host (struct ohbox_runtime *rt, const struct ohbox_cgroup_h
   return 0;
 }
 
-static bool
-valid_id (const char *id)
+bool
+ohbox_state_id_is_valid (const char *id)
 {
   if (strlen (id) != OHBOX_ID_LEN)
     return false;
@@ -179,7 +179,7 @@ ohbox_state_half_created_stale (struct ohbox_runtime *rt, const char *name)
 int
 ohbox_state_open (struct ohbox_runtime *rt, const char *id, int *ret_dirfd, ohbox_error_t *err)
 {
-  if (!valid_id (id))
+  if (!ohbox_state_id_is_valid (id))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid sandbox id `%s`", id);
   int fd = openat (rt->dirfd, id, O_DIRECTORY | O_RDONLY | O_CLOEXEC | O_NOFOLLOW);
   if (fd < 0)

@@ -21,6 +21,9 @@
 
 #define OHBOX_ID_LEN 64
 
+/* Whether ID is a sandbox ID: OHBOX_ID_LEN lowercase hex characters. */
+bool ohbox_state_id_is_valid (const char *id);
+
 /* What a sandbox is doing. state.json records "running" when the command
  * started and "exited" when the monitor recorded its end; the live status
  * (ohbox_state_live_status) also asks whether the monitor is there. */

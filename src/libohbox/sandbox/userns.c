@@ -130,35 +130,35 @@ block_start (const struct ohbox_idmap *map, uint32_t index)
   return (uint32_t) -1;
 }
 
+/* Root's subordinate IDs from SUBIDS into MAP, which is also the pool
+ * leased from; when root has none there, the legacy default range and the
+ * default pool, and true. */
+static bool
+plan_root_ids (const char *subids, const char *name, struct ohbox_idmap *map, struct ohbox_idmap *pool_map)
+{
+  static const struct ohbox_idmap_range pool = { 0, OHBOX_USERNS_DEFAULT_START,
+                                                 OHBOX_USERNS_BLOCK * OHBOX_USERNS_POOL_BLOCKS };
+  static const struct ohbox_idmap_range legacy = { 0, OHBOX_USERNS_DEFAULT_START, OHBOX_USERNS_DEFAULT_COUNT };
+  if (read_subids (subids, name, 0, 0, map) != 0)
+    {
+      *pool_map = *map;
+      return false;
+    }
+  map->r[0] = legacy;
+  map->n = 1;
+  pool_map->r[0] = pool;
+  pool_map->n = 1;
+  return true;
+}
+
 /* Root: the pool, and until a block is leased, the maps ohbox used before
  * ranges were leased. */
 static void
 plan_root (const char *subuid, const char *subgid, const char *name, struct ohbox_userns_plan *plan)
 {
-  static const struct ohbox_idmap_range pool = { 0, OHBOX_USERNS_DEFAULT_START,
-                                                 OHBOX_USERNS_BLOCK * OHBOX_USERNS_POOL_BLOCKS };
-  static const struct ohbox_idmap_range legacy = { 0, OHBOX_USERNS_DEFAULT_START, OHBOX_USERNS_DEFAULT_COUNT };
-  bool dflt = false;
-  if (read_subids (subuid, name, 0, 0, &plan->uids) == 0)
-    {
-      plan->uids.r[0] = legacy;
-      plan->uids.n = 1;
-      plan->pool_uids.r[0] = pool;
-      plan->pool_uids.n = 1;
-      dflt = true;
-    }
-  else
-    plan->pool_uids = plan->uids;
-  if (read_subids (subgid, name, 0, 0, &plan->gids) == 0)
-    {
-      plan->gids.r[0] = legacy;
-      plan->gids.n = 1;
-      plan->pool_gids.r[0] = pool;
-      plan->pool_gids.n = 1;
-      dflt = true;
-    }
-  else
-    plan->pool_gids = plan->gids;
+  bool dflt_uids = plan_root_ids (subuid, name, &plan->uids, &plan->pool_uids);
+  bool dflt_gids = plan_root_ids (subgid, name, &plan->gids, &plan->pool_gids);
+  bool dflt = dflt_uids || dflt_gids;
   uint32_t nu = count_blocks (&plan->pool_uids), ng = count_blocks (&plan->pool_gids);
   plan->pool_blocks = nu < ng ? nu : ng;
   /* The default pool's first block is what every sandbox of an older ohbox

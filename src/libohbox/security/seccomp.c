@@ -81,9 +81,7 @@ perr (struct compile *c, int kind, const char *where, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  cleanup_free char *msg = NULL;
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
+  cleanup_free char *msg = xvasprintf (fmt, ap);
   va_end (ap);
   return ohbox_error (c->err, kind, 0, "seccomp profile `%s`: %s%s%s", c->name, where ? where : "", where ? ": " : "",
                       msg);

@@ -42,9 +42,7 @@ ohbox_check_add (struct ohbox_check_ctx *c, const char *kind, const char *where,
 {
   va_list ap;
   va_start (ap, fmt);
-  char *what = NULL;
-  if (vasprintf (&what, fmt, ap) < 0)
-    abort ();
+  char *what = xvasprintf (fmt, ap);
   va_end (ap);
   json_t *f = json_pack ("{s:s, s:s, s:s, s:b, s:b}", "kind", kind, "where", where, "what", what, "repairable",
                          repairable, "repaired", 0);
@@ -61,17 +59,6 @@ ohbox_check_repaired (json_t *f, int r, ohbox_error_t *err)
   else
     json_object_set_new (f, "repair_error", json_string (*err ? (*err)->msg : "unknown error"));
   ohbox_error_release (err);
-}
-
-static bool
-is_hex64 (const char *s)
-{
-  if (strlen (s) != 64)
-    return false;
-  for (; *s; s++)
-    if (!((*s >= '0' && *s <= '9') || (*s >= 'a' && *s <= 'f')))
-      return false;
-  return true;
 }
 
 /* Opens DIR of the store for reading its entries; NULL (no error) when missing. */
@@ -108,25 +95,7 @@ hash_file (int dirfd, const char *name, const char *what, char out[OHBOX_DIGEST_
   cleanup_close int fd = openat (dirfd, name, O_RDONLY | O_NOFOLLOW | O_CLOEXEC);
   if (fd < 0)
     return ohbox_error_errno (err, "open `%s`", what);
-  struct ohbox_sha256 *h = ohbox_sha256_new ();
-  static __thread char buf[1 << 16];
-  for (;;)
-    {
-      ssize_t r = read (fd, buf, sizeof buf);
-      if (r < 0 && errno == EINTR)
-        continue;
-      if (r < 0)
-        {
-          ohbox_sha256_free (h);
-          return ohbox_error_errno (err, "read `%s`", what);
-        }
-      if (r == 0)
-        break;
-      ohbox_sha256_update (h, buf, (size_t) r);
-    }
-  ohbox_sha256_final (h, out);
-  ohbox_sha256_free (h);
-  return 0;
+  return ohbox_sha256_fd (fd, what, out, NULL, err);
 }
 
 static void
@@ -153,7 +122,7 @@ check_blobs (struct store_check *sc, ohbox_error_t *err)
         continue;
       cleanup_free char *where = xasprintf ("%s/blobs/sha256/%s", c->s->root, de->d_name);
       struct stat st;
-      if (!is_hex64 (de->d_name) || fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
+      if (!ohbox_digest_hex_is_valid (de->d_name) || fstatat (dirfd (d), de->d_name, &st, AT_SYMLINK_NOFOLLOW) < 0
           || !S_ISREG (st.st_mode))
         {
           json_t *f = ohbox_check_add (c, "stray-file", where, true,
@@ -264,7 +233,7 @@ check_images (struct store_check *sc, ohbox_error_t *err)
       char hex[65] = "";
       if (n == 64 + 5 && strcmp (de->d_name + 64, ".json") == 0)
         memcpy (hex, de->d_name, 64);
-      if (!is_hex64 (hex))
+      if (!ohbox_digest_hex_is_valid (hex))
         {
           /* A record being written (.tmp of an atomic write) by a process
            * that is gone, or a stray file. */
@@ -463,12 +432,12 @@ check_locks (struct store_check *sc, ohbox_error_t *err)
         continue;
       char digest[OHBOX_DIGEST_LEN + 1] = "";
       bool present = false;
-      if (strncmp (n, "blob-", 5) == 0 && is_hex64 (n + 5))
+      if (strncmp (n, "blob-", 5) == 0 && ohbox_digest_hex_is_valid (n + 5))
         {
           snprintf (digest, sizeof digest, "sha256:%s", n + 5);
           present = ohbox_store_has_blob (c->s, digest);
         }
-      else if (strncmp (n, "layer-", 6) == 0 && is_hex64 (n + 6))
+      else if (strncmp (n, "layer-", 6) == 0 && ohbox_digest_hex_is_valid (n + 6))
         {
           snprintf (digest, sizeof digest, "sha256:%s", n + 6);
           present = ohbox_store_has_layer (c->s, digest);

@@ -171,11 +171,18 @@ test_escape_like_openhands (void)
     }
 }
 
-/* Feeds the terminal output S (no NUL in it) to T; the pane as it renders after. */
+/* Feeds the terminal output S (no NUL in it) to T. */
+static void
+feed (struct term *t, const char *s)
+{
+  term_feed (t, s, strlen (s));
+}
+
+/* feed, then the pane as it renders. */
 static char *
 feed_and_render (struct term *t, const char *s)
 {
-  term_feed (t, s, strlen (s));
+  feed (t, s);
   return term_render (t, NULL);
 }
 
@@ -375,8 +382,7 @@ static void
 test_terminal_alternate_screen (void)
 {
   struct term *t = term_new (4, 20, 100, NULL, NULL);
-  const char before[] = "$ vim f\r\n";
-  term_feed (t, before, sizeof (before) - 1);
+  feed (t, "$ vim f\r\n");
   cleanup_free char *during = feed_and_render (t, "\033[?1049h\033[HEDITOR LINE 1\r\n~\r\n~\r\n~");
   CHECK_STR (during, "EDITOR LINE 1\n~\n~\n~");
   /* Scrolling the alternate screen adds nothing to the history. */
@@ -392,8 +398,7 @@ test_terminal_insert_delete_and_wide_characters (void)
 {
   struct term *t = term_new (3, 10, 10, NULL, NULL);
   /* ICH shifts the rest of the line right, DCH pulls it left, ECH blanks. */
-  const char s[] = "abcdef\r\033[2C\033[2@XY\r\n123456\r\033[1C\033[2P\r\n\xe8\xa1\xa8x\033[3Dz";
-  term_feed (t, s, sizeof (s) - 1);
+  feed (t, "abcdef\r\033[2C\033[2@XY\r\n123456\r\033[1C\033[2P\r\n\xe8\xa1\xa8x\033[3Dz");
   cleanup_free char *r0 = term_screen_row (t, 0);
   cleanup_free char *r1 = term_screen_row (t, 1);
   cleanup_free char *r2 = term_screen_row (t, 2);

@@ -314,6 +314,15 @@ run_with_sets (const struct ohbox_caps_sets *sets, const struct ohbox_caps_user 
   return rc;
 }
 
+/* run_with_sets for root with Docker's default capabilities. */
+static int
+run_root_default (unsigned flags, struct status *st, char *why, size_t why_len)
+{
+  struct ohbox_caps_sets sets;
+  ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
+  return run_with_sets (&sets, NULL, flags, st, why, why_len);
+}
+
 static bool
 need_root (void)
 {
@@ -328,12 +337,10 @@ test_apply_root_default (void)
 {
   if (!need_root ())
     return;
-  struct ohbox_caps_sets sets;
   struct status st;
   char why[512];
 
-  ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
-  CHECK (run_with_sets (&sets, NULL, OHBOX_CAPS_NO_NEW_PRIVS, &st, why, sizeof why) == 0, "%s", why);
+  CHECK (run_root_default (OHBOX_CAPS_NO_NEW_PRIVS, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.uid == 0);
   CHECK (st.bnd == OHBOX_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
   CHECK (st.eff == OHBOX_DEFAULT_MASK, "CapEff %llx", (unsigned long long) st.eff);
@@ -348,12 +355,10 @@ test_apply_without_no_new_privs (void)
 {
   if (!need_root ())
     return;
-  struct ohbox_caps_sets sets;
   struct status st;
   char why[512];
 
-  ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
-  CHECK (run_with_sets (&sets, NULL, 0, &st, why, sizeof why) == 0, "%s", why);
+  CHECK (run_root_default (0, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.nnp == 0, "NoNewPrivs %d", st.nnp);
 }
 

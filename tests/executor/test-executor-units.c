@@ -171,13 +171,26 @@ test_escape_like_openhands (void)
     }
 }
 
+/* Feeds the terminal output S (no NUL in it) to T. */
+static void
+feed (struct term *t, const char *s)
+{
+  term_feed (t, s, strlen (s));
+}
+
+/* feed, then the pane as it renders. */
+static char *
+feed_and_render (struct term *t, const char *s)
+{
+  feed (t, s);
+  return term_render (t, NULL);
+}
+
 static void
 test_terminal_renders_like_a_screen (void)
 {
   struct term *t = term_new (24, 80, 100, NULL, NULL);
-  const char out[] = "10%\r50%\r100%\r\n\033[1;31mred\033[0m text   \r\nabc\bX\r\n";
-  term_feed (t, out, sizeof (out) - 1);
-  cleanup_free char *pane = term_render (t, NULL);
+  cleanup_free char *pane = feed_and_render (t, "10%\r50%\r100%\r\n\033[1;31mred\033[0m text   \r\nabc\bX\r\n");
   CHECK_STR (pane, "100%\nred text\nabX");
   term_free (t);
 }
@@ -186,9 +199,7 @@ static void
 test_terminal_joins_wrapped_lines_and_keeps_history (void)
 {
   struct term *t = term_new (4, 10, 100, NULL, NULL);
-  const char out[] = "0123456789abcdef\r\nl2\r\nl3\r\nl4\r\nl5\r\n";
-  term_feed (t, out, sizeof (out) - 1);
-  cleanup_free char *pane = term_render (t, NULL);
+  cleanup_free char *pane = feed_and_render (t, "0123456789abcdef\r\nl2\r\nl3\r\nl4\r\nl5\r\n");
   CHECK_STR (pane, "0123456789abcdef\nl2\nl3\nl4\nl5");
   term_reset_to (t, "\nprompt\n");
   cleanup_free char *after = term_render (t, NULL);
@@ -371,20 +382,13 @@ static void
 test_terminal_alternate_screen (void)
 {
   struct term *t = term_new (4, 20, 100, NULL, NULL);
-  const char before[] = "$ vim f\r\n";
-  term_feed (t, before, sizeof (before) - 1);
-  const char enter[] = "\033[?1049h\033[HEDITOR LINE 1\r\n~\r\n~\r\n~";
-  term_feed (t, enter, sizeof (enter) - 1);
-  cleanup_free char *during = term_render (t, NULL);
+  feed (t, "$ vim f\r\n");
+  cleanup_free char *during = feed_and_render (t, "\033[?1049h\033[HEDITOR LINE 1\r\n~\r\n~\r\n~");
   CHECK_STR (during, "EDITOR LINE 1\n~\n~\n~");
   /* Scrolling the alternate screen adds nothing to the history. */
-  const char scroll[] = "\r\n~";
-  term_feed (t, scroll, sizeof (scroll) - 1);
-  cleanup_free char *scrolled = term_render (t, NULL);
+  cleanup_free char *scrolled = feed_and_render (t, "\r\n~");
   CHECK_STR (scrolled, "~\n~\n~\n~");
-  const char leave[] = "\033[?1049l$ ";
-  term_feed (t, leave, sizeof (leave) - 1);
-  cleanup_free char *after = term_render (t, NULL);
+  cleanup_free char *after = feed_and_render (t, "\033[?1049l$ ");
   CHECK_STR (after, "$ vim f\n$");
   term_free (t);
 }
@@ -394,8 +398,7 @@ test_terminal_insert_delete_and_wide_characters (void)
 {
   struct term *t = term_new (3, 10, 10, NULL, NULL);
   /* ICH shifts the rest of the line right, DCH pulls it left, ECH blanks. */
-  const char s[] = "abcdef\r\033[2C\033[2@XY\r\n123456\r\033[1C\033[2P\r\n\xe8\xa1\xa8x\033[3Dz";
-  term_feed (t, s, sizeof (s) - 1);
+  feed (t, "abcdef\r\033[2C\033[2@XY\r\n123456\r\033[1C\033[2P\r\n\xe8\xa1\xa8x\033[3Dz");
   cleanup_free char *r0 = term_screen_row (t, 0);
   cleanup_free char *r1 = term_screen_row (t, 1);
   cleanup_free char *r2 = term_screen_row (t, 2);

@@ -27,7 +27,7 @@ start_tty ()
 
 cat >"$T_TMP/drive.py" <<'PYEOF'
 import fcntl, os, pty, select, struct, sys, termios, time
-from ptydrive import expect, setsize
+from ptydrive import check_raw_resize_interrupt, expect, setsize
 
 def attach(args):
     pid, fd = pty.fork()
@@ -49,19 +49,7 @@ before = termios.tcgetattr(fd)
 time.sleep(0.3)
 os.write(fd, b"stty size; echo MARK$((1+0))\r")
 expect(fd, "MARK1")
-during = termios.tcgetattr(fd)
-if during[3] & termios.ICANON or during[3] & termios.ECHO:
-    sys.exit("the caller's terminal is not in raw mode")
-setsize(fd, 50, 120)
-time.sleep(0.3)
-os.write(fd, b"stty size; echo MARK$((2+0))\r")
-expect(fd, "50 120")
-expect(fd, "MARK2")
-os.write(fd, b"trap 'echo GOT_INT' INT; sleep 100; echo AFTER$((0))\r")
-time.sleep(0.5)
-os.write(fd, b"\x03")
-expect(fd, "GOT_INT", 5)
-expect(fd, "AFTER0", 5)
+check_raw_resize_interrupt(fd)
 os.write(fd, b"echo state-kept > /tmp/s; echo SAVED$((0))\r")
 expect(fd, "SAVED0")
 os.write(fd, b"\x10\x11")  # ctrl-p,ctrl-q
@@ -137,14 +125,13 @@ rss_kb ()
   awk '/^VmRSS:/ {print $2}' "/proc/$1/status"
 }
 
-test_monitor_memory ()
+# attach_churn SOCK N PAUSE_S: N clients, one after the other (PAUSE_S
+# apart), connect to the monitor's attach socket SOCK, are handed the
+# terminal and go.
+attach_churn ()
 {
-  start_tty mem
-  local sock=$OHBOX_RUNROOT/$SB_ID/attach.sock before after fds
-  assert_eq "$(stat -c %a "$sock")" 600
-  # warm up, then 300 connections (each handed the terminal, then gone)
-  "$PY" - "$sock" 20 <<'PYEOF'
-import os, socket, sys
+  "$PY" - "$@" <<'PYEOF'
+import os, socket, sys, time
 os.chdir(os.path.dirname(sys.argv[1]))  # sun_path is short
 for i in range(int(sys.argv[2])):
     s = socket.socket(socket.AF_UNIX)
@@ -154,22 +141,20 @@ for i in range(int(sys.argv[2])):
     for level, kind, data in anc:
         os.close(int.from_bytes(data[:4], "little"))
     s.close()
+    time.sleep(float(sys.argv[3]))
 PYEOF
+}
+
+test_monitor_memory ()
+{
+  start_tty mem
+  local sock=$OHBOX_RUNROOT/$SB_ID/attach.sock before after fds
+  assert_eq "$(stat -c %a "$sock")" 600
+  # warm up, then 300 connections (each handed the terminal, then gone)
+  attach_churn "$sock" 20 0
   before=$(rss_kb "$SB_MONITOR")
   fds=$(ls "/proc/$SB_MONITOR/fd" | wc -l)
-  "$PY" - "$sock" 300 <<'PYEOF'
-import os, socket, sys, time
-os.chdir(os.path.dirname(sys.argv[1]))
-for i in range(int(sys.argv[2])):
-    s = socket.socket(socket.AF_UNIX)
-    s.connect("attach.sock")
-    msg, anc, flags, addr = s.recvmsg(1, socket.CMSG_SPACE(4))
-    assert msg == b"O", msg
-    for level, kind, data in anc:
-        os.close(int.from_bytes(data[:4], "little"))
-    s.close()
-    time.sleep(0.002)
-PYEOF
+  attach_churn "$sock" 300 0.002
   after=$(rss_kb "$SB_MONITOR")
   echo "monitor RSS: $before kB before, $after kB after 300 attaches" >&9
   [ "$after" -le $((before + 32)) ] || _t_assert_fail "the monitor grew from $before to $after kB"

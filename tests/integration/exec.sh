@@ -164,7 +164,7 @@ test_terminal_session ()
   start_sb term
   cat > "$T_WORK/drive.py" <<'PYEOF'
 import fcntl, os, pty, select, signal, struct, sys, termios, time
-from ptydrive import expect, setsize
+from ptydrive import check_raw_resize_interrupt, expect, setsize
 
 pid, fd = pty.fork()
 if pid == 0:
@@ -174,22 +174,7 @@ before = termios.tcgetattr(fd)
 os.write(fd, b"stty size; echo MARK1\r")
 expect(fd, "40 100")
 expect(fd, "MARK1\r\n")
-# raw mode while the session runs: no echo, no line editing on our side
-during = termios.tcgetattr(fd)
-if during[3] & termios.ICANON or during[3] & termios.ECHO:
-    sys.exit("the caller's terminal is not in raw mode")
-# resize: the kernel sends SIGWINCH to ohbox exec, which passes the size on
-setsize(fd, 50, 120)
-time.sleep(0.3)
-os.write(fd, b"stty size; echo MARK2\r")
-expect(fd, "50 120")
-expect(fd, "MARK2\r\n")
-# Ctrl-C goes to the command inside (the terminal's foreground job there)
-os.write(fd, b"trap 'echo GOT_INT' INT; sleep 100; echo AFTER_SLEEP\r")
-time.sleep(0.5)
-os.write(fd, b"\x03")
-expect(fd, "GOT_INT", 5)
-expect(fd, "AFTER_SLEEP", 5)
+check_raw_resize_interrupt(fd)
 os.write(fd, b"exit 5\r")
 _, status = os.waitpid(pid, 0)
 code = os.waitstatus_to_exitcode(status)

@@ -112,6 +112,16 @@ after_full ()
   assert_match "$out" ': consistent$'
 }
 
+# pull_on_full_disk KIB REF: REF pulled into a 20 MiB store left with about
+# KIB KiB free is refused for the lack of room.
+pull_on_full_disk ()
+{
+  small_store 20
+  fill "$1"
+  assert_exit 7 ohbox pull --tls-verify=false "$2"
+  assert_match "$err" "No space left on device"
+}
+
 # after_failed_pull REF: nothing of the pull is visible; once the filler
 # is gone the same pull succeeds.
 after_failed_pull ()
@@ -133,11 +143,8 @@ after_failed_pull ()
 # any download, naming the store and the sizes.
 test_pull_blob_full ()
 {
-  small_store 20
   local ref=$REG_HOST/test/busybox:latest
-  fill 500
-  assert_exit 7 ohbox pull --tls-verify=false "$ref"
-  assert_match "$err" "No space left on device"
+  pull_on_full_disk 500 "$ref"
   assert_match "$err" "the store \`$T_ROOT\` has [0-9.]+ kB free; the image's blobs to download take 1\.0 MB, and ohbox keeps 262\.1 kB free"
   assert_eq "" "$(ls "$T_ROOT/ingest")" "downloads started"
   after_failed_pull "$ref"
@@ -148,11 +155,8 @@ run_test pull_blob_full test_pull_blob_full
 # store's margin, before the disk is full.
 test_pull_unpack_full ()
 {
-  small_store 20
   local ref=$REG_HOST/test/busybox:latest
-  fill 1800
-  assert_exit 7 ohbox pull --tls-verify=false "$ref"
-  assert_match "$err" "No space left on device"
+  pull_on_full_disk 1800 "$ref"
   assert_match "$err" "unpack layer .* into \`$T_ROOT/tmp/layer-"
   assert_match "$err" "unpacking would leave the store \`$T_ROOT\` less than 262\.1 kB free \([0-9.]+ kB free now\); stopped before its disk is full"
   after_failed_pull "$ref"

@@ -63,6 +63,18 @@ first_time ()
   jq -s 'map(.time) | min' "$(_reg_get "$1" LOG)"
 }
 
+# conf_mirrors PREFIX MIRROR...: the registries.conf in which the insecure
+# registry PREFIX has the insecure MIRRORs, asked in that order.
+conf_mirrors ()
+{
+  local m
+  printf '[[registry]]\nprefix = "%s"\ninsecure = true\n' "$1" >"$CONF"
+  shift
+  for m in "$@"; do
+    printf '\n[[registry.mirror]]\nlocation = "%s"\ninsecure = true\n' "$m" >>"$CONF"
+  done
+}
+
 # stored_names: the names in the store, one JSON array.
 stored_names ()
 {
@@ -177,15 +189,7 @@ EOF
 test_mirror_first ()
 {
   proxies
-  cat >"$CONF" <<EOF
-[[registry]]
-prefix = "$FPB_HOST"
-insecure = true
-
-[[registry.mirror]]
-location = "$FPM_HOST"
-insecure = true
-EOF
+  conf_mirrors "$FPB_HOST" "$FPM_HOST"
   assert_ok conf_pull "$FPB_HOST/test/busybox:latest"
   assert_match "$out" "^pulled $FPB_HOST/test/busybox:latest $IMG_BB_MANIFEST linux/amd64\$" "output"
   assert_eq "[\"$FPB_HOST/test/busybox:latest\"]" "$(stored_names)" "stored names (the image's, not the mirror's)"
@@ -201,15 +205,7 @@ test_mirror_down ()
   proxies
   local port
   port=$(t_free_port)
-  cat >"$CONF" <<EOF
-[[registry]]
-prefix = "$FPB_HOST"
-insecure = true
-
-[[registry.mirror]]
-location = "127.0.0.1:$port"
-insecure = true
-EOF
+  conf_mirrors "$FPB_HOST" "127.0.0.1:$port"
   assert_ok conf_pull "$FPB_HOST/test/busybox:latest"
   assert_match "$out" "^pulled $FPB_HOST/test/busybox:latest $IMG_BB_MANIFEST linux/amd64\$" "output"
   assert_contains "$err" "127.0.0.1:$port" "the notice about the mirror that is down"
@@ -222,19 +218,7 @@ test_mirror_lacks_image ()
 {
   # a mirror that answers 404 is skipped too (A has no test/busybox)
   proxies
-  cat >"$CONF" <<EOF
-[[registry]]
-prefix = "$FPB_HOST"
-insecure = true
-
-[[registry.mirror]]
-location = "$FPA_HOST"
-insecure = true
-
-[[registry.mirror]]
-location = "$FPM_HOST"
-insecure = true
-EOF
+  conf_mirrors "$FPB_HOST" "$FPA_HOST" "$FPM_HOST"
   assert_ok conf_pull "$FPB_HOST/test/busybox:latest"
   assert_int -ge "$(manifest_gets FPA)" 1 "manifest requests to the first mirror"
   assert_int -eq "$(blob_gets FPM "$IMG_BB_LAYER1")" 1 "downloads of layer 1 from the second mirror"

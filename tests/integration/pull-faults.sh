@@ -337,24 +337,27 @@ assert_nothing_pulled ()
   assert_ok ohbox check
 }
 
-test_descriptor_size_larger ()
+# assert_layer_size_refused TAG JQ PATTERN: the busybox manifest whose first
+# layer's size JQ changes, pushed as TAG, is refused with an error naming
+# that layer and matching PATTERN; the layer is not kept.
+assert_layer_size_refused ()
 {
-  put_manifest test/busybox size-larger '.layers[0].size += 100'
-  assert_exit 6 ohbox pull --tls-verify=false "$REG_HOST/test/busybox:size-larger"
+  put_manifest test/busybox "$1" "$2"
+  assert_exit 6 ohbox pull --tls-verify=false "$REG_HOST/test/busybox:$1"
   assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
-  assert_match "$err" "size"
+  assert_match "$err" "$3"
   assert_blob_absent "$IMG_BB_LAYER1"
   assert_nothing_pulled
 }
 
+test_descriptor_size_larger ()
+{
+  assert_layer_size_refused size-larger '.layers[0].size += 100' "size"
+}
+
 test_descriptor_size_smaller ()
 {
-  put_manifest test/busybox size-smaller '.layers[0].size -= 1'
-  assert_exit 6 ohbox pull --tls-verify=false "$REG_HOST/test/busybox:size-smaller"
-  assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
-  assert_match "$err" "more than|size"
-  assert_blob_absent "$IMG_BB_LAYER1"
-  assert_nothing_pulled
+  assert_layer_size_refused size-smaller '.layers[0].size -= 1' "more than|size"
 }
 
 test_manifest_digest_mismatch ()

@@ -77,6 +77,17 @@ assert_bars_fit ()
   assert_int -le "$widest" "$2" "width of the widest bar or total line on a $2-column terminal"
 }
 
+# slow_pull_on_tty COLS [OPTION...]: NAME pulled through the slow proxy with
+# OPTIONs on a terminal COLS columns wide ($out as on_tty); it must succeed.
+slow_pull_on_tty ()
+{
+  local cols=$1
+  shift
+  slow_proxy
+  on_tty "$cols" pull "$@" --tls-verify=false "$NAME"
+  assert_eq 0 "$rc" "exit status of \`pull $*\` on a terminal"
+}
+
 # into_pipe ARGS...: ohbox ARGS with stdout a pipe (pipefail keeps its status).
 into_pipe ()
 {
@@ -85,9 +96,7 @@ into_pipe ()
 
 test_tty_progress_bars ()
 {
-  slow_proxy
-  on_tty 80 pull --tls-verify=false "$NAME"
-  assert_eq 0 "$rc" "exit status of the pull on a terminal"
+  slow_pull_on_tty 80
   local p
   p=$(plain "$out")
   # a bar per layer, and a total
@@ -117,9 +126,7 @@ test_tty_every_bar_names_its_layer ()
 {
   # every bar is labelled with its layer, and a layer being downloaded is
   # never shown "already present" (the store was empty)
-  slow_proxy
-  on_tty 80 pull --tls-verify=false "$NAME"
-  assert_eq 0 "$rc" "exit status of the pull on a terminal"
+  slow_pull_on_tty 80
   local p
   p=$(plain "$out")
   assert_match "$p" "^sha256:$L1 \[[=> ]+\] " "bar of layer 1"
@@ -131,9 +138,7 @@ test_tty_every_bar_names_its_layer ()
 test_tty_wide_terminal ()
 {
   # bars use the width of the terminal
-  slow_proxy
-  on_tty 132 pull --tls-verify=false "$NAME"
-  assert_eq 0 "$rc" "exit status of the pull on a terminal"
+  slow_pull_on_tty 132
   local bar
   bar=$(bar_lines "$out" "$L1" | tail -n 1 | sed -E 's/^[^[]*\[([^]]*)\].*/\1/')
   assert_int -gt "${#bar}" 40 "length of the bar on a 132-column terminal"
@@ -145,18 +150,14 @@ test_tty_narrow_terminal ()
 {
   # a line wider than the terminal wraps, and moving up 3 lines no longer
   # reaches the top of the drawing: every line must fit
-  slow_proxy
-  on_tty 64 pull --tls-verify=false "$NAME"
-  assert_eq 0 "$rc" "exit status of the pull on a terminal"
+  slow_pull_on_tty 64
   assert_match "$(plain "$out")" "^total " "total line"
   assert_bars_fit "$out" 64
 }
 
 test_tty_quiet ()
 {
-  slow_proxy
-  on_tty 80 pull -q --tls-verify=false "$NAME"
-  assert_eq 0 "$rc" "exit status of pull -q on a terminal"
+  slow_pull_on_tty 80 -q
   assert_eq "$IMG_BB_MANIFEST" "$out" "what pull -q printed on a terminal"
   # and into a pipe
   assert_ok ohbox rmi "$NAME"
@@ -168,9 +169,7 @@ test_tty_quiet ()
 
 test_tty_format_json ()
 {
-  slow_proxy
-  on_tty 80 pull --format json --tls-verify=false "$NAME"
-  assert_eq 0 "$rc" "exit status of pull --format json on a terminal"
+  slow_pull_on_tty 80 --format json
   assert_no_escape "$out" "pull --format json on a terminal"
   assert_jq "$out" "type == \"object\" and .image == \"$NAME\" and .id == \"$IMG_BB_MANIFEST\"
     and .platform == \"linux/amd64\" and .layers == 2 and .blobs_downloaded >= 2" "pull --format json on a terminal"

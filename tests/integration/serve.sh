@@ -80,33 +80,25 @@ test_keys ()
   assert_exit 2 "$OHBOX_BIN" --root "$SV_ROOT" serve --api-key-file "$T_WORK/k2"
   assert_contains "$err" "readable by every user"
   sv_start
-  local c
-  c=$(curl -s -o /dev/null -w '%{http_code}' "$SV_URL/list")
-  assert_eq "$c" 401 "no key"
-  c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: ${SV_KEY}x" "$SV_URL/list")
-  assert_eq "$c" 401 "a longer key"
-  c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: ${SV_KEY:0:10}" "$SV_URL/list")
-  assert_eq "$c" 401 "a prefix of the key"
+  assert_http_status 401 "no key" "$SV_URL/list"
+  assert_http_status 401 "a longer key" -H "X-API-Key: ${SV_KEY}x" "$SV_URL/list"
+  assert_http_status 401 "a prefix of the key" -H "X-API-Key: ${SV_KEY:0:10}" "$SV_URL/list"
   sv_new_session keys-a
   local a_id=$SV_ID a_sk=$SV_SK
   sv_new_session keys-b
   assert_ne "$a_sk" "$SV_SK" "two sandboxes have the same session key"
   # The sandbox's URL: its own key, or the server's; not another's.
-  c=$(curl -s -o /dev/null -w '%{http_code}' "$SV_URL/$a_id/alive")
-  assert_eq "$c" 401 "no key to a sandbox"
-  c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Session-API-Key: $SV_SK" "$SV_URL/$a_id/alive")
-  assert_eq "$c" 401 "another sandbox's key"
-  c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Session-API-Key: $a_sk" "$SV_URL/$a_id/alive")
-  assert_eq "$c" 200 "its own key"
+  assert_http_status 401 "no key to a sandbox" "$SV_URL/$a_id/alive"
+  assert_http_status 401 "another sandbox's key" -H "X-Session-API-Key: $SV_SK" "$SV_URL/$a_id/alive"
+  assert_http_status 200 "its own key" -H "X-Session-API-Key: $a_sk" "$SV_URL/$a_id/alive"
   # The server's key alone: forwarded with the sandbox's key, never its own.
-  c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-API-Key: $SV_KEY" -X POST -H 'Content-Type: application/json' \
-    --data '{"action":{"action":"run","args":{"command":"true"}}}' "$SV_URL/$a_id/execute_action")
-  assert_eq "$c" 200 "the server's key"
+  assert_http_status 200 "the server's key" -H "X-API-Key: $SV_KEY" -X POST -H 'Content-Type: application/json' \
+    --data '{"action":{"action":"run","args":{"command":"true"}}}' "$SV_URL/$a_id/execute_action"
   # Directly at the executor, only the session key works.
   local up
   up=$(jq -r .url "$SV_RUN/$a_id/executor.json")
-  c=$(curl -s -o /dev/null -w '%{http_code}' -H "X-Session-API-Key: $SV_KEY" -X POST --data '{}' "$up/execute_action")
-  assert_eq "$c" 403 "the server's key at the executor"
+  assert_http_status 403 "the server's key at the executor" -H "X-Session-API-Key: $SV_KEY" -X POST --data '{}' \
+    "$up/execute_action"
   sv_stop
   sv_cleanup
   sv_assert_clean

@@ -640,6 +640,23 @@ t_wait_port ()
   return 1
 }
 
+# t_wait_port_file FILE LOG WHAT: waits (5 s at most) for the server that
+# t_start just started (T_PID) to write the port it bound to FILE. When it
+# exits first or never does: prints "WHAT did not start:" and its LOG, returns 1.
+t_wait_port_file ()
+{
+  local file=$1 log=$2 what=$3 i
+  for i in $(seq 100); do
+    [ -s "$file" ] && return 0
+    kill -0 "$T_PID" 2>/dev/null || break
+    sleep 0.05
+  done
+  [ -s "$file" ] && return 0
+  echo "$what did not start:" >&2
+  cat "$log" >&2
+  return 1
+}
+
 # t_wait_until TIMEOUT_S CMD...: polls CMD every 0.05 s until it succeeds.
 t_wait_until ()
 {

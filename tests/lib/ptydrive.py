@@ -5,6 +5,10 @@
   expect(fd, what, timeout)  reads until WHAT was printed, keeping what came
                              after it for the next expect; exits the script
                              with what it got on a timeout or EOF
+  check_raw_resize_interrupt(fd)
+                             what every interactive session must do: the
+                             caller's terminal raw, a resize and Ctrl-C
+                             reaching the program inside
 """
 
 import fcntl
@@ -40,3 +44,23 @@ def expect(fd, what, timeout=10):
                 sys.exit("EOF waiting for %r; got %r" % (what, _buf[-400:]))
             _buf += data
     _buf = _buf[_buf.index(what.encode()) + len(what):]
+
+
+def check_raw_resize_interrupt(fd):
+    # raw mode while the session runs: no echo, no line editing on our side
+    during = termios.tcgetattr(fd)
+    if during[3] & termios.ICANON or during[3] & termios.ECHO:
+        sys.exit("the caller's terminal is not in raw mode")
+    # resize: the kernel sends SIGWINCH to ohbox, which passes the size on
+    setsize(fd, 50, 120)
+    time.sleep(0.3)
+    # $((N+0)): the echoed command line does not hold the marker itself
+    os.write(fd, b"stty size; echo MARK$((2+0))\r")
+    expect(fd, "50 120")
+    expect(fd, "MARK2")
+    # Ctrl-C goes to the command inside (the terminal's foreground job there)
+    os.write(fd, b"trap 'echo GOT_INT' INT; sleep 100; echo AFTER$((0))\r")
+    time.sleep(0.5)
+    os.write(fd, b"\x03")
+    expect(fd, "GOT_INT", 5)
+    expect(fd, "AFTER0", 5)

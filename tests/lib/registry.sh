@@ -101,7 +101,7 @@ EOF
 # test server certificate when TLS is 1), sets PREFIX_TOKEN_* and PREFIX_REALM.
 _reg_start_token ()
 {
-  local p=$1 dir=$2 tls=$3 i scheme=http tlsargs=()
+  local p=$1 dir=$2 tls=$3 scheme=http tlsargs=()
   if [ "$tls" = 1 ]; then
     scheme=https
     tlsargs=(--tls-cert "$T_SERVER_CRT" --tls-key "$T_SERVER_KEY")
@@ -112,16 +112,7 @@ _reg_start_token ()
   t_start "$dir/token-server.out" "$T_PY" "$T_LIB/token_server.py" --port 0 --port-file "$dir/token.port" \
     --sign-key "$T_TOKEN_KEY" --sign-cert "$T_TOKEN_CRT" --issuer ohbox-test-issuer \
     --service ohbox-test-registry --acl "$dir/acl.json" --log "$dir/token.log" "${tlsargs[@]}"
-  for i in $(seq 100); do
-    [ -s "$dir/token.port" ] && break
-    kill -0 "$T_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [ ! -s "$dir/token.port" ]; then
-    echo "token server did not start:" >&2
-    cat "$dir/token-server.out" >&2
-    return 1
-  fi
+  t_wait_port_file "$dir/token.port" "$dir/token-server.out" "token server" || return 1
   local port
   port=$(cat "$dir/token.port")
   _reg_set "$p" TOKEN_PORT "$port"
@@ -349,7 +340,7 @@ token_log_count ()
 
 fp_start ()
 {
-  local up=$1 p=${2:-FP} dir i ca
+  local up=$1 p=${2:-FP} dir ca
   shift
   [ $# -gt 0 ] && shift
   dir=$(mktemp -d "$T_WORK/proxy-$p.XXXX") || return 1
@@ -359,16 +350,7 @@ fp_start ()
   t_start "$dir/proxy.out" "$T_PY" "$T_LIB/fault_proxy.py" --upstream "$(_reg_get "$up" URL)" \
     ${ca:+--upstream-ca "$ca"} --port 0 --port-file "$dir/port" --log "$dir/requests.log" \
     --control "$dir/control.json" "$@"
-  for i in $(seq 100); do
-    [ -s "$dir/port" ] && break
-    kill -0 "$T_PID" 2>/dev/null || break
-    sleep 0.05
-  done
-  if [ ! -s "$dir/port" ]; then
-    echo "fault proxy did not start:" >&2
-    cat "$dir/proxy.out" >&2
-    return 1
-  fi
+  t_wait_port_file "$dir/port" "$dir/proxy.out" "fault proxy" || return 1
   local port
   port=$(cat "$dir/port")
   _reg_set "$p" MODE http

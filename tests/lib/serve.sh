@@ -90,24 +90,39 @@ sv_kill9 ()
   wait "$SV_PID" 2>/dev/null || true
 }
 
-sv_call ()
+# assert_http_status WANT WHAT CURL_ARGS...: curl with CURL_ARGS gets the
+# HTTP status WANT (WHAT names the request in the failure).
+assert_http_status ()
 {
-  local method=$1 path=$2 body=${3:-}
-  local args=(-s -o "$T_WORK/.sv-out" -w '%{http_code}' -X "$method" -H "X-API-Key: $SV_KEY")
+  local want=$1 what=$2
+  shift 2
+  assert_eq "$want" "$(curl -s -o /dev/null -w '%{http_code}' "$@")" "$what"
+}
+
+# _sv_request KEY_HEADER METHOD PATH [BODY]: one request to the server with
+# the key header KEY_HEADER (and the JSON BODY); the status in $code, the
+# answer in $out.
+_sv_request ()
+{
+  local key=$1 method=$2 path=$3 body=${4:-}
+  local args=(-s -o "$T_WORK/.sv-out" -w '%{http_code}' -X "$method" -H "$key")
   [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
   code=$(curl "${args[@]}" "$SV_URL$path") || code=000
   out=$(cat "$T_WORK/.sv-out")
   echo "+ $method $path -> $code ${out:0:200}" >&9
 }
 
+# sv_call METHOD PATH [BODY]: _sv_request with the server's key.
+sv_call ()
+{
+  _sv_request "X-API-Key: $SV_KEY" "$@"
+}
+
+# sv_sbx METHOD ID PATH [BODY]: _sv_request to the sandbox ID's PATH with
+# its session key.
 sv_sbx ()
 {
-  local method=$1 id=$2 path=$3 body=${4:-}
-  local args=(-s -o "$T_WORK/.sv-out" -w '%{http_code}' -X "$method" -H "X-Session-API-Key: $SV_SK")
-  [ -n "$body" ] && args+=(-H 'Content-Type: application/json' --data-binary "$body")
-  code=$(curl "${args[@]}" "$SV_URL/$id$path") || code=000
-  out=$(cat "$T_WORK/.sv-out")
-  echo "+ $method /$id$path -> $code ${out:0:200}" >&9
+  _sv_request "X-Session-API-Key: $SV_SK" "$1" "/$2$3" "${4:-}"
 }
 
 # sv_run_action ID COMMAND: a `run` action; $out is the observation.

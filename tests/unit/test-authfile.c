@@ -274,24 +274,25 @@ static void
 test_malformed (void)
 {
   reset_env ();
-  char *f = put_file ("bad.json", "{\"auths\": {\"r\": {\"auth\": \"YTox\"}\n,,}");
-  EXPECT_LOOKUP_ERROR (f, "r", OHBOX_ERR_USAGE, "bad.json`: line 2");
-  free (f);
-  f = put_file ("bad2.json", "{\"auths\": []}");
-  EXPECT_LOOKUP_ERROR (f, "r", OHBOX_ERR_USAGE, "`auths` must be an object");
-  free (f);
-  f = put_file ("bad3.json", "{\"auths\": {\"r\": {\"auth\": \"!!!notbase64\"}}}");
-  EXPECT_LOOKUP_ERROR (f, "r", OHBOX_ERR_USAGE, "entry `r` is not valid base64");
-  free (f);
-  f = put_file ("bad4.json", "{\"auths\": {\"r\": {\"auth\": \"bm9jb2xvbg==\"}}}"); /* "nocolon" */
-  EXPECT_LOOKUP_ERROR (f, "r", OHBOX_ERR_USAGE, "base64 of USERNAME:PASSWORD");
-  free (f);
-  f = put_file ("bad5.json", "{\"auths\": {\"r\": {\"auth\": 12}}}");
-  EXPECT_LOOKUP_ERROR (f, "r", OHBOX_ERR_USAGE, "must be a string");
-  free (f);
-  f = put_file ("bad6.json", "[1, 2]");
-  EXPECT_LOOKUP_ERROR (f, "r", OHBOX_ERR_USAGE, "expected a JSON object");
-  free (f);
+  /* One mistake a file; the error names the file or the mistake. */
+  static const struct
+  {
+    const char *name, *text, *what;
+  } bad[] = {
+    { "bad.json", "{\"auths\": {\"r\": {\"auth\": \"YTox\"}\n,,}", "bad.json`: line 2" },
+    { "bad2.json", "{\"auths\": []}", "`auths` must be an object" },
+    { "bad3.json", "{\"auths\": {\"r\": {\"auth\": \"!!!notbase64\"}}}", "entry `r` is not valid base64" },
+    { "bad4.json", "{\"auths\": {\"r\": {\"auth\": \"bm9jb2xvbg==\"}}}" /* "nocolon" */,
+      "base64 of USERNAME:PASSWORD" },
+    { "bad5.json", "{\"auths\": {\"r\": {\"auth\": 12}}}", "must be a string" },
+    { "bad6.json", "[1, 2]", "expected a JSON object" },
+  };
+  for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++)
+    {
+      char *f = put_file (bad[i].name, bad[i].text);
+      EXPECT_LOOKUP_ERROR (f, "r", OHBOX_ERR_USAGE, bad[i].what);
+      free (f);
+    }
   /* Malformed files in the default locations are reported too, not skipped. */
   free (put_file ("run/containers/auth.json", "not json"));
   EXPECT_LOOKUP_ERROR (NULL, "r", OHBOX_ERR_USAGE, "run/containers/auth.json");

@@ -267,16 +267,13 @@ static int
 status_after_exec (const struct ohbox_caps_plan *plan, struct status *st, char *why, size_t why_len)
 {
   int p[2];
-  if (pipe (p) < 0)
-    return snprintf (why, why_len, "pipe: %s", strerror (errno)), -1;
-  pid_t pid = fork ();
+  pid_t pid = unit_fork_piped (p, why, why_len);
   if (pid < 0)
-    return snprintf (why, why_len, "fork: %s", strerror (errno)), -1;
+    return -1;
   if (pid == 0)
     {
       const char *step = "?";
       dup2 (p[1], 1);
-      close (p[0]);
       close (p[1]);
       if (ohbox_caps_apply (plan, &step) < 0)
         {
@@ -287,7 +284,6 @@ status_after_exec (const struct ohbox_caps_plan *plan, struct status *st, char *
       dprintf (1, "EXEC FAILED: %s\n", strerror (errno));
       _exit (4);
     }
-  close (p[1]);
   cleanup_free char *out = NULL;
   cleanup_error ohbox_error_t err = NULL;
   int rc = ohbox_read_fd (p[0], "pipe", 1 << 20, &out, NULL, &err);
@@ -318,6 +314,15 @@ run_with_sets (const struct ohbox_caps_sets *sets, const struct ohbox_caps_user 
   return rc;
 }
 
+/* run_with_sets for root with Docker's default capabilities. */
+static int
+run_root_default (unsigned flags, struct status *st, char *why, size_t why_len)
+{
+  struct ohbox_caps_sets sets;
+  ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
+  return run_with_sets (&sets, NULL, flags, st, why, why_len);
+}
+
 static bool
 need_root (void)
 {
@@ -332,12 +337,10 @@ test_apply_root_default (void)
 {
   if (!need_root ())
     return;
-  struct ohbox_caps_sets sets;
   struct status st;
   char why[512];
 
-  ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
-  CHECK (run_with_sets (&sets, NULL, OHBOX_CAPS_NO_NEW_PRIVS, &st, why, sizeof why) == 0, "%s", why);
+  CHECK (run_root_default (OHBOX_CAPS_NO_NEW_PRIVS, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.uid == 0);
   CHECK (st.bnd == OHBOX_DEFAULT_MASK, "CapBnd %llx", (unsigned long long) st.bnd);
   CHECK (st.eff == OHBOX_DEFAULT_MASK, "CapEff %llx", (unsigned long long) st.eff);
@@ -352,30 +355,36 @@ test_apply_without_no_new_privs (void)
 {
   if (!need_root ())
     return;
-  struct ohbox_caps_sets sets;
   struct status st;
   char why[512];
 
-  ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
-  CHECK (run_with_sets (&sets, NULL, 0, &st, why, sizeof why) == 0, "%s", why);
+  CHECK (run_root_default (0, &st, why, sizeof why) == 0, "%s", why);
   CHECK (st.nnp == 0, "NoNewPrivs %d", st.nnp);
 }
 
-/* Child: applies PLAN, then chown(PATH, 1234, 1234); exits with its errno. */
+/* Forks; the child applies PLAN and exits with what ACTION (ARG) returns:
+ * 0 or an errno (200: the plan failed). -1 when the child did not exit. */
 static int
-chown_errno_after (const struct ohbox_caps_plan *plan, const char *path)
+errno_after (const struct ohbox_caps_plan *plan, int (*action) (const void *arg), const void *arg)
 {
   pid_t pid = fork ();
   if (pid == 0)
     {
       if (ohbox_caps_apply (plan, NULL) < 0)
         _exit (200);
-      _exit (chown (path, 1234, 1234) == 0 ? 0 : errno);
+      _exit (action (arg));
     }
   int wstatus;
   if (pid < 0 || waitpid (pid, &wstatus, 0) < 0 || !WIFEXITED (wstatus))
     return -1;
   return WEXITSTATUS (wstatus);
+}
+
+/* chown PATH to 1234:1234: 0 or its errno. */
+static int
+chown_errno (const void *path)
+{
+  return chown (path, 1234, 1234) == 0 ? 0 : errno;
 }
 
 static void
@@ -399,10 +408,10 @@ test_cap_drop_chown (void)
     {
       ohbox_caps_sets_for_user (caps, 0, true, &sets);
       if (ohbox_caps_plan_new (&sets, NULL, OHBOX_CAPS_NO_NEW_PRIVS, &without, &err) == 0)
-        rc_without = chown_errno_after (without, path);
+        rc_without = errno_after (without, chown_errno, path);
       ohbox_caps_sets_for_user (ohbox_caps_default (), 0, true, &sets);
       if (ohbox_caps_plan_new (&sets, NULL, OHBOX_CAPS_NO_NEW_PRIVS, &with, &err) == 0)
-        rc_with = chown_errno_after (with, path);
+        rc_with = errno_after (with, chown_errno, path);
     }
   ohbox_caps_plan_free (with);
   ohbox_caps_plan_free (without);
@@ -458,26 +467,16 @@ test_non_root_default (void)
          (unsigned long long) st.prm);
 }
 
-/* Child: applies PLAN, binds 127.0.0.1:PORT; exits with its errno. */
+/* Binds 127.0.0.1:*PORT: 0 or its errno. */
 static int
-bind_errno_after (const struct ohbox_caps_plan *plan, int port)
+bind_errno (const void *port)
 {
-  pid_t pid = fork ();
-  if (pid == 0)
-    {
-      if (ohbox_caps_apply (plan, NULL) < 0)
-        _exit (200);
-      int s = socket (AF_INET, SOCK_STREAM, 0);
-      struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons (port) };
-      a.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
-      int one = 1;
-      setsockopt (s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
-      _exit (s >= 0 && bind (s, (struct sockaddr *) &a, sizeof a) == 0 ? 0 : errno);
-    }
-  int wstatus;
-  if (pid < 0 || waitpid (pid, &wstatus, 0) < 0 || !WIFEXITED (wstatus))
-    return -1;
-  return WEXITSTATUS (wstatus);
+  int s = socket (AF_INET, SOCK_STREAM, 0);
+  struct sockaddr_in a = { .sin_family = AF_INET, .sin_port = htons (*(const int *) port) };
+  a.sin_addr.s_addr = htonl (INADDR_LOOPBACK);
+  int one = 1;
+  setsockopt (s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof one);
+  return s >= 0 && bind (s, (struct sockaddr *) &a, sizeof a) == 0 ? 0 : errno;
 }
 
 static void
@@ -505,7 +504,7 @@ test_non_root_cap_add (void)
   if (ohbox_read_file_at (AT_FDCWD, "/proc/sys/net/ipv4/ip_unprivileged_port_start", 64, &start, NULL, &read_err) == 0)
     port = atoi (start) - 1;
   int rc = status_after_exec (plan, &st, why, sizeof why);
-  int bind_rc = port > 0 ? bind_errno_after (plan, port) : 0;
+  int bind_rc = port > 0 ? errno_after (plan, bind_errno, &port) : 0;
   ohbox_caps_plan_free (plan);
   CHECK (rc == 0, "%s", why);
   CHECK (st.uid == 1000);
@@ -524,7 +523,7 @@ test_non_root_cap_add (void)
   /* The same user without it cannot bind a privileged port. */
   ohbox_caps_sets_for_user (ohbox_caps_default (), 0, false, &sets);
   CHECK (ohbox_caps_plan_new (&sets, &user, OHBOX_CAPS_NO_NEW_PRIVS, &plain, &err) == 0, "%s", err->msg);
-  bind_rc = bind_errno_after (plain, port);
+  bind_rc = errno_after (plain, bind_errno, &port);
   ohbox_caps_plan_free (plain);
   CHECK (bind_rc == EACCES, "bind to port %d without the capability gave %d", port, bind_rc);
 }

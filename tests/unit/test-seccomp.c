@@ -387,16 +387,13 @@ run_probes (enum mode mode, const struct ohbox_caps_plan *plan, const struct ohb
             int results[N_PROBES], char *why, size_t why_len)
 {
   int p[2];
-  if (pipe (p) < 0)
-    return snprintf (why, why_len, "pipe: %s", strerror (errno)), -1;
-  pid_t pid = fork ();
+  pid_t pid = unit_fork_piped (p, why, why_len);
   if (pid < 0)
-    return snprintf (why, why_len, "fork: %s", strerror (errno)), -1;
+    return -1;
   if (pid == 0)
     {
       const char *step = "";
       int out[N_PROBES];
-      close (p[0]);
       if (mode == MODE_SANDBOX && ohbox_caps_apply (plan, &step) < 0)
         _exit (100);
       if (mode != MODE_CONTROL && ohbox_seccomp_load (filter, &step) < 0)
@@ -412,7 +409,6 @@ run_probes (enum mode mode, const struct ohbox_caps_plan *plan, const struct ohb
         }
       _exit (ohbox_write_all (p[1], out, sizeof out) < 0 ? 102 : 0);
     }
-  close (p[1]);
   ssize_t n = read (p[0], results, N_PROBES * sizeof (int));
   close (p[0]);
   int st;

@@ -7,10 +7,13 @@
 #ifndef OHBOX_TEST_UNIT_H
 #define OHBOX_TEST_UNIT_H
 
+#include <errno.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/types.h>
+#include <unistd.h>
 
 static const char *unit_program = "unit";
 static const char *unit_current;
@@ -44,6 +47,26 @@ unit_skip (const char *fmt, ...)
   printf ("\n");
   va_end (ap);
   fflush (stdout);
+}
+
+/* pipe + fork for a child that reports back: the child (0) keeps only the
+ * write end P[1], the parent (the child's pid) only the read end P[0];
+ * -1 with WHY filled (and no descriptor left open) when either fails. */
+static inline pid_t
+unit_fork_piped (int p[2], char *why, size_t why_len)
+{
+  if (pipe (p) < 0)
+    return snprintf (why, why_len, "pipe: %s", strerror (errno)), -1;
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      snprintf (why, why_len, "fork: %s", strerror (errno));
+      close (p[0]);
+      close (p[1]);
+      return -1;
+    }
+  close (pid == 0 ? p[0] : p[1]);
+  return pid;
 }
 
 /* Writes TEXT to DIR/NAME (a fixture: aborts when it cannot). */

@@ -573,8 +573,9 @@ cg_file ()
   if [ -n "$p" ] && [ -e "/sys/fs/cgroup/$2$p/$3" ]; then
     echo "/sys/fs/cgroup/$2$p/$3"
   else
+    # v2: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host.
     p=$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup")
-    echo "/sys/fs/cgroup$p/$4"
+    echo "$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)$p/$4"
   fi
 }
 
@@ -818,6 +819,40 @@ test_blkio_unset ()
   state_root_empty
 }
 
+# hugepageLimits: hugetlb.SIZE.limit_in_bytes (v1) or hugetlb.SIZE.max (v2,
+# its controller enabled for this container only), set by create and by
+# update; a size the kernel has not, or a malformed one, refused by name.
+test_hugetlb ()
+{
+  local size
+  size=$(ls /sys/kernel/mm/hugepages 2>/dev/null | head -n 1)
+  if [ -z "$size" ] || ! grep -qw hugetlb /proc/cgroups; then
+    t_skip "no huge pages or no hugetlb controller"
+    return 0
+  fi
+  size=${size#hugepages-}
+  size=$((${size%kB} / 1024))MB
+  started hp1 '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/hp1"
+    | .linux.resources.hugepageLimits = [{"pageSize": "'"$size"'", "limit": 4194304}]'
+  local f
+  f=$(cg_file "$init" hugetlb "hugetlb.$size.limit_in_bytes" "hugetlb.$size.max")
+  assert_eq 4194304 "$(cat "$f")"
+  echo '{"hugepageLimits": [{"pageSize": "'"$size"'", "limit": 8388608}]}' >res.json
+  assert_ok runc_cmd update --resources res.json hp1
+  assert_eq 8388608 "$(cat "$f")"
+  echo '{"hugepageLimits": [{"pageSize": "3MB", "limit": 8388608}]}' >res.json
+  assert_fails runc_cmd update --resources res.json hp1
+  assert_contains "$err" "huge page size \`3MB\`: this kernel has no such huge pages"
+  assert_ok runc_cmd delete --force hp1
+  assert_file_absent "$(dirname "$f")"
+  expect_refused '.linux.resources.hugepageLimits = [{"pageSize": "3MB", "limit": 4194304}]' \
+    "huge page size \`3MB\`: this kernel has no such huge pages"
+  expect_refused '.linux.resources.hugepageLimits = [{"pageSize": "2MB/../x", "limit": 4194304}]' \
+    "linux.resources.hugepageLimits[0].pageSize"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
+}
+
 # Called from a mount namespace whose / is shared (systemd's default, and
 # what dockerd's shim runs in): the rootfs cloned from it is made private
 # before pivot_root, which refused it (EINVAL).
@@ -855,4 +890,5 @@ run_test hooks test_hooks
 run_test devices test_devices
 run_test create_releases_stdio test_create_releases_stdio
 run_test blkio_unset test_blkio_unset
+run_test hugetlb test_hugetlb
 run_test shared_root test_shared_root

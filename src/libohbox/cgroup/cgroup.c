@@ -143,6 +143,31 @@ check_controllers (const struct ohbox_cgroup_host *host, const struct ohbox_cgro
     return missing_controller (host, OHBOX_CGROUP_CPU, l->cpu_quota ? "--cpus" : "--cpu-shares", err);
   if (l->pids && !(host->controllers & OHBOX_CGROUP_PIDS))
     return missing_controller (host, OHBOX_CGROUP_PIDS, "--pids-limit", err);
+  if (l->n_hugetlb && !(host->controllers & OHBOX_CGROUP_HUGETLB))
+    return missing_controller (host, OHBOX_CGROUP_HUGETLB, "the huge page limits", err);
+  return 0;
+}
+
+/* hugetlb.SIZE.limit_in_bytes (v1) or hugetlb.SIZE.max (v2); the kernel
+ * has one for each huge page size it supports, and no other. */
+static int
+set_hugetlb (const struct ohbox_cgroup_dir *d, const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  for (size_t i = 0; i < l->n_hugetlb; i++)
+    {
+      cleanup_free char *file = xasprintf ("hugetlb.%s.%s", l->hugetlb[i].page_size,
+                                           d->version == 1 ? "limit_in_bytes" : "max");
+      char v[32];
+      if (!ohbox_cg_has (d->path, file))
+        {
+          ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "huge page size `%s`: this kernel has no such huge pages",
+                       l->hugetlb[i].page_size);
+          return ohbox_error_hint (err, "the sizes it has are under /sys/kernel/mm/hugepages");
+        }
+      snprintf (v, sizeof v, "%llu", (unsigned long long) l->hugetlb[i].limit);
+      if (ohbox_cg_write (d->path, file, v, err) < 0)
+        return -1;
+    }
   return 0;
 }
 
@@ -177,6 +202,13 @@ apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *c
       else
         snprintf (v, sizeof v, "%lld", (long long) l->pids);
       if (ohbox_cg_write (d->path, "pids.max", v, err) < 0)
+        return -1;
+    }
+  if (l->n_hugetlb)
+    {
+      if ((d = dir_for (cg, OHBOX_CGROUP_HUGETLB)) == NULL)
+        return missing_controller (host, OHBOX_CGROUP_HUGETLB, "the huge page limits", err);
+      if (set_hugetlb (d, l, err) < 0)
         return -1;
     }
   return 0;
@@ -217,9 +249,10 @@ rmdir_tree (const char *dir, int depth, ohbox_error_t *err)
 /* Creates PATH (PARENT/ID) in hierarchy X, ready for processes.  On
  * failure nothing is left. */
 static int
-make_dir (const struct ohbox_cgroup_hier *x, const char *path, ohbox_error_t *err)
+make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
-  unsigned want = x->version == 2 ? x->controllers & OHBOX_CG_V2_WANTED : 0;
+  unsigned wanted = OHBOX_CG_V2_WANTED | (l->n_hugetlb ? OHBOX_CGROUP_HUGETLB : 0);
+  unsigned want = x->version == 2 ? x->controllers & wanted : 0;
   /* The parent usually exists, made for an earlier sandbox: one mkdir.
    * Otherwise make it, and try again (a few times: a concurrent
    * reconciliation may remove an empty parent meanwhile). */
@@ -274,7 +307,7 @@ ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const
   struct ohbox_cgroup *cg = cgroup_new (host, id);
   size_t created = 0;
   for (size_t i = 0; i < host->n_hier; i++, created++)
-    if (make_dir (&host->hier[i], cg->dirs[i].path, err) < 0)
+    if (make_dir (&host->hier[i], cg->dirs[i].path, l, err) < 0)
       goto fail;
   if (apply_limits (host, cg, l, err) < 0)
     goto fail;
@@ -301,6 +334,12 @@ ohbox_cgroup_update (const struct ohbox_cgroup_host *host, const struct ohbox_cg
                         host->warning ? host->warning : "disabled");
   if (ohbox_cgroup_limits_validate (l, err) < 0 || check_controllers (host, l, err) < 0)
     return -1;
+  /* v2 hugetlb is enabled at creation only when asked for: enable it now
+   * (in the parent's subtree_control, which holds no processes). */
+  for (size_t i = 0; l->n_hugetlb && i < host->n_hier; i++)
+    if (host->hier[i].version == 2 && (host->hier[i].controllers & OHBOX_CGROUP_HUGETLB)
+        && ohbox_cgroup_v2_enable (host->hier[i].base, host->hier[i].parent, OHBOX_CGROUP_HUGETLB, err) < 0)
+      return -1;
   return apply_limits (host, cg, l, err);
 }
 

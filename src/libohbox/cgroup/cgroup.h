@@ -49,6 +49,8 @@ enum ohbox_cgroup_mode
 #define OHBOX_CGROUP_NAMED (1u << 9) /* a v1 hierarchy without controller (name=systemd) */
 
 #define OHBOX_CGROUP_MAX_HIER 16
+/* Huge page sizes a limit may name (x86 has 2: 2MB and 1GB; arm64 4). */
+#define OHBOX_CGROUP_MAX_HUGETLB 8
 
 /* One mounted hierarchy ohbox uses. */
 struct ohbox_cgroup_hier
@@ -104,6 +106,14 @@ struct ohbox_cgroup_limits
   uint64_t cpu_shares; /* v1 units (2..262144); 0: none; converted on v2 */
   uint64_t cpu_weight; /* v2 units (1..10000); 0: none; converted on v1 */
   int64_t pids;        /* > 0: at most that many tasks; 0: none; -1: unlimited (written) */
+  /* hugetlb: bytes of huge pages of each size, the size as the kernel
+   * names it in its cgroup files ("2MB", "1GB", "64KB"). */
+  size_t n_hugetlb;
+  struct
+  {
+    char page_size[16];
+    uint64_t limit;
+  } hugetlb[OHBOX_CGROUP_MAX_HUGETLB];
 };
 
 /* Sets one limit from a CLI option: "memory" (512m, 1g, bytes), "memory-swap"

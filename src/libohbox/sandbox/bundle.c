@@ -369,12 +369,30 @@ blkio_asks_nothing (const struct oci_blkio *b)
          && b->throttle_write_iops.n == 0;
 }
 
+static int
+hugetlb_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  if (r->n_hugepages > OHBOX_CGROUP_MAX_HUGETLB)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: linux.resources.hugepageLimits: more than %d page sizes",
+                        OHBOX_CGROUP_MAX_HUGETLB);
+  for (size_t i = 0; i < r->n_hugepages; i++)
+    {
+      const char *size = r->hugepages[i].page_size ? r->hugepages[i].page_size : "";
+      if (strlen (size) >= sizeof l->hugetlb[i].page_size)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "config.json: linux.resources.hugepageLimits[%zu].pageSize `%s`: invalid", i, size);
+      strcpy (l->hugetlb[i].page_size, size);
+      l->hugetlb[i].limit = r->hugepages[i].limit;
+    }
+  l->n_hugetlb = r->n_hugepages;
+  return 0;
+}
+
 int
 ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
   memset (l, 0, sizeof *l);
   const char *field = r->has_blkio && !blkio_asks_nothing (&r->blkio)            ? "linux.resources.blockIO"
-                      : r->n_hugepages                                           ? "linux.resources.hugepageLimits"
                       : r->unified.n                                             ? "linux.resources.unified"
                       : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
                                                                                  : NULL;
@@ -384,6 +402,8 @@ ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *
     return -1;
   if (r->has_pids && r->pids_limit > 0) /* <= 0: unlimited */
     l->pids = r->pids_limit;
+  if (hugetlb_limits (r, l, err) < 0)
+    return -1;
   if (ohbox_cgroup_limits_validate (l, err) < 0)
     return ohbox_error_prefix (err, "config.json: linux.resources");
   return 0;

@@ -143,6 +143,8 @@ check_controllers (const struct ohbox_cgroup_host *host, const struct ohbox_cgro
     return missing_controller (host, OHBOX_CGROUP_CPU, l->cpu_quota ? "--cpus" : "--cpu-shares", err);
   if (l->pids && !(host->controllers & OHBOX_CGROUP_PIDS))
     return missing_controller (host, OHBOX_CGROUP_PIDS, "--pids-limit", err);
+  if ((l->blkio_weight || l->n_blkio) && !(host->controllers & OHBOX_CGROUP_IO))
+    return missing_controller (host, OHBOX_CGROUP_IO, "linux.resources.blockIO", err);
   if (l->n_hugetlb && !(host->controllers & OHBOX_CGROUP_HUGETLB))
     return missing_controller (host, OHBOX_CGROUP_HUGETLB, "the huge page limits", err);
   return 0;
@@ -167,6 +169,76 @@ set_hugetlb (const struct ohbox_cgroup_dir *d, const struct ohbox_cgroup_limits 
       snprintf (v, sizeof v, "%llu", (unsigned long long) l->hugetlb[i].limit);
       if (ohbox_cg_write (d->path, file, v, err) < 0)
         return -1;
+    }
+  return 0;
+}
+
+/* The file of a blkio setting in each version, BFQ's first (the weight
+ * of the default scheduler, CFQ, is gone from recent kernels), and the
+ * OCI field it comes from. */
+static const struct
+{
+  const char *field, *v1[2], *v2[2];
+} blkio_files[] = {
+  [OHBOX_BLKIO_WEIGHT_DEVICE] = { "weightDevice",
+                                  { "blkio.bfq.weight_device", "blkio.weight_device" },
+                                  { "io.bfq.weight", "io.weight" } },
+  [OHBOX_BLKIO_READ_BPS] = { "throttleReadBpsDevice", { "blkio.throttle.read_bps_device" }, { "io.max" } },
+  [OHBOX_BLKIO_WRITE_BPS] = { "throttleWriteBpsDevice", { "blkio.throttle.write_bps_device" }, { "io.max" } },
+  [OHBOX_BLKIO_READ_IOPS] = { "throttleReadIOPSDevice", { "blkio.throttle.read_iops_device" }, { "io.max" } },
+  [OHBOX_BLKIO_WRITE_IOPS] = { "throttleWriteIOPSDevice", { "blkio.throttle.write_iops_device" }, { "io.max" } },
+};
+static const char *const io_max_keys[] = { [OHBOX_BLKIO_READ_BPS] = "rbps",
+                                           [OHBOX_BLKIO_WRITE_BPS] = "wbps",
+                                           [OHBOX_BLKIO_READ_IOPS] = "riops",
+                                           [OHBOX_BLKIO_WRITE_IOPS] = "wiops" };
+
+/* The first of CANDIDATES the kernel has in DIR; an error naming FIELD
+ * when none. */
+static int
+blkio_file (const char *dir, const char *const candidates[2], const char *field, const char **out, ohbox_error_t *err)
+{
+  for (int i = 0; i < 2 && candidates[i]; i++)
+    if (ohbox_cg_has (dir, candidates[i]))
+      {
+        *out = candidates[i];
+        return 0;
+      }
+  ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "linux.resources.blockIO.%s: this kernel has no %s%s%s in `%s`", field,
+               candidates[0], candidates[1] ? " or " : "", candidates[1] ? candidates[1] : "", dir);
+  return ohbox_error_hint (err, "weights need the BFQ I/O scheduler (or CFQ on old kernels)");
+}
+
+static int
+set_blkio (const struct ohbox_cgroup_dir *d, const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  const char *file;
+  char v[96];
+  if (l->blkio_weight)
+    {
+      static const char *const v1[2] = { "blkio.bfq.weight", "blkio.weight" }, *const v2[2] = { "io.bfq.weight",
+                                                                                                "io.weight" };
+      if (blkio_file (d->path, d->version == 1 ? v1 : v2, "weight", &file, err) < 0)
+        return -1;
+      snprintf (v, sizeof v, "%u", (unsigned) l->blkio_weight);
+      if (ohbox_cg_write (d->path, file, v, err) < 0)
+        return -1;
+    }
+  for (size_t i = 0; i < l->n_blkio; i++)
+    {
+      enum ohbox_blkio_kind k = l->blkio[i].kind;
+      if (blkio_file (d->path, d->version == 1 ? blkio_files[k].v1 : blkio_files[k].v2, blkio_files[k].field, &file,
+                      err)
+          < 0)
+        return -1;
+      if (d->version == 2 && k != OHBOX_BLKIO_WEIGHT_DEVICE)
+        snprintf (v, sizeof v, "%lld:%lld %s=%llu", (long long) l->blkio[i].major, (long long) l->blkio[i].minor,
+                  io_max_keys[k], (unsigned long long) l->blkio[i].value);
+      else
+        snprintf (v, sizeof v, "%lld:%lld %llu", (long long) l->blkio[i].major, (long long) l->blkio[i].minor,
+                  (unsigned long long) l->blkio[i].value);
+      if (ohbox_cg_write (d->path, file, v, err) < 0)
+        return ohbox_error_prefix (err, "linux.resources.blockIO.%s", blkio_files[k].field);
     }
   return 0;
 }
@@ -202,6 +274,13 @@ apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *c
       else
         snprintf (v, sizeof v, "%lld", (long long) l->pids);
       if (ohbox_cg_write (d->path, "pids.max", v, err) < 0)
+        return -1;
+    }
+  if (l->blkio_weight || l->n_blkio)
+    {
+      if ((d = dir_for (cg, OHBOX_CGROUP_IO)) == NULL)
+        return missing_controller (host, OHBOX_CGROUP_IO, "linux.resources.blockIO", err);
+      if (set_blkio (d, l, err) < 0)
         return -1;
     }
   if (l->n_hugetlb)

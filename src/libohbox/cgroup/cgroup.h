@@ -51,6 +51,16 @@ enum ohbox_cgroup_mode
 #define OHBOX_CGROUP_MAX_HIER 16
 /* Huge page sizes a limit may name (x86 has 2: 2MB and 1GB; arm64 4). */
 #define OHBOX_CGROUP_MAX_HUGETLB 8
+/* Per-device blkio entries a sandbox's limits may carry. */
+#define OHBOX_CGROUP_MAX_BLKIO 64
+enum ohbox_blkio_kind
+{
+  OHBOX_BLKIO_WEIGHT_DEVICE,
+  OHBOX_BLKIO_READ_BPS,
+  OHBOX_BLKIO_WRITE_BPS,
+  OHBOX_BLKIO_READ_IOPS,
+  OHBOX_BLKIO_WRITE_IOPS,
+};
 
 /* One mounted hierarchy ohbox uses. */
 struct ohbox_cgroup_hier
@@ -114,6 +124,15 @@ struct ohbox_cgroup_limits
     char page_size[16];
     uint64_t limit;
   } hugetlb[OHBOX_CGROUP_MAX_HUGETLB];
+  uint16_t blkio_weight; /* 0: none */
+  /* Per-device blkio settings: a weight or a throttle. */
+  size_t n_blkio;
+  struct
+  {
+    enum ohbox_blkio_kind kind;
+    int64_t major, minor;
+    uint64_t value;
+  } blkio[OHBOX_CGROUP_MAX_BLKIO];
 };
 
 /* Sets one limit from a CLI option: "memory" (512m, 1g, bytes), "memory-swap"

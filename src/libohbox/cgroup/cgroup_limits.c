@@ -259,6 +259,8 @@ ohbox_cgroup_limits_validate (const struct ohbox_cgroup_limits *l, ohbox_error_t
     if (!valid_page_size (l->hugetlb[i].page_size))
       return ohbox_error (err, OHBOX_ERR_USAGE, 0, "huge page size `%s`: expected a number and KB, MB or GB, e.g. 2MB",
                           l->hugetlb[i].page_size);
+  if (l->n_blkio > OHBOX_CGROUP_MAX_BLKIO)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "more than %d per-device blkio settings", OHBOX_CGROUP_MAX_BLKIO);
   if (l->cpu_quota > 0 && l->cpu_quota < MIN_QUOTA)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "CPU quota %" PRId64 " us is below the kernel's minimum of %d us",
                         l->cpu_quota, MIN_QUOTA);
@@ -270,5 +272,5 @@ ohbox_cgroup_limits_any (const struct ohbox_cgroup_limits *l)
 {
   return l
          && (l->memory || l->memory_swap || l->cpu_quota || l->cpu_period || l->cpu_shares || l->cpu_weight || l->pids
-             || l->n_hugetlb);
+             || l->n_hugetlb || l->blkio_weight || l->n_blkio);
 }

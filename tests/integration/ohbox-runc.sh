@@ -895,6 +895,32 @@ test_hugetlb ()
   state_root_empty
 }
 
+# unified: each key's file written (create and update) on a pure cgroup v2
+# host, refused naming the key elsewhere (as runc); never a path.
+test_unified ()
+{
+  expect_refused '.linux.resources.unified = {"../pids.max": "1"}' "linux.resources.unified.../pids.max: not a cgroup v2 interface file"
+  local v2=false
+  [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && v2=true
+  echo '{"unified": {"pids.max": "43"}}' >res.json
+  if $v2; then
+    started un1 '.process.args = ["sleep", "1000"] | .linux.resources.unified = {"pids.max": "42"}'
+    local f
+    f=$(cg_file "$init" pids pids.max pids.max)
+    assert_eq 42 "$(cat "$f")"
+    assert_ok runc_cmd update --resources res.json un1
+    assert_eq 43 "$(cat "$f")"
+  else
+    expect_refused '.linux.resources.unified = {"pids.max": "42"}' \
+      "linux.resources.unified: \`pids.max\`: needs a pure cgroup v2 host"
+    started un1 '.process.args = ["sleep", "1000"]'
+    assert_fails runc_cmd update --resources res.json un1
+    assert_contains "$err" "linux.resources.unified: \`pids.max\`: needs a pure cgroup v2 host"
+  fi
+  assert_ok runc_cmd delete --force un1
+  state_root_empty
+}
+
 # Called from a mount namespace whose / is shared (systemd's default, and
 # what dockerd's shim runs in): the rootfs cloned from it is made private
 # before pivot_root, which refused it (EINVAL).
@@ -933,4 +959,5 @@ run_test devices test_devices
 run_test create_releases_stdio test_create_releases_stdio
 run_test blkio test_blkio
 run_test hugetlb test_hugetlb
+run_test unified test_unified
 run_test shared_root test_shared_root

@@ -143,6 +143,15 @@ check_controllers (const struct ohbox_cgroup_host *host, const struct ohbox_cgro
     return missing_controller (host, OHBOX_CGROUP_CPU, l->cpu_quota ? "--cpus" : "--cpu-shares", err);
   if (l->pids && !(host->controllers & OHBOX_CGROUP_PIDS))
     return missing_controller (host, OHBOX_CGROUP_PIDS, "--pids-limit", err);
+  /* As runc: the files of v2 controllers are not v1's, and a hybrid
+   * host's v2 hierarchy has (almost) no controllers. */
+  if (l->n_unified && host->mode != OHBOX_CGROUP_MODE_V2)
+    {
+      ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                   "linux.resources.unified: `%s`: needs a pure cgroup v2 host (cgroup mode here: %s)",
+                   l->unified_keys[0], ohbox_cgroup_mode_name (host->mode));
+      return ohbox_error_hint (err, "set the limit through the v1 fields of linux.resources");
+    }
   if ((l->blkio_weight || l->n_blkio) && !(host->controllers & OHBOX_CGROUP_IO))
     return missing_controller (host, OHBOX_CGROUP_IO, "linux.resources.blockIO", err);
   if (l->n_hugetlb && !(host->controllers & OHBOX_CGROUP_HUGETLB))
@@ -290,6 +299,11 @@ apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *c
       if (set_hugetlb (d, l, err) < 0)
         return -1;
     }
+  const char *v2 = ohbox_cgroup_path (cg, 0);
+  for (size_t i = 0; i < l->n_unified; i++)
+    if (v2 == NULL || ohbox_cg_write (v2, l->unified_keys[i], l->unified_values[i], err) < 0)
+      return v2 ? ohbox_error_prefix (err, "linux.resources.unified: `%s`", l->unified_keys[i])
+                : ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "linux.resources.unified: no cgroup v2 directory");
   return 0;
 }
 

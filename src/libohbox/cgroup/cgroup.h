@@ -133,6 +133,11 @@ struct ohbox_cgroup_limits
     int64_t major, minor;
     uint64_t value;
   } blkio[OHBOX_CGROUP_MAX_BLKIO];
+  /* cgroup v2 files and the values written to them (OCI's unified), on a
+   * pure v2 hierarchy only; borrowed: the caller keeps them alive. */
+  size_t n_unified;
+  char *const *unified_keys;
+  char *const *unified_values;
 };
 
 /* Sets one limit from a CLI option: "memory" (512m, 1g, bytes), "memory-swap"

@@ -261,6 +261,13 @@ ohbox_cgroup_limits_validate (const struct ohbox_cgroup_limits *l, ohbox_error_t
                           l->hugetlb[i].page_size);
   if (l->n_blkio > OHBOX_CGROUP_MAX_BLKIO)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "more than %d per-device blkio settings", OHBOX_CGROUP_MAX_BLKIO);
+  for (size_t i = 0; i < l->n_unified; i++)
+    {
+      const char *k = l->unified_keys[i];
+      /* A file of the cgroup itself: never one elsewhere. */
+      if (*k == '\0' || strchr (k, '/') || strcmp (k, ".") == 0 || strcmp (k, "..") == 0)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unified: `%s` is not the name of a cgroup file", k);
+    }
   if (l->cpu_quota > 0 && l->cpu_quota < MIN_QUOTA)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "CPU quota %" PRId64 " us is below the kernel's minimum of %d us",
                         l->cpu_quota, MIN_QUOTA);
@@ -272,5 +279,5 @@ ohbox_cgroup_limits_any (const struct ohbox_cgroup_limits *l)
 {
   return l
          && (l->memory || l->memory_swap || l->cpu_quota || l->cpu_period || l->cpu_shares || l->cpu_weight || l->pids
-             || l->n_hugetlb || l->blkio_weight || l->n_blkio);
+             || l->n_hugetlb || l->blkio_weight || l->n_blkio || l->n_unified);
 }

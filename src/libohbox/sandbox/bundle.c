@@ -421,15 +421,16 @@ int
 ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
   memset (l, 0, sizeof *l);
-  const char *field = r->unified.n                                               ? "linux.resources.unified"
-                      : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
-                                                                                 : NULL;
+  const char *field = r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network" : NULL;
   if (field)
     return unsupported (err, field, "this resource limit");
   if ((r->has_memory && memory_limits (&r->memory, l, err) < 0) || (r->has_cpu && cpu_limits (&r->cpu, l, err) < 0))
     return -1;
   if (r->has_pids && r->pids_limit > 0) /* <= 0: unlimited */
     l->pids = r->pids_limit;
+  l->n_unified = r->unified.n;
+  l->unified_keys = r->unified.keys;
+  l->unified_values = r->unified.values;
   if (hugetlb_limits (r, l, err) < 0 || (r->has_blkio && blkio_limits (&r->blkio, l, err) < 0))
     return -1;
   if (ohbox_cgroup_limits_validate (l, err) < 0)

@@ -160,9 +160,10 @@ runc_cgroup_thaw (int dirfd, ohbox_error_t *err)
   "usage: update [--resources FILE|-] [--memory N] [--memory-swap N] [--cpu-shares N] [--cpu-quota N] "                \
   "[--cpu-period N] [--pids-limit N] ID"
 
-/* The limits of --resources FILE|- (an OCI linux.resources object). */
+/* The limits of --resources FILE|- (an OCI linux.resources object) into
+ * L, which borrows from R (unified's strings) until R is cleared. */
 static int
-resources_limits (const char *file, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+resources_limits (const char *file, struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
   cleanup_free char *text = NULL;
   size_t len = 0;
@@ -170,14 +171,11 @@ resources_limits (const char *file, struct ohbox_cgroup_limits *l, ohbox_error_t
                           err)
       < 0)
     return -1;
-  struct oci_resources r;
-  memset (&r, 0, sizeof r);
-  int rc = oci_runtime_resources_parse (text, len, file, &r, err);
+  int rc = oci_runtime_resources_parse (text, len, file, r, err);
   if (rc == 0)
-    rc = ohbox_bundle_limits (&r, l, err);
-  if (rc == 0 && r.n_devices)
+    rc = ohbox_bundle_limits (r, l, err);
+  if (rc == 0 && r->n_devices)
     rc = ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "%s: devices: updating device rules is not supported", file);
-  oci_resources_clear (&r);
   return rc;
 }
 
@@ -251,8 +249,13 @@ cmd_update (int argc, char **argv)
       return fail_err (&err);
   if (optind + 1 != argc)
     return fail (UPDATE_USAGE);
-  if (resources && resources_limits (resources, &l, &err) < 0)
-    return fail_err (&err);
+  struct oci_resources r;
+  memset (&r, 0, sizeof r);
+  if (resources && resources_limits (resources, &r, &l, &err) < 0)
+    {
+      oci_resources_clear (&r);
+      return fail_err (&err);
+    }
   /* The flags go over the file's values. */
   l.memory = flags.memory ? flags.memory : l.memory;
   l.memory_swap = flags.memory_swap ? flags.memory_swap : l.memory_swap;
@@ -260,9 +263,12 @@ cmd_update (int argc, char **argv)
   l.cpu_quota = flags.cpu_quota ? flags.cpu_quota : l.cpu_quota;
   l.cpu_period = flags.cpu_period ? flags.cpu_period : l.cpu_period;
   l.pids = flags.pids ? flags.pids : l.pids;
-  if (!ohbox_cgroup_limits_any (&l))
-    return fail ("update: nothing to update: give --resources or a limit");
   struct container c;
+  if (!ohbox_cgroup_limits_any (&l))
+    {
+      oci_resources_clear (&r);
+      return fail ("update: nothing to update: give --resources or a limit");
+    }
   int rc = container_open (argv[optind], &c, 0);
   if (rc == 0 && strcmp (c.status, "stopped") == 0)
     rc = fail ("update: container `%s` is stopped", argv[optind]);
@@ -272,6 +278,7 @@ cmd_update (int argc, char **argv)
     rc = fail ("update `%s`: %s", argv[optind], err->msg);
   runc_cgroup_release (&cgroup);
   container_close (&c);
+  oci_resources_clear (&r);
   return rc;
 }
 

@@ -573,8 +573,9 @@ cg_file ()
   if [ -n "$p" ] && [ -e "/sys/fs/cgroup/$2$p/$3" ]; then
     echo "/sys/fs/cgroup/$2$p/$3"
   else
+    # v2: /sys/fs/cgroup, or /sys/fs/cgroup/unified on a hybrid host.
     p=$(awk -F: '$1 == "0" { print $3 }' "/proc/$1/cgroup")
-    echo "/sys/fs/cgroup$p/$4"
+    echo "$(awk '$3 == "cgroup2" { print $2; exit }' /proc/self/mounts)$p/$4"
   fi
 }
 
@@ -602,9 +603,9 @@ test_cgroup ()
   assert_eq 20 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
   assert_fails runc_cmd update --cpuset-cpus 0 cg1
   assert_contains "$err" "--cpuset-cpus"
-  echo '{"blockIO": {"weight": 10}}' >res.json
+  echo '{"blockIO": {"leafWeight": 10}}' >res.json
   assert_fails runc_cmd update --resources res.json cg1
-  assert_contains "$err" "blockIO"
+  assert_contains "$err" "blockIO.leafWeight"
   assert_fails runc_cmd update cg1
   assert_contains "$err" "nothing to update"
   # events: one stats object, or the stream.
@@ -774,7 +775,7 @@ test_bad_bundles ()
   expect_refused '.ociVersion = "2.0.0"' "ociVersion"
   expect_refused '.linux.namespaces[0].path = "/proc/1/ns/pid"' "linux.namespaces[0].path"
   expect_refused '.linux.namespaces |= map(select(.type != "pid"))' "sharing the host's pid namespace"
-  expect_refused '.linux.resources.blockIO = {"weight": 10}' "linux.resources.blockIO"
+  expect_refused '.linux.resources.blockIO = {"leafWeight": 10}' "linux.resources.blockIO.leafWeight"
   expect_refused '.process.terminal = true' "process.terminal"
   expect_refused '.process.capabilities.bounding += ["CAP_NO_SUCH"]' "process.capabilities.bounding[3]"
   expect_refused '.mounts += [{"destination": "/x", "type": "bind", "source": "/tmp", "options": ["rbind", "rshared"]}]' \
@@ -808,13 +809,115 @@ test_create_releases_stdio ()
   state_root_empty
 }
 
-# blockIO with nothing set (Docker writes {"weight": 0}: "unset" for runc
-# and crun) is no limit; a weight is still refused by name.
-test_blkio_unset ()
+# blockIO: nothing set (Docker writes {"weight": 0}: "unset" for runc and
+# crun) is no limit; throttles reach blkio.throttle.* (v1) or io.max (v2)
+# from create and update; a weight reaches the BFQ (or CFQ) file, or is
+# refused naming the field when the kernel has none.
+test_blkio ()
 {
   my_bundle '.linux.resources.blockIO = {"weight": 0} | .process.args = ["true"]'
   assert_ok runc_cmd run --bundle "$T_WORK/bundle" bk1
-  expect_refused '.linux.resources.blockIO = {"weight": 500}' "linux.resources.blockIO"
+  local dev d
+  for d in /sys/block/*; do
+    case ${d##*/} in loop* | ram* | zram*) continue ;; esac
+    dev=$(cat "$d/dev")
+    break
+  done
+  [ -n "$dev" ] || skip "no block device"
+  local maj=${dev%:*} min=${dev#*:}
+  started bk2 '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/bk2"
+    | .linux.resources.blockIO = {"throttleReadBpsDevice": [{"major": '"$maj"', "minor": '"$min"', "rate": 1048576}],
+        "throttleWriteIOPSDevice": [{"major": '"$maj"', "minor": '"$min"', "rate": 100}]}'
+  local rbps wiops
+  rbps=$(cg_file "$init" blkio blkio.throttle.read_bps_device io.max)
+  wiops=$(cg_file "$init" blkio blkio.throttle.write_iops_device io.max)
+  if [ "${rbps##*/}" = io.max ]; then
+    assert_match "$(cat "$rbps")" "^$dev rbps=1048576 wbps=max riops=max wiops=100\$"
+  else
+    assert_eq "$dev 1048576" "$(cat "$rbps")"
+    assert_eq "$dev 100" "$(cat "$wiops")"
+  fi
+  echo '{"blockIO": {"throttleReadBpsDevice": [{"major": '"$maj"', "minor": '"$min"', "rate": 2097152}]}}' >res.json
+  assert_ok runc_cmd update --resources res.json bk2
+  assert_match "$(cat "$rbps")" "^$dev (rbps=)?2097152( |\$)"
+  local dir
+  dir=$(dirname "$rbps")
+  echo '{"blockIO": {"weight": 500}}' >res.json
+  if [ -e "$dir/blkio.bfq.weight" ] || [ -e "$dir/blkio.weight" ] || [ -e "$dir/io.bfq.weight" ] || [ -e "$dir/io.weight" ]; then
+    assert_ok runc_cmd update --resources res.json bk2
+    assert_contains "$(cat "$dir"/*.weight)" 500
+  else
+    assert_fails runc_cmd update --resources res.json bk2
+    assert_contains "$err" "linux.resources.blockIO.weight: this kernel has no"
+    echo '{"blockIO": {"weightDevice": [{"major": '"$maj"', "minor": '"$min"', "weight": 300}]}}' >res.json
+    assert_fails runc_cmd update --resources res.json bk2
+    assert_contains "$err" "linux.resources.blockIO.weightDevice: this kernel has no"
+  fi
+  assert_ok runc_cmd delete --force bk2
+  assert_file_absent "$dir"
+  expect_refused '.linux.resources.blockIO = {"weightDevice": [{"major": 1, "minor": 3, "weight": 10, "leafWeight": 10}]}' \
+    "linux.resources.blockIO.weightDevice.leafWeight"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
+}
+
+# hugepageLimits: hugetlb.SIZE.limit_in_bytes (v1) or hugetlb.SIZE.max (v2,
+# its controller enabled for this container only), set by create and by
+# update; a size the kernel has not, or a malformed one, refused by name.
+test_hugetlb ()
+{
+  local size
+  size=$(ls /sys/kernel/mm/hugepages 2>/dev/null | head -n 1)
+  if [ -z "$size" ] || ! grep -qw hugetlb /proc/cgroups; then
+    t_skip "no huge pages or no hugetlb controller"
+    return 0
+  fi
+  size=${size#hugepages-}
+  size=$((${size%kB} / 1024))MB
+  started hp1 '.process.args = ["sleep", "1000"] | .linux.cgroupsPath = "/ohbox-runc-test/hp1"
+    | .linux.resources.hugepageLimits = [{"pageSize": "'"$size"'", "limit": 4194304}]'
+  local f
+  f=$(cg_file "$init" hugetlb "hugetlb.$size.limit_in_bytes" "hugetlb.$size.max")
+  assert_eq 4194304 "$(cat "$f")"
+  echo '{"hugepageLimits": [{"pageSize": "'"$size"'", "limit": 8388608}]}' >res.json
+  assert_ok runc_cmd update --resources res.json hp1
+  assert_eq 8388608 "$(cat "$f")"
+  echo '{"hugepageLimits": [{"pageSize": "3MB", "limit": 8388608}]}' >res.json
+  assert_fails runc_cmd update --resources res.json hp1
+  assert_contains "$err" "huge page size \`3MB\`: this kernel has no such huge pages"
+  assert_ok runc_cmd delete --force hp1
+  assert_file_absent "$(dirname "$f")"
+  expect_refused '.linux.resources.hugepageLimits = [{"pageSize": "3MB", "limit": 4194304}]' \
+    "huge page size \`3MB\`: this kernel has no such huge pages"
+  expect_refused '.linux.resources.hugepageLimits = [{"pageSize": "2MB/../x", "limit": 4194304}]' \
+    "linux.resources.hugepageLimits[0].pageSize"
+  rmdir /sys/fs/cgroup/*/ohbox-runc-test /sys/fs/cgroup/ohbox-runc-test 2>/dev/null || true
+  state_root_empty
+}
+
+# unified: each key's file written (create and update) on a pure cgroup v2
+# host, refused naming the key elsewhere (as runc); never a path.
+test_unified ()
+{
+  expect_refused '.linux.resources.unified = {"../pids.max": "1"}' "linux.resources.unified.../pids.max: not a cgroup v2 interface file"
+  local v2=false
+  [ "$(stat -f -c %T /sys/fs/cgroup)" = cgroup2fs ] && v2=true
+  echo '{"unified": {"pids.max": "43"}}' >res.json
+  if $v2; then
+    started un1 '.process.args = ["sleep", "1000"] | .linux.resources.unified = {"pids.max": "42"}'
+    local f
+    f=$(cg_file "$init" pids pids.max pids.max)
+    assert_eq 42 "$(cat "$f")"
+    assert_ok runc_cmd update --resources res.json un1
+    assert_eq 43 "$(cat "$f")"
+  else
+    expect_refused '.linux.resources.unified = {"pids.max": "42"}' \
+      "linux.resources.unified: \`pids.max\`: needs a pure cgroup v2 host"
+    started un1 '.process.args = ["sleep", "1000"]'
+    assert_fails runc_cmd update --resources res.json un1
+    assert_contains "$err" "linux.resources.unified: \`pids.max\`: needs a pure cgroup v2 host"
+  fi
+  assert_ok runc_cmd delete --force un1
   state_root_empty
 }
 
@@ -854,5 +957,7 @@ run_test update_unlimited test_update_unlimited
 run_test hooks test_hooks
 run_test devices test_devices
 run_test create_releases_stdio test_create_releases_stdio
-run_test blkio_unset test_blkio_unset
+run_test blkio test_blkio
+run_test hugetlb test_hugetlb
+run_test unified test_unified
 run_test shared_root test_shared_root

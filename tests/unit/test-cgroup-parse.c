@@ -188,7 +188,7 @@ test_detect_v2 (void)
   CHECK (detect_fake (mi, "0::/init.scope\n", NULL, 0, &h, &err) == 0, "%s", err->msg);
   bool ok = h.mode == OHBOX_CGROUP_MODE_V2 && h.n_hier == 1 && h.hier[0].version == 2 && !h.disabled;
   unsigned want = OHBOX_CGROUP_CPU | OHBOX_CGROUP_IO | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_PIDS | OHBOX_CGROUP_FREEZER
-                  | OHBOX_CGROUP_CPUACCT;
+                  | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_HUGETLB;
   ok = ok && h.hier[0].controllers == want && h.controllers == want;
   cleanup_free char *parent = xasprintf ("%s/ohbox", mnt);
   ok = ok && strcmp (h.hier[0].parent, parent) == 0 && strcmp (h.hier[0].base, mnt) == 0;
@@ -243,12 +243,14 @@ test_detect_hybrid_v1 (void)
       if (!ok)
         printf ("# hierarchy %zu: %s %s\n", i, h.hier[i].name, h.hier[i].parent);
     }
-  /* v1 serves everything; the cgroup2 mount only tracks processes. */
-  ok = ok && h.hier[5].controllers == 0 && h.hier[0].controllers == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT);
+  /* v1 serves everything but hugetlb, which v1 has not here: the cgroup2
+   * mount's (enabled for the sandboxes that ask for it). */
+  ok = ok && h.hier[5].controllers == OHBOX_CGROUP_HUGETLB
+       && h.hier[0].controllers == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT);
   ok = ok
        && h.controllers
-            == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_FREEZER
-                | OHBOX_CGROUP_PIDS);
+            == (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_FREEZER | OHBOX_CGROUP_PIDS
+                | OHBOX_CGROUP_HUGETLB);
   /* A sandbox's directories and the names /sys/fs/cgroup shows them
    * under inside it (mounts.c): the host's mount points' names. */
   cleanup_free char *sbdir = xasprintf ("%s/t/abc", uni);

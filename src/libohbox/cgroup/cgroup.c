@@ -143,6 +143,112 @@ check_controllers (const struct ohbox_cgroup_host *host, const struct ohbox_cgro
     return missing_controller (host, OHBOX_CGROUP_CPU, l->cpu_quota ? "--cpus" : "--cpu-shares", err);
   if (l->pids && !(host->controllers & OHBOX_CGROUP_PIDS))
     return missing_controller (host, OHBOX_CGROUP_PIDS, "--pids-limit", err);
+  /* As runc: the files of v2 controllers are not v1's, and a hybrid
+   * host's v2 hierarchy has (almost) no controllers. */
+  if (l->n_unified && host->mode != OHBOX_CGROUP_MODE_V2)
+    {
+      ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                   "linux.resources.unified: `%s`: needs a pure cgroup v2 host (cgroup mode here: %s)",
+                   l->unified_keys[0], ohbox_cgroup_mode_name (host->mode));
+      return ohbox_error_hint (err, "set the limit through the v1 fields of linux.resources");
+    }
+  if ((l->blkio_weight || l->n_blkio) && !(host->controllers & OHBOX_CGROUP_IO))
+    return missing_controller (host, OHBOX_CGROUP_IO, "linux.resources.blockIO", err);
+  if (l->n_hugetlb && !(host->controllers & OHBOX_CGROUP_HUGETLB))
+    return missing_controller (host, OHBOX_CGROUP_HUGETLB, "the huge page limits", err);
+  return 0;
+}
+
+/* hugetlb.SIZE.limit_in_bytes (v1) or hugetlb.SIZE.max (v2); the kernel
+ * has one for each huge page size it supports, and no other. */
+static int
+set_hugetlb (const struct ohbox_cgroup_dir *d, const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  for (size_t i = 0; i < l->n_hugetlb; i++)
+    {
+      cleanup_free char *file = xasprintf ("hugetlb.%s.%s", l->hugetlb[i].page_size,
+                                           d->version == 1 ? "limit_in_bytes" : "max");
+      char v[32];
+      if (!ohbox_cg_has (d->path, file))
+        {
+          ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "huge page size `%s`: this kernel has no such huge pages",
+                       l->hugetlb[i].page_size);
+          return ohbox_error_hint (err, "the sizes it has are under /sys/kernel/mm/hugepages");
+        }
+      snprintf (v, sizeof v, "%llu", (unsigned long long) l->hugetlb[i].limit);
+      if (ohbox_cg_write (d->path, file, v, err) < 0)
+        return -1;
+    }
+  return 0;
+}
+
+/* The file of a blkio setting in each version, BFQ's first (the weight
+ * of the default scheduler, CFQ, is gone from recent kernels), and the
+ * OCI field it comes from. */
+static const struct
+{
+  const char *field, *v1[2], *v2[2];
+} blkio_files[] = {
+  [OHBOX_BLKIO_WEIGHT_DEVICE] = { "weightDevice",
+                                  { "blkio.bfq.weight_device", "blkio.weight_device" },
+                                  { "io.bfq.weight", "io.weight" } },
+  [OHBOX_BLKIO_READ_BPS] = { "throttleReadBpsDevice", { "blkio.throttle.read_bps_device" }, { "io.max" } },
+  [OHBOX_BLKIO_WRITE_BPS] = { "throttleWriteBpsDevice", { "blkio.throttle.write_bps_device" }, { "io.max" } },
+  [OHBOX_BLKIO_READ_IOPS] = { "throttleReadIOPSDevice", { "blkio.throttle.read_iops_device" }, { "io.max" } },
+  [OHBOX_BLKIO_WRITE_IOPS] = { "throttleWriteIOPSDevice", { "blkio.throttle.write_iops_device" }, { "io.max" } },
+};
+static const char *const io_max_keys[] = { [OHBOX_BLKIO_READ_BPS] = "rbps",
+                                           [OHBOX_BLKIO_WRITE_BPS] = "wbps",
+                                           [OHBOX_BLKIO_READ_IOPS] = "riops",
+                                           [OHBOX_BLKIO_WRITE_IOPS] = "wiops" };
+
+/* The first of CANDIDATES the kernel has in DIR; an error naming FIELD
+ * when none. */
+static int
+blkio_file (const char *dir, const char *const candidates[2], const char *field, const char **out, ohbox_error_t *err)
+{
+  for (int i = 0; i < 2 && candidates[i]; i++)
+    if (ohbox_cg_has (dir, candidates[i]))
+      {
+        *out = candidates[i];
+        return 0;
+      }
+  ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "linux.resources.blockIO.%s: this kernel has no %s%s%s in `%s`", field,
+               candidates[0], candidates[1] ? " or " : "", candidates[1] ? candidates[1] : "", dir);
+  return ohbox_error_hint (err, "weights need the BFQ I/O scheduler (or CFQ on old kernels)");
+}
+
+static int
+set_blkio (const struct ohbox_cgroup_dir *d, const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  const char *file;
+  char v[96];
+  if (l->blkio_weight)
+    {
+      static const char *const v1[2] = { "blkio.bfq.weight", "blkio.weight" }, *const v2[2] = { "io.bfq.weight",
+                                                                                                "io.weight" };
+      if (blkio_file (d->path, d->version == 1 ? v1 : v2, "weight", &file, err) < 0)
+        return -1;
+      snprintf (v, sizeof v, "%u", (unsigned) l->blkio_weight);
+      if (ohbox_cg_write (d->path, file, v, err) < 0)
+        return -1;
+    }
+  for (size_t i = 0; i < l->n_blkio; i++)
+    {
+      enum ohbox_blkio_kind k = l->blkio[i].kind;
+      if (blkio_file (d->path, d->version == 1 ? blkio_files[k].v1 : blkio_files[k].v2, blkio_files[k].field, &file,
+                      err)
+          < 0)
+        return -1;
+      if (d->version == 2 && k != OHBOX_BLKIO_WEIGHT_DEVICE)
+        snprintf (v, sizeof v, "%lld:%lld %s=%llu", (long long) l->blkio[i].major, (long long) l->blkio[i].minor,
+                  io_max_keys[k], (unsigned long long) l->blkio[i].value);
+      else
+        snprintf (v, sizeof v, "%lld:%lld %llu", (long long) l->blkio[i].major, (long long) l->blkio[i].minor,
+                  (unsigned long long) l->blkio[i].value);
+      if (ohbox_cg_write (d->path, file, v, err) < 0)
+        return ohbox_error_prefix (err, "linux.resources.blockIO.%s", blkio_files[k].field);
+    }
   return 0;
 }
 
@@ -179,6 +285,25 @@ apply_limits (const struct ohbox_cgroup_host *host, const struct ohbox_cgroup *c
       if (ohbox_cg_write (d->path, "pids.max", v, err) < 0)
         return -1;
     }
+  if (l->blkio_weight || l->n_blkio)
+    {
+      if ((d = dir_for (cg, OHBOX_CGROUP_IO)) == NULL)
+        return missing_controller (host, OHBOX_CGROUP_IO, "linux.resources.blockIO", err);
+      if (set_blkio (d, l, err) < 0)
+        return -1;
+    }
+  if (l->n_hugetlb)
+    {
+      if ((d = dir_for (cg, OHBOX_CGROUP_HUGETLB)) == NULL)
+        return missing_controller (host, OHBOX_CGROUP_HUGETLB, "the huge page limits", err);
+      if (set_hugetlb (d, l, err) < 0)
+        return -1;
+    }
+  const char *v2 = ohbox_cgroup_path (cg, 0);
+  for (size_t i = 0; i < l->n_unified; i++)
+    if (v2 == NULL || ohbox_cg_write (v2, l->unified_keys[i], l->unified_values[i], err) < 0)
+      return v2 ? ohbox_error_prefix (err, "linux.resources.unified: `%s`", l->unified_keys[i])
+                : ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "linux.resources.unified: no cgroup v2 directory");
   return 0;
 }
 
@@ -217,9 +342,10 @@ rmdir_tree (const char *dir, int depth, ohbox_error_t *err)
 /* Creates PATH (PARENT/ID) in hierarchy X, ready for processes.  On
  * failure nothing is left. */
 static int
-make_dir (const struct ohbox_cgroup_hier *x, const char *path, ohbox_error_t *err)
+make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
-  unsigned want = x->version == 2 ? x->controllers & OHBOX_CG_V2_WANTED : 0;
+  unsigned wanted = OHBOX_CG_V2_WANTED | (l->n_hugetlb ? OHBOX_CGROUP_HUGETLB : 0);
+  unsigned want = x->version == 2 ? x->controllers & wanted : 0;
   /* The parent usually exists, made for an earlier sandbox: one mkdir.
    * Otherwise make it, and try again (a few times: a concurrent
    * reconciliation may remove an empty parent meanwhile). */
@@ -274,7 +400,7 @@ ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const
   struct ohbox_cgroup *cg = cgroup_new (host, id);
   size_t created = 0;
   for (size_t i = 0; i < host->n_hier; i++, created++)
-    if (make_dir (&host->hier[i], cg->dirs[i].path, err) < 0)
+    if (make_dir (&host->hier[i], cg->dirs[i].path, l, err) < 0)
       goto fail;
   if (apply_limits (host, cg, l, err) < 0)
     goto fail;
@@ -301,6 +427,12 @@ ohbox_cgroup_update (const struct ohbox_cgroup_host *host, const struct ohbox_cg
                         host->warning ? host->warning : "disabled");
   if (ohbox_cgroup_limits_validate (l, err) < 0 || check_controllers (host, l, err) < 0)
     return -1;
+  /* v2 hugetlb is enabled at creation only when asked for: enable it now
+   * (in the parent's subtree_control, which holds no processes). */
+  for (size_t i = 0; l->n_hugetlb && i < host->n_hier; i++)
+    if (host->hier[i].version == 2 && (host->hier[i].controllers & OHBOX_CGROUP_HUGETLB)
+        && ohbox_cgroup_v2_enable (host->hier[i].base, host->hier[i].parent, OHBOX_CGROUP_HUGETLB, err) < 0)
+      return -1;
   return apply_limits (host, cg, l, err);
 }
 

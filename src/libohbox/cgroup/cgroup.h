@@ -49,6 +49,18 @@ enum ohbox_cgroup_mode
 #define OHBOX_CGROUP_NAMED (1u << 9) /* a v1 hierarchy without controller (name=systemd) */
 
 #define OHBOX_CGROUP_MAX_HIER 16
+/* Huge page sizes a limit may name (x86 has 2: 2MB and 1GB; arm64 4). */
+#define OHBOX_CGROUP_MAX_HUGETLB 8
+/* Per-device blkio entries a sandbox's limits may carry. */
+#define OHBOX_CGROUP_MAX_BLKIO 64
+enum ohbox_blkio_kind
+{
+  OHBOX_BLKIO_WEIGHT_DEVICE,
+  OHBOX_BLKIO_READ_BPS,
+  OHBOX_BLKIO_WRITE_BPS,
+  OHBOX_BLKIO_READ_IOPS,
+  OHBOX_BLKIO_WRITE_IOPS,
+};
 
 /* One mounted hierarchy ohbox uses. */
 struct ohbox_cgroup_hier
@@ -104,6 +116,28 @@ struct ohbox_cgroup_limits
   uint64_t cpu_shares; /* v1 units (2..262144); 0: none; converted on v2 */
   uint64_t cpu_weight; /* v2 units (1..10000); 0: none; converted on v1 */
   int64_t pids;        /* > 0: at most that many tasks; 0: none; -1: unlimited (written) */
+  /* hugetlb: bytes of huge pages of each size, the size as the kernel
+   * names it in its cgroup files ("2MB", "1GB", "64KB"). */
+  size_t n_hugetlb;
+  struct
+  {
+    char page_size[16];
+    uint64_t limit;
+  } hugetlb[OHBOX_CGROUP_MAX_HUGETLB];
+  uint16_t blkio_weight; /* 0: none */
+  /* Per-device blkio settings: a weight or a throttle. */
+  size_t n_blkio;
+  struct
+  {
+    enum ohbox_blkio_kind kind;
+    int64_t major, minor;
+    uint64_t value;
+  } blkio[OHBOX_CGROUP_MAX_BLKIO];
+  /* cgroup v2 files and the values written to them (OCI's unified), on a
+   * pure v2 hierarchy only; borrowed: the caller keeps them alive. */
+  size_t n_unified;
+  char *const *unified_keys;
+  char *const *unified_values;
 };
 
 /* Sets one limit from a CLI option: "memory" (512m, 1g, bytes), "memory-swap"

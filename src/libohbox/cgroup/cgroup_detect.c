@@ -323,7 +323,7 @@ detect_parse (const struct ohbox_cgroup_detect_opts *o, const char *mountinfo, c
       if (ohbox_cg_read (base, "cgroup.controllers", OHBOX_CG_SMALL_MAX, &list, &ignored) == 0)
         avail = ohbox_cg_parse_controllers (list, " \n");
       /* Core v2 features stand in for the v1 freezer and cpuacct. */
-      unsigned ctrls = (avail & OHBOX_CG_V2_WANTED & ~v1_served)
+      unsigned ctrls = (avail & (OHBOX_CG_V2_WANTED | OHBOX_CG_V2_ON_DEMAND) & ~v1_served)
                        | (~v1_served & (OHBOX_CGROUP_FREEZER | OHBOX_CGROUP_CPUACCT));
       struct ohbox_cgroup_hier *x = add_hier (h, 2, ctrls, "unified", v2_mount);
       if (x == NULL)

@@ -19,10 +19,12 @@
  * are left as they are. */
 #define OHBOX_CG_V1_JOINED                                                                                             \
   (OHBOX_CGROUP_CPU | OHBOX_CGROUP_CPUACCT | OHBOX_CGROUP_CPUSET | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_PIDS             \
-   | OHBOX_CGROUP_FREEZER | OHBOX_CGROUP_IO | OHBOX_CGROUP_DEVICES)
+   | OHBOX_CGROUP_FREEZER | OHBOX_CGROUP_IO | OHBOX_CGROUP_DEVICES | OHBOX_CGROUP_HUGETLB)
 /* v2 controllers ohbox enables for its sandboxes (each one costs at cgroup
  * creation; cpuset and hugetlb carry nothing ohbox sets). */
 #define OHBOX_CG_V2_WANTED (OHBOX_CGROUP_CPU | OHBOX_CGROUP_MEMORY | OHBOX_CGROUP_PIDS | OHBOX_CGROUP_IO)
+/* v2 controllers enabled only for a sandbox whose limits need them. */
+#define OHBOX_CG_V2_ON_DEMAND OHBOX_CGROUP_HUGETLB
 /* The sandbox's directory in one hierarchy. */
 struct ohbox_cgroup_dir
 {

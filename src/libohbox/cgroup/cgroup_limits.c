@@ -222,6 +222,15 @@ ohbox_cgroup_limits_set_option (struct ohbox_cgroup_limits *l, const char *optio
   return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unknown cgroup limit `%s`", option);
 }
 
+/* "2MB": the kernel's spelling of a huge page size in its hugetlb files
+ * (and the only thing that may reach a file name). */
+static bool
+valid_page_size (const char *s)
+{
+  size_t digits = strspn (s, "0123456789");
+  return digits > 0 && s[0] != '0' && strlen (s) == digits + 2 && strchr ("KMG", s[digits]) && s[digits + 1] == 'B';
+}
+
 int
 ohbox_cgroup_limits_validate (const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
@@ -244,6 +253,21 @@ ohbox_cgroup_limits_validate (const struct ohbox_cgroup_limits *l, ohbox_error_t
   if (l->cpu_period && (l->cpu_period < MIN_PERIOD || l->cpu_period > MAX_PERIOD))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--cpu-period %" PRIu64 ": expected %d to %d", l->cpu_period,
                         MIN_PERIOD, MAX_PERIOD);
+  if (l->n_hugetlb > OHBOX_CGROUP_MAX_HUGETLB)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "more than %d huge page limits", OHBOX_CGROUP_MAX_HUGETLB);
+  for (size_t i = 0; i < l->n_hugetlb; i++)
+    if (!valid_page_size (l->hugetlb[i].page_size))
+      return ohbox_error (err, OHBOX_ERR_USAGE, 0, "huge page size `%s`: expected a number and KB, MB or GB, e.g. 2MB",
+                          l->hugetlb[i].page_size);
+  if (l->n_blkio > OHBOX_CGROUP_MAX_BLKIO)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "more than %d per-device blkio settings", OHBOX_CGROUP_MAX_BLKIO);
+  for (size_t i = 0; i < l->n_unified; i++)
+    {
+      const char *k = l->unified_keys[i];
+      /* A file of the cgroup itself: never one elsewhere. */
+      if (*k == '\0' || strchr (k, '/') || strcmp (k, ".") == 0 || strcmp (k, "..") == 0)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "unified: `%s` is not the name of a cgroup file", k);
+    }
   if (l->cpu_quota > 0 && l->cpu_quota < MIN_QUOTA)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "CPU quota %" PRId64 " us is below the kernel's minimum of %d us",
                         l->cpu_quota, MIN_QUOTA);
@@ -254,5 +278,6 @@ bool
 ohbox_cgroup_limits_any (const struct ohbox_cgroup_limits *l)
 {
   return l
-         && (l->memory || l->memory_swap || l->cpu_quota || l->cpu_period || l->cpu_shares || l->cpu_weight || l->pids);
+         && (l->memory || l->memory_swap || l->cpu_quota || l->cpu_period || l->cpu_shares || l->cpu_weight || l->pids
+             || l->n_hugetlb || l->blkio_weight || l->n_blkio || l->n_unified);
 }

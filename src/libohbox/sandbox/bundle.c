@@ -359,31 +359,80 @@ cpu_limits (const struct oci_cpu *c, struct ohbox_cgroup_limits *l, ohbox_error_
   return 0;
 }
 
-/* A blockIO that sets nothing: weights of 0 (below the kernel's range:
- * "unset" for runc and crun, and what Docker writes) and no device lists. */
-static bool
-blkio_asks_nothing (const struct oci_blkio *b)
+/* linux.resources.blockIO: a weight or rate of 0 (below the kernel's
+ * range for weights: "unset" for runc and crun, and what Docker writes)
+ * sets nothing; leaf weights (CFQ's, gone from the kernel) are refused. */
+static int
+blkio_limits (const struct oci_blkio *b, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
-  return (!b->has_weight || b->weight == 0) && (!b->has_leaf_weight || b->leaf_weight == 0) && b->weight_device.n == 0
-         && b->throttle_read_bps.n == 0 && b->throttle_write_bps.n == 0 && b->throttle_read_iops.n == 0
-         && b->throttle_write_iops.n == 0;
+  const struct
+  {
+    const struct oci_blkio_list *list;
+    enum ohbox_blkio_kind kind;
+  } lists[] = { { &b->weight_device, OHBOX_BLKIO_WEIGHT_DEVICE },
+                { &b->throttle_read_bps, OHBOX_BLKIO_READ_BPS },
+                { &b->throttle_write_bps, OHBOX_BLKIO_WRITE_BPS },
+                { &b->throttle_read_iops, OHBOX_BLKIO_READ_IOPS },
+                { &b->throttle_write_iops, OHBOX_BLKIO_WRITE_IOPS } };
+  if (b->has_leaf_weight && b->leaf_weight)
+    return unsupported (err, "linux.resources.blockIO.leafWeight", "a leaf weight");
+  if (b->has_weight)
+    l->blkio_weight = b->weight;
+  for (size_t i = 0; i < sizeof lists / sizeof lists[0]; i++)
+    for (size_t j = 0; j < lists[i].list->n; j++)
+      {
+        const struct oci_blkio_device *dev = &lists[i].list->v[j];
+        if (dev->has_leaf_weight && dev->leaf_weight)
+          return unsupported (err, "linux.resources.blockIO.weightDevice.leafWeight", "a leaf weight");
+        uint64_t value = lists[i].kind == OHBOX_BLKIO_WEIGHT_DEVICE ? (dev->has_weight ? dev->weight : 0) : dev->rate;
+        if (value == 0)
+          continue;
+        if (l->n_blkio >= OHBOX_CGROUP_MAX_BLKIO)
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: linux.resources.blockIO: more than %d devices",
+                              OHBOX_CGROUP_MAX_BLKIO);
+        l->blkio[l->n_blkio].kind = lists[i].kind;
+        l->blkio[l->n_blkio].major = dev->major;
+        l->blkio[l->n_blkio].minor = dev->minor;
+        l->blkio[l->n_blkio++].value = value;
+      }
+  return 0;
+}
+
+static int
+hugetlb_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+{
+  if (r->n_hugepages > OHBOX_CGROUP_MAX_HUGETLB)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: linux.resources.hugepageLimits: more than %d page sizes",
+                        OHBOX_CGROUP_MAX_HUGETLB);
+  for (size_t i = 0; i < r->n_hugepages; i++)
+    {
+      const char *size = r->hugepages[i].page_size ? r->hugepages[i].page_size : "";
+      if (strlen (size) >= sizeof l->hugetlb[i].page_size)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "config.json: linux.resources.hugepageLimits[%zu].pageSize `%s`: invalid", i, size);
+      strcpy (l->hugetlb[i].page_size, size);
+      l->hugetlb[i].limit = r->hugepages[i].limit;
+    }
+  l->n_hugetlb = r->n_hugepages;
+  return 0;
 }
 
 int
 ohbox_bundle_limits (const struct oci_resources *r, struct ohbox_cgroup_limits *l, ohbox_error_t *err)
 {
   memset (l, 0, sizeof *l);
-  const char *field = r->has_blkio && !blkio_asks_nothing (&r->blkio)            ? "linux.resources.blockIO"
-                      : r->n_hugepages                                           ? "linux.resources.hugepageLimits"
-                      : r->unified.n                                             ? "linux.resources.unified"
-                      : r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network"
-                                                                                 : NULL;
+  const char *field = r->has_network || r->has_class_id || r->n_net_priorities ? "linux.resources.network" : NULL;
   if (field)
     return unsupported (err, field, "this resource limit");
   if ((r->has_memory && memory_limits (&r->memory, l, err) < 0) || (r->has_cpu && cpu_limits (&r->cpu, l, err) < 0))
     return -1;
   if (r->has_pids && r->pids_limit > 0) /* <= 0: unlimited */
     l->pids = r->pids_limit;
+  l->n_unified = r->unified.n;
+  l->unified_keys = r->unified.keys;
+  l->unified_values = r->unified.values;
+  if (hugetlb_limits (r, l, err) < 0 || (r->has_blkio && blkio_limits (&r->blkio, l, err) < 0))
+    return -1;
   if (ohbox_cgroup_limits_validate (l, err) < 0)
     return ohbox_error_prefix (err, "config.json: linux.resources");
   return 0;

@@ -86,8 +86,12 @@ case $SKIP in
   *)
     if want podman; then
       PODMAN=(podman --root "$W/podman" --runroot "$W/podman-run" --runtime runc --cgroup-manager cgroupfs)
-      ob save "$RT" "oci:$W/rt-layout:rt" >/dev/null
-      "${PODMAN[@]}" pull -q "oci:$W/rt-layout:rt" >/dev/null
+      # podman names an image pulled from an OCI layout after the layout's
+      # path, which must then be lowercase: mktemp's is not.
+      layout=/tmp/ohbox-bench-rt-$$
+      BENCH_CLEANUP+=("rm -rf $layout")
+      ob save "$RT" "oci:$layout:rt" >/dev/null
+      "${PODMAN[@]}" tag "$("${PODMAN[@]}" pull -q "oci:$layout:rt")" localhost/rt:latest
       BENCH_CLEANUP+=("${PODMAN[*]} rm -af; ${PODMAN[*]} system reset -f")
       pn=$((N < 20 ? N : 20))
       $LOAD podman "${PODMAN[@]}" --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 -- localhost/rt:latest "$pn" \

@@ -515,9 +515,12 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
   reply_json (out, 200, desc);
 }
 
-/* From a pool: the member's executor adopts the session (adopt.c). */
+/* From a pool: the member's executor adopts the session (adopt.c), through
+ * the client connection's handles PC: the session's first request, which
+ * usually comes on that connection, finds the connection to its sandbox
+ * open. */
 static bool
-start_from_pool (struct serve *srv, const struct start_req *sr, struct reply *out, double t0)
+start_from_pool (struct serve *srv, const struct start_req *sr, struct proxy_conn **pc, struct reply *out, double t0)
 {
   if (!sr->openhands_server || sr->run_as_user >= 0 || sr->run_as_group >= 0 || sr->factor != 1)
     return false;
@@ -537,7 +540,7 @@ start_from_pool (struct serve *srv, const struct start_req *sr, struct reply *ou
   json_t *body = json_pack ("{s:s, s:O?, s:O?, s:s?}", "session_api_key", key, "argv", sr->server_args, "environment",
                             sr->environment, "working_dir", sr->working_dir);
   long status = 0;
-  int r = proxy_post_json (s->upstream, "/ohbox/adopt", s->key, body, &status, NULL, &e);
+  int r = proxy_post_json (pc, s->upstream, "/ohbox/adopt", s->key, body, &status, NULL, &e);
   json_decref (body);
   struct ohbox_store *store = NULL;
   struct ohbox_runtime *rt = NULL;
@@ -627,7 +630,7 @@ existing_session (struct serve *srv, const struct start_req *sr, struct reply *o
 }
 
 static void
-api_start (struct serve *srv, json_t *body, struct reply *out)
+api_start (struct serve *srv, json_t *body, struct proxy_conn **pc, struct reply *out)
 {
   double t0 = serve_now ();
   struct start_req sr;
@@ -641,7 +644,7 @@ api_start (struct serve *srv, json_t *body, struct reply *out)
       reply_error (out, 409, "session_id", "a start of session `%s` is in progress", sr.session_id);
       goto done;
     }
-  if (existing_session (srv, &sr, out) || start_from_pool (srv, &sr, out, t0))
+  if (existing_session (srv, &sr, out) || start_from_pool (srv, &sr, pc, out, t0))
     goto release;
   pthread_mutex_lock (&srv->reg.lock);
   if (srv->cfg->max_sandboxes && reg_active (&srv->reg) >= srv->cfg->max_sandboxes)
@@ -972,15 +975,15 @@ api_image_exists (struct serve *srv, struct MHD_Connection *mc, const char *imag
 }
 
 void
-api_dispatch (struct serve *srv, struct req *rq, const char *method, const char *url, json_t *body, struct reply *out)
+api_dispatch (struct serve *srv, struct proxy_conn **pc, const char *method, const char *url, json_t *body,
+              struct reply *out)
 {
   struct MHD_Connection *mc = NULL;
-  (void) rq;
   bool get = strcmp (method, "GET") == 0 || strcmp (method, "HEAD") == 0;
   bool post = strcmp (method, "POST") == 0;
   const char *tail;
   if (strcmp (url, "/start") == 0 && post)
-    api_start (srv, body, out);
+    api_start (srv, body, pc, out);
   else if (strcmp (url, "/stop") == 0 && post)
     api_stop (srv, body, out);
   else if (strcmp (url, "/pause") == 0 && post)

@@ -261,6 +261,13 @@ add_query (void *cls, enum MHD_ValueKind kind, const char *key, const char *valu
   return MHD_YES;
 }
 
+static struct conn_ctx *
+conn_context (struct MHD_Connection *mc)
+{
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info (mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
+  return ci ? ci->socket_context : NULL;
+}
+
 static enum MHD_Result
 finish_api (struct serve *srv, struct req *rq, struct MHD_Connection *mc, const char *url)
 {
@@ -283,7 +290,10 @@ finish_api (struct serve *srv, struct req *rq, struct MHD_Connection *mc, const 
     }
   else
     body = json_null ();
-  api_dispatch (srv, rq, rq->method, url, body, &out);
+  struct conn_ctx *cc = conn_context (mc);
+  struct proxy_conn *tmp = NULL;
+  api_dispatch (srv, cc ? &cc->pc : &tmp, rq->method, url, body, &out);
+  proxy_conn_free (tmp);
   json_decref (body);
   return send_reply (rq, mc, &out);
 }
@@ -327,8 +337,7 @@ handler (void *cls, struct MHD_Connection *mc, const char *url, const char *meth
                                                : "the request body is too large");
   if (rq->kind == KIND_PROXY)
     {
-      const union MHD_ConnectionInfo *ci = MHD_get_connection_info (mc, MHD_CONNECTION_INFO_SOCKET_CONTEXT);
-      struct conn_ctx *cc = ci ? ci->socket_context : NULL;
+      struct conn_ctx *cc = conn_context (mc);
       struct proxy_conn *tmp = NULL;
       struct proxy_xfer *px = steal_pointer (&rq->px);
       enum MHD_Result r = proxy_finish (px, mc, cc ? &cc->pc : &tmp, &rq->status);

@@ -10,7 +10,11 @@
  * executor the session (key, the server's arguments, environment, working
  * directory: POST /ohbox/adopt with the pool key), records the key and the
  * session in the sandbox's state, and answers; the filler starts a
- * replacement in the background. Nobody but the server ever knew the pool
+ * replacement in the background once the takes pause (REFILL_QUIET after
+ * the last one, REFILL_MAX after the first): a sandbox start is tens of
+ * milliseconds of CPU, and started at once it would compete with the first
+ * actions of the session that was just given out on a small machine; a
+ * burst of takes is refilled in one round. Nobody but the server ever knew the pool
  * key, and the session key did not exist before the /start that took the
  * member.
  *
@@ -39,6 +43,9 @@ struct pool
   char *expect;
 };
 
+#define REFILL_QUIET 0.1 /* seconds */
+#define REFILL_MAX 1.0
+
 struct pools
 {
   struct pool p[SERVE_MAX_POOLS];
@@ -46,6 +53,7 @@ struct pools
   pthread_mutex_t lock;
   pthread_cond_t cond;
   bool wake;
+  double first_take, last_take; /* not refilled yet (serve_now; 0: none) */
   pthread_t filler;
   bool filler_started;
   uint64_t taken, started, failed;
@@ -118,6 +126,9 @@ pools_take (struct serve *srv, const char *image, const char *session)
     {
       pthread_mutex_lock (&ps->lock);
       ps->taken++;
+      ps->last_take = serve_now ();
+      if (ps->first_take == 0)
+        ps->first_take = ps->last_take;
       pthread_mutex_unlock (&ps->lock);
     }
   return copy;
@@ -219,7 +230,7 @@ probe_members (struct serve *srv)
       long status = 0;
       ohbox_error_t e = NULL;
       json_t *empty = json_object ();
-      int r = upstream && key ? proxy_post_json (upstream, "/ohbox/adopt", key, empty, &status, NULL, &e) : -1;
+      int r = upstream && key ? proxy_post_json (NULL, upstream, "/ohbox/adopt", key, empty, &status, NULL, &e) : -1;
       json_decref (empty);
       ohbox_error_release (&e);
       if (r == 0 && status == 400)
@@ -323,6 +334,38 @@ start_member (struct serve *srv, struct pool *p)
   return 0;
 }
 
+/* Waits on the filler's condition for up to SECONDS (ps->lock held). */
+static void
+filler_wait (struct pools *ps, double seconds)
+{
+  struct timespec ts;
+  clock_gettime (CLOCK_REALTIME, &ts);
+  long long ns = ts.tv_nsec + (long long) (seconds * 1e9);
+  ts.tv_sec += ns / 1000000000;
+  ts.tv_nsec = ns % 1000000000;
+  pthread_cond_timedwait (&ps->cond, &ps->lock, &ts);
+}
+
+/* Until the takes pause (see the top of the file), or the server quits. */
+static void
+wait_takes_pause (struct serve *srv)
+{
+  struct pools *ps = srv->pools;
+  pthread_mutex_lock (&ps->lock);
+  while (ps->first_take != 0 && !srv->quitting)
+    {
+      double now = serve_now ();
+      double until = ps->last_take + REFILL_QUIET;
+      if (until > ps->first_take + REFILL_MAX)
+        until = ps->first_take + REFILL_MAX;
+      if (now >= until)
+        break;
+      filler_wait (ps, until - now);
+    }
+  ps->first_take = ps->last_take = 0;
+  pthread_mutex_unlock (&ps->lock);
+}
+
 /* One round: every pool up to its size, while --max-sandboxes allows. */
 static void
 fill_round (struct serve *srv)
@@ -341,6 +384,7 @@ fill_round (struct serve *srv)
           pthread_mutex_unlock (&srv->reg.lock);
           if (all >= ps->p[i].size || !room)
             continue;
+          wait_takes_pause (srv);
           int r = start_member (srv, &ps->p[i]);
           pthread_mutex_lock (&ps->lock);
           if (r == 0)
@@ -364,12 +408,7 @@ filler_main (void *arg)
       fill_round (srv);
       pthread_mutex_lock (&ps->lock);
       if (!ps->wake && !srv->quitting)
-        {
-          struct timespec ts;
-          clock_gettime (CLOCK_REALTIME, &ts);
-          ts.tv_sec += 1;
-          pthread_cond_timedwait (&ps->cond, &ps->lock, &ts);
-        }
+        filler_wait (ps, 1);
       ps->wake = false;
       pthread_mutex_unlock (&ps->lock);
     }

@@ -461,8 +461,10 @@ error_response (unsigned *status, unsigned code, const char *detail)
   return r;
 }
 
-int
-proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct proxy_conn **pcp, unsigned *status)
+/* The handles of a client connection (made at its first use); NULL when
+ * libcurl cannot make them. */
+static struct proxy_conn *
+conn_handles (struct proxy_conn **pcp)
 {
   struct proxy_conn *pc = *pcp;
   if (pc == NULL)
@@ -472,7 +474,14 @@ proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct proxy_con
       pc->easy = curl_easy_init ();
       *pcp = pc;
     }
-  if (pc->multi == NULL || pc->easy == NULL)
+  return pc->multi && pc->easy ? pc : NULL;
+}
+
+int
+proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct proxy_conn **pcp, unsigned *status)
+{
+  struct proxy_conn *pc = conn_handles (pcp);
+  if (pc == NULL)
     {
       struct MHD_Response *r = error_response (status, 500, "cannot set up the proxy (libcurl)");
       int q = MHD_queue_response (mc, *status, r);
@@ -626,16 +635,48 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
   return ret;
 }
 
+/* Runs the transfer of C on the connection PC's multi handle, whose
+ * connection cache keeps the connection open for what comes next on PC. */
+static CURLcode
+perform_on (struct proxy_conn *pc, CURL *c)
+{
+  if (curl_multi_add_handle (pc->multi, c) != CURLM_OK)
+    return CURLE_FAILED_INIT;
+  CURLcode result = CURLE_FAILED_INIT;
+  for (bool done = false; !done;)
+    {
+      int running = 0;
+      CURLMcode mc = curl_multi_perform (pc->multi, &running);
+      CURLMsg *msg;
+      int left;
+      while ((msg = curl_multi_info_read (pc->multi, &left)))
+        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c)
+          {
+            done = true;
+            result = msg->data.result;
+          }
+      if (mc != CURLM_OK)
+        break;
+      if (!done)
+        curl_multi_poll (pc->multi, NULL, 0, 1000, NULL);
+    }
+  curl_multi_remove_handle (pc->multi, c);
+  return result;
+}
+
 int
-proxy_post_json (const char *upstream, const char *path, const char *key, json_t *body, long *status, json_t **reply,
-                 ohbox_error_t *err)
+proxy_post_json (struct proxy_conn **pcp, const char *upstream, const char *path, const char *key, json_t *body,
+                 long *status, json_t **reply, ohbox_error_t *err)
 {
   if (reply)
     *reply = NULL;
   *status = 0;
-  CURL *c = curl_easy_init ();
+  struct proxy_conn *pc = pcp ? conn_handles (pcp) : NULL;
+  CURL *c = pc ? pc->easy : curl_easy_init ();
   if (c == NULL)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_easy_init");
+  if (pc)
+    curl_easy_reset (c);
   cleanup_free char *url = xasprintf ("%s%s", upstream, path);
   cleanup_free char *text = json_dumps (body, JSON_COMPACT);
   cleanup_free char *hkey = xasprintf ("X-Session-API-Key: %s", key);
@@ -651,7 +692,7 @@ proxy_post_json (const char *upstream, const char *path, const char *key, json_t
   curl_easy_setopt (c, CURLOPT_POSTFIELDS, text ? text : "{}");
   curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt (c, CURLOPT_WRITEDATA, &out);
-  CURLcode rc = curl_easy_perform (c);
+  CURLcode rc = pc ? perform_on (pc, c) : curl_easy_perform (c);
   int ret = 0;
   if (rc != CURLE_OK)
     ret = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST %s: %s", path, curl_easy_strerror (rc));
@@ -663,6 +704,7 @@ proxy_post_json (const char *upstream, const char *path, const char *key, json_t
     }
   ohbox_buf_free (&out);
   curl_slist_free_all (h);
-  curl_easy_cleanup (c);
+  if (pc == NULL)
+    curl_easy_cleanup (c);
   return ret;
 }

@@ -160,7 +160,7 @@ int starter_job (struct starter *st, json_t *job, int *ret_fd, ohbox_error_t *er
 int starter_result (int fd, void (*line_cb) (json_t *line, void *data), void *data, json_t **ret, ohbox_error_t *err);
 
 /* api.c */
-struct req;
+struct proxy_conn;
 struct reply
 {
   unsigned status;
@@ -168,8 +168,9 @@ struct reply
   char *text;   /* with content_type */
   const char *content_type;
 };
-/* Dispatches an API request (the body parsed as JSON when it has one). */
-void api_dispatch (struct serve *srv, struct req *rq, const char *method, const char *url, json_t *body,
+/* Dispatches an API request (the body parsed as JSON when it has one); PC:
+ * the client connection's handles for requests to sandboxes (proxy.c). */
+void api_dispatch (struct serve *srv, struct proxy_conn **pc, const char *method, const char *url, json_t *body,
                    struct reply *out);
 /* {"detail": MSG[, "field": FIELD]} with STATUS. */
 void reply_error (struct reply *out, unsigned status, const char *field, const char *fmt, ...)
@@ -214,9 +215,12 @@ void proxy_free (struct proxy_xfer *px);
 int proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*alive_fn) (void *), void *data,
                       ohbox_error_t *err);
 /* POSTs JSON BODY to UPSTREAM/PATH with KEY as X-Session-API-Key; *STATUS
- * and *REPLY (may be NULL) get the answer. */
-int proxy_post_json (const char *upstream, const char *path, const char *key, json_t *body, long *status,
-                     json_t **reply, ohbox_error_t *err);
+ * and *REPLY (may be NULL) get the answer. With PC (a client connection's
+ * handles, made if *PC is NULL) the connection to UPSTREAM stays open for
+ * the requests that come next on that client connection; NULL: a
+ * connection of its own. */
+int proxy_post_json (struct proxy_conn **pc, const char *upstream, const char *path, const char *key, json_t *body,
+                     long *status, json_t **reply, ohbox_error_t *err);
 
 /* pool.c */
 int pools_init (struct serve *srv, ohbox_error_t *err);

@@ -94,7 +94,7 @@ case $SKIP in
       "${PODMAN[@]}" tag "$("${PODMAN[@]}" pull -q "oci:$layout:rt")" localhost/rt:latest
       BENCH_CLEANUP+=("${PODMAN[*]} rm -af; ${PODMAN[*]} system reset -f")
       pn=$((N < 20 ? N : 20))
-      $LOAD podman "${PODMAN[@]}" --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 -- localhost/rt:latest "$pn" \
+      $LOAD podman "${PODMAN[@]}" run --ulimit nofile=1024:1024 --ulimit nproc=1024:1024 -- localhost/rt:latest "$pn" \
         >"$W/podman.json" 2>"$W/podman.err" || { echo "podman failed: $(tail -3 "$W/podman.err")"; }
       [ -s "$W/podman.json" ] && stats "podman run -d + /alive: answered" "$W/podman.json" start &&
         stats "podman run -d + /alive: first action" "$W/podman.json" first

@@ -11,7 +11,7 @@
   proxy URL KEY IMAGE N
       One session; N round trips of GET /alive and of a `run` action, in turns,
       through the server's URL and straight to the sandbox's published port.
-  podman PODMAN-ARGS... -- IMAGE N
+  podman PODMAN-ARGS... run RUN-OPTIONS... -- IMAGE N
       N times: `podman run -d` of IMAGE, polling its /alive until 200, the
       first action, `podman rm -f` (the peer of a cold start).
   cycles URL KEY IMAGE N
@@ -123,12 +123,17 @@ def proxy(url, key, image, n):
     print(json.dumps(res))
 
 
-def podman(args, image, n):
+def podman(run, image, n):
+    """RUN: podman's command line up to and with `run` and its options."""
+    args = run[:run.index("run")]
     out = []
     for i in range(n):
         t0 = time.perf_counter()
-        cid = subprocess.run(args + ["run", "-d", "-p", "127.0.0.1::60000", "-e", "SESSION_API_KEY=k", "--entrypoint",
-                                     V0[0], image] + V0[1:], check=True, capture_output=True, text=True).stdout.strip()
+        r = subprocess.run(run + ["-d", "-p", "127.0.0.1::60000", "-e", "SESSION_API_KEY=k", "--entrypoint",
+                                   V0[0], image] + V0[1:], capture_output=True, text=True)
+        if r.returncode != 0:
+            raise SystemExit("podman run: exit %d: %s" % (r.returncode, r.stderr.strip()[-500:]))
+        cid = r.stdout.strip()
         port = subprocess.run(args + ["port", cid, "60000"], check=True, capture_output=True,
                               text=True).stdout.strip().split(":")[-1]
         c = None

@@ -7,8 +7,10 @@
  * (allow) or 0.  The program is built here from the rules, a handful of
  * instructions per rule (as crun and runc build theirs): no compiler, no
  * BPF object file, nothing loaded but these instructions.  A hybrid host
- * gets both: its v1 devices hierarchy and its (controller-less) v2 one,
- * where BPF programs apply all the same.
+ * gets the v1 lists only: the kernel asks its v1 devices controller as it
+ * asks the programs of its (controller-less) v2 hierarchy, so one copy of
+ * the rules is enough; the program is for a host without a v1 devices
+ * hierarchy.
  *
  * Both are written before any process of the sandbox is in the cgroup, and
  * a sandbox cannot change them: the v1 files and the v2 attachment need
@@ -197,13 +199,20 @@ int
 ohbox_cgroup_set_devices (const struct ohbox_cgroup *cg, const struct ohbox_device_rule *rules, size_t n,
                           ohbox_error_t *err)
 {
+  /* The kernel checks a device access against both the v1 devices
+   * controller and the unified hierarchy's BPF programs, so on a hybrid
+   * host the v1 lists alone enforce the rules: a second copy as a program
+   * would only add a verifier run to every start. */
+  bool v1_devices = false;
+  for (size_t i = 0; i < cg->n; i++)
+    v1_devices = v1_devices || (cg->dirs[i].version == 1 && (cg->dirs[i].controllers & OHBOX_CGROUP_DEVICES));
   for (size_t i = 0; i < cg->n; i++)
     {
       const struct ohbox_cgroup_dir *d = &cg->dirs[i];
       int rc = 0;
       if (d->version == 1 && (d->controllers & OHBOX_CGROUP_DEVICES))
         rc = set_v1 (d->path, rules, n, err);
-      else if (d->version == 2)
+      else if (d->version == 2 && !v1_devices)
         rc = set_v2 (d->path, rules, n, err);
       if (rc < 0)
         return ohbox_error_prefix (err, "sandbox `%s`", cg->id);

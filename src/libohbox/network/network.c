@@ -609,6 +609,12 @@ ohbox_network_unreserve (struct ohbox_network *n)
   n->n_ports = 0;
 }
 
+bool
+ohbox_network_release_waits (const struct ohbox_network *n)
+{
+  return n == NULL || n->mode == OHBOX_NETWORK_BRIDGE || n->slirp || n->pasta;
+}
+
 void
 ohbox_network_free (struct ohbox_network *n)
 {

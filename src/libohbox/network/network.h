@@ -124,6 +124,10 @@ char *ohbox_network_published_url (struct ohbox_network *n, uint16_t ctr_port);
  * teardown: the leases and elements go next, and a sandbox started right
  * after may bind the same ports). */
 void ohbox_network_unreserve (struct ohbox_network *n);
+/* Whether releasing what N holds waits for the kernel or a helper (a
+ * bridge's veth and nft elements, a rootless network's helper): true
+ * unless N is known to hold none (NULL: not known). */
+bool ohbox_network_release_waits (const struct ohbox_network *n);
 void ohbox_network_free (struct ohbox_network *n);
 
 /* Releases what sandbox ID holds (STATE_DIR: its state dir path, DIRFD

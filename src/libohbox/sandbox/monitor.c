@@ -232,7 +232,7 @@ teardown_work (struct ohbox_monitor *m, ohbox_error_t *err)
  * elements waits for the kernel (tens of ms on hosts with many CPUs). The
  * detached monitor does it itself; the foreground one (`ohbox run`'s own
  * process, or a library caller's) hands it to a grandchild nobody waits
- * for and returns. Whoever does it holds TLOCK (taken by the caller) until
+ * for and returns, unless there is no network to release. Whoever does it holds TLOCK (taken by the caller) until
  * it is done: killed half-way, the lock is free and the next command that
  * looks at the sandbox finishes it (ohbox_state_reconcile). The name of a
  * --rm sandbox goes at once: it may be taken again right away. */
@@ -253,7 +253,10 @@ teardown (struct ohbox_monitor *m, int tlock, ohbox_error_t *err)
     }
   if (tlock < 0)
     return teardown_work (m, err); /* no lock to hand over: as before, inline */
-  if (m->detached)
+  /* Without a network to release, the teardown is a few file removals:
+   * done here, it costs less than the two forks that would hand it over
+   * (and no process is left to compete with the caller's next command). */
+  if (m->detached || !ohbox_network_release_waits (m->net))
     {
       close (m->lockfd);
       m->lockfd = -1;

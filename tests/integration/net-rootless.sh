@@ -245,6 +245,22 @@ test_modes ()
   assert_eq "$(helpers)" "0" "no pasta or slirp4netns left"
 }
 
+# pasta that runs but gives up (here: a network namespace with no route to
+# copy) is reported with its own reason, not as missing.
+test_pasta_gives_up ()
+{
+  t_run timeout -k 5 "$T_OHBOX_TIMEOUT" unshare --net -- setpriv --reuid="$T_USER" --regid="$T_USER" --init-groups \
+    --reset-env env HOME="$U_DIR/home" XDG_RUNTIME_DIR="$U_DIR/run" XDG_DATA_HOME="$U_DIR/home/.local/share" \
+    PATH=/usr/local/bin:/usr/bin:/bin "$OHBOX_BIN" run --rm --network pasta "$BB" true
+  assert_ne 0 "$rc" "ohbox run --network pasta without a route"
+  # (pasta's last word here: "External interface not usable")
+  assert_match "$err" "did not set up the network: [A-Z][a-z]+ "
+  assert_not_contains "$err" "syslog"
+  assert_not_contains "$err" "passt package"
+  t_wait_until 5 no_helpers || true
+  assert_eq "$(helpers)" "0" "no pasta left"
+}
+
 for net in pasta slirp4netns; do
   run_test "published_port_$net" test_published_port "$net"
   run_test "udp_$net" test_udp "$net"
@@ -253,3 +269,4 @@ for net in pasta slirp4netns; do
 done
 run_test default_backend test_default_backend
 run_test modes test_modes
+run_test pasta_gives_up test_pasta_gives_up

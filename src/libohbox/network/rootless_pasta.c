@@ -167,6 +167,21 @@ ohbox_pasta_spawn (int userns, int netns, const char *state_dir, const struct oh
   return 0;
 }
 
+/* Why pasta gave up: the last line of its log TEXT (cut there) that is not
+ * its complaint about a missing syslog, which it makes before every line
+ * where /dev/log is absent (a sandbox's or a test's mount namespace).
+ * NULL when there is none. */
+static const char *
+last_reason (char *text)
+{
+  const char *why = NULL;
+  char *save = NULL;
+  for (char *line = strtok_r (text, "\n", &save); line; line = strtok_r (NULL, "\n", &save))
+    if (*line && !(strncmp (line, "Failed to send ", 15) == 0 && strstr (line, "to syslog")))
+      why = line;
+  return why;
+}
+
 int
 ohbox_pasta_wait (struct ohbox_net_helper *h, const char *state_dir, ohbox_error_t *err)
 {
@@ -193,19 +208,18 @@ ohbox_pasta_wait (struct ohbox_net_helper *h, const char *state_dir, ohbox_error
   ohbox_error_t e = NULL;
   if (ohbox_read_file_at (AT_FDCWD, log, 4096, &text, &len, &e) < 0)
     ohbox_error_release (&e);
-  if (text)
-    {
-      /* Its first line says why; the rest is in the log. */
-      char *nl = strchr (text, '\n');
-      if (nl)
-        *nl = '\0';
-    }
+  const char *why = text ? last_reason (text) : NULL;
   if (WIFEXITED (status) && WEXITSTATUS (status) == 127)
-    ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, PASTA_BIN " cannot be run");
-  else
-    ohbox_error (err, OHBOX_ERR_GENERIC, 0, PASTA_BIN " did not set up the network%s%s%s (see `%s`)",
-                 r == 0 ? " in time" : "", text && *text ? ": " : "", text ? text : "", log);
-  ohbox_error_hint (err, "install the passt package, or use --network slirp4netns or none");
+    {
+      ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, PASTA_BIN " cannot be run");
+      ohbox_error_hint (err, "install the passt package, or use --network slirp4netns or none");
+      return -1;
+    }
+  /* It ran and said why it gave up (often: no host route or address to
+   * copy into the sandbox): installing it again would not help. */
+  ohbox_error (err, OHBOX_ERR_GENERIC, 0, PASTA_BIN " did not set up the network%s%s%s (see `%s`)",
+               r == 0 ? " in time" : "", why ? ": " : "", why ? why : "", log);
+  ohbox_error_hint (err, "use --network slirp4netns or none");
   return -1;
 }
 

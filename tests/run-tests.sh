@@ -126,6 +126,14 @@ cleanup ()
     kill -TERM -- "-$pid" 2>/dev/null
   done
   [ -z "$prefetch_pid" ] || kill -TERM -- "-$prefetch_pid" 2>/dev/null
+  # A job removes its network state directory when it ends; those stopped
+  # above, once their scripts' own cleanup is done (up to 10 s).
+  local i
+  for ((i = 0; i < 50; i++)); do
+    [ -n "$(jobs -pr)" ] || break
+    sleep 0.2
+  done
+  rm -rf "/run/ohbox-net-test-$$-"*
 }
 trap cleanup EXIT
 trap 'exit 130' INT TERM
@@ -167,8 +175,8 @@ start ()
   local cmd=("$t")
   [[ $t != *.sh ]] || cmd=(bash "$t")
   if [ "$(id -u)" = 0 ] && [ "$max_jobs" -gt 1 ] && [[ " $words " != *" host-network "* ]]; then
-    cmd=(unshare --net --mount --propagation private -- bash -c 'ip link set lo up || exit 1
-      export OHBOX_NETROOT=/run/ohbox-net-test-$$
+    cmd=(env "OHBOX_NETROOT=/run/ohbox-net-test-$$-$name" unshare --net --mount --propagation private -- bash -c '
+      ip link set lo up || exit 1
       "$@"; rc=$?; rm -rf "$OHBOX_NETROOT"; exit $rc' run-tests "${cmd[@]}")
   fi
   setsid "${cmd[@]}" >"$log" 2>&1 </dev/null &

@@ -757,6 +757,32 @@ test_devices ()
   state_root_empty
 }
 
+# linux.resources.devices, in order: an allow rule lets the container open
+# a device it could not otherwise (loop-control, c 10:237, made with mknod
+# inside); a deny rule after it takes back what it names (Docker sends
+# such rules).
+test_device_rules ()
+{
+  local args='.process.args = ["sh", "-c", "rm -f /tmp/lcr; mknod /tmp/lcr c 10 237 && if true </tmp/lcr; then echo opened; fi"]
+    | .process.capabilities.bounding += ["CAP_MKNOD"] | .process.capabilities.effective += ["CAP_MKNOD"]
+    | .process.capabilities.permitted += ["CAP_MKNOD"]'
+  my_bundle "$args | .linux.resources.devices = [{\"allow\": false, \"access\": \"rwm\"}]"
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" r1 </dev/null
+  assert_contains "$err" "Operation not permitted"
+  assert_eq "$out" ""
+  my_bundle "$args | .linux.resources.devices = [{\"allow\": false, \"access\": \"rwm\"},
+    {\"allow\": true, \"type\": \"c\", \"major\": 10, \"minor\": 237, \"access\": \"rw\"}]"
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" r2 </dev/null
+  assert_eq "$out" "opened"
+  my_bundle "$args | .linux.resources.devices = [{\"allow\": false, \"access\": \"rwm\"},
+    {\"allow\": true, \"type\": \"c\", \"major\": 10, \"minor\": 237, \"access\": \"rwm\"},
+    {\"allow\": false, \"type\": \"c\", \"major\": 10, \"minor\": 237, \"access\": \"r\"}]"
+  assert_ok runc_cmd run --bundle "$T_WORK/bundle" r3 </dev/null
+  assert_contains "$err" "Operation not permitted"
+  assert_eq "$out" ""
+  state_root_empty
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -956,6 +982,7 @@ run_test cgroup test_cgroup
 run_test update_unlimited test_update_unlimited
 run_test hooks test_hooks
 run_test devices test_devices
+run_test device_rules test_device_rules
 run_test create_releases_stdio test_create_releases_stdio
 run_test blkio test_blkio
 run_test hugetlb test_hugetlb

@@ -427,8 +427,11 @@ test_device_rules (void)
   REAL ();
   cleanup_cg struct ohbox_cgroup *cg = make ("devices", NULL);
   CHECK (cg);
-  /* Not the default list: one that lets zero be read only and full not at all. */
-  const struct ohbox_device_rule rules[] = { { 'c', -1, -1, "m" }, { 'c', 1, 3, "rwm" }, { 'c', 1, 5, "r" } };
+  /* Not the default list: one that lets zero be read only (given all, then
+   * its write taken back) and full not at all. */
+  const struct ohbox_device_rule rules[] = {
+    { 'c', -1, -1, "m", false }, { 'c', 1, 3, "rwm", false }, { 'c', 1, 5, "rwm", false }, { 'c', 1, 5, "w", true }
+  };
   size_t n = sizeof rules / sizeof rules[0];
   cleanup_error ohbox_error_t err = NULL;
   CHECK (ohbox_cgroup_set_devices (cg, rules, n, &err) == 0, "%s", err->msg);

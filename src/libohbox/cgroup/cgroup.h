@@ -175,12 +175,14 @@ struct ohbox_device_rule
   char type;
   int64_t major, minor;
   char access[4];
+  bool deny; /* takes ACCESS back from what the rules before it allow */
 };
 /* What every sandbox may open: the nodes ohbox puts in its /dev. */
 extern const struct ohbox_device_rule ohbox_default_device_rules[];
 extern const size_t ohbox_n_default_device_rules;
-/* Allows the devices of RULES and denies every other (cgroup_devices.c):
- * the v1 devices controller's lists, a v2 device filter program. */
+/* Denies every device, then applies RULES in order (cgroup_devices.c):
+ * the v1 devices controller's lists, a v2 device filter program in which
+ * the last rule that matches decides. */
 int ohbox_cgroup_set_devices (const struct ohbox_cgroup *cg, const struct ohbox_device_rule *rules, size_t n,
                               ohbox_error_t *err);
 

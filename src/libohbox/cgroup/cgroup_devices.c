@@ -62,8 +62,8 @@ set_v1 (const char *dir, const struct ohbox_device_rule *rules, size_t n, ohbox_
     {
       char text[80];
       rule_text (&rules[i], text, sizeof text);
-      if (ohbox_cg_write (dir, "devices.allow", text, err) < 0)
-        return ohbox_error_prefix (err, "allow device `%s`", text);
+      if (ohbox_cg_write (dir, rules[i].deny ? "devices.deny" : "devices.allow", text, err) < 0)
+        return ohbox_error_prefix (err, "%s device `%s`", rules[i].deny ? "deny" : "allow", text);
     }
   return 0;
 }
@@ -97,20 +97,22 @@ access_bits (const char *access)
 static void
 emit_rule (struct program *p, const struct ohbox_device_rule *r)
 {
-  uint32_t allowed = access_bits (r->access);
+  uint32_t access = access_bits (r->access);
   size_t jumps[4], n_jumps = 0;
   if (r->type != 'a')
     {
       jumps[n_jumps++] = p->n;
       emit (p, BPF_JMP | BPF_JNE | BPF_K, 2, 0, 0, r->type == 'c' ? BPF_DEVCG_DEV_CHAR : BPF_DEVCG_DEV_BLOCK);
     }
-  if (allowed != (BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE))
+  if (access != (BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE))
     {
-      /* The access asked for must be within the allowed: asked & ~allowed == 0. */
+      /* An allow rule: the access asked for must be within it (asked &
+       * ~allowed == 0). A deny rule: any of it denies (asked & denied !=
+       * 0), as the v1 lists, where denying w of an rwm entry leaves rm. */
       emit (p, BPF_ALU64 | BPF_MOV | BPF_X, 1, 3, 0, 0);
-      emit (p, BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, (int32_t) ~allowed);
+      emit (p, BPF_ALU64 | BPF_AND | BPF_K, 1, 0, 0, (int32_t) (r->deny ? access : ~access));
       jumps[n_jumps++] = p->n;
-      emit (p, BPF_JMP | BPF_JNE | BPF_K, 1, 0, 0, 0);
+      emit (p, BPF_JMP | (r->deny ? BPF_JEQ : BPF_JNE) | BPF_K, 1, 0, 0, 0);
     }
   if (r->major >= 0)
     {
@@ -122,7 +124,7 @@ emit_rule (struct program *p, const struct ohbox_device_rule *r)
       jumps[n_jumps++] = p->n;
       emit (p, BPF_JMP | BPF_JNE | BPF_K, 5, 0, 0, (int32_t) r->minor);
     }
-  emit (p, BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 1);
+  emit (p, BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, r->deny ? 0 : 1);
   emit (p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
   /* A jump's offset counts from the instruction after it. */
   for (size_t i = 0; i < n_jumps; i++)
@@ -140,7 +142,8 @@ build_program (struct program *p, const struct ohbox_device_rule *rules, size_t 
   emit (p, BPF_ALU64 | BPF_RSH | BPF_K, 3, 0, 0, 16);
   emit (p, BPF_LDX | BPF_MEM | BPF_W, 4, 1, 4, 0);
   emit (p, BPF_LDX | BPF_MEM | BPF_W, 5, 1, 8, 0);
-  for (size_t i = 0; i < n; i++)
+  /* Last rule first: the last one that matches decides. */
+  for (size_t i = n; i-- > 0;)
     emit_rule (p, &rules[i]);
   emit (p, BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
   emit (p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);

@@ -119,16 +119,35 @@ tmpfs_mount (const struct oci_mount *m, size_t i, struct ohbox_mount_spec *out, 
   return 0;
 }
 
+/* linux.resources.devices, in order, over a device cgroup that denies
+ * every device (cgroup_devices.c); as runc does, ohbox's own /dev nodes and
+ * linux.devices are allowed after them (load_devices). */
+static void
+load_device_rules (struct ohbox_bundle *b)
+{
+  const struct oci_resources *r = &b->config->linux_config->resources;
+  for (size_t i = 0; i < r->n_devices; i++)
+    {
+      const struct oci_device_rule *d = &r->devices[i];
+      struct ohbox_device_rule *rule = &b->rules[b->n_rules++];
+      *rule = (struct ohbox_device_rule){ .type = d->type, .major = d->major, .minor = d->minor, .deny = !d->allow };
+      snprintf (rule->access, sizeof rule->access, "%s", d->access[0] ? d->access : "rwm");
+    }
+}
+
 /* linux.devices: nodes made afresh (mounts.c, as `ohbox run --device`
  * makes them for root), owned by their ids as the host sees them; the
- * device cgroup allows them besides ohbox's own /dev nodes (B->rules). */
+ * device cgroup allows them besides ohbox's own /dev nodes and what
+ * linux.resources.devices allows (B->rules). */
 static int
 load_devices (struct ohbox_bundle *b, ohbox_error_t *err)
 {
   const struct oci_linux *l = b->config->linux_config;
-  b->n_rules = ohbox_n_default_device_rules;
-  b->rules = xcalloc (b->n_rules + l->n_devices, sizeof *b->rules);
-  memcpy (b->rules, ohbox_default_device_rules, b->n_rules * sizeof *b->rules);
+  size_t n_resource_rules = l->resources.n_devices;
+  b->rules = xcalloc (n_resource_rules + ohbox_n_default_device_rules + l->n_devices, sizeof *b->rules);
+  load_device_rules (b);
+  memcpy (&b->rules[b->n_rules], ohbox_default_device_rules, ohbox_n_default_device_rules * sizeof *b->rules);
+  b->n_rules += ohbox_n_default_device_rules;
   for (size_t i = 0; i < l->n_devices; i++)
     {
       const struct oci_device *d = &l->devices[i];
@@ -445,8 +464,7 @@ load_resources (struct ohbox_bundle *b, ohbox_error_t *err)
   const struct oci_resources *r = &b->config->linux_config->resources;
   if (!b->config->linux_config->has_resources)
     return 0;
-  /* resources.devices: the device cgroup allows ohbox's /dev nodes and
-   * linux.devices, and nothing else, whatever the rules say (load_devices). */
+  /* resources.devices: in the device cgroup's rules (load_devices). */
   return ohbox_bundle_limits (r, &b->limits, err);
 }
 

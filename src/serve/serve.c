@@ -160,13 +160,8 @@ serve_main (struct serve_config *cfg, ohbox_error_t *err)
   /* Before any socket or thread (starter.c). */
   if (starter_spawn (&srv, err) < 0)
     goto out;
-  if (ohbox_dl_curl_load (err) < 0)
+  if (ohbox_curl_ready (OHBOX_ERR_GENERIC, err) < 0)
     goto out;
-  if (curl_global_init (CURL_GLOBAL_DEFAULT) != CURLE_OK)
-    {
-      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_global_init failed");
-      goto out;
-    }
   if (reg_load (&srv, err) < 0)
     goto out;
   if (pthread_create (&srv.remover, NULL, serve_remover_main, &srv) != 0)

@@ -4,7 +4,6 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <pthread.h>
 #include <string.h>
 #include <time.h>
 
@@ -144,17 +143,6 @@ ohbox_sandbox_executor_rekey (struct ohbox_runtime *rt, const char *id, const ch
 
 /* ---- the request ---- */
 
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_result;
-
-/* curl_global_init is not thread-safe before curl 7.84: once per process
- * (curl counts its initialisations, so registry.c's own is harmless). */
-static void
-curl_init_once (void)
-{
-  curl_init_result = curl_global_init (CURL_GLOBAL_DEFAULT);
-}
-
 struct response
 {
   struct ohbox_buf body;
@@ -241,11 +229,8 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action, cons
   if (strlen (body) > OHBOX_ACTION_MAX_REQUEST)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the action is larger than %d bytes", OHBOX_ACTION_MAX_REQUEST);
 
-  if (ohbox_dl_curl_load (err) < 0)
+  if (ohbox_curl_ready (OHBOX_ERR_GENERIC, err) < 0)
     return -1;
-  pthread_once (&curl_once, curl_init_once);
-  if (curl_init_result != CURLE_OK)
-    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "initialise libcurl: %s", curl_easy_strerror (curl_init_result));
   __attribute__ ((cleanup (cleanup_curl_fn))) CURL *c = curl_easy_init ();
   if (c == NULL)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_easy_init failed");

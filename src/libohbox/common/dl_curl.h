@@ -48,6 +48,10 @@
 /* The table and loader of libcurl (loaded once). */
 OHBOX_DL_DECLARE (curl, OHBOX_DL_CURL_SYMBOLS);
 
+/* libcurl loaded and initialised (curl_global_init, once per process: it
+ * is not thread-safe before curl 7.84); a failure is an error of KIND. */
+int ohbox_curl_ready (enum ohbox_error_kind kind, ohbox_error_t *err);
+
 /* curl.h defines these as pass-through macros when its type checks are off. */
 #undef curl_easy_setopt
 #undef curl_easy_getinfo

@@ -7,7 +7,6 @@
 #include <errno.h>
 #include <fcntl.h>
 #include "common/dl_crypto.h"
-#include <pthread.h>
 #include <string.h>
 #include <sys/stat.h>
 
@@ -20,15 +19,6 @@
 #define MAX_CERT_FILE_SIZE (1024 * 1024)
 #define MAX_CAS 256
 #define MAX_SYSTEM_BUNDLE_SIZE (16 * 1024 * 1024)
-
-static pthread_once_t curl_once = PTHREAD_ONCE_INIT;
-static CURLcode curl_init_result;
-
-static void
-curl_init_once (void)
-{
-  curl_init_result = curl_global_init (CURL_GLOBAL_DEFAULT);
-}
 
 /* ---- validation of what goes into URLs ---- */
 
@@ -251,11 +241,8 @@ ohbox_registry_new (const char *host, const struct ohbox_registry_options *opts,
 {
   *out = NULL;
   /* Every libcurl call goes through a registry object: it is loaded here. */
-  if (ohbox_dl_curl_load (err) < 0 || ohbox_dl_crypto_load (err) < 0)
+  if (ohbox_curl_ready (OHBOX_ERR_REGISTRY, err) < 0 || ohbox_dl_crypto_load (err) < 0)
     return -1;
-  pthread_once (&curl_once, curl_init_once);
-  if (curl_init_result != CURLE_OK)
-    return ohbox_error (err, OHBOX_ERR_REGISTRY, 0, "initialise libcurl: %s", curl_easy_strerror (curl_init_result));
   if (!valid_host (host))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "invalid registry host `%.255s`", host ? host : "");
   static const struct ohbox_registry_options defaults = { 0 };

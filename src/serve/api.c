@@ -30,15 +30,12 @@ reply_error (struct reply *out, unsigned status, const char *field, const char *
 {
   va_list ap;
   va_start (ap, fmt);
-  char *msg = NULL;
-  if (vasprintf (&msg, fmt, ap) < 0)
-    abort ();
+  cleanup_free char *msg = xvasprintf (fmt, ap);
   va_end (ap);
   out->status = status;
   out->json = json_pack ("{s:s}", "detail", msg);
   if (field)
     json_object_set_new (out->json, "field", json_string (field));
-  free (msg);
 }
 
 static void

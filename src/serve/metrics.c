@@ -56,12 +56,9 @@ add (struct ohbox_buf *b, const char *fmt, ...)
 {
   va_list ap;
   va_start (ap, fmt);
-  char *s = NULL;
-  if (vasprintf (&s, fmt, ap) < 0)
-    abort ();
+  cleanup_free char *s = xvasprintf (fmt, ap);
   va_end (ap);
   ohbox_buf_append (b, s, strlen (s));
-  free (s);
 }
 
 char *

@@ -127,12 +127,10 @@ spec_error (ohbox_error_t *err, const struct spec *s, const char *field, const c
 {
   va_list ap;
   va_start (ap, fmt);
-  cleanup_free char *msg = NULL;
-  if (vasprintf (&msg, fmt, ap) < 0)
-    msg = NULL;
+  cleanup_free char *msg = xvasprintf (fmt, ap);
   va_end (ap);
   return ohbox_error (err, OHBOX_ERR_USAGE, 0, "CDI spec `%s`: %s%s%s", s->file, field ? field : "", field ? ": " : "",
-                      msg ? msg : "invalid");
+                      msg);
 }
 
 /* Fields of an object: name, the cdiVersion that introduced it. */

@@ -46,6 +46,21 @@ ohbox_device_edits_free (struct ohbox_device_edits *e)
   memset (e, 0, sizeof *e);
 }
 
+json_t *
+ohbox_device_nodes_json (const struct ohbox_device_edits *e)
+{
+  json_t *nodes = json_array ();
+  for (size_t i = 0; i < e->n_nodes; i++)
+    {
+      const struct ohbox_device_node *n = &e->nodes[i];
+      json_array_append_new (nodes,
+                             json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path", n->host_path,
+                                        "type", &n->type, (size_t) 1, "major", (json_int_t) n->major, "minor",
+                                        (json_int_t) n->minor, "access", n->access));
+    }
+  return nodes;
+}
+
 int
 ohbox_device_edits_add_node (struct ohbox_device_edits *e, struct ohbox_device_node *node, ohbox_error_t *err)
 {

@@ -9,6 +9,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <jansson.h>
 #include <sys/types.h>
 
 #include "common/error.h"
@@ -87,6 +88,9 @@ int ohbox_device_edits_add_node (struct ohbox_device_edits *e, struct ohbox_devi
 /* Adds "KEY=VALUE", replacing an earlier value of KEY. */
 void ohbox_device_edits_set_env (struct ohbox_device_edits *e, const char *kv);
 void ohbox_device_edits_add_name (struct ohbox_device_edits *e, const char *name);
+/* E's nodes as a JSON array of {path, host_path, type, major, minor,
+ * access} (a sandbox's recorded config, a run plan). */
+json_t *ohbox_device_nodes_json (const struct ohbox_device_edits *e);
 
 /* Fills a node's type, numbers and mode from the host node at HOST_PATH
  * where NODE does not give them; an error when it is not a device node or

@@ -136,15 +136,7 @@ security_json (const struct ohbox_run_plan *p)
 static json_t *
 devices_json (const struct ohbox_device_edits *d)
 {
-  json_t *nodes = json_array (), *mounts = json_array ();
-  for (size_t i = 0; i < d->n_nodes; i++)
-    {
-      const struct ohbox_device_node *n = &d->nodes[i];
-      json_array_append_new (nodes,
-                             json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path", n->host_path,
-                                        "type", &n->type, (size_t) 1, "major", (json_int_t) n->major, "minor",
-                                        (json_int_t) n->minor, "access", n->access));
-    }
+  json_t *nodes = ohbox_device_nodes_json (d), *mounts = json_array ();
   for (size_t i = 0; i < d->n_mounts; i++)
     json_array_append_new (mounts,
                            json_pack ("{s:s, s:s, s:o}", "host_path", d->mounts[i].host_path, "container_path",

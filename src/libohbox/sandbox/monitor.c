@@ -189,25 +189,9 @@ attach_accept (struct ohbox_monitor *m, int *client)
     answer = OHBOX_ATTACH_DENIED;
   else if (*client >= 0)
     answer = OHBOX_ATTACH_BUSY;
-  struct iovec iov = { .iov_base = &answer, .iov_len = 1 };
-  union
-  {
-    char buf[CMSG_SPACE (sizeof (int))];
-    struct cmsghdr align;
-  } u;
-  struct msghdr msg = { .msg_iov = &iov, .msg_iovlen = 1 };
-  if (answer == OHBOX_ATTACH_OK)
-    {
-      memset (&u, 0, sizeof u);
-      msg.msg_control = u.buf;
-      msg.msg_controllen = sizeof u.buf;
-      struct cmsghdr *c = CMSG_FIRSTHDR (&msg);
-      c->cmsg_level = SOL_SOCKET;
-      c->cmsg_type = SCM_RIGHTS;
-      c->cmsg_len = CMSG_LEN (sizeof (int));
-      memcpy (CMSG_DATA (c), &m->tty_master, sizeof (int));
-    }
-  if (sendmsg (fd, &msg, MSG_NOSIGNAL) == 1 && answer == OHBOX_ATTACH_OK)
+  /* The terminal's master goes only with a yes. */
+  if (ohbox_send_with_fd (fd, &answer, 1, answer == OHBOX_ATTACH_OK ? m->tty_master : -1) == 1
+      && answer == OHBOX_ATTACH_OK)
     {
       *client = fd;
       return;

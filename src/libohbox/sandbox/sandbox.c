@@ -487,18 +487,10 @@ stop_signal (const struct ohbox_run_options *o, json_t *rc, int *sig, ohbox_erro
 static json_t *
 devices_json (const struct ohbox_device_edits *d)
 {
-  json_t *names = json_array (), *nodes = json_array ();
+  json_t *names = json_array ();
   for (size_t i = 0; i < d->n_names; i++)
     json_array_append_new (names, json_string (d->names[i]));
-  for (size_t i = 0; i < d->n_nodes; i++)
-    {
-      const struct ohbox_device_node *n = &d->nodes[i];
-      json_array_append_new (nodes,
-                             json_pack ("{s:s, s:s, s:s%, s:I, s:I, s:s}", "path", n->path, "host_path", n->host_path,
-                                        "type", &n->type, (size_t) 1, "major", (json_int_t) n->major, "minor",
-                                        (json_int_t) n->minor, "access", n->access));
-    }
-  return json_pack ("{s:o, s:o}", "names", names, "nodes", nodes);
+  return json_pack ("{s:o, s:o}", "names", names, "nodes", ohbox_device_nodes_json (d));
 }
 
 static int

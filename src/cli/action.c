@@ -143,15 +143,11 @@ cli_action (int argc, char **argv)
     type = json_string_value (json_object_get (json_object_get (action, "action"), "action"));
   bool is_run = type && strcmp (type, "run") == 0;
 
-  struct ohbox_store *store = NULL;
-  struct ohbox_runtime *rt = NULL;
+  struct cli_session s;
   struct ohbox_executor_info x = { 0 };
   json_t *obs = NULL;
   int rc = ACTION_EXIT_RUNTIME;
-  if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
-    goto out_err;
-  ohbox_store_unlock (store); /* read-only: let GC run meanwhile */
-  if (ohbox_runtime_open (store, NULL, &rt, &err) < 0 || ohbox_sandbox_executor (rt, what, &x, &err) < 0)
+  if (cli_session_open (&s, &err) < 0 || ohbox_sandbox_executor (s.rt, what, &x, &err) < 0)
     goto out_err;
   if (ohbox_action_execute (x.url, x.api_key, action, &ao, &obs, &err) < 0)
     {
@@ -181,9 +177,6 @@ out:
   json_decref (obs);
   json_decref (action);
   ohbox_executor_info_clear (&x);
-  if (rt)
-    ohbox_runtime_close (rt);
-  if (store)
-    ohbox_store_close (store);
+  cli_session_close (&s);
   return rc;
 }

@@ -56,23 +56,13 @@ cli_attach (int argc, char **argv)
   if (argc - optind != 1)
     return cli_usage_error_code (ATTACH_EXIT_RUNTIME, "expected SANDBOX");
   const char *what = argv[optind];
-  struct ohbox_store *store = NULL;
-  struct ohbox_runtime *rt = NULL;
+  struct cli_session s;
   int code = -1;
-  int r = ohbox_store_open (cli_store_root (), &store, &err);
-  if (r == 0)
-    {
-      /* attach never writes the store: let GC run meanwhile. */
-      ohbox_store_unlock (store);
-      r = ohbox_runtime_open (store, NULL, &rt, &err);
-    }
+  int r = cli_session_open (&s, &err);
   fflush (stdout);
   if (r == 0)
-    r = ohbox_sandbox_attach (rt, what, keys, &code, &err);
-  if (rt)
-    ohbox_runtime_close (rt);
-  if (store)
-    ohbox_store_close (store);
+    r = ohbox_sandbox_attach (s.rt, what, keys, &code, &err);
+  cli_session_close (&s);
   if (r < 0)
     return cli_fail_code (&err, ATTACH_EXIT_RUNTIME);
   if (code < 0)

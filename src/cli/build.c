@@ -50,8 +50,6 @@ cli_build (int argc, char **argv)
     OPT_EXECUTOR,
     OPT_EXECUTOR_SRC,
     OPT_BASH,
-    OPT_MAX_IMAGE,
-    OPT_PULL_TIMEOUT,
   };
   static const struct option opts[] = {
     { "runtime-repo", required_argument, NULL, OPT_REPO },
@@ -60,8 +58,8 @@ cli_build (int argc, char **argv)
     { "executor", required_argument, NULL, OPT_EXECUTOR },
     { "executor-src", required_argument, NULL, OPT_EXECUTOR_SRC },
     { "bash", required_argument, NULL, OPT_BASH },
-    { "max-image-size", required_argument, NULL, OPT_MAX_IMAGE },
-    { "pull-timeout", required_argument, NULL, OPT_PULL_TIMEOUT },
+    { "max-image-size", required_argument, NULL, CLI_OPT_MAX_IMAGE },
+    { "pull-timeout", required_argument, NULL, CLI_OPT_PULL_TIMEOUT },
     CLI_CREDS_OPTION,
     CLI_REGISTRY_OPTIONS,
     CLI_FORMAT_OPTION,
@@ -72,7 +70,7 @@ cli_build (int argc, char **argv)
   struct ohbox_build_options bo = { 0 };
   struct ohbox_pull_options po = { 0 };
   struct cli_registry_args ra = { .ro = &po.registry };
-  struct cli_common_args co = { .registry = &ra };
+  struct cli_common_args co = { .registry = &ra, .pull = &po };
   ohbox_error_t err = NULL;
   int c, rc;
   while ((c = cli_next_option (argc, argv, "qh", opts, build_help, &co, &rc)) >= 0)
@@ -96,14 +94,6 @@ cli_build (int argc, char **argv)
           break;
         case OPT_BASH:
           bo.bash = optarg;
-          break;
-        case OPT_MAX_IMAGE:
-          if (cli_parse_size (optarg, &po.max_image_size) < 0)
-            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
-          break;
-        case OPT_PULL_TIMEOUT:
-          if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
-            return cli_usage_error ("--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
           break;
         }
     }

@@ -55,8 +55,9 @@ print_table (json_t *r, bool repair)
 int
 cli_check (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "repair", no_argument, NULL, 'r' },
+  int repair = 0;
+  const struct option opts[] = {
+    { "repair", no_argument, &repair, 1 },
     CLI_FORMAT_OPTION,
     { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
@@ -70,16 +71,9 @@ cli_check (int argc, char **argv)
                              "Exit status: 0 consistent (or everything repaired), 6 findings remain,\n"
                              "other codes as ohbox(1) when the check itself failed.\n";
   struct cli_common_args co = { 0 };
-  bool repair = false;
-  int c, rc;
-  while ((c = cli_next_option (argc, argv, "h", opts, help, &co, &rc)) >= 0)
-    if (c == 'r')
-      repair = true;
-  if (c == CLI_OPT_RETURN)
-    return rc;
-  struct ohbox_store *store = NULL;
-  rc = cli_open_store_no_args (argc, argv, &store);
-  if (rc)
+  int rc;
+  struct ohbox_store *store = cli_options_open_store (argc, argv, "h", opts, help, &co, &rc);
+  if (store == NULL)
     return rc;
   ohbox_error_t err = NULL;
   struct ohbox_runtime *rt = NULL;

@@ -350,8 +350,6 @@ enum
   OPT_TLS_VERIFY,
   OPT_CERT_DIR,
   OPT_HOST_CREDS,
-  OPT_PULL_TIMEOUT,
-  OPT_MAX_IMAGE,
   OPT_NETWORK,
   OPT_CPUS,
   OPT_PIDS,
@@ -365,8 +363,8 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
     { "tls-verify", required_argument, NULL, OPT_TLS_VERIFY },
     { "cert-dir", required_argument, NULL, OPT_CERT_DIR },
     { "host-credentials", no_argument, NULL, OPT_HOST_CREDS },
-    { "pull-timeout", required_argument, NULL, OPT_PULL_TIMEOUT },
-    { "max-image-size", required_argument, NULL, OPT_MAX_IMAGE },
+    { "pull-timeout", required_argument, NULL, CLI_OPT_PULL_TIMEOUT },
+    { "max-image-size", required_argument, NULL, CLI_OPT_MAX_IMAGE },
     { "network", required_argument, NULL, OPT_NETWORK },
     { "memory", required_argument, NULL, 'm' },
     { "cpus", required_argument, NULL, OPT_CPUS },
@@ -407,15 +405,10 @@ parse_prepare (int argc, char **argv, struct prepare_opts *po, ohbox_error_t *er
         case OPT_HOST_CREDS:
           po->host_credentials = true;
           break;
-        case OPT_PULL_TIMEOUT:
-          if (cli_parse_timeout (optarg, &po->po.timeout_s) < 0)
-            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                                "--pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
-          break;
-        case OPT_MAX_IMAGE:
-          if (cli_parse_size (optarg, &po->po.max_image_size) < 0)
-            return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                                "--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
+        case CLI_OPT_PULL_TIMEOUT:
+        case CLI_OPT_MAX_IMAGE:
+          if (cli_pull_limit_option (c, optarg, &po->po, err) < 0)
+            return -1;
           break;
         case OPT_NETWORK:
           if (strcmp (optarg, "none") && strcmp (optarg, "host") && strcmp (optarg, "bridge"))

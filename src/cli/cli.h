@@ -72,6 +72,17 @@ const char *cli_store_root (void);
 struct ohbox_store;
 /* Opens the store; 0, or the exit code of the error (cli_fail). */
 int cli_open_store (struct ohbox_store **out);
+/* The store and the runtime of its sandboxes, for a command that never
+ * writes the store (ps, stop, exec, attach...): the store is unlocked, GC
+ * may run meanwhile. 0, or -1 with ERR (nothing left open). */
+struct cli_session
+{
+  struct ohbox_store *store;
+  struct ohbox_runtime *rt;
+};
+int cli_session_open (struct cli_session *s, ohbox_error_t *err);
+/* (also after a failed cli_session_open) */
+void cli_session_close (struct cli_session *s);
 /* "true"/"false" (also 1/0, yes/no). */
 int cli_parse_bool (const char *s, bool *out);
 /* "90", "90s", "1.5m", "2h", "500ms" to seconds (> 0, at most a year); -1 when invalid. */
@@ -128,11 +139,25 @@ struct ohbox_pull_options;
 int cli_pull_prepare (struct cli_registry_args *a, struct ohbox_pull_options *po,
                       struct ohbox_registries_conf **ret_conf);
 
+/* The limits of a pull (pull, build, ci gitlab), each a long option in
+ * the command's table: --max-layer-size, --max-image-size and the pull's
+ * timeout, --timeout (pull) or --pull-timeout (the others). */
+enum
+{
+  CLI_OPT_MAX_LAYER = 0x1080,
+  CLI_OPT_MAX_IMAGE,
+  CLI_OPT_TIMEOUT,
+  CLI_OPT_PULL_TIMEOUT,
+};
+/* 1 when OPT was one of the options above (stored in PO), 0 when it is
+ * not, -1 with ERR (a usage error naming the option) when ARG is wrong. */
+int cli_pull_limit_option (int opt, const char *arg, struct ohbox_pull_options *po, ohbox_error_t *err);
+
 /* The options several commands share, parsed in one place (common.c):
- * --format, -q/--quiet and, where REGISTRY is set, the registry options. A
- * command lists CLI_FORMAT_OPTION (and CLI_QUIET_OPTION, the registry
- * options) in its table and hands every option its own switch does not
- * know to cli_common_option. */
+ * --format, -q/--quiet and, where REGISTRY and PULL are set, the registry
+ * options and the pull's limits. A command lists CLI_FORMAT_OPTION (and
+ * CLI_QUIET_OPTION, the registry options...) in its table and hands every
+ * option its own switch does not know to cli_common_option. */
 enum
 {
   CLI_OPT_FORMAT = 0x1100,
@@ -150,13 +175,15 @@ struct cli_common_args
   enum cli_format format;             /* CLI_FORMAT_TABLE unless --format json */
   bool quiet;                         /* -q */
   struct cli_registry_args *registry; /* NULL: the command has no registry options */
+  struct ohbox_pull_options *pull;    /* NULL: no pull limits */
 };
 /* 0 when OPT was one of the common options, else the exit code: a usage
  * error for an option the command does not take either. */
 int cli_common_option (int opt, const char *arg, struct cli_common_args *a);
 /* A command's option loop, with what every command answers the same way:
  * -h/--help prints HELP on stdout, an option getopt rejected is a usage
- * error ("invalid option") and, where CO is set, the common options above
+ * error ("invalid option"), a flag getopt sets itself (struct option's
+ * flag) is passed over and, where CO is set, the common options above
  * (those CO's command lists) are stored in CO. Returns the next option for
  * the command's own switch, -1 after the last, or CLI_OPT_RETURN: the
  * command returns *RC now (0 after --help, else the error's exit code).
@@ -169,9 +196,12 @@ int cli_common_option (int opt, const char *arg, struct cli_common_args *a);
 struct option;
 int cli_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, const char *help,
                      struct cli_common_args *co, int *rc);
-/* For a command that takes no arguments after its options: a usage error
- * for one, else the store opened (cli_open_store). */
-int cli_open_store_no_args (int argc, char **argv, struct ohbox_store **ret);
+/* For a command that takes no arguments and whose own options are flags
+ * getopt sets (struct option's flag): its options (cli_next_option), a
+ * usage error for an argument, else the store opened (cli_open_store).
+ * The store, or NULL with *RC the exit code to return (0 after --help). */
+struct ohbox_store *cli_options_open_store (int argc, char **argv, const char *shortopts, const struct option *opts,
+                                            const char *help, struct cli_common_args *co, int *rc);
 
 int cli_pull (int argc, char **argv);
 struct ohbox_pull_options;

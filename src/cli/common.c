@@ -200,6 +200,30 @@ cli_open_store (struct ohbox_store **out)
 }
 
 int
+cli_session_open (struct cli_session *s, ohbox_error_t *err)
+{
+  memset (s, 0, sizeof *s);
+  if (ohbox_store_open (cli_store_root (), &s->store, err) < 0)
+    return -1;
+  ohbox_store_unlock (s->store);
+  if (ohbox_runtime_open (s->store, NULL, &s->rt, err) < 0)
+    {
+      cli_session_close (s);
+      return -1;
+    }
+  return 0;
+}
+
+void
+cli_session_close (struct cli_session *s)
+{
+  ohbox_runtime_close (s->rt);
+  ohbox_store_close (s->store);
+  s->rt = NULL;
+  s->store = NULL;
+}
+
+int
 cli_parse_bool (const char *s, bool *out)
 {
   if (strcmp (s, "true") == 0 || strcmp (s, "1") == 0 || strcmp (s, "yes") == 0)
@@ -349,9 +373,32 @@ cli_registry_release (struct cli_registry_args *a, struct ohbox_registries_conf 
 }
 
 int
+cli_pull_limit_option (int opt, const char *arg, struct ohbox_pull_options *po, ohbox_error_t *err)
+{
+  switch (opt)
+    {
+    case CLI_OPT_MAX_LAYER:
+    case CLI_OPT_MAX_IMAGE:
+      if (cli_parse_size (arg, opt == CLI_OPT_MAX_LAYER ? &po->max_layer_size : &po->max_image_size) < 0)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--%s takes a size in bytes (suffixes K, M, G, T), not `%s`",
+                            opt == CLI_OPT_MAX_LAYER ? "max-layer-size" : "max-image-size", arg);
+      return 1;
+    case CLI_OPT_TIMEOUT:
+    case CLI_OPT_PULL_TIMEOUT:
+      if (cli_parse_timeout (arg, &po->timeout_s) < 0)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--%s takes a duration (30s, 10m, 1h) or 0 for none, not `%s`",
+                            opt == CLI_OPT_TIMEOUT ? "timeout" : "pull-timeout", arg);
+      return 1;
+    default:
+      return 0;
+    }
+}
+
+int
 cli_common_option (int opt, const char *arg, struct cli_common_args *a)
 {
   int r;
+  ohbox_error_t err = NULL;
   switch (opt)
     {
     case CLI_OPT_FORMAT:
@@ -360,7 +407,14 @@ cli_common_option (int opt, const char *arg, struct cli_common_args *a)
       a->quiet = true;
       return 0;
     default:
-      r = a->registry ? cli_registry_option (opt, arg, a->registry) : 0;
+      r = a->pull ? cli_pull_limit_option (opt, arg, a->pull, &err) : 0;
+      if (r < 0)
+        {
+          keep (&err, true);
+          return OHBOX_ERR_USAGE;
+        }
+      if (r == 0 && a->registry)
+        r = cli_registry_option (opt, arg, a->registry);
       if (r == 1)
         return 0;
       return r == 0 ? cli_usage_error ("invalid option") : r;
@@ -374,6 +428,8 @@ is_common_option (int opt, const struct cli_common_args *a)
 {
   if (opt == CLI_OPT_FORMAT || opt == 'q')
     return true;
+  if (a->pull && opt >= CLI_OPT_MAX_LAYER && opt <= CLI_OPT_PULL_TIMEOUT)
+    return true;
   return a->registry && opt >= CLI_OPT_CREDS && opt <= CLI_OPT_TLS_VERIFY;
 }
 
@@ -385,6 +441,8 @@ cli_next_option (int argc, char **argv, const char *shortopts, const struct opti
   for (;;)
     {
       int c = getopt_long (argc, argv, shortopts, opts, NULL);
+      if (c == 0)
+        continue; /* a flag getopt set (struct option's flag) */
       if (c == 'h')
         {
           fputs (help, stdout);
@@ -404,10 +462,22 @@ cli_next_option (int argc, char **argv, const char *shortopts, const struct opti
     }
 }
 
-int
-cli_open_store_no_args (int argc, char **argv, struct ohbox_store **ret)
+struct ohbox_store *
+cli_options_open_store (int argc, char **argv, const char *shortopts, const struct option *opts, const char *help,
+                        struct cli_common_args *co, int *rc)
 {
+  struct ohbox_store *store = NULL;
+  int c;
+  while ((c = cli_next_option (argc, argv, shortopts, opts, help, co, rc)) >= 0)
+    {
+      *rc = cli_usage_error ("invalid option"); /* (not a flag: OPTS is wrong) */
+      return NULL;
+    }
+  if (c == CLI_OPT_RETURN)
+    return NULL;
   if (optind != argc)
-    return cli_usage_error ("unexpected argument `%s`", argv[optind]);
-  return cli_open_store (ret);
+    *rc = cli_usage_error ("unexpected argument `%s`", argv[optind]);
+  else
+    *rc = cli_open_store (&store);
+  return store;
 }

@@ -116,26 +116,16 @@ cli_exec (int argc, char **argv)
     }
   o.argv = argv + optind + 1;
   o.env = env;
-  struct ohbox_store *store = NULL;
-  if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
+  struct cli_session s;
+  if (cli_session_open (&s, &err) < 0)
     {
-      rc = exec_fail (&err, EXEC_EXIT_RUNTIME);
-      goto out;
-    }
-  /* exec never writes the store: let GC run meanwhile. */
-  ohbox_store_unlock (store);
-  struct ohbox_runtime *rt = NULL;
-  if (ohbox_runtime_open (store, NULL, &rt, &err) < 0)
-    {
-      ohbox_store_close (store);
       rc = exec_fail (&err, EXEC_EXIT_RUNTIME);
       goto out;
     }
   int code = EXEC_EXIT_RUNTIME;
   fflush (stdout);
-  int r = ohbox_sandbox_exec (rt, argv[optind], &o, &code, &err);
-  ohbox_runtime_close (rt);
-  ohbox_store_close (store);
+  int r = ohbox_sandbox_exec (s.rt, argv[optind], &o, &code, &err);
+  cli_session_close (&s);
   if (r < 0)
     rc = exec_fail (&err, code > 0 ? code : EXEC_EXIT_RUNTIME);
   else if (code < 0)

@@ -59,22 +59,15 @@ print_row (const char *repo, const char *tag, const char *id, const char *digest
 int
 cli_images (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    CLI_FORMAT_OPTION,    CLI_QUIET_OPTION, { "digests", no_argument, NULL, 'd' }, { "help", no_argument, NULL, 'h' },
+  int digests = 0;
+  const struct option opts[] = {
+    CLI_FORMAT_OPTION,    CLI_QUIET_OPTION, { "digests", no_argument, &digests, 1 }, { "help", no_argument, NULL, 'h' },
     { NULL, 0, NULL, 0 },
   };
   struct cli_common_args co = { 0 };
-  bool digests = false;
-  int c, rc;
-  while ((c = cli_next_option (argc, argv, "qh", opts, images_help, &co, &rc)) >= 0)
-    if (c == 'd')
-      digests = true;
-  if (c == CLI_OPT_RETURN)
-    return rc;
-
-  struct ohbox_store *store = NULL;
-  rc = cli_open_store_no_args (argc, argv, &store);
-  if (rc)
+  int rc;
+  struct ohbox_store *store = cli_options_open_store (argc, argv, "qh", opts, images_help, &co, &rc);
+  if (store == NULL)
     return rc;
   ohbox_error_t err = NULL;
   json_t *list = NULL;

@@ -12,64 +12,45 @@
 
 #include "cli.h"
 
-struct session
-{
-  struct ohbox_store *store;
-  struct ohbox_runtime *rt;
-};
-
+/* Lifecycle commands never write the store (cli_session_open). */
 static int
-session_open (struct session *s)
+session_open (struct cli_session *s)
 {
   ohbox_error_t err = NULL;
-  memset (s, 0, sizeof *s);
-  if (ohbox_store_open (cli_store_root (), &s->store, &err) < 0)
-    return cli_fail (&err);
-  /* Lifecycle commands never write the store: let GC run meanwhile. */
-  ohbox_store_unlock (s->store);
-  if (ohbox_runtime_open (s->store, NULL, &s->rt, &err) < 0)
-    {
-      ohbox_store_close (s->store);
-      return cli_fail (&err);
-    }
-  return 0;
+  return cli_session_open (s, &err) < 0 ? cli_fail (&err) : 0;
 }
 
-static void
-session_close (struct session *s)
+/* What a command over SANDBOX... does to each (VALUE: what its options set). */
+typedef int (*each_fn) (struct ohbox_runtime *rt, const char *id, int *value, ohbox_error_t *err);
+
+/* A command over SANDBOX...: its help and options (-h/--help besides),
+ * what they set and what it does to each sandbox. */
+struct sandbox_command
 {
-  ohbox_runtime_close (s->rt);
-  ohbox_store_close (s->store);
-}
+  const char *help;
+  const char *shortopts;
+  struct option opts[3]; /* at most two, ended by { NULL } */
+  /* An option into *VALUE (NULL: none): 0, -1 for a wrong value, -2 when
+   * it reported it itself. */
+  int (*on_opt) (int c, const char *arg, int *value);
+  int initial;                /* VALUE before the options */
+  void (*before) (int value); /* (stats: the table's header) */
+  each_fn fn;
+  bool one;   /* exactly one SANDBOX (logs) */
+  bool print; /* prints each SANDBOX done */
+};
 
-/* Parses the options of a command taking SANDBOX... and a help text: the
- * exit code to return now (after --help, or a usage error), else -1. */
+/* Runs FN on every SANDBOX argument. */
 static int
-simple_opts (int argc, char **argv, const char *help, const char *shortopts, const struct option *longopts,
-             int (*on_opt) (int c, const char *arg, void *data), void *data)
+for_each_sandbox (int argc, char **argv, const struct sandbox_command *cmd, int *value)
 {
-  int c, rc;
-  while ((c = cli_next_option (argc, argv, shortopts, longopts, help, NULL, &rc)) >= 0)
-    {
-      /* ON_OPT returns -1 for a wrong value, -2 when it reported it itself. */
-      int r = on_opt ? on_opt (c, optarg, data) : -1;
-      if (r == -1)
-        cli_usage_error ("invalid option");
-      if (r < 0)
-        return OHBOX_ERR_USAGE;
-    }
-  return c == CLI_OPT_RETURN ? rc : -1;
-}
-
-/* Runs FN on every SANDBOX argument; prints what the caller names. */
-typedef int (*each_fn) (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err);
-
-static int
-for_each_sandbox (int argc, char **argv, each_fn fn, void *data, bool print)
-{
+  if (cmd->one && argc - optind != 1)
+    return cli_usage_error ("expected one SANDBOX");
+  if (cmd->before)
+    cmd->before (*value);
   if (optind >= argc)
     return cli_usage_error ("expected at least one SANDBOX");
-  struct session s;
+  struct cli_session s;
   int rc = session_open (&s);
   if (rc)
     return rc;
@@ -77,7 +58,7 @@ for_each_sandbox (int argc, char **argv, each_fn fn, void *data, bool print)
     {
       ohbox_error_t err = NULL;
       cleanup_free char *id = NULL;
-      if (ohbox_sandbox_resolve (s.rt, argv[i], &id, &err) < 0 || fn (s.rt, id, data, &err) < 0)
+      if (ohbox_sandbox_resolve (s.rt, argv[i], &id, &err) < 0 || cmd->fn (s.rt, id, value, &err) < 0)
         {
           /* One report per SANDBOX, as it happens. */
           int r = cli_report_now (&err);
@@ -85,11 +66,36 @@ for_each_sandbox (int argc, char **argv, each_fn fn, void *data, bool print)
             rc = r;
           continue;
         }
-      if (print)
+      if (cmd->print)
         printf ("%s\n", argv[i]);
     }
-  session_close (&s);
+  cli_session_close (&s);
   return rc;
+}
+
+/* The command CMD: its options, then what it does to each SANDBOX. */
+static int
+sandbox_command (int argc, char **argv, const struct sandbox_command *cmd)
+{
+  struct option opts[4] = { { NULL, 0, NULL, 0 } };
+  size_t n = 0;
+  while (cmd->opts[n].name)
+    n++;
+  memcpy (opts, cmd->opts, n * sizeof opts[0]);
+  opts[n] = (struct option){ "help", no_argument, NULL, 'h' };
+  int value = cmd->initial;
+  int c, rc;
+  while ((c = cli_next_option (argc, argv, cmd->shortopts, opts, cmd->help, NULL, &rc)) >= 0)
+    {
+      int r = cmd->on_opt ? cmd->on_opt (c, optarg, &value) : -1;
+      if (r == -1)
+        cli_usage_error ("invalid option");
+      if (r < 0)
+        return OHBOX_ERR_USAGE;
+    }
+  if (c == CLI_OPT_RETURN)
+    return rc;
+  return for_each_sandbox (argc, argv, cmd, &value);
 }
 
 /* ---- ps ---- */
@@ -134,7 +140,7 @@ cli_ps (int argc, char **argv)
       all = true;
   if (c == CLI_OPT_RETURN)
     return rc;
-  struct session s;
+  struct cli_session s;
   rc = session_open (&s);
   if (rc)
     return rc;
@@ -143,7 +149,7 @@ cli_ps (int argc, char **argv)
   size_t n = 0;
   if (ohbox_sandbox_list_info (s.rt, all, &list, &n, &err) < 0)
     {
-      session_close (&s);
+      cli_session_close (&s);
       return cli_fail (&err);
     }
   if (co.format == CLI_FORMAT_JSON)
@@ -164,211 +170,195 @@ cli_ps (int argc, char **argv)
         print_ps_row (&list[i]);
     }
   ohbox_sandbox_infos_free (list, n);
-  session_close (&s);
+  cli_session_close (&s);
   return 0;
 }
 
 /* ---- stop, kill ---- */
 
 static int
-opt_int (int c, const char *arg, void *data)
+opt_int (int c, const char *arg, int *value)
 {
   (void) c;
   char *end;
   long v = strtol (arg, &end, 10);
   if (*arg == '\0' || *end || v < 0 || v > 86400)
     return -1;
-  *(int *) data = (int) v;
+  *value = (int) v;
   return 0;
 }
 
 static int
-do_stop (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+do_stop (struct ohbox_runtime *rt, const char *id, int *timeout, ohbox_error_t *err)
 {
-  return ohbox_sandbox_stop (rt, id, *(int *) data, err);
+  return ohbox_sandbox_stop (rt, id, *timeout, err);
 }
+
+static const struct sandbox_command stop_command = {
+  .help = "Usage: ohbox stop [-t|--time SECONDS] SANDBOX...\n\n"
+          "Stop sandboxes: the stop signal (run --stop-signal, the image's StopSignal,\n"
+          "else SIGTERM) to the command, SIGKILL to everything left after SECONDS\n"
+          "(default 10).\n",
+  .shortopts = "t:h",
+  .opts = { { "time", required_argument, NULL, 't' } },
+  .on_opt = opt_int,
+  .initial = 10,
+  .fn = do_stop,
+  .print = true,
+};
 
 int
 cli_stop (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "time", required_argument, NULL, 't' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int timeout = 10;
-  int r = simple_opts (argc, argv,
-                       "Usage: ohbox stop [-t|--time SECONDS] SANDBOX...\n\n"
-                       "Stop sandboxes: the stop signal (run --stop-signal, the image's StopSignal,\n"
-                       "else SIGTERM) to the command, SIGKILL to everything left after SECONDS\n"
-                       "(default 10).\n",
-                       "t:h", opts, opt_int, &timeout);
-  if (r >= 0)
-    return r;
-  return for_each_sandbox (argc, argv, do_stop, &timeout, true);
+  return sandbox_command (argc, argv, &stop_command);
 }
 
 static int
-opt_signal (int c, const char *arg, void *data)
+opt_signal (int c, const char *arg, int *sig)
 {
   (void) c;
-  return ohbox_signal_parse (arg, (int *) data);
+  return ohbox_signal_parse (arg, sig);
 }
 
 static int
-do_kill (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+do_kill (struct ohbox_runtime *rt, const char *id, int *sig, ohbox_error_t *err)
 {
-  return ohbox_sandbox_kill (rt, id, *(int *) data, err);
+  return ohbox_sandbox_kill (rt, id, *sig, err);
 }
+
+static const struct sandbox_command kill_command = {
+  .help = "Usage: ohbox kill [-s|--signal SIGNAL] SANDBOX...\n\n"
+          "Send SIGNAL (name or number, default KILL) to the sandbox's command.\n",
+  .shortopts = "s:h",
+  .opts = { { "signal", required_argument, NULL, 's' } },
+  .on_opt = opt_signal,
+  .initial = SIGKILL,
+  .fn = do_kill,
+  .print = true,
+};
 
 int
 cli_kill (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "signal", required_argument, NULL, 's' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int sig = SIGKILL;
-  int r = simple_opts (argc, argv,
-                       "Usage: ohbox kill [-s|--signal SIGNAL] SANDBOX...\n\n"
-                       "Send SIGNAL (name or number, default KILL) to the sandbox's command.\n",
-                       "s:h", opts, opt_signal, &sig);
-  if (r >= 0)
-    return r;
-  return for_each_sandbox (argc, argv, do_kill, &sig, true);
+  return sandbox_command (argc, argv, &kill_command);
 }
 
 /* ---- rm ---- */
 
 static int
-opt_flag (int c, const char *arg, void *data)
+opt_flag (int c, const char *arg, int *flag)
 {
   (void) c;
   (void) arg;
-  *(bool *) data = true;
+  *flag = true;
   return 0;
 }
 
 static int
-do_rm (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+do_rm (struct ohbox_runtime *rt, const char *id, int *force, ohbox_error_t *err)
 {
-  return ohbox_sandbox_remove (rt, id, *(bool *) data, err);
+  return ohbox_sandbox_remove (rt, id, *force, err);
 }
+
+static const struct sandbox_command rm_command = {
+  .help = "Usage: ohbox rm [-f|--force] SANDBOX...\n\n"
+          "Remove exited sandboxes (with -f, kill running ones first).\n",
+  .shortopts = "fh",
+  .opts = { { "force", no_argument, NULL, 'f' } },
+  .on_opt = opt_flag,
+  .fn = do_rm,
+  .print = true,
+};
 
 int
 cli_rm (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "force", no_argument, NULL, 'f' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  bool force = false;
-  int r = simple_opts (argc, argv,
-                       "Usage: ohbox rm [-f|--force] SANDBOX...\n\n"
-                       "Remove exited sandboxes (with -f, kill running ones first).\n",
-                       "fh", opts, opt_flag, &force);
-  if (r >= 0)
-    return r;
-  return for_each_sandbox (argc, argv, do_rm, &force, true);
+  return sandbox_command (argc, argv, &rm_command);
 }
 
-/* ---- pause, unpause ---- */
+/* ---- pause, unpause, wait ---- */
 
 static int
-do_pause (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+do_pause (struct ohbox_runtime *rt, const char *id, int *pause, ohbox_error_t *err)
 {
-  return ohbox_sandbox_pause (rt, id, *(bool *) data, err);
+  return ohbox_sandbox_pause (rt, id, *pause, err);
 }
 
-static int
-pause_cmd (int argc, char **argv, bool pause)
-{
-  static const struct option opts[] = {
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int r = simple_opts (argc, argv,
-                       pause ? "Usage: ohbox pause SANDBOX...\n\nFreeze every process of the sandboxes.\n"
-                             : "Usage: ohbox unpause SANDBOX...\n\nThaw paused sandboxes.\n",
-                       "h", opts, NULL, NULL);
-  if (r >= 0)
-    return r;
-  return for_each_sandbox (argc, argv, do_pause, &pause, true);
-}
+static const struct sandbox_command pause_command = {
+  .help = "Usage: ohbox pause SANDBOX...\n\nFreeze every process of the sandboxes.\n",
+  .shortopts = "h",
+  .initial = true,
+  .fn = do_pause,
+  .print = true,
+};
 
 int
 cli_pause (int argc, char **argv)
 {
-  return pause_cmd (argc, argv, true);
+  return sandbox_command (argc, argv, &pause_command);
 }
+
+static const struct sandbox_command unpause_command = {
+  .help = "Usage: ohbox unpause SANDBOX...\n\nThaw paused sandboxes.\n",
+  .shortopts = "h",
+  .initial = false,
+  .fn = do_pause,
+  .print = true,
+};
 
 int
 cli_unpause (int argc, char **argv)
 {
-  return pause_cmd (argc, argv, false);
+  return sandbox_command (argc, argv, &unpause_command);
 }
-
-/* ---- wait ---- */
 
 static int
-do_wait (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+do_wait (struct ohbox_runtime *rt, const char *id, int *code, ohbox_error_t *err)
 {
-  int code;
-  if (ohbox_sandbox_wait (rt, id, &code, err) < 0)
+  if (ohbox_sandbox_wait (rt, id, code, err) < 0)
     return -1;
-  printf ("%d\n", code);
+  printf ("%d\n", *code);
   fflush (stdout);
-  *(int *) data = code;
   return 0;
 }
+
+static const struct sandbox_command wait_command = {
+  .help = "Usage: ohbox wait SANDBOX...\n\n"
+          "Block until the sandboxes exit; print each exit code.\n",
+  .shortopts = "h",
+  .fn = do_wait,
+};
 
 int
 cli_wait (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  int r = simple_opts (argc, argv,
-                       "Usage: ohbox wait SANDBOX...\n\n"
-                       "Block until the sandboxes exit; print each exit code.\n",
-                       "h", opts, NULL, NULL);
-  if (r >= 0)
-    return r;
-  int code = 0;
-  return for_each_sandbox (argc, argv, do_wait, &code, false);
+  return sandbox_command (argc, argv, &wait_command);
 }
 
 /* ---- logs ---- */
 
 static int
-do_logs (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+do_logs (struct ohbox_runtime *rt, const char *id, int *follow, ohbox_error_t *err)
 {
   fflush (stdout);
-  return ohbox_sandbox_logs (rt, id, *(bool *) data, 1, err);
+  return ohbox_sandbox_logs (rt, id, *follow, 1, err);
 }
+
+static const struct sandbox_command logs_command = {
+  .help = "Usage: ohbox logs [-f|--follow] SANDBOX\n\n"
+          "Print the output of a detached sandbox (stdout and stderr, merged);\n"
+          "with -f, keep printing until it exits.\n",
+  .shortopts = "fh",
+  .opts = { { "follow", no_argument, NULL, 'f' } },
+  .on_opt = opt_flag,
+  .fn = do_logs,
+  .one = true,
+};
 
 int
 cli_logs (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "follow", no_argument, NULL, 'f' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  bool follow = false;
-  int r = simple_opts (argc, argv,
-                       "Usage: ohbox logs [-f|--follow] SANDBOX\n\n"
-                       "Print the output of a detached sandbox (stdout and stderr, merged);\n"
-                       "with -f, keep printing until it exits.\n",
-                       "fh", opts, opt_flag, &follow);
-  if (r >= 0)
-    return r;
-  if (argc - optind != 1)
-    return cli_usage_error ("expected one SANDBOX");
-  return for_each_sandbox (argc, argv, do_logs, &follow, false);
+  return sandbox_command (argc, argv, &logs_command);
 }
 
 /* ---- stats ---- */
@@ -383,13 +373,12 @@ fmt_bytes (uint64_t v, char *buf)
 }
 
 static int
-do_stats (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *err)
+do_stats (struct ohbox_runtime *rt, const char *id, int *format, ohbox_error_t *err)
 {
-  enum cli_format fmt = *(enum cli_format *) data;
   struct ohbox_cgroup_stats st;
   if (ohbox_sandbox_stats (rt, id, &st, err) < 0)
     return -1;
-  if (fmt == CLI_FORMAT_JSON)
+  if (*format == CLI_FORMAT_JSON)
     {
       json_t *j = json_pack ("{s:s, s:I, s:I, s:I, s:I, s:I, s:I, s:I}", "id", id, "memory_current",
                              (json_int_t) st.memory_current, "memory_max",
@@ -415,30 +404,37 @@ do_stats (struct ohbox_runtime *rt, const char *id, void *data, ohbox_error_t *e
 }
 
 static int
-opt_format (int c, const char *arg, void *data)
+opt_format (int c, const char *arg, int *format)
 {
   if (c == 'n')
     return 0; /* one sample is all ohbox stats prints */
-  return cli_format_option (arg, (enum cli_format *) data) < 0 ? -2 : 0;
+  enum cli_format f;
+  if (cli_format_option (arg, &f) < 0)
+    return -2;
+  *format = f;
+  return 0;
 }
+
+static void
+stats_header (int format)
+{
+  if (format == CLI_FORMAT_TABLE)
+    printf ("%-12s  %23s  %13s  %s\n", "SANDBOX ID", "MEMORY / LIMIT", "CPU", "PIDS");
+}
+
+static const struct sandbox_command stats_command = {
+  .help = "Usage: ohbox stats [--format table|json] SANDBOX...\n\n"
+          "Print memory, CPU and process counts of sandboxes, from their cgroups.\n",
+  .shortopts = "h",
+  .opts = { { "format", required_argument, NULL, 'f' }, { "no-stream", no_argument, NULL, 'n' } },
+  .on_opt = opt_format,
+  .initial = CLI_FORMAT_TABLE,
+  .before = stats_header,
+  .fn = do_stats,
+};
 
 int
 cli_stats (int argc, char **argv)
 {
-  static const struct option opts[] = {
-    { "format", required_argument, NULL, 'f' },
-    { "no-stream", no_argument, NULL, 'n' },
-    { "help", no_argument, NULL, 'h' },
-    { NULL, 0, NULL, 0 },
-  };
-  enum cli_format fmt = CLI_FORMAT_TABLE;
-  int r = simple_opts (argc, argv,
-                       "Usage: ohbox stats [--format table|json] SANDBOX...\n\n"
-                       "Print memory, CPU and process counts of sandboxes, from their cgroups.\n",
-                       "h", opts, opt_format, &fmt);
-  if (r >= 0)
-    return r;
-  if (fmt == CLI_FORMAT_TABLE)
-    printf ("%-12s  %23s  %13s  %s\n", "SANDBOX ID", "MEMORY / LIMIT", "CPU", "PIDS");
-  return for_each_sandbox (argc, argv, do_stats, &fmt, false);
+  return sandbox_command (argc, argv, &stats_command);
 }

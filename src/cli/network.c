@@ -188,26 +188,23 @@ cli_network (int argc, char **argv)
       fputs (network_help, stdout);
       return 0;
     }
+  static const struct
+  {
+    const char *name, *alias;
+    const char *command; /* what errors are reported as: "ohbox network ls: ..." */
+    cli_command_fn fn;
+  } subs[] = {
+    { "create", NULL, "network create", network_create },
+    { "ls", "list", "network ls", network_ls },
+    { "inspect", NULL, "network inspect", network_inspect },
+    { "rm", "remove", "network rm", network_rm },
+  };
   const char *sub = argv[1];
-  if (strcmp (sub, "create") == 0)
-    {
-      cli_global.command = "network create"; /* errors: "ohbox network create: ..." */
-      return network_create (argc - 1, argv + 1);
-    }
-  if (strcmp (sub, "ls") == 0 || strcmp (sub, "list") == 0)
-    {
-      cli_global.command = "network ls"; /* errors: "ohbox network ls: ..." */
-      return network_ls (argc - 1, argv + 1);
-    }
-  if (strcmp (sub, "inspect") == 0)
-    {
-      cli_global.command = "network inspect"; /* errors: "ohbox network inspect: ..." */
-      return network_inspect (argc - 1, argv + 1);
-    }
-  if (strcmp (sub, "rm") == 0 || strcmp (sub, "remove") == 0)
-    {
-      cli_global.command = "network rm"; /* errors: "ohbox network rm: ..." */
-      return network_rm (argc - 1, argv + 1);
-    }
+  for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++)
+    if (strcmp (sub, subs[i].name) == 0 || (subs[i].alias && strcmp (sub, subs[i].alias) == 0))
+      {
+        cli_global.command = subs[i].command;
+        return subs[i].fn (argc - 1, argv + 1);
+      }
   return cli_usage_error ("unknown command `%s`: use create, ls, inspect or rm", sub);
 }

@@ -46,15 +46,12 @@ cli_port (int argc, char **argv)
         return cli_usage_error ("invalid port `%s`: use PORT[/tcp|/udp]", filter);
     }
   cleanup_error ohbox_error_t err = NULL;
-  struct ohbox_store *store = NULL;
-  struct ohbox_runtime *rt = NULL;
+  struct cli_session s;
   cleanup_free char *id = NULL;
   json_t *net = NULL;
-  if (ohbox_store_open (cli_store_root (), &store, &err) < 0)
+  if (cli_session_open (&s, &err) < 0)
     return cli_fail (&err);
-  ohbox_store_unlock (store);
-  if (ohbox_runtime_open (store, NULL, &rt, &err) < 0 || ohbox_sandbox_resolve (rt, argv[optind], &id, &err) < 0
-      || ohbox_sandbox_network (rt, id, &net, &err) < 0)
+  if (ohbox_sandbox_resolve (s.rt, argv[optind], &id, &err) < 0 || ohbox_sandbox_network (s.rt, id, &net, &err) < 0)
     {
       rc = cli_fail (&err);
       goto out;
@@ -92,8 +89,6 @@ cli_port (int argc, char **argv)
   json_decref (shown);
 out:
   json_decref (net);
-  if (rt)
-    ohbox_runtime_close (rt);
-  ohbox_store_close (store);
+  cli_session_close (&s);
   return rc;
 }

@@ -19,15 +19,10 @@ cli_prune (int argc, char **argv)
                              "downloads, half-unpacked layers and what an interrupted build left. Waits for\n"
                              "other ohbox processes using the store.\n";
   struct cli_common_args co = { 0 };
-  int c, rc;
+  int rc;
   /* (no options of its own: every one is a common one) */
-  while ((c = cli_next_option (argc, argv, "h", opts, help, &co, &rc)) >= 0)
-    ;
-  if (c == CLI_OPT_RETURN)
-    return rc;
-  struct ohbox_store *store = NULL;
-  rc = cli_open_store_no_args (argc, argv, &store);
-  if (rc)
+  struct ohbox_store *store = cli_options_open_store (argc, argv, "h", opts, help, &co, &rc);
+  if (store == NULL)
     return rc;
   ohbox_error_t err = NULL;
   struct ohbox_gc_stats st;

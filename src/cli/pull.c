@@ -38,18 +38,15 @@ cli_pull (int argc, char **argv)
   {
     OPT_PLATFORM = 256,
     OPT_PARALLEL,
-    OPT_MAX_LAYER,
-    OPT_MAX_IMAGE,
-    OPT_TIMEOUT,
   };
   static const struct option opts[] = {
     { "platform", required_argument, NULL, OPT_PLATFORM },
     CLI_CREDS_OPTION,
     CLI_REGISTRY_OPTIONS,
     { "parallel", required_argument, NULL, OPT_PARALLEL },
-    { "max-layer-size", required_argument, NULL, OPT_MAX_LAYER },
-    { "max-image-size", required_argument, NULL, OPT_MAX_IMAGE },
-    { "timeout", required_argument, NULL, OPT_TIMEOUT },
+    { "max-layer-size", required_argument, NULL, CLI_OPT_MAX_LAYER },
+    { "max-image-size", required_argument, NULL, CLI_OPT_MAX_IMAGE },
+    { "timeout", required_argument, NULL, CLI_OPT_TIMEOUT },
     CLI_FORMAT_OPTION,
     CLI_QUIET_OPTION,
     { "help", no_argument, NULL, 'h' },
@@ -57,7 +54,7 @@ cli_pull (int argc, char **argv)
   };
   struct ohbox_pull_options po = { 0 };
   struct cli_registry_args ra = { .ro = &po.registry };
-  struct cli_common_args co = { .registry = &ra };
+  struct cli_common_args co = { .registry = &ra, .pull = &po };
   int c, rc;
   while ((c = cli_next_option (argc, argv, "qh", opts, pull_help, &co, &rc)) >= 0)
     {
@@ -75,18 +72,6 @@ cli_pull (int argc, char **argv)
             po.registry.max_parallel = (unsigned) n;
             break;
           }
-        case OPT_MAX_LAYER:
-          if (cli_parse_size (optarg, &po.max_layer_size) < 0)
-            return cli_usage_error ("--max-layer-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
-          break;
-        case OPT_MAX_IMAGE:
-          if (cli_parse_size (optarg, &po.max_image_size) < 0)
-            return cli_usage_error ("--max-image-size takes a size in bytes (suffixes K, M, G, T), not `%s`", optarg);
-          break;
-        case OPT_TIMEOUT:
-          if (cli_parse_timeout (optarg, &po.timeout_s) < 0)
-            return cli_usage_error ("--timeout takes a duration (30s, 10m, 1h) or 0 for none, not `%s`", optarg);
-          break;
         }
     }
   if (c == CLI_OPT_RETURN)

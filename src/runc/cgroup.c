@@ -104,9 +104,10 @@ runc_cgroup_remove (int dirfd, ohbox_error_t *err)
 
 /* pause and resume: the cgroup freezer (v1 freezer.state, v2
  * cgroup.freeze); a paused container has RUNC_PAUSED_FILE in its state. */
-static int
-freeze (int argc, char **argv, bool pause)
+int
+cmd_freeze (int argc, char **argv)
 {
+  bool pause = strcmp (argv[0], "pause") == 0;
   const char *cmd = pause ? "pause" : "resume";
   if (argc != 2)
     return fail ("usage: %s ID", cmd);
@@ -127,18 +128,6 @@ freeze (int argc, char **argv, bool pause)
   runc_cgroup_release (&cgroup);
   container_close (&c);
   return rc;
-}
-
-int
-cmd_pause (int argc, char **argv)
-{
-  return freeze (argc, argv, true);
-}
-
-int
-cmd_resume (int argc, char **argv)
-{
-  return freeze (argc, argv, false);
 }
 
 int
@@ -237,18 +226,15 @@ cmd_update (int argc, char **argv)
   struct ohbox_cgroup_limits l = { 0 }, flags = { 0 };
   const char *resources = NULL;
   int ch, idx = 0;
-  optind = 1;
-  while ((ch = getopt_long (argc, argv, "r:", opts, &idx)) != -1)
+  while ((ch = runc_next_option (argc, argv, "r:", opts, 1, 1, UPDATE_USAGE, &idx)) >= 0)
     if (ch == 'r')
       resources = optarg;
     else if (ch == 'X')
       return fail ("update --%s: not supported by ohbox-runc", opts[idx].name);
-    else if (ch == '?' || ch == ':')
-      return fail (UPDATE_USAGE);
     else if (flag_limit (ch, optarg, &flags, &err) < 0)
       return fail_err (&err);
-  if (optind + 1 != argc)
-    return fail (UPDATE_USAGE);
+  if (ch == RUNC_OPT_FAILED)
+    return 1;
   struct oci_resources r;
   memset (&r, 0, sizeof r);
   if (resources && resources_limits (resources, &r, &l, &err) < 0)
@@ -333,19 +319,17 @@ cmd_events (int argc, char **argv)
   static const struct option opts[] = { { "stats", no_argument, NULL, 's' },
                                         { "interval", required_argument, NULL, 'i' },
                                         { NULL, 0, NULL, 0 } };
+  static const char usage[] = "usage: events [--stats] [--interval DURATION] ID";
   bool once = false;
   double interval = 5;
   int ch;
-  optind = 1;
-  while ((ch = getopt_long (argc, argv, "", opts, NULL)) != -1)
+  while ((ch = runc_next_option (argc, argv, "", opts, 1, 1, usage, NULL)) >= 0)
     if (ch == 's')
       once = true;
-    else if (ch == 'i' && parse_interval (optarg, &interval) == 0 && interval > 0)
-      ;
-    else
-      return fail ("usage: events [--stats] [--interval DURATION] ID");
-  if (optind + 1 != argc)
-    return fail ("usage: events [--stats] [--interval DURATION] ID");
+    else if (parse_interval (optarg, &interval) < 0)
+      return fail ("%s", usage);
+  if (ch == RUNC_OPT_FAILED)
+    return 1;
   const char *id = argv[optind];
   for (;;)
     {

@@ -67,9 +67,8 @@ parse_args (int argc, char **argv, struct exec_args *a)
     { NULL, 0, NULL, 0 },
   };
   int ch;
-  optind = 1;
   /* "+": the command's own options follow the id. */
-  while ((ch = getopt_long (argc, argv, "+p:dtu:e:", opts, NULL)) != -1)
+  while ((ch = runc_next_option (argc, argv, "+p:dtu:e:", opts, 1, -1, EXEC_USAGE, NULL)) >= 0)
     switch (ch)
       {
       case 'p':
@@ -117,11 +116,9 @@ parse_args (int argc, char **argv, struct exec_args *a)
         return fail ("exec --ignore-paused: not supported (a paused container's process could not run)"), NULL;
       case 'G':
         return fail ("exec --cgroup: not supported (the process joins the container's cgroup)"), NULL;
-      default:
-        return fail (EXEC_USAGE), NULL;
       }
-  if (optind >= argc)
-    return fail (EXEC_USAGE), NULL;
+  if (ch == RUNC_OPT_FAILED)
+    return NULL;
   a->argv = argv + optind + 1;
   if (a->process_file == NULL && a->argv[0] == NULL)
     return fail ("exec: no command: give one after the container's id, or --process FILE"), NULL;

@@ -379,12 +379,12 @@ kill_created (const char *dir)
     kill_and_wait ((pid_t) pid);
 }
 
-#define CREATE_USAGE                                                                                                   \
-  "usage: %s [--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N] [--no-pivot] ID"
+#define CREATE_ARGS "[--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N] [--no-pivot] ID"
 
 int
-cmd_create_or_run (int argc, char **argv, bool run)
+cmd_create_or_run (int argc, char **argv)
 {
+  bool run = strcmp (argv[0], "run") == 0;
   const char *bundle = ".", *pid_file = NULL, *console_socket = NULL;
   bool detach = false;
   int preserve_fds = 0;
@@ -397,9 +397,9 @@ cmd_create_or_run (int argc, char **argv, bool run)
                                         { "no-new-keyring", no_argument, NULL, 'k' },
                                         { "detach", no_argument, NULL, 'd' },
                                         { NULL, 0, NULL, 0 } };
+  const char *usage = run ? "usage: run [--detach] " CREATE_ARGS : "usage: create " CREATE_ARGS;
   int c;
-  optind = 1;
-  while ((c = getopt_long (argc, argv, "b:d", opts, NULL)) != -1)
+  while ((c = runc_next_option (argc, argv, "b:d", opts, 1, 1, usage, NULL)) >= 0)
     switch (c)
       {
       case 'b':
@@ -423,11 +423,9 @@ cmd_create_or_run (int argc, char **argv, bool run)
       case 'P':
         no_pivot = true;
         break;
-      default:
-        return fail (CREATE_USAGE, run ? "run [--detach]" : "create");
       }
-  if (optind + 1 != argc)
-    return fail (CREATE_USAGE, run ? "run [--detach]" : "create");
+  if (c == RUNC_OPT_FAILED)
+    return 1;
   const char *id = argv[optind];
   /* run --detach is create then start (as runc's): it returns once the
    * container's process runs. */
@@ -520,17 +518,13 @@ cmd_start (int argc, char **argv)
 int
 cmd_kill (int argc, char **argv)
 {
-  optind = 1;
   static const struct option opts[] = { { "all", no_argument, NULL, 'a' }, { NULL, 0, NULL, 0 } };
   int ch;
   bool all = false;
-  while ((ch = getopt_long (argc, argv, "a", opts, NULL)) != -1)
-    if (ch == 'a')
-      all = true;
-    else
-      return fail ("usage: kill [--all] ID [SIGNAL]");
-  if (argc - optind < 1 || argc - optind > 2)
-    return fail ("usage: kill [--all] ID [SIGNAL]");
+  while ((ch = runc_next_option (argc, argv, "a", opts, 1, 2, "usage: kill [--all] ID [SIGNAL]", NULL)) == 'a')
+    all = true;
+  if (ch == RUNC_OPT_FAILED)
+    return 1;
   int sig = SIGTERM;
   if (argc - optind == 2 && ohbox_signal_parse (argv[optind + 1], &sig) < 0)
     return fail ("kill: unknown signal `%s`", argv[optind + 1]);
@@ -572,16 +566,12 @@ int
 cmd_delete (int argc, char **argv)
 {
   bool force = false;
-  optind = 1;
   static const struct option opts[] = { { "force", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 } };
   int ch;
-  while ((ch = getopt_long (argc, argv, "f", opts, NULL)) != -1)
-    if (ch == 'f')
-      force = true;
-    else
-      return fail ("usage: delete [--force] ID");
-  if (argc - optind != 1)
-    return fail ("usage: delete [--force] ID");
+  while ((ch = runc_next_option (argc, argv, "f", opts, 1, 1, "usage: delete [--force] ID", NULL)) == 'f')
+    force = true;
+  if (ch == RUNC_OPT_FAILED)
+    return 1;
   struct container c;
   int rc = container_open (argv[optind], &c, OPEN_STALE_OK);
   if (rc == 0 && c.stale)

@@ -87,6 +87,61 @@ fail_err (ohbox_error_t *err)
 }
 
 int
+runc_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, int min, int max,
+                  const char *usage, int *idx)
+{
+  int ch = getopt_long (argc, argv, shortopts, opts, idx);
+  int n = argc - optind;
+  /* ('?': getopt has said which option it rejected, and why) */
+  if (ch == '?' || ch == ':' || (ch == -1 && (n < min || (max >= 0 && n > max))))
+    {
+      fail ("%s", usage);
+      return RUNC_OPT_FAILED;
+    }
+  return ch;
+}
+
+#define USAGE "usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ..."
+
+/* The commands, in the order --help lists them. */
+static const struct
+{
+  const char *name;
+  int (*fn) (int argc, char **argv);
+} commands[] = {
+  { "create", cmd_create_or_run },
+  { "start", cmd_start },
+  { "run", cmd_create_or_run },
+  { "state", cmd_state },
+  { "kill", cmd_kill },
+  { "delete", cmd_delete },
+  { "exec", cmd_exec },
+  { "list", cmd_list },
+  { "ps", cmd_ps },
+  { "spec", cmd_spec },
+  { "features", cmd_features },
+  { "pause", cmd_freeze },
+  { "resume", cmd_freeze },
+  { "update", cmd_update },
+  { "events", cmd_events },
+};
+#define N_COMMANDS (sizeof commands / sizeof commands[0])
+
+/* "create, start, ..., events": what --help and a missing command list. */
+static char *
+command_names (void)
+{
+  char *all = xstrdup (commands[0].name);
+  for (size_t i = 1; i < N_COMMANDS; i++)
+    {
+      char *more = xasprintf ("%s, %s", all, commands[i].name);
+      free (all);
+      all = more;
+    }
+  return all;
+}
+
+int
 main (int argc, char **argv)
 {
   static const struct option opts[] = { { "root", required_argument, NULL, 'r' },
@@ -131,47 +186,30 @@ main (int argc, char **argv)
         printf ("ohbox-runc version %s\nspec: %s\n", PACKAGE_VERSION, OCI_RUNTIME_SPEC_VERSION);
         return 0;
       case 'h':
-        printf ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...\n"
-                "commands: create, start, run, state, kill, delete, exec, list, ps, spec, features, pause, resume, "
-                "update, events\n");
-        return 0;
+        {
+          cleanup_free char *names = command_names ();
+          printf ("%s\ncommands: %s\n", USAGE, names);
+          return 0;
+        }
       default:
-        return fail ("usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ...");
+        return fail ("%s", USAGE);
       }
   if (optind >= argc)
-    return fail ("no command given (create, start, run, state, kill, delete, exec, list, ps, spec, features)");
+    {
+      cleanup_free char *names = command_names ();
+      return fail ("no command given (%s)", names);
+    }
   const char *cmd = argv[optind];
   argc -= optind;
   argv += optind;
-  if (strcmp (cmd, "create") == 0 || strcmp (cmd, "run") == 0)
-    return cmd_create_or_run (argc, argv, strcmp (cmd, "run") == 0);
-  if (strcmp (cmd, "start") == 0)
-    return cmd_start (argc, argv);
-  if (strcmp (cmd, "state") == 0)
-    return cmd_state (argc, argv);
-  if (strcmp (cmd, "kill") == 0)
-    return cmd_kill (argc, argv);
-  if (strcmp (cmd, "delete") == 0)
-    return cmd_delete (argc, argv);
-  if (strcmp (cmd, "exec") == 0)
-    return cmd_exec (argc, argv);
-  if (strcmp (cmd, "list") == 0)
-    return cmd_list (argc, argv);
-  if (strcmp (cmd, "ps") == 0)
-    return cmd_ps (argc, argv);
-  if (strcmp (cmd, "spec") == 0)
-    return cmd_spec (argc, argv);
-  if (strcmp (cmd, "features") == 0)
-    return cmd_features (argc, argv);
+  /* The command's getopt starts at its ARGV[1]: 1, not 0 (which would
+   * start getopt anew), so that the order main's "+" chose holds and a
+   * command's options end at its first argument, as runc's do. */
+  optind = 1;
+  for (size_t i = 0; i < N_COMMANDS; i++)
+    if (strcmp (cmd, commands[i].name) == 0)
+      return commands[i].fn (argc, argv);
   if (strcmp (cmd, "checkpoint") == 0 || strcmp (cmd, "restore") == 0)
     return fail ("`%s`: checkpoint and restore are not supported by ohbox-runc", cmd);
-  if (strcmp (cmd, "pause") == 0)
-    return cmd_pause (argc, argv);
-  if (strcmp (cmd, "resume") == 0)
-    return cmd_resume (argc, argv);
-  if (strcmp (cmd, "update") == 0)
-    return cmd_update (argc, argv);
-  if (strcmp (cmd, "events") == 0)
-    return cmd_events (argc, argv);
   return fail ("`%s`: not supported by ohbox-runc", cmd);
 }

@@ -23,6 +23,16 @@
 #include <time.h>
 #include <unistd.h>
 
+/* --format table|json of list and ps: -1 for another value. */
+static int
+format_is_json (const char *arg, bool *json)
+{
+  if (strcmp (arg, "json") != 0 && strcmp (arg, "table") != 0)
+    return -1;
+  *json = strcmp (arg, "json") == 0;
+  return 0;
+}
+
 /* The state `state` prints, and `list --format json` lists. */
 static json_t *
 state_json (const struct container *c)
@@ -61,17 +71,15 @@ cmd_list (int argc, char **argv)
   static const struct option opts[] = { { "format", required_argument, NULL, 'f' },
                                         { "quiet", no_argument, NULL, 'q' },
                                         { NULL, 0, NULL, 0 } };
+  static const char usage[] = "usage: list [--format table|json] [--quiet]";
   int ch;
-  optind = 1;
-  while ((ch = getopt_long (argc, argv, "f:q", opts, NULL)) != -1)
-    if (ch == 'f' && (strcmp (optarg, "json") == 0 || strcmp (optarg, "table") == 0))
-      json = strcmp (optarg, "json") == 0;
-    else if (ch == 'q')
+  while ((ch = runc_next_option (argc, argv, "f:q", opts, 0, 0, usage, NULL)) >= 0)
+    if (ch == 'q')
       quiet = true;
-    else
-      return fail ("usage: list [--format table|json] [--quiet]");
-  if (optind != argc)
-    return fail ("usage: list [--format table|json] [--quiet]");
+    else if (format_is_json (optarg, &json) < 0)
+      return fail ("%s", usage);
+  if (ch == RUNC_OPT_FAILED)
+    return 1;
   json_t *all = json_array ();
   cleanup_dir DIR *d = opendir (root_dir);
   if (d == NULL && errno != ENOENT)
@@ -199,15 +207,15 @@ cmd_ps (int argc, char **argv)
 {
   bool json = false;
   static const struct option opts[] = { { "format", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 } };
+  static const char usage[] = "usage: ps [--format table|json] ID [PS-OPTIONS...]";
   int ch;
-  optind = 1;
-  while ((ch = getopt_long (argc, argv, "+f:", opts, NULL)) != -1)
-    if (ch == 'f' && (strcmp (optarg, "json") == 0 || strcmp (optarg, "table") == 0))
-      json = strcmp (optarg, "json") == 0;
-    else
-      return fail ("usage: ps [--format table|json] ID [PS-OPTIONS...]");
-  if (optind >= argc || (json && optind + 1 != argc))
-    return fail ("usage: ps [--format table|json] ID [PS-OPTIONS...]");
+  /* (ps(1)'s options after the id only for its table: json is known by
+   * the last call) */
+  while ((ch = runc_next_option (argc, argv, "+f:", opts, 1, json ? 1 : -1, usage, NULL)) == 'f')
+    if (format_is_json (optarg, &json) < 0)
+      return fail ("%s", usage);
+  if (ch == RUNC_OPT_FAILED)
+    return 1;
   struct container c;
   int rc = container_open (argv[optind], &c, 0);
   cleanup_free pid_t *pids = NULL;
@@ -238,16 +246,13 @@ cmd_spec (int argc, char **argv)
                                         { "rootless", no_argument, NULL, 'r' },
                                         { NULL, 0, NULL, 0 } };
   int ch;
-  optind = 1;
-  while ((ch = getopt_long (argc, argv, "b:", opts, NULL)) != -1)
+  while ((ch = runc_next_option (argc, argv, "b:", opts, 0, 0, "usage: spec [--bundle DIR] [--rootless]", NULL)) >= 0)
     if (ch == 'b')
       bundle = optarg;
-    else if (ch == 'r')
-      rootless = true;
     else
-      return fail ("usage: spec [--bundle DIR] [--rootless]");
-  if (optind != argc)
-    return fail ("usage: spec [--bundle DIR] [--rootless]");
+      rootless = true;
+  if (ch == RUNC_OPT_FAILED)
+    return 1;
   json_t *j = oci_runtime_spec_default (rootless, getuid (), getgid ());
   cleanup_free char *text = j ? json_dumps (j, JSON_INDENT (2)) : NULL;
   json_decref (j);

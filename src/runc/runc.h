@@ -84,14 +84,28 @@ int container_signal (const struct container *c, int sig);
  * -1 with errno. */
 int container_pids (const struct container *c, pid_t **ret, size_t *n);
 
-/* Commands: ARGV[0] is the command's name. */
+/* Commands: ARGV[0] is the command's name; main sets optind for their
+ * getopt (which starts at ARGV[1]). */
+/* A command's option loop: the next option (getopt_long over ARGV; IDX
+ * as its longindex, or NULL), -1 after the last when MIN to MAX arguments
+ * follow them (MAX -1: no limit), else RUNC_OPT_FAILED: an option getopt
+ * rejected or a wrong count, USAGE reported (fail), the command returns 1.
+ *   while ((ch = runc_next_option (argc, argv, "f", opts, 1, 1, usage, NULL)) == 'f')
+ *     force = true;
+ *   if (ch == RUNC_OPT_FAILED)
+ *     return 1; */
+#define RUNC_OPT_FAILED (-2)
+struct option;
+int runc_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, int min, int max,
+                      const char *usage, int *idx);
 /* --preserve-fds N of CMD: ARG as N (0 to 1024), an error naming it otherwise. */
 int preserve_fds_parse (const char *cmd, const char *arg, int *ret);
 /* The fds 3 .. 3+N-1 handed over are open and reach the process (their
  * FD_CLOEXEC cleared); an error naming the first that is not open. */
 int preserve_fds_check (const char *cmd, int n);
 
-int cmd_create_or_run (int argc, char **argv, bool run);
+/* create and run (ARGV[0]) */
+int cmd_create_or_run (int argc, char **argv);
 int cmd_start (int argc, char **argv);
 int cmd_kill (int argc, char **argv);
 int cmd_delete (int argc, char **argv);
@@ -126,10 +140,10 @@ void runc_cgroup_release (struct runc_cgroup *rc);
 /* Thaws the container DIRFD if it is paused (a frozen process does not
  * even die of SIGKILL). */
 int runc_cgroup_thaw (int dirfd, ohbox_error_t *err);
-int cmd_pause (int argc, char **argv);
+/* pause and resume (ARGV[0]) */
+int cmd_freeze (int argc, char **argv);
 int cmd_update (int argc, char **argv);
 int cmd_events (int argc, char **argv);
-int cmd_resume (int argc, char **argv);
 
 /* console.c: sends the terminal's MASTER over the unix socket at PATH (as
  * runc does: one message with the fd as SCM_RIGHTS), for the engine. */

@@ -162,6 +162,12 @@ test_bad_input ()
   assert_exit 3 ohbox build --no-pull --bash /nonexistent "$BB"
   assert_exit 2 ohbox build --no-pull
   assert_exit 2 ohbox build --no-pull --runtime-repo 'Bad Repo' "$BB"
+  assert_exit 2 ohbox build --no-pull --pull-timeout 1x "$BB"
+  assert_contains "$err" "ohbox build: --pull-timeout takes a duration (30s, 10m, 1h) or 0 for none, not \`1x\`"
+  assert_contains "$err" "Run 'ohbox build --help' for usage."
+  assert_exit 2 ohbox build --no-pull --max-image-size 0 "$BB"
+  assert_contains "$err" "ohbox build: --max-image-size takes a size in bytes (suffixes K, M, G, T), not \`0\`"
+  assert_exit 2 ohbox build --no-pull --max-layer-size 1G "$BB"
   # Nothing was tagged by the failed builds.
   assert_not_contains "$(ohbox images)" "ohbox/runtime"
 }

@@ -564,6 +564,53 @@ test_spec_features ()
   fi
 }
 
+# The command lines as runc's users meet them: --help and a missing command
+# list every command; each command's wrong option, wrong argument count or
+# wrong value is its usage line (on stderr and in --log, exit 1); options
+# end at the first argument, as runc's (urfave/cli) do.
+test_command_lines ()
+{
+  local all="create, start, run, state, kill, delete, exec, list, ps, spec, features, pause, resume, update, events"
+  assert_ok "$RUNC" --help
+  assert_contains "$out" "commands: $all"
+  assert_exit 1 "$RUNC" --root "$T_WORK/state"
+  assert_contains "$err" "no command given ($all)"
+  assert_exit 1 runc_cmd frob x
+  assert_contains "$err" '`frob`: not supported by ohbox-runc'
+  while IFS=';' read -r usage args; do
+    # shellcheck disable=SC2086 # ARGS are words
+    assert_exit 1 runc_cmd $args </dev/null
+    assert_contains "$err" "ohbox-runc: usage: $usage" "stderr of $args"
+    assert_contains "$(tail -n 1 "$T_WORK/runc.log")" "\"level\":\"error\",\"msg\":\"usage: $usage" "--log of $args"
+  done <<'EOF2'
+create [--bundle DIR];create
+run [--detach] [--bundle DIR];run a b
+create [--bundle DIR];create c1 --bundle .
+run [--detach] [--bundle DIR];run --frob c1
+start ID;start
+state ID;state a b
+kill [--all] ID [SIGNAL];kill
+kill [--all] ID [SIGNAL];kill a TERM c
+delete [--force] ID;delete --all a
+exec [--process FILE];exec
+list [--format table|json] [--quiet];list x
+list [--format table|json] [--quiet];list --format yaml
+ps [--format table|json] ID [PS-OPTIONS...];ps
+ps [--format table|json] ID [PS-OPTIONS...];ps --format json a -ef
+spec [--bundle DIR] [--rootless];spec x
+features;features x
+pause ID;pause
+resume ID;resume a b
+update [--resources FILE|-];update
+update [--resources FILE|-];update --frob 1 a
+events [--stats] [--interval DURATION] ID;events --interval 0 a
+events [--stats] [--interval DURATION] ID;events a b
+EOF2
+  # The right count goes on to the container.
+  assert_exit 1 runc_cmd kill --all nosuch
+  assert_contains "$err" "container \`nosuch\` does not exist"
+}
+
 # cg_file PID CONTROLLER FILE-V1 FILE-V2: the path of a cgroup file of PID's
 # cgroup (v1 hierarchy of CONTROLLER, else the v2 one).
 cg_file ()
@@ -978,6 +1025,7 @@ run_test terminal test_terminal
 run_test kill_all_list_ps test_kill_all_list_ps
 run_test stale_state test_stale_state
 run_test spec_features test_spec_features
+run_test command_lines test_command_lines
 run_test cgroup test_cgroup
 run_test update_unlimited test_update_unlimited
 run_test hooks test_hooks

@@ -212,6 +212,12 @@ test_usage_errors ()
   assert_exit 2 ohbox pull --tls-verify=false "$REG_HOST/Test/UPPER:latest"
   assert_exit 2 ohbox pull --tls-verify=false "$REG_HOST/test/busybox:bad:tag"
   assert_exit 2 ohbox pull --no-such-option "$BB"
+  # The pull's limits: a wrong value is a usage error naming the option.
+  assert_exit 2 ohbox pull --max-layer-size 1Q "$BB"
+  assert_contains "$err" "ohbox pull: --max-layer-size takes a size in bytes (suffixes K, M, G, T), not \`1Q\`"
+  assert_contains "$err" "Run 'ohbox pull --help' for usage."
+  assert_exit 2 ohbox pull --timeout 1x "$BB"
+  assert_contains "$err" "ohbox pull: --timeout takes a duration (30s, 10m, 1h) or 0 for none, not \`1x\`"
   assert_exit 2 ohbox pull --platform nonsense --tls-verify=false "$BB"
 }
 

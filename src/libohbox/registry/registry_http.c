@@ -855,6 +855,18 @@ reg_membody_attach (struct reg_xfer *x, struct reg_membody *m)
 }
 
 int
+reg_run_authenticated (struct ohbox_registry *r, const char *repository, struct reg_xfer *x, int round, bool creds_sent,
+                       ohbox_error_t *err)
+{
+  if (reg_run (x, true, err) < 0)
+    return -1;
+  reg_xfer_note_origin (x);
+  if (x->resp.status == 401 && repository && round == 0 && reg_xfer_at_origin (x))
+    return reg_auth_challenged (r, repository, x->resp.www_authenticate, creds_sent, err);
+  return 0;
+}
+
+int
 reg_get (struct ohbox_registry *r, const char *repository, const char *url, const char *accept, size_t max,
          const char *what, struct ohbox_buf *body, struct reg_response *resp, bool *creds_sent, ohbox_error_t *err)
 {
@@ -870,34 +882,23 @@ reg_get (struct ohbox_registry *r, const char *repository, const char *url, cons
       x.authorization = authorization;
       x.accept = accept;
       reg_membody_attach (&x, &m);
-      int ret = reg_run (&x, true, err);
-      if (ret == 0)
-        reg_xfer_note_origin (&x);
-      if (ret == 0 && x.resp.status == 401 && repository && round == 0 && reg_xfer_at_origin (&x))
+      int ret = reg_run_authenticated (r, repository, &x, round, sent, err);
+      if (ret != 0)
         {
-          int again = reg_auth_challenged (r, repository, x.resp.www_authenticate, sent, err);
-          if (again != 0)
-            {
-              ohbox_buf_free (&m.buf);
-              reg_xfer_clear (&x);
-              if (again < 0)
-                return -1;
-              continue;
-            }
+          ohbox_buf_free (&m.buf);
+          reg_xfer_clear (&x);
+          if (ret < 0)
+            return -1;
+          continue;
         }
-      if (ret == 0)
-        {
-          *resp = x.resp;
-          memset (&x.resp, 0, sizeof x.resp);
-          if (m.buf.data == NULL)
-            ohbox_buf_append (&m.buf, "", 0);
-          *body = m.buf;
-          *creds_sent = sent;
-        }
-      else
-        ohbox_buf_free (&m.buf);
+      *resp = x.resp;
+      memset (&x.resp, 0, sizeof x.resp);
+      if (m.buf.data == NULL)
+        ohbox_buf_append (&m.buf, "", 0);
+      *body = m.buf;
+      *creds_sent = sent;
       reg_xfer_clear (&x);
-      return ret;
+      return 0;
     }
 }
 

@@ -200,6 +200,13 @@ char *reg_url_origin (const char *url);
  * failures retried with backoff. 0 with x->resp.status set. RETRY_CONNECT as
  * for reg_xfer_outcome(). */
 int reg_run (struct reg_xfer *x, bool retry_connect, ohbox_error_t *err);
+/* reg_run for a request about REPOSITORY (NULL: none) sent with
+ * credentials or not (CREDS_SENT): 1 when it was the first ROUND's 401 from
+ * the registry itself (not a redirect's target) and a retry with the
+ * challenge's new authentication can succeed; else 0 with x->resp set, or
+ * -1. */
+int reg_run_authenticated (struct ohbox_registry *r, const char *repository, struct reg_xfer *x, int round,
+                           bool creds_sent, ohbox_error_t *err);
 
 /* A bounded in-memory body (on_headers/on_data for reg_xfer). */
 struct reg_membody

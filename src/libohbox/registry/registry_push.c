@@ -35,19 +35,11 @@ push_request (struct ohbox_registry *r, const char *repository, const char *meth
       x.long_transfer = body_fd >= 0;
       /* A 2xx body (a HEAD's Content-Length is the blob's) is not needed:
        * without on_data it is dropped; an error body's start is kept. */
-      int ret = reg_run (&x, true, err);
-      if (ret == 0)
-        reg_xfer_note_origin (&x);
-      if (ret == 0 && x.resp.status == 401 && round == 0 && reg_xfer_at_origin (&x))
+      int ret = reg_run_authenticated (r, repository, &x, round, sent, err);
+      if (ret > 0)
         {
-          int again = reg_auth_challenged (r, repository, x.resp.www_authenticate, sent, err);
-          if (again != 0)
-            {
-              reg_xfer_clear (&x);
-              if (again < 0)
-                return -1;
-              continue;
-            }
+          reg_xfer_clear (&x);
+          continue;
         }
       if (ret == 0)
         {

@@ -163,49 +163,23 @@ reg_active (struct registry *r)
   return n;
 }
 
-static const char *
-status_name (const struct sbx *s)
-{
-  switch (s->state)
-    {
-    case SBX_STARTING:
-      return "starting";
-    case SBX_READY:
-      return "running";
-    case SBX_PAUSED:
-      return "paused";
-    case SBX_FAILED:
-      /* V0 knows running, paused and stopped: a stopped session starts
-       * anew (RUNTIME-API.md, detail 8); pod_status says what happened. */
-      return "stopped";
-    }
-  return "unknown";
-}
-
-static const char *
-pod_status_name (const struct sbx *s)
-{
-  switch (s->state)
-    {
-    case SBX_STARTING:
-      return "pending";
-    case SBX_READY:
-      return "ready";
-    case SBX_PAUSED:
-      return "paused";
-    case SBX_FAILED:
-      return "failed";
-    }
-  return "unknown";
-}
+/* A sandbox's "status" and "pod_status" by its state. V0 knows running,
+ * paused and stopped: a failed session is "stopped" and starts anew
+ * (RUNTIME-API.md, detail 8); pod_status says what happened. */
+static const char *const status_names[][2] = {
+  [SBX_STARTING] = { "starting", "pending" },
+  [SBX_READY] = { "running", "ready" },
+  [SBX_PAUSED] = { "paused", "paused" },
+  [SBX_FAILED] = { "stopped", "failed" },
+};
 
 json_t *
 reg_describe (struct serve *srv, const struct sbx *s)
 {
   cleanup_free char *url = xasprintf ("%s/%s", srv->base_url, s->id);
   json_t *j = json_pack ("{s:s, s:s?, s:s, s:s, s:s, s:s?, s:o, s:s?, s:s?, s:i, s:[]}", "runtime_id", s->id,
-                         "session_id", s->session_id, "status", status_name (s), "pod_status", pod_status_name (s),
-                         "url", url, "session_api_key", s->key, "work_hosts",
+                         "session_id", s->session_id, "status", status_names[s->state][0], "pod_status",
+                         status_names[s->state][1], "url", url, "session_api_key", s->key, "work_hosts",
                          s->work_hosts ? json_incref (s->work_hosts) : json_object (), "image", s->image, "created_at",
                          s->created, "restart_count", 0, "restart_reasons");
   if (s->state == SBX_FAILED)

@@ -88,6 +88,17 @@ maint_main (void *arg)
   return NULL;
 }
 
+/* A thread of the server running FN (*STARTED: joined at the end). */
+static int
+start_thread (struct serve *srv, pthread_t *t, bool *started, void *(*fn) (void *), const char *what,
+              ohbox_error_t *err)
+{
+  if (pthread_create (t, NULL, fn, srv) != 0)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "start the %s thread", what);
+  *started = true;
+  return 0;
+}
+
 /* One server per state directory: two would each think the sandboxes
  * theirs. */
 static int
@@ -164,22 +175,10 @@ serve_main (struct serve_config *cfg, ohbox_error_t *err)
     goto out;
   if (reg_load (&srv, err) < 0)
     goto out;
-  if (pthread_create (&srv.remover, NULL, serve_remover_main, &srv) != 0)
-    {
-      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "start the remover thread");
-      goto out;
-    }
-  srv.remover_started = true;
-  if (builds_init (&srv, err) < 0 || http_start (&srv, err) < 0)
+  if (start_thread (&srv, &srv.remover, &srv.remover_started, serve_remover_main, "remover", err) < 0
+      || builds_init (&srv, err) < 0 || http_start (&srv, err) < 0 || pools_init (&srv, err) < 0
+      || start_thread (&srv, &srv.maint, &srv.maint_started, maint_main, "maintenance", err) < 0)
     goto out;
-  if (pools_init (&srv, err) < 0)
-    goto out;
-  if (pthread_create (&srv.maint, NULL, maint_main, &srv) != 0)
-    {
-      ohbox_error (err, OHBOX_ERR_GENERIC, 0, "start the maintenance thread");
-      goto out;
-    }
-  srv.maint_started = true;
   serve_log (&srv, json_pack ("{s:s, s:s, s:s, s:i, s:b}", "event", "listening", "address",
                               cfg->socket_path ? cfg->socket_path : cfg->listen_addr, "url", srv.base_url, "sandboxes",
                               (int) srv.reg.count, "api_key", cfg->api_key != NULL));

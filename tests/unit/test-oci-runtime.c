@@ -140,12 +140,7 @@ test_fields (void)
 static void
 test_errors_name_the_field (void)
 {
-  static const struct
-  {
-    const char *text;
-    int kind;
-    const char *needle;
-  } cases[] = {
+  static const struct unit_refusal cases[] = {
     { "{\"root\": {\"path\": \"r\"}}", OHBOX_ERR_USAGE, "ociVersion" },
     { "{\"ociVersion\": \"2.0.0\"}", OHBOX_ERR_UNSUPPORTED, "ociVersion" },
     { "{\"ociVersion\": \"one\"}", OHBOX_ERR_USAGE, "ociVersion" },
@@ -187,7 +182,7 @@ test_errors_name_the_field (void)
   };
   for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
     {
-      const char *why = expect_error (cases[i].text, cases[i].kind, cases[i].needle);
+      const char *why = expect_error (cases[i].doc, cases[i].kind, cases[i].msg);
       CHECK (why == NULL, "case %zu: %s", i, why);
     }
 }

@@ -340,6 +340,28 @@ out:
   return 0;
 }
 
+/* The schemaVersion and mediaType of ROOT, a document of KIND: *OUT is its
+ * media type, the OCI one when it has none (an OCI manifest or index may
+ * omit it; Docker's always have it). A type of the other kind makes a
+ * malformed document, any other type one ohbox does not support. */
+static int
+document_media_type (json_t *root, enum oci_document_kind kind, char **out, ohbox_error_t *err)
+{
+  const char *mt;
+  if (check_schema_version (root, err) < 0 || get_string (root, "mediaType", false, &mt, err) < 0)
+    return -1;
+  bool manifest = kind == OCI_DOC_MANIFEST;
+  if (mt && !(manifest ? is_manifest_type (mt) : is_index_type (mt)))
+    {
+      cleanup_free char *x = shown (mt);
+      bool other_kind = manifest ? is_index_type (mt) : is_manifest_type (mt);
+      return ohbox_error (err, other_kind ? OHBOX_ERR_INTEGRITY : OHBOX_ERR_UNSUPPORTED, 0,
+                          "media type `%s` is not an image %s", x, manifest ? "manifest" : "index");
+    }
+  *out = xstrdup (mt ? mt : manifest ? OCI_MEDIA_MANIFEST : OCI_MEDIA_INDEX);
+  return 0;
+}
+
 /* ------------------------------------------------------------- manifest */
 
 static bool
@@ -364,17 +386,8 @@ static int
 manifest_fill (struct oci_manifest *m, ohbox_error_t *err)
 {
   json_t *root = m->json;
-  const char *mt;
-  if (check_schema_version (root, err) < 0 || get_string (root, "mediaType", false, &mt, err) < 0)
+  if (document_media_type (root, OCI_DOC_MANIFEST, &m->media_type, err) < 0)
     return -1;
-  if (mt && !is_manifest_type (mt))
-    {
-      cleanup_free char *x = shown (mt);
-      return ohbox_error (err, is_index_type (mt) ? OHBOX_ERR_INTEGRITY : OHBOX_ERR_UNSUPPORTED, 0,
-                          "media type `%s` is not an image manifest", x);
-    }
-  /* An OCI manifest may omit mediaType; Docker schema2 always has it. */
-  m->media_type = xstrdup (mt ? mt : OCI_MEDIA_MANIFEST);
   if (json_object_get (root, "manifests"))
     return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "a manifest with `manifests` is ambiguous");
 
@@ -421,16 +434,8 @@ static int
 index_fill (struct oci_index *idx, ohbox_error_t *err)
 {
   json_t *root = idx->json;
-  const char *mt;
-  if (check_schema_version (root, err) < 0 || get_string (root, "mediaType", false, &mt, err) < 0)
+  if (document_media_type (root, OCI_DOC_INDEX, &idx->media_type, err) < 0)
     return -1;
-  if (mt && !is_index_type (mt))
-    {
-      cleanup_free char *x = shown (mt);
-      return ohbox_error (err, is_manifest_type (mt) ? OHBOX_ERR_INTEGRITY : OHBOX_ERR_UNSUPPORTED, 0,
-                          "media type `%s` is not an image index", x);
-    }
-  idx->media_type = xstrdup (mt ? mt : OCI_MEDIA_INDEX);
   if (json_object_get (root, "layers") || json_object_get (root, "config"))
     return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "an index with `layers` or `config` is ambiguous");
 

@@ -1344,10 +1344,8 @@ static int
 read_pids (struct pctx *c, json_t *j, const char *p, void *data)
 {
   struct oci_resources *r = data;
-  if (get_int (c, j, p, "limit", true, INT64_MIN, INT64_MAX, NULL, &r->pids_limit) < 0)
-    return -1;
   r->has_pids = true;
-  return 0;
+  return get_int (c, j, p, "limit", true, INT64_MIN, INT64_MAX, NULL, &r->pids_limit);
 }
 
 static const char *const network_keys[] = { "classID", "priorities", NULL };

@@ -68,6 +68,21 @@ get_string (json_t *obj, const char *key, bool required, const char **out, ohbox
   return 0;
 }
 
+/* The array KEY of OBJ (NAME in messages) of at most MAX entries, NOUN in
+ * messages: *RET and its size *N. */
+static int
+get_list (json_t *obj, const char *key, const char *name, const char *noun, size_t max, json_t **ret, size_t *n,
+          ohbox_error_t *err)
+{
+  *ret = json_object_get (obj, key);
+  if (!json_is_array (*ret))
+    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "`%s` is missing or not an array", name);
+  *n = json_array_size (*ret);
+  if (*n > max)
+    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%zu %s, more than the %zu allowed", *n, noun, max);
+  return 0;
+}
+
 static bool
 is_schema1_type (const char *mt)
 {
@@ -191,6 +206,47 @@ descriptor_parse (json_t *j, bool with_platform, struct oci_descriptor *d, ohbox
   return 0;
 }
 
+static void
+descriptors_free (struct oci_descriptor *v, size_t n)
+{
+  for (size_t i = 0; i < n; i++)
+    descriptor_clear (&v[i]);
+  free (v);
+}
+
+/* What the descriptors of a list describe. */
+enum descriptor_role
+{
+  ROLE_LAYER,       /* a manifest's layer: of a media type ohbox can unpack */
+  ROLE_INDEX_ENTRY, /* an index's entry: any media type, may have a platform */
+  ROLE_LIST_ENTRY,  /* a Docker manifest list's entry: has a platform */
+};
+
+/* The descriptors in the array KEY of ROOT, at most MAX (NOUN counts them in
+ * messages), into *OUT and *N (what an error leaves is freed with them). */
+static int
+descriptors_parse (json_t *root, const char *key, const char *noun, size_t max, enum descriptor_role role,
+                   struct oci_descriptor **out, size_t *n, ohbox_error_t *err)
+{
+  json_t *a;
+  size_t len;
+  if (get_list (root, key, key, noun, max, &a, &len, err) < 0)
+    return -1;
+  *out = xcalloc (len, sizeof **out);
+  for (size_t i = 0; i < len; i++)
+    {
+      struct oci_descriptor *d = &(*out)[i];
+      enum oci_layer_compression comp;
+      *n = i + 1;
+      if (descriptor_parse (json_array_get (a, i), role != ROLE_LAYER, d, err) < 0
+          || (role == ROLE_LAYER && oci_layer_compression (d->media_type, &comp, err) < 0))
+        return ohbox_error_prefix (err, "%s[%zu]", key, i);
+      if (role == ROLE_LIST_ENTRY && d->platform == NULL)
+        return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%s[%zu]: missing `platform`", key, i);
+    }
+  return 0;
+}
+
 /* ---------------------------------------------------------------- kinds */
 
 static bool
@@ -284,6 +340,28 @@ out:
   return 0;
 }
 
+/* The schemaVersion and mediaType of ROOT, a document of KIND: *OUT is its
+ * media type, the OCI one when it has none (an OCI manifest or index may
+ * omit it; Docker's always have it). A type of the other kind makes a
+ * malformed document, any other type one ohbox does not support. */
+static int
+document_media_type (json_t *root, enum oci_document_kind kind, char **out, ohbox_error_t *err)
+{
+  const char *mt;
+  if (check_schema_version (root, err) < 0 || get_string (root, "mediaType", false, &mt, err) < 0)
+    return -1;
+  bool manifest = kind == OCI_DOC_MANIFEST;
+  if (mt && !(manifest ? is_manifest_type (mt) : is_index_type (mt)))
+    {
+      cleanup_free char *x = shown (mt);
+      bool other_kind = manifest ? is_index_type (mt) : is_manifest_type (mt);
+      return ohbox_error (err, other_kind ? OHBOX_ERR_INTEGRITY : OHBOX_ERR_UNSUPPORTED, 0,
+                          "media type `%s` is not an image %s", x, manifest ? "manifest" : "index");
+    }
+  *out = xstrdup (mt ? mt : manifest ? OCI_MEDIA_MANIFEST : OCI_MEDIA_INDEX);
+  return 0;
+}
+
 /* ------------------------------------------------------------- manifest */
 
 static bool
@@ -299,9 +377,7 @@ oci_manifest_free (struct oci_manifest *m)
     return;
   free (m->media_type);
   descriptor_clear (&m->config);
-  for (size_t i = 0; i < m->n_layers; i++)
-    descriptor_clear (&m->layers[i]);
-  free (m->layers);
+  descriptors_free (m->layers, m->n_layers);
   json_decref (m->json);
   free (m);
 }
@@ -310,17 +386,8 @@ static int
 manifest_fill (struct oci_manifest *m, ohbox_error_t *err)
 {
   json_t *root = m->json;
-  const char *mt;
-  if (check_schema_version (root, err) < 0 || get_string (root, "mediaType", false, &mt, err) < 0)
+  if (document_media_type (root, OCI_DOC_MANIFEST, &m->media_type, err) < 0)
     return -1;
-  if (mt && !is_manifest_type (mt))
-    {
-      cleanup_free char *x = shown (mt);
-      return ohbox_error (err, is_index_type (mt) ? OHBOX_ERR_INTEGRITY : OHBOX_ERR_UNSUPPORTED, 0,
-                          "media type `%s` is not an image manifest", x);
-    }
-  /* An OCI manifest may omit mediaType; Docker schema2 always has it. */
-  m->media_type = xstrdup (mt ? mt : OCI_MEDIA_MANIFEST);
   if (json_object_get (root, "manifests"))
     return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "a manifest with `manifests` is ambiguous");
 
@@ -333,25 +400,7 @@ manifest_fill (struct oci_manifest *m, ohbox_error_t *err)
                           "config media type `%s` is not a container image config (an artifact?)", x);
     }
 
-  json_t *layers = json_object_get (root, "layers");
-  if (!json_is_array (layers))
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "`layers` is missing or not an array");
-  size_t n = json_array_size (layers);
-  if (n > OCI_MAX_LAYERS)
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%zu layers, more than the %d allowed", n, OCI_MAX_LAYERS);
-  m->layers = xcalloc (n, sizeof *m->layers);
-  for (size_t i = 0; i < n; i++)
-    {
-      enum oci_layer_compression comp;
-      if (descriptor_parse (json_array_get (layers, i), false, &m->layers[i], err) < 0
-          || oci_layer_compression (m->layers[i].media_type, &comp, err) < 0)
-        {
-          m->n_layers = i + 1;
-          return ohbox_error_prefix (err, "layers[%zu]", i);
-        }
-    }
-  m->n_layers = n;
-  return 0;
+  return descriptors_parse (root, "layers", "layers", OCI_MAX_LAYERS, ROLE_LAYER, &m->layers, &m->n_layers, err);
 }
 
 int
@@ -376,9 +425,7 @@ oci_index_free (struct oci_index *idx)
   if (idx == NULL)
     return;
   free (idx->media_type);
-  for (size_t i = 0; i < idx->n_manifests; i++)
-    descriptor_clear (&idx->manifests[i]);
-  free (idx->manifests);
+  descriptors_free (idx->manifests, idx->n_manifests);
   json_decref (idx->json);
   free (idx);
 }
@@ -387,38 +434,15 @@ static int
 index_fill (struct oci_index *idx, ohbox_error_t *err)
 {
   json_t *root = idx->json;
-  const char *mt;
-  if (check_schema_version (root, err) < 0 || get_string (root, "mediaType", false, &mt, err) < 0)
+  if (document_media_type (root, OCI_DOC_INDEX, &idx->media_type, err) < 0)
     return -1;
-  if (mt && !is_index_type (mt))
-    {
-      cleanup_free char *x = shown (mt);
-      return ohbox_error (err, is_manifest_type (mt) ? OHBOX_ERR_INTEGRITY : OHBOX_ERR_UNSUPPORTED, 0,
-                          "media type `%s` is not an image index", x);
-    }
-  idx->media_type = xstrdup (mt ? mt : OCI_MEDIA_INDEX);
   if (json_object_get (root, "layers") || json_object_get (root, "config"))
     return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "an index with `layers` or `config` is ambiguous");
 
-  json_t *manifests = json_object_get (root, "manifests");
-  if (!json_is_array (manifests))
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "`manifests` is missing or not an array");
-  size_t n = json_array_size (manifests);
-  if (n > OCI_MAX_INDEX_ENTRIES)
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%zu entries, more than the %d allowed", n, OCI_MAX_INDEX_ENTRIES);
   /* A Docker manifest list names the platform of every entry. */
-  bool need_platform = strcmp (idx->media_type, DOCKER_MEDIA_LIST) == 0;
-  idx->manifests = xcalloc (n, sizeof *idx->manifests);
-  for (size_t i = 0; i < n; i++)
-    {
-      struct oci_descriptor *d = &idx->manifests[i];
-      idx->n_manifests = i + 1;
-      if (descriptor_parse (json_array_get (manifests, i), true, d, err) < 0)
-        return ohbox_error_prefix (err, "manifests[%zu]", i);
-      if (need_platform && d->platform == NULL)
-        return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "manifests[%zu]: missing `platform`", i);
-    }
-  return 0;
+  enum descriptor_role role = strcmp (idx->media_type, DOCKER_MEDIA_LIST) == 0 ? ROLE_LIST_ENTRY : ROLE_INDEX_ENTRY;
+  return descriptors_parse (root, "manifests", "entries", OCI_MAX_INDEX_ENTRIES, role, &idx->manifests,
+                            &idx->n_manifests, err);
 }
 
 int
@@ -514,12 +538,10 @@ config_fill (struct oci_image_config *c, ohbox_error_t *err)
     return ohbox_error_prefix (err, "rootfs");
   if (strcmp (type, "layers") != 0)
     return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "rootfs type is not `layers`");
-  json_t *ids = json_object_get (rootfs, "diff_ids");
-  if (!json_is_array (ids))
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "`rootfs.diff_ids` is missing or not an array");
-  size_t n = json_array_size (ids);
-  if (n > OCI_MAX_LAYERS)
-    return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "%zu diff_ids, more than the %d allowed", n, OCI_MAX_LAYERS);
+  json_t *ids;
+  size_t n;
+  if (get_list (rootfs, "diff_ids", "rootfs.diff_ids", "diff_ids", OCI_MAX_LAYERS, &ids, &n, err) < 0)
+    return -1;
   c->diff_ids = xcalloc (n, sizeof *c->diff_ids);
   for (size_t i = 0; i < n; i++)
     {

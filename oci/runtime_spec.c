@@ -3,10 +3,12 @@
  * and every error names its field as a path from the document's root. */
 #include "config.h"
 #include "oci/runtime_spec.h"
+#include "common/strv.h"
 #include "common/utils.h"
 
 #include <errno.h>
 #include <limits.h>
+#include <stdarg.h>
 #include <linux/mount.h>
 #include <sched.h>
 #include <stdio.h>
@@ -34,20 +36,27 @@ struct pctx
   ohbox_error_t *err;
 };
 
+static int
+vperr (struct pctx *c, int kind, const char *path, const char *fmt, va_list ap)
+{
+  char msg[1024];
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  if (path && *path)
+    return ohbox_error (c->err, kind, 0, "%s: %s: %s", c->doc, path, msg);
+  return ohbox_error (c->err, kind, 0, "%s: %s", c->doc, msg);
+}
+
 static int perr (struct pctx *c, int kind, const char *path, const char *fmt, ...)
   __attribute__ ((format (printf, 4, 5)));
 
 static int
 perr (struct pctx *c, int kind, const char *path, const char *fmt, ...)
 {
-  char msg[1024];
   va_list ap;
   va_start (ap, fmt);
-  vsnprintf (msg, sizeof msg, fmt, ap);
+  int r = vperr (c, kind, path, fmt, ap);
   va_end (ap);
-  if (path && *path)
-    return ohbox_error (c->err, kind, 0, "%s: %s: %s", c->doc, path, msg);
-  return ohbox_error (c->err, kind, 0, "%s: %s", c->doc, msg);
+  return r;
 }
 
 /* PATH.KEY (KEY alone at the root). */
@@ -63,13 +72,28 @@ idx (const char *path, size_t i)
   return xasprintf ("%s[%zu]", path, i);
 }
 
-static void
-strv_free (char **v)
+/* perr about the member KEY of the object at PATH. */
+static int perr_key (struct pctx *c, int kind, const char *path, const char *key, const char *fmt, ...)
+  __attribute__ ((format (printf, 5, 6)));
+
+static int
+perr_key (struct pctx *c, int kind, const char *path, const char *key, const char *fmt, ...)
 {
-  for (size_t i = 0; v && v[i]; i++)
-    free (v[i]);
-  free (v);
+  cleanup_free char *p = sub (path, key);
+  va_list ap;
+  va_start (ap, fmt);
+  int r = vperr (c, kind, p, fmt, ap);
+  va_end (ap);
+  return r;
 }
+
+/* A string vector freed when it goes out of scope. */
+static void
+strv_cleanup (char ***v)
+{
+  ohbox_strv_free (*v);
+}
+#define cleanup_strv __attribute__ ((cleanup (strv_cleanup)))
 
 /* Every key of OBJ must be in KNOWN; those in UNSUPPORTED (may be NULL) are
  * spec fields ohbox does not honour. */
@@ -85,58 +109,66 @@ check_keys (struct pctx *c, json_t *obj, const char *path, const char *const *kn
       ok = strcmp (known[i], key) == 0;
     if (ok)
       continue;
-    cleanup_free char *p = sub (path, key);
     for (size_t i = 0; unsupported && unsupported[i]; i++)
       if (strcmp (unsupported[i], key) == 0)
-        return perr (c, OHBOX_ERR_UNSUPPORTED, p, "not supported by ohbox");
-    return perr (c, OHBOX_ERR_USAGE, p, "unknown field (not in the OCI runtime spec %s)", OCI_RUNTIME_SPEC_VERSION);
+        return perr_key (c, OHBOX_ERR_UNSUPPORTED, path, key, "not supported by ohbox");
+    return perr_key (c, OHBOX_ERR_USAGE, path, key, "unknown field (not in the OCI runtime spec %s)",
+                     OCI_RUNTIME_SPEC_VERSION);
   }
   return 0;
 }
 
-/* The member KEY of OBJ checked with IS (NULL when absent; JSON null counts
- * as absent, as Go's decoders read it). */
+/* The member KEY of OBJ, which must be of TYPE (JSON_TRUE: true or false;
+ * WHAT says it in errors): NULL when absent, and JSON null counts as absent,
+ * as Go's decoders read it. */
 static int
-member (struct pctx *c, json_t *obj, const char *path, const char *key, int (*is) (const json_t *), const char *type,
-        json_t **ret)
+member (struct pctx *c, json_t *obj, const char *path, const char *key, json_type type, const char *what, json_t **ret)
 {
   json_t *v = json_object_get (obj, key);
   *ret = NULL;
   if (v == NULL || json_is_null (v))
     return 0;
-  if (!is (v))
-    {
-      cleanup_free char *p = sub (path, key);
-      return perr (c, OHBOX_ERR_USAGE, p, "must be %s", type);
-    }
+  if (type == JSON_TRUE ? !json_is_boolean (v) : json_typeof (v) != type)
+    return perr_key (c, OHBOX_ERR_USAGE, path, key, "must be %s", what);
   *ret = v;
   return 0;
 }
 
+/* Reads the object J at P into DATA. */
+typedef int (*read_object_fn) (struct pctx *c, json_t *j, const char *p, void *data);
+
+/* The object KEY of OBJ (absent: nothing to read), whose keys must be in
+ * KNOWN, read by READ_ONE into DATA. */
 static int
-is_string (const json_t *j)
+get_object (struct pctx *c, json_t *obj, const char *path, const char *key, const char *const *known,
+            read_object_fn read_one, void *data)
 {
-  return json_is_string (j);
+  json_t *j;
+  if (member (c, obj, path, key, JSON_OBJECT, "an object", &j) < 0)
+    return -1;
+  if (j == NULL)
+    return 0;
+  cleanup_free char *p = sub (path, key);
+  if (check_keys (c, j, p, known, NULL) < 0 || read_one (c, j, p, data) < 0)
+    return -1;
+  return 0;
 }
+
+/* The position of S in LIST (NULL-terminated), -1 when it is not there. */
 static int
-is_object (const json_t *j)
+find_name (const char *const *list, const char *s)
 {
-  return json_is_object (j);
+  for (int i = 0; list[i]; i++)
+    if (strcmp (list[i], s) == 0)
+      return i;
+  return -1;
 }
-static int
-is_array (const json_t *j)
+
+/* A string that C can hold: without NUL bytes. */
+static bool
+is_c_string (const json_t *v)
 {
-  return json_is_array (j);
-}
-static int
-is_integer (const json_t *j)
-{
-  return json_is_integer (j);
-}
-static int
-is_bool (const json_t *j)
-{
-  return json_is_boolean (j);
+  return json_is_string (v) && strlen (json_string_value (v)) == json_string_length (v);
 }
 
 static int
@@ -144,20 +176,12 @@ get_string (struct pctx *c, json_t *obj, const char *path, const char *key, bool
 {
   json_t *v;
   *ret = NULL;
-  if (member (c, obj, path, key, is_string, "a string", &v) < 0)
+  if (member (c, obj, path, key, JSON_STRING, "a string", &v) < 0)
     return -1;
   if (v == NULL)
-    {
-      if (!required)
-        return 0;
-      cleanup_free char *p = sub (path, key);
-      return perr (c, OHBOX_ERR_USAGE, p, "required");
-    }
-  if (strlen (json_string_value (v)) != json_string_length (v))
-    {
-      cleanup_free char *p = sub (path, key);
-      return perr (c, OHBOX_ERR_USAGE, p, "contains a NUL byte");
-    }
+    return required ? perr_key (c, OHBOX_ERR_USAGE, path, key, "required") : 0;
+  if (!is_c_string (v))
+    return perr_key (c, OHBOX_ERR_USAGE, path, key, "contains a NUL byte");
   *ret = xstrdup (json_string_value (v));
   return 0;
 }
@@ -166,7 +190,7 @@ static int
 get_bool (struct pctx *c, json_t *obj, const char *path, const char *key, bool *has, bool *ret)
 {
   json_t *v;
-  if (member (c, obj, path, key, is_bool, "true or false", &v) < 0)
+  if (member (c, obj, path, key, JSON_TRUE, "true or false", &v) < 0)
     return -1;
   if (has)
     *has = v != NULL;
@@ -180,24 +204,16 @@ get_int (struct pctx *c, json_t *obj, const char *path, const char *key, bool re
          bool *has, int64_t *ret)
 {
   json_t *v;
-  if (member (c, obj, path, key, is_integer, "an integer", &v) < 0)
+  if (member (c, obj, path, key, JSON_INTEGER, "an integer", &v) < 0)
     return -1;
   if (has)
     *has = v != NULL;
   if (v == NULL)
-    {
-      if (!required)
-        return 0;
-      cleanup_free char *p = sub (path, key);
-      return perr (c, OHBOX_ERR_USAGE, p, "required");
-    }
+    return required ? perr_key (c, OHBOX_ERR_USAGE, path, key, "required") : 0;
   int64_t x = json_integer_value (v);
   if (x < lo || x > hi)
-    {
-      cleanup_free char *p = sub (path, key);
-      return perr (c, OHBOX_ERR_USAGE, p, "%lld is out of range (%lld..%lld)", (long long) x, (long long) lo,
-                   (long long) hi);
-    }
+    return perr_key (c, OHBOX_ERR_USAGE, path, key, "%lld is out of range (%lld..%lld)", (long long) x, (long long) lo,
+                     (long long) hi);
   *ret = x;
   return 0;
 }
@@ -223,26 +239,37 @@ get_u64 (struct pctx *c, json_t *obj, const char *path, const char *key, bool *h
   return 0;
 }
 
+/* An array member: *RET (NULL when absent) and its size in *N. */
+static int
+get_array (struct pctx *c, json_t *obj, const char *path, const char *key, const char *what, json_t **ret, size_t *n)
+{
+  if (member (c, obj, path, key, JSON_ARRAY, what, ret) < 0)
+    return -1;
+  *n = *ret ? json_array_size (*ret) : 0;
+  if (*n > OCI_RUNTIME_MAX_LIST)
+    return perr_key (c, OHBOX_ERR_USAGE, path, key, "more than %d entries", OCI_RUNTIME_MAX_LIST);
+  return 0;
+}
+
 /* An array of strings as a NULL-terminated vector (NULL when absent). */
 static int
 get_strv (struct pctx *c, json_t *obj, const char *path, const char *key, char ***ret)
 {
   json_t *a;
+  size_t n;
   *ret = NULL;
-  if (member (c, obj, path, key, is_array, "an array of strings", &a) < 0)
+  if (get_array (c, obj, path, key, "an array of strings", &a, &n) < 0)
     return -1;
   if (a == NULL)
     return 0;
-  cleanup_free char *p = sub (path, key);
-  if (json_array_size (a) > OCI_RUNTIME_MAX_LIST)
-    return perr (c, OHBOX_ERR_USAGE, p, "more than %d entries", OCI_RUNTIME_MAX_LIST);
-  char **v = xcalloc (json_array_size (a) + 1, sizeof (char *));
-  for (size_t i = 0; i < json_array_size (a); i++)
+  char **v = xcalloc (n + 1, sizeof (char *));
+  for (size_t i = 0; i < n; i++)
     {
       json_t *s = json_array_get (a, i);
-      if (!json_is_string (s) || strlen (json_string_value (s)) != json_string_length (s))
+      if (!is_c_string (s))
         {
-          strv_free (v);
+          ohbox_strv_free (v);
+          cleanup_free char *p = sub (path, key);
           cleanup_free char *pi = idx (p, i);
           return perr (c, OHBOX_ERR_USAGE, pi, "must be a string (without NUL bytes)");
         }
@@ -257,7 +284,7 @@ get_map (struct pctx *c, json_t *obj, const char *path, const char *key, struct 
 {
   json_t *o;
   memset (ret, 0, sizeof *ret);
-  if (member (c, obj, path, key, is_object, "an object of strings", &o) < 0)
+  if (member (c, obj, path, key, JSON_OBJECT, "an object of strings", &o) < 0)
     return -1;
   if (o == NULL)
     return 0;
@@ -270,11 +297,8 @@ get_map (struct pctx *c, json_t *obj, const char *path, const char *key, struct 
   json_t *v;
   json_object_foreach (o, k, v)
   {
-    if (!json_is_string (v) || strlen (json_string_value (v)) != json_string_length (v))
-      {
-        cleanup_free char *pk = sub (p, k);
-        return perr (c, OHBOX_ERR_USAGE, pk, "must be a string (without NUL bytes)");
-      }
+    if (!is_c_string (v))
+      return perr_key (c, OHBOX_ERR_USAGE, p, k, "must be a string (without NUL bytes)");
     ret->keys[ret->n] = xstrdup (k);
     ret->values[ret->n++] = xstrdup (json_string_value (v));
   }
@@ -303,33 +327,46 @@ oci_map_get (const struct oci_map *m, const char *key)
   return NULL;
 }
 
-/* An array member: *RET (NULL when absent) and its size in *N. */
+/* Reads element I (the object J at P) of an array of objects into ELEMS[I]. */
+typedef int (*read_element_fn) (struct pctx *c, json_t *j, const char *p, void *elems, size_t i);
+
+/* The array KEY of OBJ (absent: empty), whose elements are objects with the
+ * keys KNOWN, each read by READ_ONE. With ELEMS, into a new array *ELEMS of
+ * N + 1 zeroed elements of SIZE, *N counting those READ_ONE was given (what
+ * an error leaves is freed with them); without, READ_ONE only checks. */
 static int
-get_array (struct pctx *c, json_t *obj, const char *path, const char *key, json_t **ret, size_t *n)
+read_objects (struct pctx *c, json_t *obj, const char *path, const char *key, const char *const *known,
+              read_element_fn read_one, size_t size, void **elems, size_t *n)
 {
-  if (member (c, obj, path, key, is_array, "an array", ret) < 0)
+  json_t *a;
+  size_t len;
+  if (get_array (c, obj, path, key, "an array", &a, &len) < 0)
     return -1;
-  *n = *ret ? json_array_size (*ret) : 0;
-  if (*n > OCI_RUNTIME_MAX_LIST)
+  cleanup_free char *p = sub (path, key);
+  if (elems)
+    *elems = xcalloc (len + 1, size);
+  for (size_t i = 0; i < len; i++)
     {
-      cleanup_free char *p = sub (path, key);
-      return perr (c, OHBOX_ERR_USAGE, p, "more than %d entries", OCI_RUNTIME_MAX_LIST);
+      json_t *j = json_array_get (a, i);
+      cleanup_free char *pi = idx (p, i);
+      if (n)
+        (*n)++;
+      if (!json_is_object (j))
+        return perr (c, OHBOX_ERR_USAGE, pi, "must be an object");
+      if (check_keys (c, j, pi, known, NULL) < 0 || read_one (c, j, pi, elems ? *elems : NULL, i) < 0)
+        return -1;
     }
   return 0;
 }
 
-/* The I-th element of A, which must be an object. */
-static int
-element_object (struct pctx *c, json_t *a, const char *path, size_t i, json_t **ret)
-{
-  *ret = json_array_get (a, i);
-  if (!json_is_object (*ret))
-    {
-      cleanup_free char *p = idx (path, i);
-      return perr (c, OHBOX_ERR_USAGE, p, "must be an object");
-    }
-  return 0;
-}
+/* read_objects into ARRAY, a pointer to elements of any type, and its count N. */
+#define get_objects(c, obj, path, key, known, read_one, array, n)                                                      \
+  ({                                                                                                                   \
+    void *_elems = NULL;                                                                                               \
+    int _r = read_objects (c, obj, path, key, known, read_one, sizeof *(array), &_elems, &(n));                        \
+    (array) = _elems;                                                                                                  \
+    _r;                                                                                                                \
+  })
 
 static int
 check_absolute (struct pctx *c, const char *path, const char *value)
@@ -339,6 +376,14 @@ check_absolute (struct pctx *c, const char *path, const char *value)
   if (strlen (value) >= PATH_MAX)
     return perr (c, OHBOX_ERR_USAGE, path, "longer than %d bytes", PATH_MAX - 1);
   return 0;
+}
+
+/* check_absolute for the member KEY of the object at PATH. */
+static int
+check_absolute_key (struct pctx *c, const char *path, const char *key, const char *value)
+{
+  cleanup_free char *p = sub (path, key);
+  return check_absolute (c, p, value);
 }
 
 /* ------------------------------------------------------------ version */
@@ -363,34 +408,31 @@ check_version (struct pctx *c, const char *v)
 /* ------------------------------------------------------------ idmaps */
 
 static int
+read_idmap (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  struct oci_idmap *x = (struct oci_idmap *) elems + i;
+  if (get_u32 (c, j, p, "containerID", true, NULL, &x->container_id) < 0
+      || get_u32 (c, j, p, "hostID", true, NULL, &x->host_id) < 0
+      || get_u32 (c, j, p, "size", true, NULL, &x->size) < 0)
+    return -1;
+  if (x->size == 0 || (uint64_t) x->container_id + x->size > UINT32_MAX || (uint64_t) x->host_id + x->size > UINT32_MAX)
+    return perr (c, OHBOX_ERR_USAGE, p, "an empty range, or one past 4294967295");
+  return 0;
+}
+
+static int
 parse_idmaps (struct pctx *c, json_t *obj, const char *path, const char *key, struct oci_idmaps *ret)
 {
+  static const char *const keys[] = { "containerID", "hostID", "size", NULL };
   json_t *a;
   size_t n;
   memset (ret, 0, sizeof *ret);
-  if (get_array (c, obj, path, key, &a, &n) < 0)
+  if (get_array (c, obj, path, key, "an array", &a, &n) < 0)
     return -1;
-  cleanup_free char *p = sub (path, key);
   if (n > OCI_RUNTIME_MAX_IDMAPS)
-    return perr (c, OHBOX_ERR_USAGE, p, "more than %d mappings (the kernel's limit)", OCI_RUNTIME_MAX_IDMAPS);
-  ret->v = xcalloc (n + 1, sizeof *ret->v);
-  static const char *const keys[] = { "containerID", "hostID", "size", NULL };
-  for (size_t i = 0; i < n; i++)
-    {
-      json_t *m;
-      cleanup_free char *pi = idx (p, i);
-      struct oci_idmap *x = &ret->v[i];
-      if (element_object (c, a, p, i, &m) < 0 || check_keys (c, m, pi, keys, NULL) < 0
-          || get_u32 (c, m, pi, "containerID", true, NULL, &x->container_id) < 0
-          || get_u32 (c, m, pi, "hostID", true, NULL, &x->host_id) < 0
-          || get_u32 (c, m, pi, "size", true, NULL, &x->size) < 0)
-        return -1;
-      if (x->size == 0 || (uint64_t) x->container_id + x->size > UINT32_MAX
-          || (uint64_t) x->host_id + x->size > UINT32_MAX)
-        return perr (c, OHBOX_ERR_USAGE, pi, "an empty range, or one past 4294967295");
-      ret->n++;
-    }
-  return 0;
+    return perr_key (c, OHBOX_ERR_USAGE, path, key, "more than %d mappings (the kernel's limit)",
+                     OCI_RUNTIME_MAX_IDMAPS);
+  return get_objects (c, obj, path, key, keys, read_idmap, ret->v, ret->n);
 }
 
 static void
@@ -515,6 +557,15 @@ const char *const oci_mount_option_names[] = {
   "tmpcopyup",     "unbindable",   NULL,
 };
 
+static const struct mount_opt *
+find_mount_opt (const char *name)
+{
+  for (size_t k = 0; k < sizeof mount_opts / sizeof mount_opts[0]; k++)
+    if (strcmp (mount_opts[k].name, name) == 0)
+      return &mount_opts[k];
+  return NULL;
+}
+
 void
 oci_mount_options_clear (struct oci_mount_options *o)
 {
@@ -534,10 +585,7 @@ oci_mount_options_parse (char **options, const char *type, const char *where, st
   for (size_t i = 0; options && options[i]; i++)
     {
       const char *o = options[i];
-      const struct mount_opt *m = NULL;
-      for (size_t k = 0; k < sizeof mount_opts / sizeof mount_opts[0] && !m; k++)
-        if (strcmp (mount_opts[k].name, o) == 0)
-          m = &mount_opts[k];
+      const struct mount_opt *m = find_mount_opt (o);
       if (m == NULL)
         {
           if (*o == '\0' || strchr (o, ','))
@@ -645,24 +693,27 @@ mount_clear (struct oci_mount *m)
   free (m->destination);
   free (m->source);
   free (m->type);
-  strv_free (m->options);
+  ohbox_strv_free (m->options);
   oci_mount_options_clear (&m->opts);
   idmaps_clear (&m->uid_mappings);
   idmaps_clear (&m->gid_mappings);
 }
 
+static const char *const mount_keys[] = {
+  "destination", "source", "options", "type", "uidMappings", "gidMappings", NULL
+};
+
 static int
-parse_mount (struct pctx *c, json_t *j, const char *p, struct oci_mount *m)
+read_mount (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
 {
-  static const char *const keys[] = { "destination", "source", "options", "type", "uidMappings", "gidMappings", NULL };
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_string (c, j, p, "destination", true, &m->destination) < 0
+  struct oci_mount *m = (struct oci_mount *) elems + i;
+  if (get_string (c, j, p, "destination", true, &m->destination) < 0
       || get_string (c, j, p, "source", false, &m->source) < 0 || get_string (c, j, p, "type", false, &m->type) < 0
       || get_strv (c, j, p, "options", &m->options) < 0 || parse_idmaps (c, j, p, "uidMappings", &m->uid_mappings) < 0
       || parse_idmaps (c, j, p, "gidMappings", &m->gid_mappings) < 0)
     return -1;
-  cleanup_free char *pd = sub (p, "destination");
   if (*m->destination == '\0')
-    return perr (c, OHBOX_ERR_USAGE, pd, "empty");
+    return perr_key (c, OHBOX_ERR_USAGE, p, "destination", "empty");
   if (m->destination[0] != '/')
     {
       /* Relative destinations are deprecated and mean relative to "/". */
@@ -670,7 +721,7 @@ parse_mount (struct pctx *c, json_t *j, const char *p, struct oci_mount *m)
       free (m->destination);
       m->destination = abs;
     }
-  if (check_absolute (c, pd, m->destination) < 0)
+  if (check_absolute_key (c, p, "destination", m->destination) < 0)
     return -1;
   if ((m->uid_mappings.n == 0) != (m->gid_mappings.n == 0))
     return perr (c, OHBOX_ERR_USAGE, p, "uidMappings and gidMappings go together");
@@ -690,8 +741,10 @@ parse_mount (struct pctx *c, json_t *j, const char *p, struct oci_mount *m)
 
 /* ------------------------------------------------------------ hooks */
 
-static const char *const hook_names[OCI_HOOK_KINDS] = { "prestart",       "createRuntime", "createContainer",
-                                                        "startContainer", "poststart",     "poststop" };
+/* By kind, and the keys of "hooks". */
+static const char *const hook_names[OCI_HOOK_KINDS + 1] = {
+  "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
+};
 
 const char *
 oci_hook_kind_name (enum oci_hook_kind k)
@@ -707,60 +760,41 @@ hooks_clear (struct oci_hooks *h)
       for (size_t i = 0; i < h->n[k]; i++)
         {
           free (h->v[k][i].path);
-          strv_free (h->v[k][i].args);
-          strv_free (h->v[k][i].env);
+          ohbox_strv_free (h->v[k][i].args);
+          ohbox_strv_free (h->v[k][i].env);
         }
       free (h->v[k]);
     }
   memset (h, 0, sizeof *h);
 }
 
+static const char *const hook_keys[] = { "path", "args", "env", "timeout", NULL };
+
 static int
-parse_hooks (struct pctx *c, json_t *root, struct oci_hooks *h)
+read_hook (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
 {
-  json_t *o;
-  if (member (c, root, "", "hooks", is_object, "an object", &o) < 0)
+  struct oci_hook *x = (struct oci_hook *) elems + i;
+  int64_t timeout = 0;
+  bool has_timeout = false;
+  if (get_string (c, j, p, "path", true, &x->path) < 0 || get_strv (c, j, p, "args", &x->args) < 0
+      || get_strv (c, j, p, "env", &x->env) < 0
+      || get_int (c, j, p, "timeout", false, INT_MIN, INT_MAX, &has_timeout, &timeout) < 0
+      || check_absolute_key (c, p, "path", x->path) < 0)
     return -1;
-  if (o == NULL)
-    return 0;
-  static const char *const keys[] = {
-    "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
-  };
-  static const char *const hook_keys[] = { "path", "args", "env", "timeout", NULL };
-  if (check_keys (c, o, "hooks", keys, NULL) < 0)
-    return -1;
+  if (has_timeout && timeout <= 0)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "timeout", "must be greater than zero");
+  x->timeout = (int) timeout;
+  return 0;
+}
+
+/* "hooks": an array of hooks for each kind. */
+static int
+read_hooks (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_hooks *h = data;
   for (int k = 0; k < OCI_HOOK_KINDS; k++)
-    {
-      json_t *a;
-      size_t n;
-      if (get_array (c, o, "hooks", hook_names[k], &a, &n) < 0)
-        return -1;
-      h->v[k] = xcalloc (n + 1, sizeof (struct oci_hook));
-      cleanup_free char *p = xasprintf ("hooks.%s", hook_names[k]);
-      for (size_t i = 0; i < n; i++)
-        {
-          json_t *j;
-          cleanup_free char *pi = idx (p, i);
-          struct oci_hook *x = &h->v[k][i];
-          h->n[k]++;
-          int64_t timeout = 0;
-          bool has_timeout = false;
-          if (element_object (c, a, p, i, &j) < 0 || check_keys (c, j, pi, hook_keys, NULL) < 0
-              || get_string (c, j, pi, "path", true, &x->path) < 0 || get_strv (c, j, pi, "args", &x->args) < 0
-              || get_strv (c, j, pi, "env", &x->env) < 0
-              || get_int (c, j, pi, "timeout", false, INT_MIN, INT_MAX, &has_timeout, &timeout) < 0)
-            return -1;
-          cleanup_free char *pp = sub (pi, "path");
-          if (check_absolute (c, pp, x->path) < 0)
-            return -1;
-          if (has_timeout && timeout <= 0)
-            {
-              cleanup_free char *pt = sub (pi, "timeout");
-              return perr (c, OHBOX_ERR_USAGE, pt, "must be greater than zero");
-            }
-          x->timeout = (int) timeout;
-        }
-    }
+    if (get_objects (c, j, p, hook_names[k], hook_keys, read_hook, h->v[k], h->n[k]) < 0)
+      return -1;
   return 0;
 }
 
@@ -804,58 +838,46 @@ oci_process_free (struct oci_process *p)
   if (p == NULL)
     return;
   free (p->cwd);
-  strv_free (p->env);
-  strv_free (p->args);
+  ohbox_strv_free (p->env);
+  ohbox_strv_free (p->args);
   for (size_t i = 0; i < p->n_rlimits; i++)
     free (p->rlimits[i].name);
   free (p->rlimits);
   free (p->apparmor_profile);
-  strv_free (p->caps.bounding);
-  strv_free (p->caps.effective);
-  strv_free (p->caps.inheritable);
-  strv_free (p->caps.permitted);
-  strv_free (p->caps.ambient);
+  ohbox_strv_free (p->caps.bounding);
+  ohbox_strv_free (p->caps.effective);
+  ohbox_strv_free (p->caps.inheritable);
+  ohbox_strv_free (p->caps.permitted);
+  ohbox_strv_free (p->caps.ambient);
   free (p->selinux_label);
   free (p->user.additional_gids);
   free (p);
 }
 
+static const char *const user_keys[] = { "uid", "gid", "umask", "additionalGids", "username", NULL };
+
 static int
-parse_user (struct pctx *c, json_t *proc, const char *path, struct oci_user *u)
+read_user (struct pctx *c, json_t *j, const char *p, void *data)
 {
-  json_t *j;
-  cleanup_free char *p = sub (path, "user");
-  if (member (c, proc, path, "user", is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-  static const char *const keys[] = { "uid", "gid", "umask", "additionalGids", "username", NULL };
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_u32 (c, j, p, "uid", false, NULL, &u->uid) < 0
-      || get_u32 (c, j, p, "gid", false, NULL, &u->gid) < 0
+  struct oci_user *u = data;
+  if (get_u32 (c, j, p, "uid", false, NULL, &u->uid) < 0 || get_u32 (c, j, p, "gid", false, NULL, &u->gid) < 0
       || get_u32 (c, j, p, "umask", false, &u->has_umask, &u->umask) < 0)
     return -1;
   if (u->has_umask && u->umask > 0777)
-    {
-      cleanup_free char *pu = sub (p, "umask");
-      return perr (c, OHBOX_ERR_USAGE, pu, "%o is not a umask (at most 0777)", u->umask);
-    }
+    return perr_key (c, OHBOX_ERR_USAGE, p, "umask", "%o is not a umask (at most 0777)", u->umask);
   if (json_object_get (j, "username"))
-    {
-      cleanup_free char *pn = sub (p, "username");
-      return perr (c, OHBOX_ERR_UNSUPPORTED, pn, "a Windows field; give uid and gid");
-    }
+    return perr_key (c, OHBOX_ERR_UNSUPPORTED, p, "username", "a Windows field; give uid and gid");
   json_t *a;
   size_t n;
-  if (get_array (c, j, p, "additionalGids", &a, &n) < 0)
+  if (get_array (c, j, p, "additionalGids", "an array", &a, &n) < 0)
     return -1;
   u->additional_gids = xcalloc (n + 1, sizeof (uint32_t));
-  cleanup_free char *pa = sub (p, "additionalGids");
   for (size_t i = 0; i < n; i++)
     {
       json_t *g = json_array_get (a, i);
       if (!json_is_integer (g) || json_integer_value (g) < 0 || json_integer_value (g) > UINT32_MAX - 1)
         {
-          cleanup_free char *pi = idx (pa, i);
+          cleanup_free char *pi = xasprintf ("%s.additionalGids[%zu]", p, i);
           return perr (c, OHBOX_ERR_USAGE, pi, "must be a gid (0..4294967294)");
         }
       u->additional_gids[u->n_additional_gids++] = (uint32_t) json_integer_value (g);
@@ -863,19 +885,14 @@ parse_user (struct pctx *c, json_t *proc, const char *path, struct oci_user *u)
   return 0;
 }
 
+static const char *const caps_keys[] = { "bounding", "effective", "inheritable", "permitted", "ambient", NULL };
+
 static int
-parse_caps (struct pctx *c, json_t *proc, const char *path, struct oci_process *pr)
+read_caps (struct pctx *c, json_t *j, const char *p, void *data)
 {
-  json_t *j;
-  if (member (c, proc, path, "capabilities", is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
+  struct oci_process *pr = data;
   pr->has_capabilities = true;
-  cleanup_free char *p = sub (path, "capabilities");
-  static const char *const keys[] = { "bounding", "effective", "inheritable", "permitted", "ambient", NULL };
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_strv (c, j, p, "bounding", &pr->caps.bounding) < 0
-      || get_strv (c, j, p, "effective", &pr->caps.effective) < 0
+  if (get_strv (c, j, p, "bounding", &pr->caps.bounding) < 0 || get_strv (c, j, p, "effective", &pr->caps.effective) < 0
       || get_strv (c, j, p, "inheritable", &pr->caps.inheritable) < 0
       || get_strv (c, j, p, "permitted", &pr->caps.permitted) < 0
       || get_strv (c, j, p, "ambient", &pr->caps.ambient) < 0)
@@ -883,42 +900,29 @@ parse_caps (struct pctx *c, json_t *proc, const char *path, struct oci_process *
   return 0;
 }
 
+static const char *const rlimit_keys[] = { "type", "soft", "hard", NULL };
+
 static int
-parse_rlimits (struct pctx *c, json_t *proc, const char *path, struct oci_process *pr)
+read_rlimit (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
 {
-  json_t *a;
-  size_t n;
-  if (get_array (c, proc, path, "rlimits", &a, &n) < 0)
+  struct oci_rlimit *all = elems, *r = &all[i];
+  int64_t soft = 0, hard = 0;
+  /* RLIM_INFINITY is 2^64-1, which JSON decoders in Go write as such;
+   * jansson reads integers as int64, so -1 stands for it too. */
+  if (get_string (c, j, p, "type", true, &r->name) < 0
+      || get_int (c, j, p, "soft", true, -1, INT64_MAX, NULL, &soft) < 0
+      || get_int (c, j, p, "hard", true, -1, INT64_MAX, NULL, &hard) < 0)
     return -1;
-  cleanup_free char *p = sub (path, "rlimits");
-  pr->rlimits = xcalloc (n + 1, sizeof (struct oci_rlimit));
-  static const char *const keys[] = { "type", "soft", "hard", NULL };
-  for (size_t i = 0; i < n; i++)
-    {
-      json_t *j;
-      cleanup_free char *pi = idx (p, i);
-      struct oci_rlimit *r = &pr->rlimits[i];
-      pr->n_rlimits++;
-      int64_t soft = 0, hard = 0;
-      /* RLIM_INFINITY is 2^64-1, which JSON decoders in Go write as such;
-       * jansson reads integers as int64, so -1 stands for it too. */
-      if (element_object (c, a, p, i, &j) < 0 || check_keys (c, j, pi, keys, NULL) < 0
-          || get_string (c, j, pi, "type", true, &r->name) < 0
-          || get_int (c, j, pi, "soft", true, -1, INT64_MAX, NULL, &soft) < 0
-          || get_int (c, j, pi, "hard", true, -1, INT64_MAX, NULL, &hard) < 0)
-        return -1;
-      r->soft = soft < 0 ? RLIM_INFINITY : (uint64_t) soft;
-      r->hard = hard < 0 ? RLIM_INFINITY : (uint64_t) hard;
-      r->resource = oci_rlimit_lookup (r->name);
-      cleanup_free char *pt = sub (pi, "type");
-      if (r->resource < 0)
-        return perr (c, OHBOX_ERR_USAGE, pt, "unknown resource `%.64s`", r->name);
-      for (size_t k = 0; k < i; k++)
-        if (pr->rlimits[k].resource == r->resource)
-          return perr (c, OHBOX_ERR_USAGE, pt, "`%s` given twice", r->name);
-      if (r->soft > r->hard)
-        return perr (c, OHBOX_ERR_USAGE, pi, "soft limit above the hard limit");
-    }
+  r->soft = soft < 0 ? RLIM_INFINITY : (uint64_t) soft;
+  r->hard = hard < 0 ? RLIM_INFINITY : (uint64_t) hard;
+  r->resource = oci_rlimit_lookup (r->name);
+  if (r->resource < 0)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "type", "unknown resource `%.64s`", r->name);
+  for (size_t k = 0; k < i; k++)
+    if (all[k].resource == r->resource)
+      return perr_key (c, OHBOX_ERR_USAGE, p, "type", "`%s` given twice", r->name);
+  if (r->soft > r->hard)
+    return perr (c, OHBOX_ERR_USAGE, p, "soft limit above the hard limit");
   return 0;
 }
 
@@ -929,21 +933,17 @@ static const char *const sched_flags[] = { "SCHED_FLAG_RESET_ON_FORK",  "SCHED_F
                                            "SCHED_FLAG_KEEP_PARAMS",    "SCHED_FLAG_UTIL_CLAMP_MIN",
                                            "SCHED_FLAG_UTIL_CLAMP_MAX", NULL };
 
+static const char *const scheduler_keys[] = { "policy",  "nice",     "priority", "flags",
+                                              "runtime", "deadline", "period",   NULL };
+
 static int
-parse_scheduler (struct pctx *c, json_t *proc, const char *path, struct oci_scheduler *s)
+read_scheduler (struct pctx *c, json_t *j, const char *p, void *data)
 {
-  json_t *j;
-  if (member (c, proc, path, "scheduler", is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-  cleanup_free char *p = sub (path, "scheduler");
-  static const char *const keys[] = { "policy", "nice", "priority", "flags", "runtime", "deadline", "period", NULL };
+  struct oci_scheduler *s = data;
   cleanup_free char *policy = NULL;
-  char **flags = NULL;
+  cleanup_strv char **flags = NULL;
   int64_t nice = 0, prio = 0;
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_string (c, j, p, "policy", true, &policy) < 0
-      || get_int (c, j, p, "nice", false, -20, 19, NULL, &nice) < 0
+  if (get_string (c, j, p, "policy", true, &policy) < 0 || get_int (c, j, p, "nice", false, -20, 19, NULL, &nice) < 0
       || get_int (c, j, p, "priority", false, 0, 99, NULL, &prio) < 0
       || get_u64 (c, j, p, "runtime", NULL, &s->runtime) < 0 || get_u64 (c, j, p, "deadline", NULL, &s->deadline) < 0
       || get_u64 (c, j, p, "period", NULL, &s->period) < 0 || get_strv (c, j, p, "flags", &flags) < 0)
@@ -951,69 +951,60 @@ parse_scheduler (struct pctx *c, json_t *proc, const char *path, struct oci_sche
   s->present = true;
   s->nice = (int) nice;
   s->priority = (int) prio;
-  s->policy = -1;
-  for (int i = 0; sched_policies[i]; i++)
-    if (strcmp (sched_policies[i], policy) == 0)
-      s->policy = i == 4 ? -2 : i; /* the list's order is Linux's numbering */
-  cleanup_free char *pp = sub (p, "policy");
-  if (s->policy == -2)
-    {
-      strv_free (flags);
-      return perr (c, OHBOX_ERR_UNSUPPORTED, pp, "SCHED_ISO is not implemented by Linux");
-    }
+  s->policy = find_name (sched_policies, policy); /* the list's order is Linux's numbering */
+  if (s->policy == 4)
+    return perr_key (c, OHBOX_ERR_UNSUPPORTED, p, "policy", "SCHED_ISO is not implemented by Linux");
   if (s->policy < 0)
-    {
-      strv_free (flags);
-      return perr (c, OHBOX_ERR_USAGE, pp, "unknown policy `%.64s`", policy);
-    }
+    return perr_key (c, OHBOX_ERR_USAGE, p, "policy", "unknown policy `%.64s`", policy);
   for (size_t i = 0; flags && flags[i]; i++)
     {
-      int bit = -1;
-      for (int k = 0; sched_flags[k]; k++)
-        if (strcmp (sched_flags[k], flags[i]) == 0)
-          bit = k;
+      int bit = find_name (sched_flags, flags[i]);
       if (bit < 0)
         {
           cleanup_free char *pf = xasprintf ("%s.flags[%zu]", p, i);
-          strv_free (flags);
           return perr (c, OHBOX_ERR_USAGE, pf, "unknown flag");
         }
       /* SCHED_FLAG_RESET_ON_FORK 0x01, RECLAIM 0x02, DL_OVERRUN 0x04,
        * KEEP_POLICY 0x08, KEEP_PARAMS 0x10, UTIL_CLAMP_MIN 0x20, MAX 0x40. */
       s->flags |= UINT64_C (1) << bit;
     }
-  strv_free (flags);
   return 0;
 }
 
+static const char *const io_priority_keys[] = { "class", "priority", NULL };
+/* In the order of their numbers: IOPRIO_CLASS_RT is 1, BE 2, IDLE 3. */
+static const char *const io_classes[] = { "IOPRIO_CLASS_RT", "IOPRIO_CLASS_BE", "IOPRIO_CLASS_IDLE", NULL };
+
 static int
-parse_io_priority (struct pctx *c, json_t *proc, const char *path, struct oci_io_priority *io)
+read_io_priority (struct pctx *c, json_t *j, const char *p, void *data)
 {
-  json_t *j;
-  if (member (c, proc, path, "ioPriority", is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-  cleanup_free char *p = sub (path, "ioPriority");
-  static const char *const keys[] = { "class", "priority", NULL };
+  struct oci_io_priority *io = data;
   cleanup_free char *cls = NULL;
   int64_t prio = 0;
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_string (c, j, p, "class", true, &cls) < 0
-      || get_int (c, j, p, "priority", false, 0, 7, NULL, &prio) < 0)
+  if (get_string (c, j, p, "class", true, &cls) < 0 || get_int (c, j, p, "priority", false, 0, 7, NULL, &prio) < 0)
     return -1;
   io->present = true;
   io->priority = (int) prio;
-  if (strcmp (cls, "IOPRIO_CLASS_RT") == 0)
-    io->ioclass = 1;
-  else if (strcmp (cls, "IOPRIO_CLASS_BE") == 0)
-    io->ioclass = 2;
-  else if (strcmp (cls, "IOPRIO_CLASS_IDLE") == 0)
-    io->ioclass = 3;
-  else
-    {
-      cleanup_free char *pc = sub (p, "class");
-      return perr (c, OHBOX_ERR_USAGE, pc, "unknown class `%.64s`", cls);
-    }
+  io->ioclass = find_name (io_classes, cls) + 1;
+  if (io->ioclass == 0)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "class", "unknown class `%.64s`", cls);
+  return 0;
+}
+
+static const char *const console_size_keys[] = { "height", "width", NULL };
+
+static int
+read_console_size (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_process *pr = data;
+  uint32_t h, w;
+  if (get_u32 (c, j, p, "height", true, NULL, &h) < 0 || get_u32 (c, j, p, "width", true, NULL, &w) < 0)
+    return -1;
+  if (h > 65535 || w > 65535)
+    return perr (c, OHBOX_ERR_USAGE, p, "larger than 65535");
+  pr->has_console_size = true;
+  pr->console_height = h;
+  pr->console_width = w;
   return 0;
 }
 
@@ -1041,23 +1032,23 @@ parse_process (struct pctx *c, json_t *j, const char *p, struct oci_process **re
   int64_t oom = 0;
   if (check_keys (c, j, p, keys, unsupported) < 0 || get_bool (c, j, p, "terminal", NULL, &pr->terminal) < 0
       || get_string (c, j, p, "cwd", true, &pr->cwd) < 0 || get_strv (c, j, p, "env", &pr->env) < 0
-      || get_strv (c, j, p, "args", &pr->args) < 0 || parse_rlimits (c, j, p, pr) < 0
-      || get_string (c, j, p, "apparmorProfile", false, &pr->apparmor_profile) < 0 || parse_caps (c, j, p, pr) < 0
+      || get_strv (c, j, p, "args", &pr->args) < 0
+      || get_objects (c, j, p, "rlimits", rlimit_keys, read_rlimit, pr->rlimits, pr->n_rlimits) < 0
+      || get_string (c, j, p, "apparmorProfile", false, &pr->apparmor_profile) < 0
+      || get_object (c, j, p, "capabilities", caps_keys, read_caps, pr) < 0
       || get_bool (c, j, p, "noNewPrivileges", NULL, &pr->no_new_privileges) < 0
       || get_int (c, j, p, "oomScoreAdj", false, -1000, 1000, &pr->has_oom_score_adj, &oom) < 0
-      || get_string (c, j, p, "selinuxLabel", false, &pr->selinux_label) < 0 || parse_user (c, j, p, &pr->user) < 0
-      || parse_scheduler (c, j, p, &pr->scheduler) < 0 || parse_io_priority (c, j, p, &pr->io_priority) < 0)
+      || get_string (c, j, p, "selinuxLabel", false, &pr->selinux_label) < 0
+      || get_object (c, j, p, "user", user_keys, read_user, &pr->user) < 0
+      || get_object (c, j, p, "scheduler", scheduler_keys, read_scheduler, &pr->scheduler) < 0
+      || get_object (c, j, p, "ioPriority", io_priority_keys, read_io_priority, &pr->io_priority) < 0)
     goto fail;
   pr->oom_score_adj = (int) oom;
-  {
-    cleanup_free char *pc = sub (p, "cwd");
-    if (check_absolute (c, pc, pr->cwd) < 0)
-      goto fail;
-  }
+  if (check_absolute_key (c, p, "cwd", pr->cwd) < 0)
+    goto fail;
   if (pr->args == NULL || pr->args[0] == NULL || *pr->args[0] == '\0')
     {
-      cleanup_free char *pa = sub (p, "args");
-      perr (c, OHBOX_ERR_USAGE, pa, "required: the command to run (at least one entry, not empty)");
+      perr_key (c, OHBOX_ERR_USAGE, p, "args", "required: the command to run (at least one entry, not empty)");
       goto fail;
     }
   if (pr->env == NULL)
@@ -1069,26 +1060,8 @@ parse_process (struct pctx *c, json_t *j, const char *p, struct oci_process **re
         perr (c, OHBOX_ERR_USAGE, pe, "`%.64s` is not KEY=VALUE", pr->env[i]);
         goto fail;
       }
-  json_t *cs;
-  if (member (c, j, p, "consoleSize", is_object, "an object", &cs) < 0)
+  if (get_object (c, j, p, "consoleSize", console_size_keys, read_console_size, pr) < 0)
     goto fail;
-  if (cs)
-    {
-      cleanup_free char *pc = sub (p, "consoleSize");
-      static const char *const ckeys[] = { "height", "width", NULL };
-      uint32_t h, w;
-      if (check_keys (c, cs, pc, ckeys, NULL) < 0 || get_u32 (c, cs, pc, "height", true, NULL, &h) < 0
-          || get_u32 (c, cs, pc, "width", true, NULL, &w) < 0)
-        goto fail;
-      if (h > 65535 || w > 65535)
-        {
-          perr (c, OHBOX_ERR_USAGE, pc, "larger than 65535");
-          goto fail;
-        }
-      pr->has_console_size = true;
-      pr->console_height = h;
-      pr->console_width = w;
-    }
   *ret = pr;
   return 0;
 fail:
@@ -1102,7 +1075,7 @@ static const struct
 {
   const char *name;
   int type;
-} namespaces[] = {
+} namespaces_by_name[] = {
   { "pid", CLONE_NEWPID }, { "network", CLONE_NEWNET }, { "mount", CLONE_NEWNS },      { "ipc", CLONE_NEWIPC },
   { "uts", CLONE_NEWUTS }, { "user", CLONE_NEWUSER },   { "cgroup", CLONE_NEWCGROUP }, { "time", CLONE_NEWTIME },
 };
@@ -1112,183 +1085,124 @@ const char *const oci_namespace_names[] = { "cgroup", "ipc", "mount", "network",
 const char *
 oci_namespace_name (int type)
 {
-  for (size_t i = 0; i < sizeof namespaces / sizeof namespaces[0]; i++)
-    if (namespaces[i].type == type)
-      return namespaces[i].name;
+  for (size_t i = 0; i < sizeof namespaces_by_name / sizeof namespaces_by_name[0]; i++)
+    if (namespaces_by_name[i].type == type)
+      return namespaces_by_name[i].name;
   return "?";
 }
 
+static const char *const namespace_keys[] = { "type", "path", NULL };
+
 static int
-parse_namespaces (struct pctx *c, json_t *lx, struct oci_linux *l)
+read_namespace (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
 {
-  json_t *a;
-  size_t n;
-  if (get_array (c, lx, "linux", "namespaces", &a, &n) < 0)
+  struct oci_namespace *namespaces = elems, *ns = &namespaces[i];
+  cleanup_free char *type = NULL;
+  if (get_string (c, j, p, "type", true, &type) < 0 || get_string (c, j, p, "path", false, &ns->path) < 0)
     return -1;
-  l->namespaces = xcalloc (n + 1, sizeof (struct oci_namespace));
-  static const char *const keys[] = { "type", "path", NULL };
-  for (size_t i = 0; i < n; i++)
+  for (size_t k = 0; k < sizeof namespaces_by_name / sizeof namespaces_by_name[0]; k++)
+    if (strcmp (namespaces_by_name[k].name, type) == 0)
+      ns->type = namespaces_by_name[k].type;
+  if (ns->type == 0)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "type", "unknown namespace type `%.64s`", type);
+  for (size_t k = 0; k < i; k++)
+    if (namespaces[k].type == ns->type)
+      return perr_key (c, OHBOX_ERR_USAGE, p, "type", "the %s namespace is listed twice", type);
+  if (ns->path && *ns->path == '\0')
     {
-      json_t *j;
-      cleanup_free char *pi = xasprintf ("linux.namespaces[%zu]", i);
-      struct oci_namespace *ns = &l->namespaces[i];
-      l->n_namespaces++;
-      cleanup_free char *type = NULL;
-      if (element_object (c, a, "linux.namespaces", i, &j) < 0 || check_keys (c, j, pi, keys, NULL) < 0
-          || get_string (c, j, pi, "type", true, &type) < 0 || get_string (c, j, pi, "path", false, &ns->path) < 0)
-        return -1;
-      for (size_t k = 0; k < sizeof namespaces / sizeof namespaces[0]; k++)
-        if (strcmp (namespaces[k].name, type) == 0)
-          ns->type = namespaces[k].type;
-      cleanup_free char *pt = sub (pi, "type");
-      if (ns->type == 0)
-        return perr (c, OHBOX_ERR_USAGE, pt, "unknown namespace type `%.64s`", type);
-      for (size_t k = 0; k < i; k++)
-        if (l->namespaces[k].type == ns->type)
-          return perr (c, OHBOX_ERR_USAGE, pt, "the %s namespace is listed twice", type);
-      if (ns->path)
-        {
-          cleanup_free char *pp = sub (pi, "path");
-          if (*ns->path == '\0')
-            {
-              free (ns->path);
-              ns->path = NULL;
-            }
-          else if (check_absolute (c, pp, ns->path) < 0)
-            return -1;
-        }
+      free (ns->path);
+      ns->path = NULL;
+    }
+  if (ns->path && check_absolute_key (c, p, "path", ns->path) < 0)
+    return -1;
+  return 0;
+}
+
+static const char *const device_keys[] = { "type", "path", "major", "minor", "fileMode", "uid", "gid", NULL };
+
+static int
+read_device (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  struct oci_device *d = (struct oci_device *) elems + i;
+  cleanup_free char *type = NULL;
+  bool has_major, has_minor;
+  if (get_string (c, j, p, "type", true, &type) < 0 || get_string (c, j, p, "path", true, &d->path) < 0
+      || get_int (c, j, p, "major", false, 0, 4095, &has_major, &d->major) < 0
+      || get_int (c, j, p, "minor", false, 0, 1048575, &has_minor, &d->minor) < 0
+      || get_u32 (c, j, p, "fileMode", false, &d->has_file_mode, &d->file_mode) < 0
+      || get_u32 (c, j, p, "uid", false, &d->has_uid, &d->uid) < 0
+      || get_u32 (c, j, p, "gid", false, &d->has_gid, &d->gid) < 0)
+    return -1;
+  if (strlen (type) != 1 || strchr ("cbup", type[0]) == NULL)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "type", "`%.16s` is not a device type (c, b, u or p)", type);
+  d->type = type[0];
+  if (d->type != 'p' && (!has_major || !has_minor))
+    return perr (c, OHBOX_ERR_USAGE, p, "a %s device needs major and minor", d->type == 'b' ? "block" : "char");
+  if (check_absolute_key (c, p, "path", d->path) < 0)
+    return -1;
+  if (strncmp (d->path, "/dev/", 5) != 0)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "path", "`%.256s` is not below /dev", d->path);
+  if (d->has_file_mode && (d->file_mode & ~07777u))
+    return perr_key (c, OHBOX_ERR_USAGE, p, "fileMode", "%o has bits beyond permissions (07777)", d->file_mode);
+  return 0;
+}
+
+static const char *const device_rule_keys[] = { "allow", "type", "major", "minor", "access", NULL };
+
+static int
+read_device_rule (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  struct oci_device_rule *d = (struct oci_device_rule *) elems + i;
+  cleanup_free char *type = NULL, *access = NULL;
+  bool has_allow, has_major, has_minor;
+  if (get_bool (c, j, p, "allow", &has_allow, &d->allow) < 0 || get_string (c, j, p, "type", false, &type) < 0
+      || get_int (c, j, p, "major", false, -1, 4095, &has_major, &d->major) < 0
+      || get_int (c, j, p, "minor", false, -1, 1048575, &has_minor, &d->minor) < 0
+      || get_string (c, j, p, "access", false, &access) < 0)
+    return -1;
+  if (!has_allow)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "allow", "required");
+  if (!has_major)
+    d->major = -1;
+  if (!has_minor)
+    d->minor = -1;
+  d->type = type && *type ? type[0] : 'a';
+  if ((type && strlen (type) > 1) || strchr ("acb", d->type) == NULL)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "type", "`%.16s` is not a device rule type (a, c or b)", type);
+  const char *acc = access && *access ? access : "rwm";
+  size_t k = 0;
+  for (const char *s = acc; *s; s++)
+    {
+      if (strchr ("rwm", *s) == NULL || strchr (d->access, *s) || k >= 3)
+        return perr_key (c, OHBOX_ERR_USAGE, p, "access", "`%.16s` is not a subset of \"rwm\"", acc);
+      d->access[k++] = *s;
     }
   return 0;
 }
 
-static int
-parse_devices (struct pctx *c, json_t *lx, struct oci_linux *l)
-{
-  json_t *a;
-  size_t n;
-  if (get_array (c, lx, "linux", "devices", &a, &n) < 0)
-    return -1;
-  l->devices = xcalloc (n + 1, sizeof (struct oci_device));
-  static const char *const keys[] = { "type", "path", "major", "minor", "fileMode", "uid", "gid", NULL };
-  for (size_t i = 0; i < n; i++)
-    {
-      json_t *j;
-      cleanup_free char *pi = xasprintf ("linux.devices[%zu]", i);
-      struct oci_device *d = &l->devices[i];
-      l->n_devices++;
-      cleanup_free char *type = NULL;
-      bool has_major, has_minor;
-      if (element_object (c, a, "linux.devices", i, &j) < 0 || check_keys (c, j, pi, keys, NULL) < 0
-          || get_string (c, j, pi, "type", true, &type) < 0 || get_string (c, j, pi, "path", true, &d->path) < 0
-          || get_int (c, j, pi, "major", false, 0, 4095, &has_major, &d->major) < 0
-          || get_int (c, j, pi, "minor", false, 0, 1048575, &has_minor, &d->minor) < 0
-          || get_u32 (c, j, pi, "fileMode", false, &d->has_file_mode, &d->file_mode) < 0
-          || get_u32 (c, j, pi, "uid", false, &d->has_uid, &d->uid) < 0
-          || get_u32 (c, j, pi, "gid", false, &d->has_gid, &d->gid) < 0)
-        return -1;
-      cleanup_free char *pt = sub (pi, "type");
-      if (strlen (type) != 1 || strchr ("cbup", type[0]) == NULL)
-        return perr (c, OHBOX_ERR_USAGE, pt, "`%.16s` is not a device type (c, b, u or p)", type);
-      d->type = type[0];
-      if (d->type != 'p' && (!has_major || !has_minor))
-        return perr (c, OHBOX_ERR_USAGE, pi, "a %s device needs major and minor", d->type == 'b' ? "block" : "char");
-      cleanup_free char *pp = sub (pi, "path");
-      if (check_absolute (c, pp, d->path) < 0)
-        return -1;
-      if (strncmp (d->path, "/dev/", 5) != 0)
-        return perr (c, OHBOX_ERR_USAGE, pp, "`%.256s` is not below /dev", d->path);
-      if (d->has_file_mode && (d->file_mode & ~07777u))
-        {
-          cleanup_free char *pm = sub (pi, "fileMode");
-          return perr (c, OHBOX_ERR_USAGE, pm, "%o has bits beyond permissions (07777)", d->file_mode);
-        }
-    }
-  return 0;
-}
+static const char *const memory_keys[] = {
+  "limit",        "reservation",       "swap", "kernel", "kernelTCP", "swappiness", "disableOOMKiller",
+  "useHierarchy", "checkBeforeUpdate", NULL
+};
 
 static int
-parse_device_rules (struct pctx *c, json_t *res, const char *p, struct oci_resources *r)
+read_memory (struct pctx *c, json_t *j, const char *p, void *data)
 {
-  json_t *a;
-  size_t n;
-  if (get_array (c, res, p, "devices", &a, &n) < 0)
-    return -1;
-  r->devices = xcalloc (n + 1, sizeof (struct oci_device_rule));
-  cleanup_free char *pd = sub (p, "devices");
-  static const char *const keys[] = { "allow", "type", "major", "minor", "access", NULL };
-  for (size_t i = 0; i < n; i++)
-    {
-      json_t *j;
-      cleanup_free char *pi = idx (pd, i);
-      struct oci_device_rule *d = &r->devices[i];
-      r->n_devices++;
-      cleanup_free char *type = NULL, *access = NULL;
-      bool has_allow, has_major, has_minor;
-      if (element_object (c, a, pd, i, &j) < 0 || check_keys (c, j, pi, keys, NULL) < 0
-          || get_bool (c, j, pi, "allow", &has_allow, &d->allow) < 0 || get_string (c, j, pi, "type", false, &type) < 0
-          || get_int (c, j, pi, "major", false, -1, 4095, &has_major, &d->major) < 0
-          || get_int (c, j, pi, "minor", false, -1, 1048575, &has_minor, &d->minor) < 0
-          || get_string (c, j, pi, "access", false, &access) < 0)
-        return -1;
-      if (!has_allow)
-        {
-          cleanup_free char *pa = sub (pi, "allow");
-          return perr (c, OHBOX_ERR_USAGE, pa, "required");
-        }
-      if (!has_major)
-        d->major = -1;
-      if (!has_minor)
-        d->minor = -1;
-      d->type = type && *type ? type[0] : 'a';
-      if ((type && strlen (type) > 1) || strchr ("acb", d->type) == NULL)
-        {
-          cleanup_free char *pt = sub (pi, "type");
-          return perr (c, OHBOX_ERR_USAGE, pt, "`%.16s` is not a device rule type (a, c or b)", type);
-        }
-      const char *acc = access && *access ? access : "rwm";
-      size_t k = 0;
-      for (const char *s = acc; *s; s++)
-        {
-          if (strchr ("rwm", *s) == NULL || strchr (d->access, *s) || k >= 3)
-            {
-              cleanup_free char *pa = sub (pi, "access");
-              return perr (c, OHBOX_ERR_USAGE, pa, "`%.16s` is not a subset of \"rwm\"", acc);
-            }
-          d->access[k++] = *s;
-        }
-    }
-  return 0;
-}
-
-static int
-parse_memory (struct pctx *c, json_t *res, const char *path, struct oci_resources *r)
-{
-  json_t *j;
-  if (member (c, res, path, "memory", is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-  cleanup_free char *p = sub (path, "memory");
+  struct oci_resources *r = data;
   struct oci_memory *m = &r->memory;
   r->has_memory = true;
-  static const char *const keys[] = {
-    "limit",        "reservation",       "swap", "kernel", "kernelTCP", "swappiness", "disableOOMKiller",
-    "useHierarchy", "checkBeforeUpdate", NULL
-  };
-  if (check_keys (c, j, p, keys, NULL) < 0
-      || get_int (c, j, p, "limit", false, -1, INT64_MAX, &m->has_limit, &m->limit) < 0
+  /* Go writes an unset swappiness as 2^64-1 (uint64 -1) in some versions:
+   * jansson cannot read that, and -1 means "unset" too. */
+  int64_t sw = 0;
+  if (get_int (c, j, p, "limit", false, -1, INT64_MAX, &m->has_limit, &m->limit) < 0
       || get_int (c, j, p, "reservation", false, -1, INT64_MAX, &m->has_reservation, &m->reservation) < 0
       || get_int (c, j, p, "swap", false, -1, INT64_MAX, &m->has_swap, &m->swap) < 0
       || get_int (c, j, p, "kernel", false, -1, INT64_MAX, &m->has_kernel, &m->kernel) < 0
       || get_int (c, j, p, "kernelTCP", false, -1, INT64_MAX, &m->has_kernel_tcp, &m->kernel_tcp) < 0
       || get_bool (c, j, p, "disableOOMKiller", &m->has_disable_oom_killer, &m->disable_oom_killer) < 0
       || get_bool (c, j, p, "useHierarchy", &m->has_use_hierarchy, &m->use_hierarchy) < 0
-      || get_bool (c, j, p, "checkBeforeUpdate", NULL, &m->check_before_update) < 0)
-    return -1;
-  /* Go writes an unset swappiness as 2^64-1 (uint64 -1) in some versions:
-   * jansson cannot read that, and -1 means "unset" too. */
-  int64_t sw = 0;
-  if (get_int (c, j, p, "swappiness", false, -1, 100, &m->has_swappiness, &sw) < 0)
+      || get_bool (c, j, p, "checkBeforeUpdate", NULL, &m->check_before_update) < 0
+      || get_int (c, j, p, "swappiness", false, -1, 100, &m->has_swappiness, &sw) < 0)
     return -1;
   if (sw < 0)
     m->has_swappiness = false;
@@ -1298,109 +1212,168 @@ parse_memory (struct pctx *c, json_t *res, const char *path, struct oci_resource
   return 0;
 }
 
+/* A list of CPUs or memory nodes ("0-3,6"), the member KEY of P. */
 static int
-parse_cpu (struct pctx *c, json_t *res, const char *path, struct oci_resources *r)
+check_cpu_list (struct pctx *c, const char *p, const char *key, const char *list, const char *what)
 {
-  json_t *j;
-  if (member (c, res, path, "cpu", is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-  cleanup_free char *p = sub (path, "cpu");
+  for (const char *s = list; s && *s; s++)
+    if (strchr ("0123456789,-", *s) == NULL)
+      return perr_key (c, OHBOX_ERR_USAGE, p, key, "`%.64s` is not %s", list, what);
+  return 0;
+}
+
+static const char *const cpu_keys[] = { "shares",         "quota", "burst", "period", "realtimeRuntime",
+                                        "realtimePeriod", "cpus",  "mems",  "idle",   NULL };
+
+static int
+read_cpu (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_resources *r = data;
   struct oci_cpu *x = &r->cpu;
   r->has_cpu = true;
-  static const char *const keys[] = { "shares",         "quota", "burst", "period", "realtimeRuntime",
-                                      "realtimePeriod", "cpus",  "mems",  "idle",   NULL };
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_u64 (c, j, p, "shares", &x->has_shares, &x->shares) < 0
+  if (get_u64 (c, j, p, "shares", &x->has_shares, &x->shares) < 0
       || get_int (c, j, p, "quota", false, -1, INT64_MAX, &x->has_quota, &x->quota) < 0
       || get_u64 (c, j, p, "burst", &x->has_burst, &x->burst) < 0
       || get_u64 (c, j, p, "period", &x->has_period, &x->period) < 0
       || get_int (c, j, p, "realtimeRuntime", false, -1, INT64_MAX, &x->has_rt_runtime, &x->rt_runtime) < 0
       || get_u64 (c, j, p, "realtimePeriod", &x->has_rt_period, &x->rt_period) < 0
       || get_string (c, j, p, "cpus", false, &x->cpus) < 0 || get_string (c, j, p, "mems", false, &x->mems) < 0
-      || get_int (c, j, p, "idle", false, 0, 1, &x->has_idle, &x->idle) < 0)
+      || get_int (c, j, p, "idle", false, 0, 1, &x->has_idle, &x->idle) < 0
+      || check_cpu_list (c, p, "cpus", x->cpus, "a CPU list such as \"0-3,6\"") < 0
+      || check_cpu_list (c, p, "mems", x->mems, "a node list such as \"0-1\"") < 0)
     return -1;
-  for (const char *s = x->cpus; s && *s; s++)
-    if (strchr ("0123456789,-", *s) == NULL)
-      {
-        cleanup_free char *pc = sub (p, "cpus");
-        return perr (c, OHBOX_ERR_USAGE, pc, "`%.64s` is not a CPU list such as \"0-3,6\"", x->cpus);
-      }
-  for (const char *s = x->mems; s && *s; s++)
-    if (strchr ("0123456789,-", *s) == NULL)
-      {
-        cleanup_free char *pm = sub (p, "mems");
-        return perr (c, OHBOX_ERR_USAGE, pm, "`%.64s` is not a node list such as \"0-1\"", x->mems);
-      }
+  return 0;
+}
+
+static const char *const blkio_weight_keys[] = { "major", "minor", "weight", "leafWeight", NULL };
+static const char *const blkio_rate_keys[] = { "major", "minor", "rate", NULL };
+
+/* A weight (0..10000) and its presence. */
+static int
+get_weight (struct pctx *c, json_t *j, const char *p, const char *key, bool *has, uint16_t *ret)
+{
+  int64_t w = 0;
+  if (get_int (c, j, p, key, false, 0, 10000, has, &w) < 0)
+    return -1;
+  *ret = (uint16_t) w;
+  return 0;
+}
+
+/* An element of a blockIO device list; the keys of its list decide which of
+ * weight, leafWeight and rate it may have. */
+static int
+read_blkio_device (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  struct oci_blkio_device *d = (struct oci_blkio_device *) elems + i;
+  if (get_int (c, j, p, "major", true, 0, 4095, NULL, &d->major) < 0
+      || get_int (c, j, p, "minor", true, 0, 1048575, NULL, &d->minor) < 0
+      || get_weight (c, j, p, "weight", &d->has_weight, &d->weight) < 0
+      || get_weight (c, j, p, "leafWeight", &d->has_leaf_weight, &d->leaf_weight) < 0
+      || get_u64 (c, j, p, "rate", NULL, &d->rate) < 0)
+    return -1;
   return 0;
 }
 
 static int
-parse_blkio_list (struct pctx *c, json_t *b, const char *p, const char *key, bool weights, struct oci_blkio_list *l)
+get_blkio_list (struct pctx *c, json_t *j, const char *p, const char *key, const char *const *known,
+                struct oci_blkio_list *l)
 {
-  json_t *a;
-  size_t n;
-  if (get_array (c, b, p, key, &a, &n) < 0)
-    return -1;
-  cleanup_free char *pk = sub (p, key);
-  l->v = xcalloc (n + 1, sizeof (struct oci_blkio_device));
-  static const char *const wkeys[] = { "major", "minor", "weight", "leafWeight", NULL };
-  static const char *const tkeys[] = { "major", "minor", "rate", NULL };
-  for (size_t i = 0; i < n; i++)
-    {
-      json_t *j;
-      cleanup_free char *pi = idx (pk, i);
-      struct oci_blkio_device *d = &l->v[i];
-      l->n++;
-      int64_t w = 0, lw = 0;
-      if (element_object (c, a, pk, i, &j) < 0 || check_keys (c, j, pi, weights ? wkeys : tkeys, NULL) < 0
-          || get_int (c, j, pi, "major", true, 0, 4095, NULL, &d->major) < 0
-          || get_int (c, j, pi, "minor", true, 0, 1048575, NULL, &d->minor) < 0)
-        return -1;
-      if (weights)
-        {
-          if (get_int (c, j, pi, "weight", false, 0, 10000, &d->has_weight, &w) < 0
-              || get_int (c, j, pi, "leafWeight", false, 0, 10000, &d->has_leaf_weight, &lw) < 0)
-            return -1;
-          d->weight = (uint16_t) w;
-          d->leaf_weight = (uint16_t) lw;
-        }
-      else if (get_u64 (c, j, pi, "rate", NULL, &d->rate) < 0)
-        return -1;
-    }
-  return 0;
+  return get_objects (c, j, p, key, known, read_blkio_device, l->v, l->n);
 }
 
+static const char *const blkio_keys[] = { "weight",
+                                          "leafWeight",
+                                          "weightDevice",
+                                          "throttleReadBpsDevice",
+                                          "throttleWriteBpsDevice",
+                                          "throttleReadIOPSDevice",
+                                          "throttleWriteIOPSDevice",
+                                          NULL };
+
 static int
-parse_blkio (struct pctx *c, json_t *res, const char *path, struct oci_resources *r)
+read_blkio (struct pctx *c, json_t *j, const char *p, void *data)
 {
-  json_t *j;
-  if (member (c, res, path, "blockIO", is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-  cleanup_free char *p = sub (path, "blockIO");
+  struct oci_resources *r = data;
   struct oci_blkio *b = &r->blkio;
   r->has_blkio = true;
-  static const char *const keys[] = { "weight",
-                                      "leafWeight",
-                                      "weightDevice",
-                                      "throttleReadBpsDevice",
-                                      "throttleWriteBpsDevice",
-                                      "throttleReadIOPSDevice",
-                                      "throttleWriteIOPSDevice",
-                                      NULL };
-  int64_t w = 0, lw = 0;
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_int (c, j, p, "weight", false, 0, 10000, &b->has_weight, &w) < 0
-      || get_int (c, j, p, "leafWeight", false, 0, 10000, &b->has_leaf_weight, &lw) < 0
-      || parse_blkio_list (c, j, p, "weightDevice", true, &b->weight_device) < 0
-      || parse_blkio_list (c, j, p, "throttleReadBpsDevice", false, &b->throttle_read_bps) < 0
-      || parse_blkio_list (c, j, p, "throttleWriteBpsDevice", false, &b->throttle_write_bps) < 0
-      || parse_blkio_list (c, j, p, "throttleReadIOPSDevice", false, &b->throttle_read_iops) < 0
-      || parse_blkio_list (c, j, p, "throttleWriteIOPSDevice", false, &b->throttle_write_iops) < 0)
+  if (get_weight (c, j, p, "weight", &b->has_weight, &b->weight) < 0
+      || get_weight (c, j, p, "leafWeight", &b->has_leaf_weight, &b->leaf_weight) < 0
+      || get_blkio_list (c, j, p, "weightDevice", blkio_weight_keys, &b->weight_device) < 0
+      || get_blkio_list (c, j, p, "throttleReadBpsDevice", blkio_rate_keys, &b->throttle_read_bps) < 0
+      || get_blkio_list (c, j, p, "throttleWriteBpsDevice", blkio_rate_keys, &b->throttle_write_bps) < 0
+      || get_blkio_list (c, j, p, "throttleReadIOPSDevice", blkio_rate_keys, &b->throttle_read_iops) < 0
+      || get_blkio_list (c, j, p, "throttleWriteIOPSDevice", blkio_rate_keys, &b->throttle_write_iops) < 0)
     return -1;
-  b->weight = (uint16_t) w;
-  b->leaf_weight = (uint16_t) lw;
+  return 0;
+}
+
+static const char *const hugepage_keys[] = { "pageSize", "limit", NULL };
+
+static int
+read_hugepage_limit (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  struct oci_hugepage_limit *h = (struct oci_hugepage_limit *) elems + i;
+  bool has_limit;
+  if (get_string (c, j, p, "pageSize", true, &h->page_size) < 0
+      || get_u64 (c, j, p, "limit", &has_limit, &h->limit) < 0)
+    return -1;
+  if (!has_limit)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "limit", "required");
+  const char *s = h->page_size;
+  while (*s >= '0' && *s <= '9')
+    s++;
+  if (s == h->page_size || (strcmp (s, "KB") != 0 && strcmp (s, "MB") != 0 && strcmp (s, "GB") != 0))
+    return perr_key (c, OHBOX_ERR_USAGE, p, "pageSize", "`%.32s` is not a page size such as \"2MB\"", h->page_size);
+  return 0;
+}
+
+static const char *const net_priority_keys[] = { "name", "priority", NULL };
+
+static int
+read_net_priority (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  struct oci_net_priority *np = (struct oci_net_priority *) elems + i;
+  if (get_string (c, j, p, "name", true, &np->name) < 0 || get_u32 (c, j, p, "priority", true, NULL, &np->priority) < 0)
+    return -1;
+  return 0;
+}
+
+static const char *const pids_keys[] = { "limit", NULL };
+
+static int
+read_pids (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_resources *r = data;
+  r->has_pids = true;
+  return get_int (c, j, p, "limit", true, INT64_MIN, INT64_MAX, NULL, &r->pids_limit);
+}
+
+static const char *const network_keys[] = { "classID", "priorities", NULL };
+
+static int
+read_network (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_resources *r = data;
+  if (get_u32 (c, j, p, "classID", false, &r->has_class_id, &r->class_id) < 0)
+    return -1;
+  r->has_network = true;
+  return get_objects (c, j, p, "priorities", net_priority_keys, read_net_priority, r->net_priorities,
+                      r->n_net_priorities);
+}
+
+/* The keys of linux.resources.unified are cgroup v2 interface files. */
+static int
+check_unified (struct pctx *c, const char *p, const struct oci_map *unified)
+{
+  for (size_t i = 0; i < unified->n; i++)
+    {
+      const char *k = unified->keys[i];
+      if (*k == '\0' || *k == '.' || strchr (k, '/') || strchr (k, '.') == NULL)
+        {
+          cleanup_free char *pu = xasprintf ("%s.unified.%s", p, k);
+          return perr (c, OHBOX_ERR_USAGE, pu, "not a cgroup v2 interface file name such as \"memory.high\"");
+        }
+    }
   return 0;
 }
 
@@ -1409,96 +1382,20 @@ parse_resources_obj (struct pctx *c, json_t *j, const char *p, struct oci_resour
 {
   static const char *const keys[] = { "devices",        "memory",  "cpu",  "pids",    "blockIO",
                                       "hugepageLimits", "network", "rdma", "unified", NULL };
-  if (check_keys (c, j, p, keys, NULL) < 0 || parse_device_rules (c, j, p, r) < 0 || parse_memory (c, j, p, r) < 0
-      || parse_cpu (c, j, p, r) < 0 || parse_blkio (c, j, p, r) < 0 || get_map (c, j, p, "unified", &r->unified) < 0)
-    return -1;
   json_t *o;
-  if (member (c, j, p, "pids", is_object, "an object", &o) < 0)
-    return -1;
-  if (o)
-    {
-      cleanup_free char *pp = sub (p, "pids");
-      static const char *const pkeys[] = { "limit", NULL };
-      if (check_keys (c, o, pp, pkeys, NULL) < 0
-          || get_int (c, o, pp, "limit", true, INT64_MIN, INT64_MAX, NULL, &r->pids_limit) < 0)
-        return -1;
-      r->has_pids = true;
-    }
-  json_t *a;
-  size_t n;
-  if (get_array (c, j, p, "hugepageLimits", &a, &n) < 0)
-    return -1;
-  cleanup_free char *ph = sub (p, "hugepageLimits");
-  r->hugepages = xcalloc (n + 1, sizeof (struct oci_hugepage_limit));
-  static const char *const hkeys[] = { "pageSize", "limit", NULL };
-  for (size_t i = 0; i < n; i++)
-    {
-      json_t *e;
-      cleanup_free char *pi = idx (ph, i);
-      struct oci_hugepage_limit *h = &r->hugepages[i];
-      r->n_hugepages++;
-      bool has_limit;
-      if (element_object (c, a, ph, i, &e) < 0 || check_keys (c, e, pi, hkeys, NULL) < 0
-          || get_string (c, e, pi, "pageSize", true, &h->page_size) < 0
-          || get_u64 (c, e, pi, "limit", &has_limit, &h->limit) < 0)
-        return -1;
-      if (!has_limit)
-        {
-          cleanup_free char *pl = sub (pi, "limit");
-          return perr (c, OHBOX_ERR_USAGE, pl, "required");
-        }
-      const char *s = h->page_size;
-      while (*s >= '0' && *s <= '9')
-        s++;
-      if (s == h->page_size || (strcmp (s, "KB") != 0 && strcmp (s, "MB") != 0 && strcmp (s, "GB") != 0))
-        {
-          cleanup_free char *ps = sub (pi, "pageSize");
-          return perr (c, OHBOX_ERR_USAGE, ps, "`%.32s` is not a page size such as \"2MB\"", h->page_size);
-        }
-    }
-  if (member (c, j, p, "network", is_object, "an object", &o) < 0)
-    return -1;
-  if (o)
-    {
-      cleanup_free char *pn = sub (p, "network");
-      static const char *const nkeys[] = { "classID", "priorities", NULL };
-      if (check_keys (c, o, pn, nkeys, NULL) < 0
-          || get_u32 (c, o, pn, "classID", false, &r->has_class_id, &r->class_id) < 0
-          || get_array (c, o, pn, "priorities", &a, &n) < 0)
-        return -1;
-      r->has_network = true;
-      cleanup_free char *pp = sub (pn, "priorities");
-      r->net_priorities = xcalloc (n + 1, sizeof (struct oci_net_priority));
-      static const char *const pkeys[] = { "name", "priority", NULL };
-      for (size_t i = 0; i < n; i++)
-        {
-          json_t *e;
-          cleanup_free char *pi = idx (pp, i);
-          struct oci_net_priority *np = &r->net_priorities[i];
-          r->n_net_priorities++;
-          if (element_object (c, a, pp, i, &e) < 0 || check_keys (c, e, pi, pkeys, NULL) < 0
-              || get_string (c, e, pi, "name", true, &np->name) < 0
-              || get_u32 (c, e, pi, "priority", true, NULL, &np->priority) < 0)
-            return -1;
-        }
-    }
-  if (member (c, j, p, "rdma", is_object, "an object", &o) < 0)
+  if (check_keys (c, j, p, keys, NULL) < 0
+      || get_objects (c, j, p, "devices", device_rule_keys, read_device_rule, r->devices, r->n_devices) < 0
+      || get_object (c, j, p, "memory", memory_keys, read_memory, r) < 0
+      || get_object (c, j, p, "cpu", cpu_keys, read_cpu, r) < 0
+      || get_object (c, j, p, "blockIO", blkio_keys, read_blkio, r) < 0 || get_map (c, j, p, "unified", &r->unified) < 0
+      || get_object (c, j, p, "pids", pids_keys, read_pids, r) < 0
+      || get_objects (c, j, p, "hugepageLimits", hugepage_keys, read_hugepage_limit, r->hugepages, r->n_hugepages) < 0
+      || get_object (c, j, p, "network", network_keys, read_network, r) < 0
+      || member (c, j, p, "rdma", JSON_OBJECT, "an object", &o) < 0)
     return -1;
   if (o && json_object_size (o) > 0)
-    {
-      cleanup_free char *pr = sub (p, "rdma");
-      return perr (c, OHBOX_ERR_UNSUPPORTED, pr, "RDMA limits are not supported by ohbox");
-    }
-  for (size_t i = 0; i < r->unified.n; i++)
-    {
-      const char *k = r->unified.keys[i];
-      if (*k == '\0' || *k == '.' || strchr (k, '/') || strchr (k, '.') == NULL)
-        {
-          cleanup_free char *pu = xasprintf ("%s.unified.%s", p, k);
-          return perr (c, OHBOX_ERR_USAGE, pu, "not a cgroup v2 interface file name such as \"memory.high\"");
-        }
-    }
-  return 0;
+    return perr_key (c, OHBOX_ERR_UNSUPPORTED, p, "rdma", "RDMA limits are not supported by ohbox");
+  return check_unified (c, p, &r->unified);
 }
 
 void
@@ -1538,22 +1435,50 @@ const char *const oci_seccomp_arch_names[] = {
 const char *const oci_seccomp_flag_names[] = { "SECCOMP_FILTER_FLAG_TSYNC", "SECCOMP_FILTER_FLAG_LOG",
                                                "SECCOMP_FILTER_FLAG_SPEC_ALLOW", NULL };
 
-static bool
-in_list (const char *const *list, const char *s)
-{
-  for (size_t i = 0; list[i]; i++)
-    if (strcmp (list[i], s) == 0)
-      return true;
-  return false;
-}
-
 static int
 check_action (struct pctx *c, const char *p, const char *action)
 {
   if (strcmp (action, "SCMP_ACT_NOTIFY") == 0)
     return perr (c, OHBOX_ERR_UNSUPPORTED, p, "SCMP_ACT_NOTIFY needs a seccomp agent, which ohbox does not support");
-  if (!in_list (oci_seccomp_action_names, action))
+  if (find_name (oci_seccomp_action_names, action) < 0)
     return perr (c, OHBOX_ERR_USAGE, p, "unknown action `%.64s`", action);
+  return 0;
+}
+
+static const char *const seccomp_arg_keys[] = { "index", "value", "valueTwo", "op", NULL };
+
+static int
+check_seccomp_arg (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  cleanup_free char *op = NULL;
+  int64_t ignored;
+  if (get_int (c, j, p, "index", true, 0, 5, NULL, &ignored) < 0
+      || get_int (c, j, p, "value", true, 0, INT64_MAX, NULL, &ignored) < 0
+      || get_int (c, j, p, "valueTwo", false, 0, INT64_MAX, NULL, &ignored) < 0
+      || get_string (c, j, p, "op", true, &op) < 0)
+    return -1;
+  if (find_name (oci_seccomp_operator_names, op) < 0)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "op", "unknown operator `%.64s`", op);
+  return 0;
+}
+
+static const char *const seccomp_syscall_keys[] = { "names", "action", "errnoRet", "args", NULL };
+
+static int
+check_seccomp_syscall (struct pctx *c, json_t *j, const char *p, void *elems, size_t i)
+{
+  cleanup_strv char **names = NULL;
+  if (get_strv (c, j, p, "names", &names) < 0)
+    return -1;
+  if (names == NULL || names[0] == NULL)
+    return perr_key (c, OHBOX_ERR_USAGE, p, "names", "required (at least one system call)");
+  cleanup_free char *action = NULL;
+  cleanup_free char *pa = sub (p, "action");
+  int64_t ignored;
+  if (get_string (c, j, p, "action", true, &action) < 0 || check_action (c, pa, action) < 0
+      || get_int (c, j, p, "errnoRet", false, 0, 4095, NULL, &ignored) < 0
+      || read_objects (c, j, p, "args", seccomp_arg_keys, check_seccomp_arg, 0, NULL, NULL) < 0)
+    return -1;
   return 0;
 }
 
@@ -1564,107 +1489,33 @@ check_seccomp (struct pctx *c, json_t *s)
                                       "syscalls",      "listenerPath",    "listenerMetadata", NULL };
   const char *p = "linux.seccomp";
   cleanup_free char *action = NULL, *listener = NULL, *meta = NULL;
-  char **arches = NULL, **flags = NULL;
-  int64_t dummy;
-  int r = -1;
+  cleanup_strv char **arches = NULL, **flags = NULL;
+  int64_t ignored;
   if (check_keys (c, s, p, keys, NULL) < 0 || get_string (c, s, p, "defaultAction", true, &action) < 0
-      || get_int (c, s, p, "defaultErrnoRet", false, 0, 4095, NULL, &dummy) < 0
+      || get_int (c, s, p, "defaultErrnoRet", false, 0, 4095, NULL, &ignored) < 0
       || get_string (c, s, p, "listenerPath", false, &listener) < 0
       || get_string (c, s, p, "listenerMetadata", false, &meta) < 0 || get_strv (c, s, p, "architectures", &arches) < 0
       || get_strv (c, s, p, "flags", &flags) < 0 || check_action (c, "linux.seccomp.defaultAction", action) < 0)
-    goto out;
+    return -1;
   if (listener && *listener)
-    {
-      perr (c, OHBOX_ERR_UNSUPPORTED, "linux.seccomp.listenerPath", "seccomp agents are not supported by ohbox");
-      goto out;
-    }
+    return perr (c, OHBOX_ERR_UNSUPPORTED, "linux.seccomp.listenerPath", "seccomp agents are not supported by ohbox");
   for (size_t i = 0; arches && arches[i]; i++)
-    if (!in_list (oci_seccomp_arch_names, arches[i]))
+    if (find_name (oci_seccomp_arch_names, arches[i]) < 0)
       {
         cleanup_free char *pa = xasprintf ("linux.seccomp.architectures[%zu]", i);
-        perr (c, OHBOX_ERR_USAGE, pa, "unknown architecture `%.64s`", arches[i]);
-        goto out;
+        return perr (c, OHBOX_ERR_USAGE, pa, "unknown architecture `%.64s`", arches[i]);
       }
   for (size_t i = 0; flags && flags[i]; i++)
-    if (!in_list (oci_seccomp_flag_names, flags[i]))
+    if (find_name (oci_seccomp_flag_names, flags[i]) < 0)
       {
         cleanup_free char *pf = xasprintf ("linux.seccomp.flags[%zu]", i);
-        perr (c,
-              strcmp (flags[i], "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV") == 0 ? OHBOX_ERR_UNSUPPORTED
-                                                                               : OHBOX_ERR_USAGE,
-              pf, "flag `%.64s` is not supported", flags[i]);
-        goto out;
+        return perr (c,
+                     strcmp (flags[i], "SECCOMP_FILTER_FLAG_WAIT_KILLABLE_RECV") == 0 ? OHBOX_ERR_UNSUPPORTED
+                                                                                      : OHBOX_ERR_USAGE,
+                     pf, "flag `%.64s` is not supported", flags[i]);
       }
-  json_t *a;
-  size_t n;
-  if (get_array (c, s, p, "syscalls", &a, &n) < 0)
-    goto out;
-  static const char *const skeys[] = { "names", "action", "errnoRet", "args", NULL };
-  static const char *const akeys[] = { "index", "value", "valueTwo", "op", NULL };
-  for (size_t i = 0; i < n; i++)
-    {
-      json_t *e, *args;
-      size_t na;
-      cleanup_free char *pi = xasprintf ("linux.seccomp.syscalls[%zu]", i);
-      cleanup_free char *act = NULL;
-      char **names = NULL;
-      if (element_object (c, a, "linux.seccomp.syscalls", i, &e) < 0 || check_keys (c, e, pi, skeys, NULL) < 0
-          || get_strv (c, e, pi, "names", &names) < 0)
-        goto out;
-      bool empty = names == NULL || names[0] == NULL;
-      strv_free (names);
-      cleanup_free char *pa = sub (pi, "action");
-      if (empty)
-        {
-          cleanup_free char *pn = sub (pi, "names");
-          perr (c, OHBOX_ERR_USAGE, pn, "required (at least one system call)");
-          goto out;
-        }
-      if (get_string (c, e, pi, "action", true, &act) < 0 || check_action (c, pa, act) < 0
-          || get_int (c, e, pi, "errnoRet", false, 0, 4095, NULL, &dummy) < 0
-          || get_array (c, e, pi, "args", &args, &na) < 0)
-        goto out;
-      for (size_t k = 0; k < na; k++)
-        {
-          json_t *arg;
-          cleanup_free char *pk = xasprintf ("%s.args[%zu]", pi, k);
-          cleanup_free char *pak = xasprintf ("%s.args", pi);
-          cleanup_free char *op = NULL;
-          if (element_object (c, args, pak, k, &arg) < 0 || check_keys (c, arg, pk, akeys, NULL) < 0
-              || get_int (c, arg, pk, "index", true, 0, 5, NULL, &dummy) < 0
-              || get_int (c, arg, pk, "value", true, 0, INT64_MAX, NULL, &dummy) < 0
-              || get_int (c, arg, pk, "valueTwo", false, 0, INT64_MAX, NULL, &dummy) < 0
-              || get_string (c, arg, pk, "op", true, &op) < 0)
-            goto out;
-          if (!in_list (oci_seccomp_operator_names, op))
-            {
-              cleanup_free char *po = sub (pk, "op");
-              perr (c, OHBOX_ERR_USAGE, po, "unknown operator `%.64s`", op);
-              goto out;
-            }
-        }
-    }
-  r = 0;
-out:
-  strv_free (arches);
-  strv_free (flags);
-  return r;
+  return read_objects (c, s, p, "syscalls", seccomp_syscall_keys, check_seccomp_syscall, 0, NULL, NULL);
 }
-
-static const struct
-{
-  const char *name;
-  unsigned long flags;
-} propagations[] = {
-  { "private", MS_PRIVATE },
-  { "shared", MS_SHARED },
-  { "slave", MS_SLAVE },
-  { "unbindable", MS_UNBINDABLE },
-  { "rprivate", MS_PRIVATE | MS_REC },
-  { "rshared", MS_SHARED | MS_REC },
-  { "rslave", MS_SLAVE | MS_REC },
-  { "runbindable", MS_UNBINDABLE | MS_REC },
-};
 
 static int
 parse_paths (struct pctx *c, json_t *lx, const char *key, char ***ret)
@@ -1680,22 +1531,52 @@ parse_paths (struct pctx *c, json_t *lx, const char *key, char ***ret)
   return 0;
 }
 
+static const char *const time_offset_keys[] = { "secs", "nanosecs", NULL };
+
 static int
-parse_time_offset (struct pctx *c, json_t *to, const char *key, struct oci_time_offset *t)
+read_time_offset (struct pctx *c, json_t *j, const char *p, void *data)
 {
-  json_t *j;
-  if (member (c, to, "linux.timeOffsets", key, is_object, "an object", &j) < 0)
-    return -1;
-  if (j == NULL)
-    return 0;
-  cleanup_free char *p = xasprintf ("linux.timeOffsets.%s", key);
-  static const char *const keys[] = { "secs", "nanosecs", NULL };
-  if (check_keys (c, j, p, keys, NULL) < 0 || get_int (c, j, p, "secs", false, INT64_MIN, INT64_MAX, NULL, &t->secs) < 0
+  struct oci_time_offset *t = data;
+  if (get_int (c, j, p, "secs", false, INT64_MIN, INT64_MAX, NULL, &t->secs) < 0
       || get_u32 (c, j, p, "nanosecs", false, NULL, &t->nanosecs) < 0)
     return -1;
   if (t->nanosecs >= 1000000000u)
     return perr (c, OHBOX_ERR_USAGE, p, "nanosecs must be below 1000000000");
   t->present = true;
+  return 0;
+}
+
+static const char *const time_offsets_keys[] = { "monotonic", "boottime", NULL };
+
+static int
+read_time_offsets (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_linux *l = data;
+  if (get_object (c, j, p, "monotonic", time_offset_keys, read_time_offset, &l->monotonic) < 0
+      || get_object (c, j, p, "boottime", time_offset_keys, read_time_offset, &l->boottime) < 0)
+    return -1;
+  return 0;
+}
+
+static const char *const personality_keys[] = { "domain", "flags", NULL };
+
+static int
+read_personality (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_linux *l = data;
+  cleanup_free char *domain = NULL;
+  cleanup_strv char **flags = NULL;
+  if (get_string (c, j, p, "domain", true, &domain) < 0 || get_strv (c, j, p, "flags", &flags) < 0)
+    return -1;
+  if (flags && flags[0])
+    return perr_key (c, OHBOX_ERR_UNSUPPORTED, p, "flags", "no personality flag is supported");
+  if (strcmp (domain, "LINUX") == 0)
+    l->personality = PER_LINUX;
+  else if (strcmp (domain, "LINUX32") == 0)
+    l->personality = PER_LINUX32;
+  else
+    return perr_key (c, OHBOX_ERR_USAGE, p, "domain", "`%.32s` is not LINUX or LINUX32", domain);
+  l->has_personality = true;
   return 0;
 }
 
@@ -1717,8 +1598,8 @@ linux_free (struct oci_linux *l)
   map_clear (&l->sysctl);
   if (l->seccomp)
     json_decref (l->seccomp);
-  strv_free (l->masked_paths);
-  strv_free (l->readonly_paths);
+  ohbox_strv_free (l->masked_paths);
+  ohbox_strv_free (l->readonly_paths);
   free (l->mount_label);
   free (l);
 }
@@ -1733,9 +1614,12 @@ parse_linux (struct pctx *c, json_t *lx, struct oci_linux **ret)
   struct oci_linux *l = xcalloc (1, sizeof *l);
   *ret = l;
   cleanup_free char *prop = NULL;
-  if (check_keys (c, lx, "linux", keys, unsupported) < 0 || parse_namespaces (c, lx, l) < 0
+  json_t *res, *seccomp;
+  if (check_keys (c, lx, "linux", keys, unsupported) < 0
+      || get_objects (c, lx, "linux", "namespaces", namespace_keys, read_namespace, l->namespaces, l->n_namespaces) < 0
       || parse_idmaps (c, lx, "linux", "uidMappings", &l->uid_mappings) < 0
-      || parse_idmaps (c, lx, "linux", "gidMappings", &l->gid_mappings) < 0 || parse_devices (c, lx, l) < 0
+      || parse_idmaps (c, lx, "linux", "gidMappings", &l->gid_mappings) < 0
+      || get_objects (c, lx, "linux", "devices", device_keys, read_device, l->devices, l->n_devices) < 0
       || get_string (c, lx, "linux", "cgroupsPath", false, &l->cgroups_path) < 0
       || get_map (c, lx, "linux", "sysctl", &l->sysctl) < 0
       || get_string (c, lx, "linux", "rootfsPropagation", false, &prop) < 0
@@ -1750,62 +1634,24 @@ parse_linux (struct pctx *c, json_t *lx, struct oci_linux **ret)
     }
   if (prop && *prop)
     {
-      for (size_t i = 0; i < sizeof propagations / sizeof propagations[0]; i++)
-        if (strcmp (propagations[i].name, prop) == 0)
-          l->rootfs_propagation = propagations[i].flags;
-      if (l->rootfs_propagation == 0)
+      /* The propagations are those of mount options (private, rslave, ...). */
+      const struct mount_opt *m = find_mount_opt (prop);
+      if (m == NULL || m->kind != OPT_PROP)
         return perr (c, OHBOX_ERR_USAGE, "linux.rootfsPropagation", "unknown propagation `%.64s`", prop);
+      l->rootfs_propagation = m->value;
     }
-  json_t *j;
-  if (member (c, lx, "linux", "resources", is_object, "an object", &j) < 0)
+  if (member (c, lx, "linux", "resources", JSON_OBJECT, "an object", &res) < 0)
     return -1;
-  if (j)
-    {
-      l->has_resources = true;
-      if (parse_resources_obj (c, j, "linux.resources", &l->resources) < 0)
-        return -1;
-    }
-  if (member (c, lx, "linux", "seccomp", is_object, "an object", &j) < 0)
+  l->has_resources = res != NULL;
+  if (res && parse_resources_obj (c, res, "linux.resources", &l->resources) < 0)
     return -1;
-  if (j)
-    {
-      if (check_seccomp (c, j) < 0)
-        return -1;
-      l->seccomp = json_incref (j);
-    }
-  if (member (c, lx, "linux", "timeOffsets", is_object, "an object", &j) < 0)
+  if (member (c, lx, "linux", "seccomp", JSON_OBJECT, "an object", &seccomp) < 0
+      || (seccomp && check_seccomp (c, seccomp) < 0))
     return -1;
-  if (j)
-    {
-      static const char *const tkeys[] = { "monotonic", "boottime", NULL };
-      if (check_keys (c, j, "linux.timeOffsets", tkeys, NULL) < 0
-          || parse_time_offset (c, j, "monotonic", &l->monotonic) < 0
-          || parse_time_offset (c, j, "boottime", &l->boottime) < 0)
-        return -1;
-    }
-  if (member (c, lx, "linux", "personality", is_object, "an object", &j) < 0)
+  l->seccomp = seccomp ? json_incref (seccomp) : NULL;
+  if (get_object (c, lx, "linux", "timeOffsets", time_offsets_keys, read_time_offsets, l) < 0
+      || get_object (c, lx, "linux", "personality", personality_keys, read_personality, l) < 0)
     return -1;
-  if (j)
-    {
-      static const char *const pkeys[] = { "domain", "flags", NULL };
-      cleanup_free char *domain = NULL;
-      char **flags = NULL;
-      if (check_keys (c, j, "linux.personality", pkeys, NULL) < 0
-          || get_string (c, j, "linux.personality", "domain", true, &domain) < 0
-          || get_strv (c, j, "linux.personality", "flags", &flags) < 0)
-        return -1;
-      bool any_flag = flags && flags[0];
-      strv_free (flags);
-      if (any_flag)
-        return perr (c, OHBOX_ERR_UNSUPPORTED, "linux.personality.flags", "no personality flag is supported");
-      if (strcmp (domain, "LINUX") == 0)
-        l->personality = PER_LINUX;
-      else if (strcmp (domain, "LINUX32") == 0)
-        l->personality = PER_LINUX32;
-      else
-        return perr (c, OHBOX_ERR_USAGE, "linux.personality.domain", "`%.32s` is not LINUX or LINUX32", domain);
-      l->has_personality = true;
-    }
   return 0;
 }
 
@@ -1847,49 +1693,39 @@ load (struct pctx *c, const char *text, size_t len, json_t **ret)
   return 0;
 }
 
+static const char *const root_keys[] = { "path", "readonly", NULL };
+
+static int
+read_root (struct pctx *c, json_t *j, const char *p, void *data)
+{
+  struct oci_runtime_spec *s = data;
+  if (get_string (c, j, p, "path", true, &s->root_path) < 0
+      || get_bool (c, j, p, "readonly", NULL, &s->root_readonly) < 0)
+    return -1;
+  if (*s->root_path == '\0')
+    return perr_key (c, OHBOX_ERR_USAGE, p, "path", "empty");
+  return 0;
+}
+
 static int
 parse_root (struct pctx *c, json_t *root, struct oci_runtime_spec *s)
 {
   static const char *const keys[] = { "ociVersion", "root",  "process",     "hostname", "domainname",
                                       "mounts",     "hooks", "annotations", "linux",    NULL };
   static const char *const unsupported[] = { "solaris", "windows", "vm", "zos", "freebsd", NULL };
+  json_t *process, *lx;
   if (check_keys (c, root, "", keys, unsupported) < 0
       || get_string (c, root, "", "ociVersion", true, &s->oci_version) < 0 || check_version (c, s->oci_version) < 0
       || get_string (c, root, "", "hostname", false, &s->hostname) < 0
-      || get_string (c, root, "", "domainname", false, &s->domainname) < 0 || parse_hooks (c, root, &s->hooks) < 0
-      || get_map (c, root, "", "annotations", &s->annotations) < 0)
-    return -1;
-  json_t *j;
-  if (member (c, root, "", "root", is_object, "an object", &j) < 0)
-    return -1;
-  if (j)
-    {
-      static const char *const rkeys[] = { "path", "readonly", NULL };
-      if (check_keys (c, j, "root", rkeys, NULL) < 0 || get_string (c, j, "root", "path", true, &s->root_path) < 0
-          || get_bool (c, j, "root", "readonly", NULL, &s->root_readonly) < 0)
-        return -1;
-      if (*s->root_path == '\0')
-        return perr (c, OHBOX_ERR_USAGE, "root.path", "empty");
-    }
-  if (member (c, root, "", "process", is_object, "an object", &j) < 0)
-    return -1;
-  if (j && parse_process (c, j, "process", &s->process) < 0)
-    return -1;
-  json_t *a;
-  size_t n;
-  if (get_array (c, root, "", "mounts", &a, &n) < 0)
-    return -1;
-  s->mounts = xcalloc (n + 1, sizeof (struct oci_mount));
-  for (size_t i = 0; i < n; i++)
-    {
-      cleanup_free char *pi = xasprintf ("mounts[%zu]", i);
-      s->n_mounts++;
-      if (element_object (c, a, "mounts", i, &j) < 0 || parse_mount (c, j, pi, &s->mounts[i]) < 0)
-        return -1;
-    }
-  if (member (c, root, "", "linux", is_object, "an object", &j) < 0)
-    return -1;
-  if (j && parse_linux (c, j, &s->linux_config) < 0)
+      || get_string (c, root, "", "domainname", false, &s->domainname) < 0
+      || get_object (c, root, "", "hooks", hook_names, read_hooks, &s->hooks) < 0
+      || get_map (c, root, "", "annotations", &s->annotations) < 0
+      || get_object (c, root, "", "root", root_keys, read_root, s) < 0
+      || member (c, root, "", "process", JSON_OBJECT, "an object", &process) < 0
+      || (process && parse_process (c, process, "process", &s->process) < 0)
+      || get_objects (c, root, "", "mounts", mount_keys, read_mount, s->mounts, s->n_mounts) < 0
+      || member (c, root, "", "linux", JSON_OBJECT, "an object", &lx) < 0
+      || (lx && parse_linux (c, lx, &s->linux_config) < 0))
     return -1;
   return 0;
 }

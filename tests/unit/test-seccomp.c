@@ -793,12 +793,7 @@ test_custom_profile_args (void)
 static void
 test_malformed_profiles (void)
 {
-  static const struct
-  {
-    const char *json;
-    int kind;
-    const char *message;
-  } cases[] = {
+  static const struct unit_refusal cases[] = {
     { "{ \"defaultAction\": ", OHBOX_ERR_USAGE, "invalid JSON at line 1" },
     { "{\"defaultAction\": \"SCMP_ACT_ALLOW\", \"defaultAction\": \"SCMP_ACT_ALLOW\"}", OHBOX_ERR_USAGE,
       "duplicate object key" },
@@ -855,22 +850,22 @@ test_malformed_profiles (void)
     {
       cleanup_error ohbox_error_t err = NULL;
       struct ohbox_seccomp_filter *filter = NULL;
-      if (write_file (path, cases[i].json) < 0)
+      if (write_file (path, cases[i].doc) < 0)
         break;
       int rc = ohbox_seccomp_compile_file (path, NULL, &filter, &err);
       ohbox_seccomp_filter_free (filter);
       if (rc == 0)
         {
           unlink (path), rmdir (dir);
-          CHECK (0, "case %zu compiled: %s", i, cases[i].json);
+          CHECK (0, "case %zu compiled: %s", i, cases[i].doc);
         }
       bool ok = err->kind == cases[i].kind && strstr (err->msg, path) != NULL
-                && strstr (err->msg, cases[i].message) != NULL;
+                && strstr (err->msg, cases[i].msg) != NULL;
       if (!ok)
         {
           unlink (path), rmdir (dir);
           CHECK (ok, "case %zu: kind %d, message \"%s\"; expected kind %d and \"%s\" naming the file", i, err->kind,
-                 err->msg, cases[i].kind, cases[i].message);
+                 err->msg, cases[i].kind, cases[i].msg);
         }
     }
 

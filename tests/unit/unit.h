@@ -81,6 +81,15 @@ unit_put_file (const char *dir, const char *name, const char *text)
     abort ();
 }
 
+/* A document a parser must refuse: the kind of its error and a part of the
+ * message (a row of a test's table of malformed input). */
+struct unit_refusal
+{
+  const char *doc;
+  int kind;
+  const char *msg;
+};
+
 /* Records a failure and returns from the test function. */
 #define CHECK(cond, ...)                                                                                               \
   do                                                                                                                   \

@@ -208,6 +208,18 @@ kid_go (struct kid *k)
     abort ();
 }
 
+/* kid_start, the kid moved into CG, kid_go: FN runs in CG.  -1 with *ERR
+ * set when the kid cannot be moved (it then stays waiting). */
+static inline int
+kid_start_in (struct kid *k, struct ohbox_cgroup *cg, void (*fn) (int rep, void *arg), void *arg, ohbox_error_t *err)
+{
+  kid_start (k, fn, arg);
+  if (ohbox_cgroup_attach (cg, k->pid, err) < 0)
+    return -1;
+  kid_go (k);
+  return 0;
+}
+
 /* Reads N bytes the kid reported; false on EOF. */
 static inline bool
 kid_read (struct kid *k, void *buf, size_t n)

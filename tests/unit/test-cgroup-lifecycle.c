@@ -27,10 +27,8 @@ test_attach_and_enter (void)
   cleanup_cg struct ohbox_cgroup *cg = make ("attach", NULL);
   CHECK (cg);
   cleanup_kid struct kid a = { -1, -1, -1 }, e = { -1, -1, -1 };
-  kid_start (&a, fn_pause, NULL);
   cleanup_error ohbox_error_t err = NULL;
-  CHECK (ohbox_cgroup_attach (cg, a.pid, &err) == 0, "%s", err->msg);
-  kid_go (&a);
+  CHECK (kid_start_in (&a, cg, fn_pause, NULL, &err) == 0, "%s", err->msg);
   char c;
   CHECK (kid_read (&a, &c, 1) && c == 'r');
   CHECK (in_all (&host, "attach", a.pid));
@@ -120,9 +118,7 @@ kill_all_on (const struct ohbox_cgroup_host *h, const char *id)
   CHECK (ohbox_cgroup_create (h, id, NULL, &raw, &err) == 0, "%s", err->msg);
   cleanup_cg struct ohbox_cgroup *cg = raw;
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_tree_report, NULL);
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_tree_report, NULL, &err) == 0, "%s", err->msg);
   struct fork_report r;
   CHECK (kid_read (&k, &r, sizeof r) && r.forked == 5);
   usleep (20000);
@@ -433,9 +429,7 @@ test_device_rules (void)
   cleanup_error ohbox_error_t err = NULL;
   CHECK (ohbox_cgroup_set_devices (cg, rules, n, &err) == 0, "%s", err->msg);
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_open_devices, NULL);
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_open_devices, NULL, &err) == 0, "%s", err->msg);
   char got[5] = "";
   CHECK (kid_read (&k, got, 4));
   /* null read-write, zero read but not write, full not at all. */

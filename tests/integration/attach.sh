@@ -168,7 +168,4 @@ run_test one-client test_one_client
 run_test errors test_errors
 run_test monitor-memory test_monitor_memory
 
-# Whatever a failed test left behind (a passing one removed its own).
-for id in $(ohbox ps -a -q 2>/dev/null); do
-  ohbox rm -f "$id" >/dev/null 2>&1 || echo "# could not remove sandbox $id" >&2
-done
+t_remove_leftover_sandboxes

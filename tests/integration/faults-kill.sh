@@ -17,7 +17,6 @@
 . "$T_LIB/ohbox.sh"
 
 t_runtime_exports
-export OHBOX_EXECUTOR_SRCDIR=$OHBOX_SRCDIR/executor
 
 SEED=${OHBOX_FAULTS_SEED:-$(( $(date +%s%N) / 1000 % 1000000 ))}
 POINTS=${OHBOX_FAULTS_POINTS:-10}

@@ -14,10 +14,7 @@ fn_enter (int rep, void *arg)
 {
   cleanup_error ohbox_error_t err = NULL;
   char c = ohbox_cgroup_enter (arg, &err) == 0 ? 'e' : 'f';
-  if (write (rep, &c, 1) != 1)
-    _exit (4);
-  for (;;)
-    pause ();
+  kid_report (rep, &c, 1);
 }
 
 static void
@@ -84,29 +81,26 @@ test_clone_into_cgroup (void)
 /* Grandchildren that keep forking short-lived processes: kill_all must win
  * the race. */
 static void
+fork_for_a_minute (void)
+{
+  setsid ();
+  double end = ohbox_monotonic () + 60;
+  while (ohbox_monotonic () < end)
+    {
+      pid_t q = fork ();
+      if (q == 0)
+        _exit (0);
+      if (q > 0)
+        waitpid (q, NULL, 0);
+    }
+}
+
+static void
 fn_tree_report (int rep, void *arg)
 {
   (void) arg;
   struct fork_report r = { 0 };
-  for (int i = 0; i < 5; i++)
-    {
-      pid_t p = fork ();
-      if (p == 0)
-        {
-          setsid ();
-          double end = ohbox_monotonic () + 60;
-          while (ohbox_monotonic () < end)
-            {
-              pid_t q = fork ();
-              if (q == 0)
-                _exit (0);
-              if (q > 0)
-                waitpid (q, NULL, 0);
-            }
-          _exit (0);
-        }
-      r.pids[r.forked++] = p;
-    }
+  fork_children (&r, 5, fork_for_a_minute);
   send_fork_report (rep, &r);
 }
 
@@ -411,10 +405,7 @@ fn_open_devices (int rep, void *arg)
       if (fd >= 0)
         close (fd);
     }
-  if (write (rep, out, 4) != 4)
-    _exit (4);
-  for (;;)
-    pause ();
+  kid_report (rep, out, 4);
 }
 
 static void

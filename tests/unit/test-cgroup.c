@@ -186,26 +186,19 @@ test_oom_kill (void)
 }
 
 static void
+wait_to_be_killed (void)
+{
+  alarm (60);
+  for (;;)
+    pause ();
+}
+
+static void
 fn_forks (int rep, void *arg)
 {
   (void) arg;
   struct fork_report r = { 0 };
-  for (int i = 0; i < 64; i++)
-    {
-      pid_t p = fork ();
-      if (p == 0)
-        {
-          alarm (60);
-          for (;;)
-            pause ();
-        }
-      if (p < 0)
-        {
-          r.err = errno;
-          break;
-        }
-      r.pids[r.forked++] = p;
-    }
+  fork_children (&r, 64, wait_to_be_killed);
   send_fork_report (rep, &r);
 }
 

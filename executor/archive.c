@@ -198,25 +198,65 @@ upload_abort (struct upload *u)
   free (u);
 }
 
-/* ---- reading the zip through the upload's descriptor ------------------------------ */
+/* ---- a zip on a descriptor, as minizip's callbacks see it ------------------------- */
 
-struct zip_source
+/* An upload's zip read back (END is its size), or a download's zip spooled:
+ * the bytes from BASE (a zip offset) to END are in FD, not yet sent to OUT. */
+struct zip_fd
 {
   int fd;
-  uint64_t pos, size;
+  uint64_t pos, end;
   int err;
+  int out;       /* a download's pipe to the client */
+  uint64_t base; /* a download's bytes sent */
 };
 
 static voidpf ZCALLBACK
-src_open (voidpf opaque, const void *filename OHBOX_UNUSED, int mode OHBOX_UNUSED)
+zfd_open (voidpf opaque, const void *filename OHBOX_UNUSED, int mode OHBOX_UNUSED)
 {
   return opaque;
 }
 
+static ZPOS64_T ZCALLBACK
+zfd_tell (voidpf opaque OHBOX_UNUSED, voidpf stream)
+{
+  return ((struct zip_fd *) stream)->pos;
+}
+
+static int ZCALLBACK
+zfd_error (voidpf opaque OHBOX_UNUSED, voidpf stream)
+{
+  return ((struct zip_fd *) stream)->err;
+}
+
+/* Where a seek to ORIGIN counts its offset from. */
+static uint64_t
+zfd_seek_base (const struct zip_fd *s, int origin)
+{
+  return origin == ZLIB_FILEFUNC_SEEK_SET ? 0 : origin == ZLIB_FILEFUNC_SEEK_CUR ? s->pos : s->end;
+}
+
+/* minizip's callbacks for S: those above, and those of its direction. */
+static zlib_filefunc64_def
+zfd_functions (struct zip_fd *s, read_file_func read_fn, write_file_func write_fn, seek64_file_func seek_fn,
+               close_file_func close_fn)
+{
+  return (zlib_filefunc64_def){ .zopen64_file = zfd_open,
+                                .zread_file = read_fn,
+                                .zwrite_file = write_fn,
+                                .ztell64_file = zfd_tell,
+                                .zseek64_file = seek_fn,
+                                .zclose_file = close_fn,
+                                .zerror_file = zfd_error,
+                                .opaque = s };
+}
+
+/* ---- reading the zip through the upload's descriptor ------------------------------ */
+
 static uLong ZCALLBACK
 src_read (voidpf opaque OHBOX_UNUSED, voidpf stream, void *buf, uLong size)
 {
-  struct zip_source *s = stream;
+  struct zip_fd *s = stream;
   uLong done = 0;
   while (done < size)
     {
@@ -234,18 +274,12 @@ src_read (voidpf opaque OHBOX_UNUSED, voidpf stream, void *buf, uLong size)
   return done;
 }
 
-static ZPOS64_T ZCALLBACK
-src_tell (voidpf opaque OHBOX_UNUSED, voidpf stream)
-{
-  return ((struct zip_source *) stream)->pos;
-}
-
 static long ZCALLBACK
 src_seek (voidpf opaque OHBOX_UNUSED, voidpf stream, ZPOS64_T offset, int origin)
 {
-  struct zip_source *s = stream;
-  uint64_t from = origin == ZLIB_FILEFUNC_SEEK_SET ? 0 : origin == ZLIB_FILEFUNC_SEEK_CUR ? s->pos : s->size;
-  if (offset > s->size || from + offset > s->size)
+  struct zip_fd *s = stream;
+  uint64_t from = zfd_seek_base (s, origin);
+  if (offset > s->end || from + offset > s->end)
     return -1;
   s->pos = from + offset;
   return 0;
@@ -255,12 +289,6 @@ static int ZCALLBACK
 src_close (voidpf opaque OHBOX_UNUSED, voidpf stream OHBOX_UNUSED)
 {
   return 0; /* the upload owns the descriptor */
-}
-
-static int ZCALLBACK
-src_error (voidpf opaque OHBOX_UNUSED, voidpf stream)
-{
-  return ((struct zip_source *) stream)->err;
 }
 
 /* ---- checking the entries (the central directory) --------------------------------- */
@@ -814,14 +842,8 @@ unpack_zip (struct upload *u, char **detail)
       *detail = xasprintf ("stat the upload: %s", strerror (errno));
       return 500;
     }
-  struct zip_source src = { .fd = u->fd, .size = (uint64_t) st.st_size };
-  zlib_filefunc64_def io = { .zopen64_file = src_open,
-                             .zread_file = src_read,
-                             .ztell64_file = src_tell,
-                             .zseek64_file = src_seek,
-                             .zclose_file = src_close,
-                             .zerror_file = src_error,
-                             .opaque = &src };
+  struct zip_fd src = { .fd = u->fd, .end = (uint64_t) st.st_size };
+  zlib_filefunc64_def io = zfd_functions (&src, src_read, NULL, src_seek, src_close);
   struct unpack p = { .u = u, .parent_fd = -1 };
   p.destfd = open (u->dest, O_RDONLY | O_DIRECTORY | O_CLOEXEC);
   if (p.destfd < 0)
@@ -889,26 +911,11 @@ upload_finish (struct upload *u, bool recursive, int *status, char **detail)
 
 /* ---- download --------------------------------------------------------------- */
 
-/* The zip's bytes not yet sent: from BASE (a zip offset) to END, in FD. */
-struct spool
-{
-  int out; /* the pipe to the client */
-  int fd;
-  uint64_t base, pos, end;
-  int err;
-};
-
 struct download
 {
   char *root;
-  struct spool sp;
+  struct zip_fd sp;
 };
-
-static voidpf ZCALLBACK
-spool_open (voidpf opaque, const void *filename OHBOX_UNUSED, int mode OHBOX_UNUSED)
-{
-  return opaque;
-}
 
 static uLong ZCALLBACK
 spool_read (voidpf opaque OHBOX_UNUSED, voidpf stream OHBOX_UNUSED, void *buf OHBOX_UNUSED, uLong size OHBOX_UNUSED)
@@ -919,7 +926,7 @@ spool_read (voidpf opaque OHBOX_UNUSED, voidpf stream OHBOX_UNUSED, void *buf OH
 static uLong ZCALLBACK
 spool_write (voidpf opaque OHBOX_UNUSED, voidpf stream, const void *buf, uLong size)
 {
-  struct spool *s = stream;
+  struct zip_fd *s = stream;
   if (s->err)
     return 0;
   for (uLong done = 0; done < size;)
@@ -940,20 +947,13 @@ spool_write (voidpf opaque OHBOX_UNUSED, voidpf stream, const void *buf, uLong s
   return size;
 }
 
-static ZPOS64_T ZCALLBACK
-spool_tell (voidpf opaque OHBOX_UNUSED, voidpf stream)
-{
-  return ((struct spool *) stream)->pos;
-}
-
 /* Only within what is not sent yet (minizip goes back to the local header
  * of the entry it is closing). */
 static long ZCALLBACK
 spool_seek (voidpf opaque OHBOX_UNUSED, voidpf stream, ZPOS64_T offset, int origin)
 {
-  struct spool *s = stream;
-  uint64_t from = origin == ZLIB_FILEFUNC_SEEK_SET ? 0 : origin == ZLIB_FILEFUNC_SEEK_CUR ? s->pos : s->end;
-  uint64_t to = from + offset;
+  struct zip_fd *s = stream;
+  uint64_t to = zfd_seek_base (s, origin) + offset;
   if (to < s->base || to > s->end)
     {
       s->err = ESPIPE;
@@ -965,7 +965,7 @@ spool_seek (voidpf opaque OHBOX_UNUSED, voidpf stream, ZPOS64_T offset, int orig
 
 /* Sends what is spooled: every entry so far is complete. */
 static int
-spool_flush (struct spool *s)
+spool_flush (struct zip_fd *s)
 {
   char buf[COPY_BUF];
   uint64_t len = s->end - s->base;
@@ -990,12 +990,6 @@ spool_close (voidpf opaque OHBOX_UNUSED, voidpf stream)
   return spool_flush (stream);
 }
 
-static int ZCALLBACK
-spool_error (voidpf opaque OHBOX_UNUSED, voidpf stream)
-{
-  return ((struct spool *) stream)->err;
-}
-
 /* An unnamed file for the spool: on disk where possible (an entry can be
  * as large as the biggest file), in memory otherwise. */
 static int
@@ -1014,7 +1008,7 @@ spool_file (void)
 }
 
 static void
-add_file (zipFile zf, struct spool *sp, int dirfd, const char *name, const char *rel, const struct stat *st)
+add_file (zipFile zf, struct zip_fd *sp, int dirfd, const char *name, const char *rel, const struct stat *st)
 {
   cleanup_close int fd = openat (dirfd, name, O_RDONLY | O_CLOEXEC | O_NONBLOCK);
   if (fd < 0)
@@ -1059,7 +1053,7 @@ add_file (zipFile zf, struct spool *sp, int dirfd, const char *name, const char 
 }
 
 static void
-add_tree (zipFile zf, struct spool *sp, const char *root, const char *rel, int depth)
+add_tree (zipFile zf, struct zip_fd *sp, const char *root, const char *rel, int depth)
 {
   if (depth > 64 || sp->err)
     return;
@@ -1092,14 +1086,7 @@ add_tree (zipFile zf, struct spool *sp, const char *root, const char *rel, int d
 void
 download_stream (struct download *dl)
 {
-  zlib_filefunc64_def io = { .zopen64_file = spool_open,
-                             .zread_file = spool_read,
-                             .zwrite_file = spool_write,
-                             .ztell64_file = spool_tell,
-                             .zseek64_file = spool_seek,
-                             .zclose_file = spool_close,
-                             .zerror_file = spool_error,
-                             .opaque = &dl->sp };
+  zlib_filefunc64_def io = zfd_functions (&dl->sp, spool_read, spool_write, spool_seek, spool_close);
   zipFile zf = zipOpen2_64 ("download", APPEND_STATUS_CREATE, NULL, &io);
   if (zf)
     {

@@ -6,16 +6,13 @@
 #include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <pthread.h>
-#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
 #include <sys/ioctl.h>
-#include <sys/syscall.h>
 #include <termios.h>
 #include <time.h>
 #include <unistd.h>
@@ -257,12 +254,7 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
     }
   if (pid == 0)
     {
-      sigset_t all;
-      sigemptyset (&all);
-      sigprocmask (SIG_SETMASK, &all, NULL);
-      for (int sig = 1; sig < NSIG; sig++)
-        signal (sig, SIG_DFL);
-      setsid ();
+      users_child_new_session ();
       int slave = open (slave_name, O_RDWR);
       if (slave < 0)
         _exit (126);
@@ -270,13 +262,7 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
       dup2 (slave, 0);
       dup2 (slave, 1);
       dup2 (slave, 2);
-      syscall (SYS_close_range, 3U, ~0U, 0U);
-      if (o->switch_user)
-        {
-          if (setgroups ((size_t) ngroups, groups) < 0 || setgid (o->gid) < 0 || setuid (o->uid) < 0)
-            _exit (126);
-        }
-      if (chdir (dir) < 0 && chdir ("/") < 0)
+      if (users_child_become (3, o->switch_user, groups, ngroups, o->gid, o->uid, dir) < 0)
         _exit (126);
       execve (bash, argv, env);
       _exit (127);

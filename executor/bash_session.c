@@ -540,15 +540,9 @@ run_completed (struct bash_session *s, const struct run_request *req, const char
   cleanup_free char *raw = combine_outputs (pane, m, count, before_last);
   if (before_last)
     {
-      size_t lines = 0, rl = strlen (raw);
-      for (size_t i = 0; i < rl; i++)
-        if (raw[i] == '\n')
-          lines++;
-      if (rl && raw[rl - 1] != '\n')
-        lines++;
       meta->prefix = xasprintf ("[Previous command outputs are truncated. Showing the last %zu lines of the "
                                 "output below.]\n",
-                                lines);
+                                count_lines (raw));
     }
   if (special)
     meta->suffix = xasprintf ("\n[The command completed with exit code %d. CTRL+%c was sent.]", meta->exit_code,

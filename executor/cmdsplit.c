@@ -90,6 +90,23 @@ is_word_char (char c)
   return c && c != ' ' && c != '\t' && c != '\n' && c != '\r' && strchr (";&|()<>", c) == NULL;
 }
 
+/* Steps over the closing quote at s->i; false when the input ended first. */
+static bool
+skip_closing (struct scan *sc)
+{
+  if (sc->i >= sc->len)
+    return false;
+  sc->i++;
+  return true;
+}
+
+/* True at `$(` or `${`. */
+static bool
+at_substitution (const struct scan *sc)
+{
+  return sc->s[sc->i] == '$' && (sc->s[sc->i + 1] == '(' || sc->s[sc->i + 1] == '{');
+}
+
 /* Skips a quoted or substituted region starting at s->i; returns false when
  * it does not end. */
 static bool skip_dollar (struct scan *sc);
@@ -100,10 +117,16 @@ skip_single (struct scan *sc)
   sc->i++; /* opening quote */
   while (sc->i < sc->len && sc->s[sc->i] != '\'')
     sc->i++;
-  if (sc->i >= sc->len)
-    return false;
+  return skip_closing (sc);
+}
+
+static bool
+skip_backquote (struct scan *sc)
+{
   sc->i++;
-  return true;
+  while (sc->i < sc->len && sc->s[sc->i] != '`')
+    sc->i += sc->s[sc->i] == '\\' ? 2 : 1;
+  return skip_closing (sc);
 }
 
 static bool
@@ -114,27 +137,20 @@ skip_double (struct scan *sc)
     {
       if (sc->s[sc->i] == '\\')
         sc->i += 2;
-      else if (sc->s[sc->i] == '$' && (sc->s[sc->i + 1] == '(' || sc->s[sc->i + 1] == '{'))
+      else if (at_substitution (sc))
         {
           if (!skip_dollar (sc))
             return false;
         }
       else if (sc->s[sc->i] == '`')
         {
-          sc->i++;
-          while (sc->i < sc->len && sc->s[sc->i] != '`')
-            sc->i += sc->s[sc->i] == '\\' ? 2 : 1;
-          if (sc->i >= sc->len)
+          if (!skip_backquote (sc))
             return false;
-          sc->i++;
         }
       else
         sc->i++;
     }
-  if (sc->i >= sc->len)
-    return false;
-  sc->i++;
-  return true;
+  return skip_closing (sc);
 }
 
 static bool
@@ -159,7 +175,7 @@ skip_dollar (struct scan *sc)
           if (!skip_double (sc))
             return false;
         }
-      else if (c == '$' && (sc->s[sc->i + 1] == '(' || sc->s[sc->i + 1] == '{'))
+      else if (at_substitution (sc))
         {
           if (!skip_dollar (sc))
             return false;
@@ -180,6 +196,23 @@ skip_dollar (struct scan *sc)
         sc->i++;
     }
   return false;
+}
+
+/* Any of the above, by the character at s->i. */
+static bool
+skip_region (struct scan *sc)
+{
+  switch (sc->s[sc->i])
+    {
+    case '\'':
+      return skip_single (sc);
+    case '"':
+      return skip_double (sc);
+    case '`':
+      return skip_backquote (sc);
+    default:
+      return skip_dollar (sc);
+    }
 }
 
 static bool
@@ -446,34 +479,11 @@ scan_command (const char *cmd, struct scan *sc, size_t **starts, size_t *nstarts
               plain = false;
               sc->i += sc->i + 1 < sc->len ? 2 : 1;
             }
-          else if (d == '\'')
+          else if (d == '\'' || d == '"' || d == '`' || at_substitution (sc))
             {
               plain = false;
-              if (!skip_single (sc))
+              if (!skip_region (sc))
                 sc->bad = true;
-            }
-          else if (d == '"')
-            {
-              plain = false;
-              if (!skip_double (sc))
-                sc->bad = true;
-            }
-          else if (d == '$' && (sc->s[sc->i + 1] == '(' || sc->s[sc->i + 1] == '{'))
-            {
-              plain = false;
-              if (!skip_dollar (sc))
-                sc->bad = true;
-            }
-          else if (d == '`')
-            {
-              plain = false;
-              sc->i++;
-              while (sc->i < sc->len && sc->s[sc->i] != '`')
-                sc->i += sc->s[sc->i] == '\\' ? 2 : 1;
-              if (sc->i >= sc->len)
-                sc->bad = true;
-              else
-                sc->i++;
             }
           else
             sc->i++;

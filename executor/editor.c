@@ -217,18 +217,6 @@ editor_make_output (const char *content, const char *descr, long start_line)
   return b.data;
 }
 
-size_t
-editor_count_lines (const char *s)
-{
-  size_t n = 0, len = strlen (s);
-  for (size_t i = 0; i < len; i++)
-    if (s[i] == '\n')
-      n++;
-  if (len && s[len - 1] != '\n')
-    n++;
-  return n;
-}
-
 /* Lines [from, to] (1-based, inclusive) with their newlines. */
 char *
 editor_line_range (const char *s, long from, long to)
@@ -456,17 +444,32 @@ strip_dup (const char *s)
   return xstrndup (s, n);
 }
 
+/* Writes UPDATED in place of CONTENT, kept for undo_edit and the diff;
+ * false with R's output set (and both freed) when it cannot be written. */
+static bool
+commit_edit (struct editor *ed, const char *path, char *content, char *updated, enum editor_encoding enc,
+             struct edit_result *r)
+{
+  r->output = write_text (path, updated, enc);
+  if (r->output)
+    {
+      free (updated);
+      free (content);
+      return false;
+    }
+  hist_add (ed, path, content);
+  r->old_content = content;
+  r->new_content = updated;
+  return true;
+}
+
 static void
 do_str_replace (struct editor *ed, const char *path, const char *old_str, const char *new_str, struct edit_result *r)
 {
-  char *err = NULL;
   enum editor_encoding enc;
-  char *content = editor_read_text (path, &enc, &err);
+  char *content = editor_read_text (path, &enc, &r->output);
   if (content == NULL)
-    {
-      r->output = err;
-      return;
-    }
+    return;
   cleanup_free char *old_s = xstrdup (old_str), *new_s = xstrdup (new_str ? new_str : "");
   const char *first;
   size_t n = find_occurrences (content, old_s, &first, NULL);
@@ -505,15 +508,8 @@ do_str_replace (struct editor *ed, const char *path, const char *old_str, const 
   for (size_t i = 0; i < idx; i++)
     replacement_line += content[i] == '\n';
   char *updated = xasprintf ("%.*s%s%s", (int) idx, content, new_s, content + idx + strlen (old_s));
-  char *werr = write_text (path, updated, enc);
-  if (werr)
-    {
-      r->output = werr;
-      free (updated);
-      free (content);
-      return;
-    }
-  hist_add (ed, path, content);
+  if (!commit_edit (ed, path, content, updated, enc, r))
+    return;
   long start_line = replacement_line - SNIPPET_CONTEXT_WINDOW;
   if (start_line < 0)
     start_line = 0;
@@ -527,22 +523,16 @@ do_str_replace (struct editor *ed, const char *path, const char *old_str, const 
   r->output = xasprintf ("The file %s has been edited. %sReview the changes and make sure they are as expected. Edit "
                          "the file again if necessary.",
                          path, shown);
-  r->old_content = content;
-  r->new_content = updated;
 }
 
 static void
 do_insert (struct editor *ed, const char *path, long insert_line, const char *new_str, struct edit_result *r)
 {
-  char *err = NULL;
   enum editor_encoding enc;
-  char *content = editor_read_text (path, &enc, &err);
+  char *content = editor_read_text (path, &enc, &r->output);
   if (content == NULL)
-    {
-      r->output = err;
-      return;
-    }
-  long num_lines = (long) editor_count_lines (content);
+    return;
+  long num_lines = (long) count_lines (content);
   if (insert_line < 0 || insert_line > num_lines)
     {
       r->output = editor_err_text (
@@ -574,15 +564,8 @@ do_insert (struct editor *ed, const char *path, long insert_line, const char *ne
       q = nl + 1;
     }
   ohbox_buf_append (&b, p, strlen (p));
-  char *werr = write_text (path, b.data, enc);
-  if (werr)
-    {
-      r->output = werr;
-      free (b.data);
-      free (content);
-      return;
-    }
-  hist_add (ed, path, content);
+  if (!commit_edit (ed, path, content, b.data, enc, r))
+    return;
   long start_line = insert_line - SNIPPET_CONTEXT_WINDOW;
   if (start_line < 0)
     start_line = 0;
@@ -596,8 +579,6 @@ do_insert (struct editor *ed, const char *path, long insert_line, const char *ne
   r->output = xasprintf ("The file %s has been edited. %sReview the changes and make sure they are as expected "
                          "(correct indentation, no duplicate lines, etc). Edit the file again if necessary.",
                          path, shown);
-  r->old_content = content;
-  r->new_content = b.data;
 }
 
 static void
@@ -682,14 +663,10 @@ editor_run (struct editor *ed, const char *command, const char *given, json_t *a
     }
   else if (strcmp (command, "undo_edit") == 0)
     {
-      char *err = NULL;
       enum editor_encoding enc;
-      char *current = editor_read_text (path, &enc, &err);
+      char *current = editor_read_text (path, &enc, &r->output);
       if (current == NULL)
-        {
-          r->output = err;
-          return;
-        }
+        return;
       char *old = hist_pop (ed, path);
       if (old == NULL)
         {

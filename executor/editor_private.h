@@ -17,7 +17,6 @@ char *editor_err_text (const char *fmt, ...) __attribute__ ((format (printf, 1, 
 char *editor_maybe_truncate (const char *s, const char *notice);
 /* _make_output: "Here's the result of running `cat -n` on DESCR:" + numbered lines. */
 char *editor_make_output (const char *content, const char *descr, long start_line);
-size_t editor_count_lines (const char *s);
 /* Lines [from, to] (1-based, inclusive) with their newlines. */
 char *editor_line_range (const char *s, long from, long to);
 enum editor_encoding

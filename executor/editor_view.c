@@ -226,7 +226,7 @@ view_file (const char *path, json_t *view_range)
   if (!json_is_array (view_range) || json_array_size (view_range) != 2
       || !py_int (json_array_get (view_range, 0), &start) || !py_int (json_array_get (view_range, 1), &end))
     return editor_err_text ("Invalid `view_range` parameter: %s. It should be a list of two integers.", r);
-  long num_lines = (long) editor_count_lines (text);
+  long num_lines = (long) count_lines (text);
   if (start < 1 || start > num_lines)
     return editor_err_text (
       "Invalid `view_range` parameter: %s. Its first element `%ld` should be within the range of lines "

@@ -16,12 +16,10 @@
 
 #include <errno.h>
 #include <fcntl.h>
-#include <grp.h>
 #include <poll.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -131,12 +129,7 @@ ipython_start (struct executor *ex, struct ipython *py, char **why)
     }
   if (pid == 0)
     {
-      sigset_t all;
-      sigemptyset (&all);
-      sigprocmask (SIG_SETMASK, &all, NULL);
-      for (int sig = 1; sig < NSIG; sig++)
-        signal (sig, SIG_DFL);
-      setsid ();
+      users_child_new_session ();
       int null = open ("/dev/null", O_RDWR);
       /* fds 3 and 4 carry the protocol; move them out of the way first. */
       int r = fcntl (req[0], F_DUPFD, 10), w = fcntl (rep[1], F_DUPFD, 10);
@@ -145,10 +138,7 @@ ipython_start (struct executor *ex, struct ipython *py, char **why)
       dup2 (null, 2);
       dup2 (r, 3);
       dup2 (w, 4);
-      syscall (SYS_close_range, 5U, ~0U, 0U);
-      if (ex->switch_user && (setgroups ((size_t) ngroups, groups) < 0 || setgid (ex->gid) < 0 || setuid (ex->uid) < 0))
-        _exit (126);
-      if (chdir (dir) < 0 && chdir ("/") < 0)
+      if (users_child_become (5, ex->switch_user, groups, ngroups, ex->gid, ex->uid, dir) < 0)
         _exit (126);
       execv (python, argv);
       _exit (127);

@@ -122,6 +122,18 @@ utf8_seq (const unsigned char *s, size_t len)
   return n;
 }
 
+size_t
+count_lines (const char *s)
+{
+  size_t n = 0, len = strlen (s);
+  for (size_t i = 0; i < len; i++)
+    if (s[i] == '\n')
+      n++;
+  if (len && s[len - 1] != '\n')
+    n++;
+  return n;
+}
+
 bool
 utf8_valid (const char *s, size_t len)
 {

@@ -51,6 +51,8 @@ char *py_float_repr (double v);
 char *py_number_str (json_t *num);
 /* Base64 (standard alphabet, padded). */
 char *base64_encode (const unsigned char *data, size_t len);
+/* Lines of S: its newlines, one more when the last line has none. */
+size_t count_lines (const char *s);
 /* True when the bytes are valid UTF-8. */
 bool utf8_valid (const char *s, size_t len);
 

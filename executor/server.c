@@ -129,6 +129,16 @@ set_detail (unsigned int *status, unsigned int code, const char *detail)
   return set_json (status, code, json_pack ("{s:s}", "detail", detail));
 }
 
+/* What a handler returned: its JSON (200), or, when NULL, the status ST and
+ * the DETAIL it gave. */
+static struct MHD_Response *
+set_result (unsigned int *status, json_t *reply, int st, const char *detail)
+{
+  if (reply == NULL)
+    return set_detail (status, (unsigned) st, detail);
+  return set_json (status, 200, reply);
+}
+
 static enum MHD_Result
 queue (struct MHD_Connection *c, unsigned int status, struct MHD_Response *r)
 {
@@ -147,19 +157,6 @@ reply_detail (struct MHD_Connection *c, unsigned int status, const char *detail)
   return queue (c, st, r);
 }
 
-/* Compares in time that depends only on the expected key's length. */
-static bool
-key_matches (const char *expected, const char *given)
-{
-  if (given == NULL)
-    return false;
-  size_t el = strlen (expected), gl = strlen (given);
-  unsigned char diff = el != gl;
-  for (size_t i = 0; i < el; i++)
-    diff |= (unsigned char) (expected[i] ^ (i < gl ? given[i] : 0));
-  return diff == 0;
-}
-
 struct key_check
 {
   const char *expected;
@@ -173,7 +170,7 @@ key_header_iter (void *cls, enum MHD_ValueKind kind OHBOX_UNUSED, const char *na
   if (strcasecmp (name, "X-Session-API-Key") == 0)
     {
       k->given++;
-      k->matching += key_matches (k->expected, value);
+      k->matching += ohbox_secret_equal (k->expected, value);
     }
   return MHD_YES;
 }
@@ -249,6 +246,19 @@ parse_body (struct request *rq, json_error_t *jerr)
   return json_loadb (rq->body.data ? rq->body.data : "", rq->body.len, JSON_DECODE_ANY, jerr);
 }
 
+/* BODY (taken) through HANDLER, which returns its reply or NULL with a
+ * status and a detail. */
+static struct MHD_Response *
+handle_body (struct executor *ex, json_t *body,
+             json_t *(*handler) (struct executor *ex, json_t *body, int *status, char **detail), unsigned int *status)
+{
+  int st = 500;
+  cleanup_free char *detail = NULL;
+  json_t *reply = handler (ex, body, &st, &detail);
+  json_decref (body);
+  return set_result (status, reply, st, detail);
+}
+
 /* True for the requests that can block (a bash command, a file system
  * walk, unpacking a zip, zipping a tree): run by a worker. */
 static bool
@@ -307,26 +317,13 @@ respond (struct server *srv, struct request *rq, unsigned int *status, struct do
             cleanup_free char *d = xasprintf ("Invalid request: the body is not JSON: %s", jerr.text);
             return set_detail (status, 400, d);
           }
-        int st = 500;
-        cleanup_free char *detail = NULL;
-        json_t *obs = executor_execute_action (ex, body, &st, &detail);
-        json_decref (body);
-        if (obs == NULL)
-          return set_detail (status, (unsigned) st, detail);
-        return set_json (status, 200, obs);
+        return handle_body (ex, body, executor_execute_action, status);
       }
 
     case R_ADOPT:
       {
         json_error_t jerr;
-        json_t *body = parse_body (rq, &jerr);
-        int st = 500;
-        cleanup_free char *detail = NULL;
-        json_t *r = executor_adopt (ex, body, &st, &detail);
-        json_decref (body);
-        if (r == NULL)
-          return set_detail (status, (unsigned) st, detail);
-        return set_json (status, 200, r);
+        return handle_body (ex, parse_body (rq, &jerr), executor_adopt, status);
       }
 
     case R_LIST_FILES:
@@ -348,9 +345,7 @@ respond (struct server *srv, struct request *rq, unsigned int *status, struct do
         cleanup_free char *detail = NULL;
         struct upload *up = steal_pointer (&rq->up);
         json_t *r = upload_finish (up, rq->recursive, &st, &detail);
-        if (r == NULL)
-          return set_detail (status, (unsigned) st, detail);
-        return set_json (status, 200, r);
+        return set_result (status, r, st, detail);
       }
 
     case R_DOWNLOAD_FILES:

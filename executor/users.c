@@ -16,10 +16,13 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
+#include <grp.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <unistd.h>
 
 #include "common/utils.h"
@@ -136,6 +139,29 @@ users_groups (const char *name, gid_t gid, gid_t *groups, int max)
           }
     }
   return n;
+}
+
+void
+users_child_new_session (void)
+{
+  sigset_t none;
+  sigemptyset (&none);
+  sigprocmask (SIG_SETMASK, &none, NULL);
+  for (int sig = 1; sig < NSIG; sig++)
+    signal (sig, SIG_DFL);
+  setsid ();
+}
+
+int
+users_child_become (unsigned int keep_fds, bool switch_user, const gid_t *groups, int ngroups, gid_t gid, uid_t uid,
+                    const char *dir)
+{
+  syscall (SYS_close_range, keep_fds, ~0U, 0U);
+  if (switch_user && (setgroups ((size_t) ngroups, groups) < 0 || setgid (gid) < 0 || setuid (uid) < 0))
+    return -1;
+  if (chdir (dir) < 0 && chdir ("/") < 0)
+    return -1;
+  return 0;
 }
 
 int

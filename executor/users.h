@@ -23,6 +23,15 @@ void user_info_release (struct user_info *u);
 /* The supplementary groups of NAME from /etc/group, GID first; at most MAX.
  * Returns how many. */
 int users_groups (const char *name, gid_t gid, gid_t *groups, int max);
+/* In a child the executor forked to run a program (async-signal-safe calls
+ * only: the server is multi-threaded): nothing blocked, every signal at its
+ * default, a session of its own. */
+void users_child_new_session (void);
+/* Then, in that child, its descriptors below KEEP_FDS in place: the others
+ * closed, the user's identity (GROUPS, GID, UID) when SWITCH_USER, and DIR as
+ * working directory (/ when DIR is gone); -1 when a step fails. */
+int users_child_become (unsigned int keep_fds, bool switch_user, const gid_t *groups, int ngroups, gid_t gid, uid_t uid,
+                        const char *dir);
 /* Appends NAME with UID (group 0, home /home/NAME, shell /bin/bash) to
  * /etc/passwd (and /etc/shadow when it exists), adds it to group `sudo`
  * and creates the home, as `useradd -rm -d /home/NAME -s /bin/bash -g root

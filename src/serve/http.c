@@ -176,13 +176,7 @@ completed (void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_Reques
 bool
 serve_key_matches (const char *expected, const char *given)
 {
-  if (expected == NULL || *expected == '\0' || given == NULL)
-    return false;
-  size_t el = strlen (expected), gl = strlen (given);
-  unsigned char diff = el != gl;
-  for (size_t i = 0; i < el; i++)
-    diff |= (unsigned char) (expected[i] ^ (i < gl ? given[i] : 0));
-  return diff == 0;
+  return expected && *expected && ohbox_secret_equal (expected, given);
 }
 
 /* "/<64 hex>" or "/<64 hex>/...": the id and what follows it (raw). */

@@ -112,11 +112,19 @@ link_send (struct link *l, const void *frame, size_t len)
   return 0;
 }
 
-static void
-pause_100ms (void)
+/* FRAME to DEST COUNT times, 100 ms apart. */
+static int
+link_send_repeated (struct link *l, const uint8_t *dest, const void *frame, size_t len, int count)
 {
-  struct timespec ts = { 0, 100 * 1000 * 1000 };
-  nanosleep (&ts, NULL);
+  memcpy (l->to.sll_addr, dest, 6);
+  for (int i = count; i > 0; i--)
+    {
+      if (link_send (l, frame, len))
+        return 1;
+      struct timespec ts = { 0, 100 * 1000 * 1000 };
+      nanosleep (&ts, NULL);
+    }
+  return 0;
 }
 
 static uint16_t
@@ -158,14 +166,7 @@ cmd_arp (char **argv)
   /* (as a gratuitous reply: the target is the claimed address too) */
   memcpy (f.arp.arp_tha, f.eth.ether_dhost, 6);
   memcpy (f.arp.arp_tpa, &claimed, 4);
-  memcpy (l.to.sll_addr, f.eth.ether_dhost, 6);
-  for (int i = atoi (argv[3]); i > 0; i--)
-    {
-      if (link_send (&l, &f, sizeof f))
-        return 1;
-      pause_100ms ();
-    }
-  return 0;
+  return link_send_repeated (&l, f.eth.ether_dhost, &f, sizeof f, atoi (argv[3]));
 }
 
 static int
@@ -260,14 +261,7 @@ cmd_ra (char **argv)
   sum = csum_add (sum, (uint8_t[]){ 0, 0, 0, (uint8_t) ntohs (f.ip6.ip6_plen), 0, 0, 0, IPPROTO_ICMPV6 }, 8);
   sum = csum_add (sum, &f.ra, ntohs (f.ip6.ip6_plen));
   f.ra.nd_ra_cksum = htons ((uint16_t) ~sum);
-  memcpy (l.to.sll_addr, f.eth.ether_dhost, 6);
-  for (int i = atoi (argv[2]); i > 0; i--)
-    {
-      if (link_send (&l, &f, sizeof f))
-        return 1;
-      pause_100ms ();
-    }
-  return 0;
+  return link_send_repeated (&l, f.eth.ether_dhost, &f, sizeof f, atoi (argv[2]));
 }
 
 static int

@@ -178,6 +178,13 @@ feed (struct term *t, const char *s)
   term_feed (t, s, strlen (s));
 }
 
+static void
+term_freep (struct term **t)
+{
+  term_free (*t);
+}
+#define cleanup_term __attribute__ ((cleanup (term_freep)))
+
 /* feed, then the pane as it renders. */
 static char *
 feed_and_render (struct term *t, const char *s)
@@ -189,28 +196,26 @@ feed_and_render (struct term *t, const char *s)
 static void
 test_terminal_renders_like_a_screen (void)
 {
-  struct term *t = term_new (24, 80, 100, NULL, NULL);
+  cleanup_term struct term *t = term_new (24, 80, 100, NULL, NULL);
   cleanup_free char *pane = feed_and_render (t, "10%\r50%\r100%\r\n\033[1;31mred\033[0m text   \r\nabc\bX\r\n");
   CHECK_STR (pane, "100%\nred text\nabX");
-  term_free (t);
 }
 
 static void
 test_terminal_joins_wrapped_lines_and_keeps_history (void)
 {
-  struct term *t = term_new (4, 10, 100, NULL, NULL);
+  cleanup_term struct term *t = term_new (4, 10, 100, NULL, NULL);
   cleanup_free char *pane = feed_and_render (t, "0123456789abcdef\r\nl2\r\nl3\r\nl4\r\nl5\r\n");
   CHECK_STR (pane, "0123456789abcdef\nl2\nl3\nl4\nl5");
   term_reset_to (t, "\nprompt\n");
   cleanup_free char *after = term_render (t, NULL);
   CHECK_STR (after, "\nprompt");
-  term_free (t);
 }
 
 static void
 test_terminal_history_limit (void)
 {
-  struct term *t = term_new (2, 20, 3, NULL, NULL);
+  cleanup_term struct term *t = term_new (2, 20, 3, NULL, NULL);
   for (int i = 0; i < 10; i++)
     {
       char line[16];
@@ -220,7 +225,6 @@ test_terminal_history_limit (void)
   cleanup_free char *pane = term_render (t, NULL);
   /* 3 lines of history + the 2-row screen (the last row is empty). */
   CHECK_STR (pane, "line6\nline7\nline8\nline9");
-  term_free (t);
 }
 
 /* Prompts bash shows for typed text: one per top-level line it reads. */
@@ -381,7 +385,7 @@ test_terminal_matches_libvterm_screen (void)
 static void
 test_terminal_alternate_screen (void)
 {
-  struct term *t = term_new (4, 20, 100, NULL, NULL);
+  cleanup_term struct term *t = term_new (4, 20, 100, NULL, NULL);
   feed (t, "$ vim f\r\n");
   cleanup_free char *during = feed_and_render (t, "\033[?1049h\033[HEDITOR LINE 1\r\n~\r\n~\r\n~");
   CHECK_STR (during, "EDITOR LINE 1\n~\n~\n~");
@@ -390,13 +394,12 @@ test_terminal_alternate_screen (void)
   CHECK_STR (scrolled, "~\n~\n~\n~");
   cleanup_free char *after = feed_and_render (t, "\033[?1049l$ ");
   CHECK_STR (after, "$ vim f\n$");
-  term_free (t);
 }
 
 static void
 test_terminal_insert_delete_and_wide_characters (void)
 {
-  struct term *t = term_new (3, 10, 10, NULL, NULL);
+  cleanup_term struct term *t = term_new (3, 10, 10, NULL, NULL);
   /* ICH shifts the rest of the line right, DCH pulls it left, ECH blanks. */
   feed (t, "abcdef\r\033[2C\033[2@XY\r\n123456\r\033[1C\033[2P\r\n\xe8\xa1\xa8x\033[3Dz");
   cleanup_free char *r0 = term_screen_row (t, 0);
@@ -405,7 +408,6 @@ test_terminal_insert_delete_and_wide_characters (void)
   CHECK_STR (r0, "abXYcdef");
   CHECK_STR (r1, "1456");
   CHECK_STR (r2, "zx");
-  term_free (t);
 }
 
 static void

@@ -26,14 +26,8 @@ start_tty ()
 }
 
 cat >"$T_TMP/drive.py" <<'PYEOF'
-import fcntl, os, pty, select, struct, sys, termios, time
-from ptydrive import check_raw_resize_interrupt, expect, setsize
-
-def attach(args):
-    pid, fd = pty.fork()
-    if pid == 0:
-        os.execv(args[0], args)
-    return pid, fd
+import fcntl, os, select, struct, sys, termios, time
+from ptydrive import check_raw_resize_interrupt, expect, setsize, spawn
 
 def finish(pid, fd, before):
     _, status = os.waitpid(pid, 0)
@@ -43,7 +37,7 @@ def finish(pid, fd, before):
 
 args = sys.argv[1:]
 # 1: size, raw mode, resize, Ctrl-C, detach
-pid, fd = attach(args)
+pid, fd = spawn(args)
 setsize(fd, 40, 100)
 before = termios.tcgetattr(fd)
 time.sleep(0.3)
@@ -56,7 +50,7 @@ os.write(fd, b"\x10\x11")  # ctrl-p,ctrl-q
 code = finish(pid, fd, before)
 print("detach", code)
 # 2: attach again: the same shell; its exit code is ours
-pid, fd = attach(args)
+pid, fd = spawn(args)
 before = termios.tcgetattr(fd)
 time.sleep(0.3)
 os.write(fd, b"cat /tmp/s; echo AGAIN$((0))\r")
@@ -168,7 +162,4 @@ run_test one-client test_one_client
 run_test errors test_errors
 run_test monitor-memory test_monitor_memory
 
-# Whatever a failed test left behind (a passing one removed its own).
-for id in $(ohbox ps -a -q 2>/dev/null); do
-  ohbox rm -f "$id" >/dev/null 2>&1 || echo "# could not remove sandbox $id" >&2
-done
+t_remove_leftover_sandboxes

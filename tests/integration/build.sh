@@ -337,11 +337,7 @@ test_musl_base ()
 
 test_debian_base ()
 {
-  # Runs when asked, or when the Debian layout is already cached (then it is fast).
-  local cached
-  cached=$(ls "$OHBOX_TEST_WORK"/cache/debian-*/meta.env 2>/dev/null | head -n 1 || true)
-  [ "${OHBOX_TEST_DEBIAN:-0}" = 1 ] || [ -n "$cached" ] ||
-    skip "set OHBOX_TEST_DEBIAN=1 (debootstrap, ~80 s the first time)"
+  img_debian_wanted debian "debootstrap, ~80 s the first time"
   img_build_debian >&9 2>&1 || skip "img_build_debian failed"
   ohbox load "oci:$IMG_DEBIAN:bookworm" localhost/debian:bookworm >/dev/null
   build localhost/debian:bookworm
@@ -360,10 +356,7 @@ test_debian_base ()
 test_debian_agent_ipython ()
 {
   /usr/bin/python3 -c 'import httpx' 2>/dev/null || skip "python3-httpx is missing"
-  local cached
-  cached=$(ls "$OHBOX_TEST_WORK"/cache/debian-agent-*/meta.env 2>/dev/null | head -n 1 || true)
-  [ "${OHBOX_TEST_DEBIAN:-0}" = 1 ] || [ -n "$cached" ] ||
-    skip "set OHBOX_TEST_DEBIAN=1 (debootstrap, ~2 min the first time)"
+  img_debian_wanted debian-agent "debootstrap, ~2 min the first time"
   img_build_debian_agent >&9 2>&1 || skip "img_build_debian_agent failed"
   ohbox load "oci:$IMG_DEBIAN_AGENT:bookworm" localhost/debian-agent:bookworm >/dev/null
   build localhost/debian-agent:bookworm

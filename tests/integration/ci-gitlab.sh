@@ -491,7 +491,4 @@ run_test job-credentials test_job_credentials
 run_test pull-policy test_pull_policy
 run_test pull-limits test_pull_limits
 
-# Whatever a failed test left behind (a passing one removed its own).
-for id in $(ohbox ps -a -q 2>/dev/null); do
-  ohbox rm -f "$id" >/dev/null 2>&1 || echo "# could not remove sandbox $id" >&2
-done
+t_remove_leftover_sandboxes

@@ -332,10 +332,7 @@ exec "$@"'
 
 debian_image ()
 {
-  local cached
-  cached=$(ls "$OHBOX_TEST_WORK"/cache/debian-*/meta.env 2>/dev/null | head -n 1 || true)
-  [ "${OHBOX_TEST_DEBIAN:-0}" = 1 ] || [ -n "$cached" ] ||
-    skip "set OHBOX_TEST_DEBIAN=1 (the stub nvidia-smi needs glibc and ldconfig in the image)"
+  img_debian_wanted debian "the stub nvidia-smi needs glibc and ldconfig in the image"
   img_build_debian >&9 2>&1 || skip "img_build_debian failed"
   ohbox load "oci:$IMG_DEBIAN:bookworm" localhost/debian:bookworm >/dev/null
 }

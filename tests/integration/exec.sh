@@ -163,12 +163,10 @@ test_terminal_session ()
   [ -x "$PY" ] || skip "no $PY"
   start_sb term
   cat > "$T_WORK/drive.py" <<'PYEOF'
-import fcntl, os, pty, select, signal, struct, sys, termios, time
-from ptydrive import check_raw_resize_interrupt, expect, setsize
+import fcntl, os, select, signal, struct, sys, termios, time
+from ptydrive import check_raw_resize_interrupt, expect, setsize, spawn
 
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], sys.argv[1:])
+pid, fd = spawn(sys.argv[1:])
 setsize(fd, 40, 100)
 before = termios.tcgetattr(fd)
 os.write(fd, b"stty size; echo MARK1\r")
@@ -228,10 +226,10 @@ test_detach_keys ()
   [ -x "$PY" ] || skip "no $PY"
   start_sb det
   cat > "$T_WORK/detach.py" <<'PYEOF'
-import os, pty, select, sys, time
-pid, fd = pty.fork()
-if pid == 0:
-    os.execv(sys.argv[1], sys.argv[1:])
+import os, sys, time
+from ptydrive import spawn
+
+pid, fd = spawn(sys.argv[1:])
 time.sleep(0.5)
 os.write(fd, b"sleep %s\r" % os.environ["SLEEP_ARG"].encode())
 time.sleep(0.5)
@@ -240,7 +238,7 @@ _, status = os.waitpid(pid, 0)
 print("exit", os.waitstatus_to_exitcode(status))
 PYEOF
   local tag=333.$BASHPID
-  assert_ok env SLEEP_ARG="$tag" timeout 30 "$PY" "$T_WORK/detach.py" "$OHBOX_BIN" --root "$T_ROOT" exec -it --detach-keys ctrl-x,x det sh
+  assert_ok env SLEEP_ARG="$tag" PYTHONPATH="$T_LIB" timeout 30 "$PY" "$T_WORK/detach.py" "$OHBOX_BIN" --root "$T_ROOT" exec -it --detach-keys ctrl-x,x det sh
   assert_contains "$out" "exit 0"
   # the session goes on without us
   local p

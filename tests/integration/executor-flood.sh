@@ -15,29 +15,26 @@ command -v bash >/dev/null || skip_all "no bash"
 /usr/bin/python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.2", 0))' 2>/dev/null ||
   skip_all "cannot bind 127.0.0.2 (loopback is not 127.0.0.0/8 here)"
 
-tmp=$(mktemp -d /tmp/ohbox-executor-flood.XXXXXX)
 PE_EXE=$exe
 . "$src/tests/lib/plain_executor.sh"
-trap 'pe_stop; rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/work"
-key=key-$RANDOM-$RANDOM
-export SESSION_API_KEY=$key NO_CHANGE_TIMEOUT_SECONDS=2
+pe_scratch
+export NO_CHANGE_TIMEOUT_SECONDS=2
 rc=0
 
 # The default limits (256 connections, 64 per address).
-pe_launch "$tmp/executor.log" "$tmp/work"
-/usr/bin/python3 "$src/tests/executor/flood.py" "$PE_PORT" "$key" 10 60 64 flood || rc=1
+pe_launch "$PE_TMP/executor.log" "$PE_TMP/work"
+/usr/bin/python3 "$src/tests/executor/flood.py" "$PE_PORT" "$PE_KEY" 10 60 64 flood || rc=1
 pe_survived "$name/server_survived_flood" || rc=1
 pe_stop
 
 # Short timeouts, so that dripping clients are measured in seconds.
-OHBOX_EXECUTOR_HEADER_TIMEOUT=1.5 OHBOX_EXECUTOR_IDLE_TIMEOUT=2 pe_launch "$tmp/executor.log" "$tmp/work"
-/usr/bin/python3 "$src/tests/executor/flood.py" "$PE_PORT" "$key" 1.5 2 64 timeouts || rc=1
+OHBOX_EXECUTOR_HEADER_TIMEOUT=1.5 OHBOX_EXECUTOR_IDLE_TIMEOUT=2 pe_launch "$PE_TMP/executor.log" "$PE_TMP/work"
+/usr/bin/python3 "$src/tests/executor/flood.py" "$PE_PORT" "$PE_KEY" 1.5 2 64 timeouts || rc=1
 pe_survived "$name/server_survived_timeouts" || rc=1
 pe_stop
 
 # A bad limit is refused at start, naming the variable.
-out=$(OHBOX_EXECUTOR_CONNECTIONS_PER_ADDRESS=0 timeout 10 "$exe" "$PE_PORT" --working-dir "$tmp/work" \
+out=$(OHBOX_EXECUTOR_CONNECTIONS_PER_ADDRESS=0 timeout 10 "$exe" "$PE_PORT" --working-dir "$PE_TMP/work" \
   --username "$(id -un)" --user-id "$(id -u)" 2>&1)
 if [ $? -ne 0 ] && grep -q 'OHBOX_EXECUTOR_CONNECTIONS_PER_ADDRESS' <<<"$out"; then
   echo "PASS: $name/bad_limit_refused"
@@ -47,6 +44,6 @@ else
 fi
 if [ $rc -ne 0 ]; then
   echo "---- executor log"
-  tail -n 30 "$tmp/executor.log"
+  tail -n 30 "$PE_TMP/executor.log"
 fi
 exit $rc

@@ -12,25 +12,22 @@
 set -u
 . "$(dirname "$0")/../lib/executor_script.sh"
 
-tmp=$(mktemp -d /tmp/ohbox-executor-zip.XXXXXX)
 PE_EXE=$exe
 . "$src/tests/lib/plain_executor.sh"
-trap 'pe_stop; rm -rf "$tmp"' EXIT
-mkdir -p "$tmp/work/dest"
-key=key-$RANDOM-$RANDOM
-export SESSION_API_KEY=$key
+pe_scratch
+mkdir "$PE_TMP/work/dest"
 rc=0
 
 # An upload limit of 1 MiB (so the unpacked budget is 1 MiB) and a small
 # entry budget, so that the bombs are quick to make.
 entries=3000
-OHBOX_EXECUTOR_MAX_UPLOAD=1048576 OHBOX_EXECUTOR_MAX_ZIP_ENTRIES=$entries pe_launch "$tmp/executor.log" "$tmp/work"
-/usr/bin/python3 "$src/tests/executor/zip_attack.py" "$PE_PORT" "$key" "$tmp/work" "$entries" attacks || rc=1
+OHBOX_EXECUTOR_MAX_UPLOAD=1048576 OHBOX_EXECUTOR_MAX_ZIP_ENTRIES=$entries pe_launch "$PE_TMP/executor.log" "$PE_TMP/work"
+/usr/bin/python3 "$src/tests/executor/zip_attack.py" "$PE_PORT" "$PE_KEY" "$PE_TMP/work" "$entries" attacks || rc=1
 pe_survived "$name/server_survived" || rc=1
 pe_stop
 
 if [ $rc -ne 0 ]; then
   echo "---- executor log"
-  tail -n 30 "$tmp/executor.log"
+  tail -n 30 "$PE_TMP/executor.log"
 fi
 exit $rc

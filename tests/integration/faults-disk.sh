@@ -16,7 +16,6 @@
 . "$T_LIB/ohbox.sh"
 
 t_runtime_exports
-export OHBOX_EXECUTOR_SRCDIR=$OHBOX_SRCDIR/executor
 
 setup ()
 {

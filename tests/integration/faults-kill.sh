@@ -17,7 +17,6 @@
 . "$T_LIB/ohbox.sh"
 
 t_runtime_exports
-export OHBOX_EXECUTOR_SRCDIR=$OHBOX_SRCDIR/executor
 
 SEED=${OHBOX_FAULTS_SEED:-$(( $(date +%s%N) / 1000 % 1000000 ))}
 POINTS=${OHBOX_FAULTS_POINTS:-10}
@@ -143,6 +142,21 @@ assert_no_leaks ()
   echo "sandboxes seen: $(echo "$ids" | grep -c . || true)"
 }
 
+# begin_operation N: the kill points of operation N (the seed and N give
+# them), its counts at zero.
+begin_operation ()
+{
+  RANDOM=$((SEED + $1))
+  killed=0 finished=0 findings=0
+}
+
+# end_operation OP: nothing left behind, and the figures of OP.
+end_operation ()
+{
+  assert_no_leaks
+  figures "$1"
+}
+
 # figures OP: one line for the README figures.
 figures ()
 {
@@ -161,8 +175,7 @@ rm_all_sandboxes ()
 
 test_kill_pull ()
 {
-  RANDOM=$SEED
-  killed=0 finished=0 findings=0
+  begin_operation 0
   fp_start REG FP
   # 1.5 MB/s: the busybox layer takes most of a second, so points fall mid-blob.
   fp_set FP '{"rate": 1500000}'
@@ -183,8 +196,7 @@ test_kill_pull ()
   done
   assert_layer_present "$IMG_BB_DIFF1"
   assert_ok ohbox run --rm "$ref" true
-  assert_no_leaks
-  figures pull
+  end_operation pull
 }
 run_test kill_pull test_kill_pull
 
@@ -196,8 +208,7 @@ runtime_names ()
 
 test_kill_build ()
 {
-  RANDOM=$((SEED + 1))
-  killed=0 finished=0 findings=0
+  begin_operation 1
   assert_ok ohbox load "oci:$IMG_BUSYBOX:latest"
   local t0 span i image names
   # The first build also makes the executor's library closure (cached after).
@@ -223,15 +234,13 @@ test_kill_build ()
   # The image is whole: its executor answers.
   assert_ok ohbox run --rm "$image" --help
   assert_match "$out" "^Usage: ohbox-executor"
-  assert_no_leaks
-  figures build
+  end_operation build
 }
 run_test kill_build test_kill_build
 
 test_kill_run ()
 {
-  RANDOM=$((SEED + 2))
-  killed=0 finished=0 findings=0
+  begin_operation 2
   assert_ok ohbox load "oci:$IMG_BUSYBOX:latest"
   local t0 span i args
   t0=$(now_ms)
@@ -253,15 +262,13 @@ test_kill_run ()
     record_ids
     rm_all_sandboxes
   done
-  assert_no_leaks
-  figures run
+  end_operation run
 }
 run_test kill_run test_kill_run
 
 test_kill_rm ()
 {
-  RANDOM=$((SEED + 3))
-  killed=0 finished=0 findings=0
+  begin_operation 3
   assert_ok ohbox load "oci:$IMG_BUSYBOX:latest"
   local t0 span i id net
   assert_ok ohbox run -d --network bridge "$BB" sleep 86399
@@ -292,8 +299,7 @@ test_kill_rm ()
     [ $(($(now_ms) - t0)) -le "$span" ] || span=$(($(now_ms) - t0))
   done
   assert_eq "" "$(ohbox ps -aq)" "sandboxes left"
-  assert_no_leaks
-  figures rm
+  end_operation rm
 }
 run_test kill_rm test_kill_rm
 

@@ -152,7 +152,4 @@ run_test json-errors test_json_errors
 run_test streaming test_streaming
 run_test add-host test_add_host
 
-# Whatever a failed test left behind (a passing one removed its own).
-for id in $(ohbox ps -a -q 2>/dev/null); do
-  ohbox rm -f "$id" >/dev/null 2>&1 || echo "# could not remove sandbox $id" >&2
-done
+t_remove_leftover_sandboxes

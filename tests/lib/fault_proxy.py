@@ -211,17 +211,8 @@ class Handler(http.server.BaseHTTPRequestHandler):
 
     # ---- faults and forwarding ----
     def send_simple(self, status, message, headers=()):
-        body = json.dumps({"errors": [{"code": "TOOMANYREQUESTS" if status == 429 else "UNAVAILABLE",
-                                       "message": message}]}).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in headers:
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
-        return len(body)
+        code = "TOOMANYREQUESTS" if status == 429 else "UNAVAILABLE"
+        return testhttp.answer_json(self, status, {"errors": [{"code": code, "message": message}]}, headers)
 
     def hard_close(self):
         """Ends the response here: what was written arrives, then the

@@ -34,6 +34,8 @@
 #       python3-ipython, ca-certificates), an agent's base image as OpenHands
 #       runs them, as the layout $IMG_DEBIAN_AGENT (tag bookworm), cached.
 #       IMG_DEBIAN_AGENT_MANIFEST IMG_DEBIAN_AGENT_LAYER
+#   img_debian_wanted NAME WHY   inside a test: skips it unless OHBOX_TEST_DEBIAN=1
+#       or the layout NAME (debian, debian-agent) is cached
 #
 # The cache lives in $OHBOX_TEST_WORK/cache/images-KEY, KEY being a hash of this
 # file, the busybox binary and the tool versions: edit the builder and the
@@ -450,6 +452,15 @@ _img_deb_meta ()
   . "$1/meta.env" || return 1
   IMG_DEB_MANIFEST=${IMG_DEB_MANIFEST:-$IMG_DEBIAN_MANIFEST}
   IMG_DEB_LAYER=${IMG_DEB_LAYER:-$IMG_DEBIAN_LAYER}
+}
+
+# img_debian_wanted NAME WHY: a test of a Debian layout runs when asked, or
+# when the layout is already cached (then it is fast); otherwise it is skipped
+# saying how to ask and WHY (what the first build costs, what needs Debian).
+img_debian_wanted ()
+{
+  [ "${OHBOX_TEST_DEBIAN:-0}" = 1 ] && return 0
+  compgen -G "$OHBOX_TEST_WORK/cache/$1-*/meta.env" >/dev/null || skip "set OHBOX_TEST_DEBIAN=1 ($2)"
 }
 
 # img_build_debian: $IMG_DEBIAN, an OCI layout (tag bookworm, one gzip layer)

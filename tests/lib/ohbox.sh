@@ -16,6 +16,8 @@
 #   T_DEFAULT_CAPS          the capabilities root in a default sandbox has
 #   t_caps_mask NAME...     their mask as /proc/PID/status prints it
 #   assert_default_caps STATUS [WHAT]   a root process with exactly the default set
+#   t_runtime_exports       the executor (and its sources) of this tree, state in $T_TMP
+#   t_remove_leftover_sandboxes   after the tests: what failed ones left
 
 pull_opts ()
 {
@@ -205,11 +207,22 @@ assert_default_caps ()
 
 # The scripts that build and run runtime images (build.sh, build-push.sh,
 # agent-user.sh, faults-*.sh): sandboxes' state in the script's temp dir,
-# the executor built here.
+# the executor built here from the sources here (not an installed ohbox's).
 t_runtime_exports ()
 {
   export OHBOX_RUNROOT=$T_TMP/run
   export OHBOX_EXECUTOR=$OHBOX_BUILDDIR/ohbox-executor
+  export OHBOX_EXECUTOR_SRCDIR=$OHBOX_SRCDIR/executor
+}
+
+# After the last test: removes the sandboxes a failed test left behind (a
+# passing one removed its own).
+t_remove_leftover_sandboxes ()
+{
+  local id
+  for id in $(ohbox ps -a -q 2>/dev/null); do
+    ohbox rm -f "$id" >/dev/null 2>&1 || echo "# could not remove sandbox $id" >&2
+  done
 }
 
 # t_needs_runtime_build WHY: root (for WHY), the executor built, bash-static

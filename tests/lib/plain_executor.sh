@@ -2,6 +2,9 @@
 # (no sandbox) on a free port of 127.0.0.1, for tests that attack its HTTP
 # server directly (executor-flood.sh, executor-zip.sh).  Sourced by bash.
 #
+#   pe_scratch              PE_TMP: a temporary directory with work/ in it,
+#                           removed (after pe_stop) when the script exits;
+#                           PE_KEY: a fresh key, exported as SESSION_API_KEY
 #   pe_launch LOG WORKDIR   starts $PE_EXE with the caller's environment
 #                           (SESSION_API_KEY, OHBOX_EXECUTOR_*), waits for
 #                           /alive; sets PE_PORT and PE_PID, exits 1 on failure
@@ -10,6 +13,14 @@
 : "${PE_EXE:=${OHBOX_BUILDDIR:-$(cd "$(dirname "${BASH_SOURCE[0]}")/../.." && pwd)}/ohbox-executor}"
 PE_PID=
 PE_PORT=
+
+pe_scratch() {
+  PE_TMP=$(mktemp -d "/tmp/ohbox-${name:-executor}.XXXXXX")
+  trap 'pe_stop; rm -rf "$PE_TMP"' EXIT
+  mkdir -p "$PE_TMP/work"
+  PE_KEY=key-$RANDOM-$RANDOM
+  export SESSION_API_KEY=$PE_KEY
+}
 
 pe_launch() {
   local log=$1 work=$2

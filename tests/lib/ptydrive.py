@@ -1,6 +1,8 @@
 """tests/lib/ptydrive.py: driving a program on a pseudo-terminal from a test
 (attach.sh, exec.sh run their scripts with PYTHONPATH=$T_LIB).
 
+  spawn(argv)                runs ARGV on a new pseudo-terminal: (pid, fd),
+                             FD the terminal's master side
   setsize(fd, rows, cols)    the terminal's window size (SIGWINCH follows)
   expect(fd, what, timeout)  reads until WHAT was printed, keeping what came
                              after it for the next expect; exits the script
@@ -13,11 +15,19 @@
 
 import fcntl
 import os
+import pty
 import select
 import struct
 import sys
 import termios
 import time
+
+
+def spawn(argv):
+    pid, fd = pty.fork()
+    if pid == 0:
+        os.execv(argv[0], argv)
+    return pid, fd
 
 
 def setsize(fd, rows, cols):

@@ -51,13 +51,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
             f.write(json.dumps({"method": self.command, "path": self.path, "status": status}) + "\n")
 
     def answer(self, status, body=b"", headers=()):
-        self.send_response(status)
-        for k, v in headers:
-            self.send_header(k, v)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        testhttp.answer(self, status, body, headers)
         self.log(status)
 
     def blob(self, digest):

@@ -6,6 +6,7 @@ through a file written atomically: the test waits for the file, never for a
 port it guessed.
 """
 
+import json
 import os
 
 
@@ -15,6 +16,25 @@ def write_port_file(path, port):
     with open(tmp, "w") as f:
         f.write("%d\n" % port)
     os.rename(tmp, path)
+
+
+def answer(handler, status, body=b"", headers=()):
+    """Sends HANDLER's response: STATUS, HEADERS ((name, value) pairs), the
+    Content-Length of BODY and BODY itself (not to a HEAD request)."""
+    handler.send_response(status)
+    for k, v in headers:
+        handler.send_header(k, v)
+    handler.send_header("Content-Length", str(len(body)))
+    handler.end_headers()
+    if handler.command != "HEAD":
+        handler.wfile.write(body)
+
+
+def answer_json(handler, status, obj, headers=()):
+    """answer() with OBJ as the (JSON) body; returns the body's length."""
+    body = json.dumps(obj).encode()
+    answer(handler, status, body, (("Content-Type", "application/json"),) + tuple(headers))
+    return len(body)
 
 
 def serve(srv, port_file=None):

@@ -142,15 +142,7 @@ class Handler(http.server.BaseHTTPRequestHandler):
         pass
 
     def send_json(self, status, obj, extra_headers=()):
-        body = json.dumps(obj).encode()
-        self.send_response(status)
-        self.send_header("Content-Type", "application/json")
-        self.send_header("Content-Length", str(len(body)))
-        for k, v in extra_headers:
-            self.send_header(k, v)
-        self.end_headers()
-        if self.command != "HEAD":
-            self.wfile.write(body)
+        testhttp.answer_json(self, status, obj, extra_headers)
 
     def basic_credentials(self):
         auth = self.headers.get("Authorization")

@@ -208,6 +208,18 @@ kid_go (struct kid *k)
     abort ();
 }
 
+/* kid_start, the kid moved into CG, kid_go: FN runs in CG.  -1 with *ERR
+ * set when the kid cannot be moved (it then stays waiting). */
+static inline int
+kid_start_in (struct kid *k, struct ohbox_cgroup *cg, void (*fn) (int rep, void *arg), void *arg, ohbox_error_t *err)
+{
+  kid_start (k, fn, arg);
+  if (ohbox_cgroup_attach (cg, k->pid, err) < 0)
+    return -1;
+  kid_go (k);
+  return 0;
+}
+
 /* Reads N bytes the kid reported; false on EOF. */
 static inline bool
 kid_read (struct kid *k, void *buf, size_t n)
@@ -224,14 +236,22 @@ kid_wait (struct kid *k)
   return status;
 }
 
+/* A kid's last step (kid_start's FN): the N bytes of BUF to the parent
+ * through REP, then it waits to be killed. */
+static inline __attribute__ ((noreturn)) void
+kid_report (int rep, const void *buf, size_t n)
+{
+  if (write (rep, buf, n) != (ssize_t) n)
+    _exit (4);
+  for (;;)
+    pause ();
+}
+
 static inline void
 fn_pause (int rep, void *arg)
 {
   (void) arg;
-  if (write (rep, "r", 1) != 1)
-    _exit (4);
-  for (;;)
-    pause ();
+  kid_report (rep, "r", 1);
 }
 
 static inline struct ohbox_cgroup *
@@ -347,15 +367,33 @@ struct fork_report
   pid_t pids[64];
 };
 
-/* A kid's last step (kid_start's FN): R to the parent through REP, then it
- * waits to be killed with what it forked. */
+/* In a kid: N children (at most 64) that run CHILD, their pids in R, up to
+ * the first fork that fails (its errno in R->err). */
+static inline void
+fork_children (struct fork_report *r, int n, void (*child) (void))
+{
+  for (int i = 0; i < n; i++)
+    {
+      pid_t p = fork ();
+      if (p == 0)
+        {
+          child ();
+          _exit (0);
+        }
+      if (p < 0)
+        {
+          r->err = errno;
+          return;
+        }
+      r->pids[r->forked++] = p;
+    }
+}
+
+/* kid_report of R: the kid waits to be killed with what it forked. */
 static inline __attribute__ ((noreturn)) void
 send_fork_report (int rep, const struct fork_report *r)
 {
-  if (write (rep, r, sizeof *r) != sizeof *r)
-    _exit (4);
-  for (;;)
-    pause ();
+  kid_report (rep, r, sizeof *r);
 }
 
 /* A process is gone when /proc has no live task for it (a zombie waiting

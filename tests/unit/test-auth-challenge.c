@@ -1,18 +1,11 @@
 /* test-auth-challenge: WWW-Authenticate parsing (auth_challenge.c). */
 #include "config.h"
 
+#include <stdbool.h>
+
 #include "registry/auth_challenge.h"
 #include "unit.h"
-
-/* Parses H and expects success; the challenge is left in *C. */
-#define PARSE_OK(h, c)                                                                                                 \
-  do                                                                                                                   \
-    {                                                                                                                  \
-      ohbox_error_t _e = NULL;                                                                                         \
-      int _r = ohbox_auth_challenge_parse ((h), (c), &_e);                                                             \
-      CHECK (_r == 0, "parse failed: %s", _e ? _e->msg : "?");                                                         \
-    }                                                                                                                  \
-  while (0)
+#include "common/utils.h"
 
 /* Parses H and expects an error of KIND whose message contains WHAT. */
 #define PARSE_FAILS(h, want_kind, what)                                                                                \
@@ -29,108 +22,101 @@
     }                                                                                                                  \
   while (0)
 
+/* A header and the challenge it must give (NULL: the parameter is absent). */
+struct parsed
+{
+  const char *header;
+  enum ohbox_auth_scheme scheme;
+  const char *realm, *service, *scope;
+};
+
+static void
+check_parsed (const struct parsed *p)
+{
+  struct ohbox_auth_challenge c;
+  cleanup_error ohbox_error_t e = NULL;
+  CHECK (ohbox_auth_challenge_parse (p->header, &c, &e) == 0, "parse of [%s] failed: %s", p->header, e ? e->msg : "?");
+  bool same = c.scheme == p->scheme;
+  const char *got[] = { c.realm, c.service, c.scope }, *want[] = { p->realm, p->service, p->scope };
+  for (size_t i = 0; i < 3; i++)
+    same = same && (got[i] == NULL || want[i] == NULL ? got[i] == want[i] : strcmp (got[i], want[i]) == 0);
+  cleanup_free char *gave = xasprintf ("scheme %d realm %s service %s scope %s", (int) c.scheme,
+                                       c.realm ? c.realm : "(none)", c.service ? c.service : "(none)",
+                                       c.scope ? c.scope : "(none)");
+  ohbox_auth_challenge_clear (&c);
+  CHECK (same, "[%s] gave %s", p->header, gave);
+  CHECK (c.realm == NULL && c.service == NULL && c.scope == NULL && c.scheme == OHBOX_AUTH_NONE);
+}
+
+/* check_parsed on every element of the array CASES. */
+#define CHECK_PARSED(cases)                                                                                            \
+  do                                                                                                                   \
+    for (size_t _i = 0; _i < sizeof (cases) / sizeof ((cases)[0]); _i++)                                               \
+      check_parsed (&(cases)[_i]);                                                                                     \
+  while (0)
+
 static void
 test_bearer_distribution (void)
 {
-  struct ohbox_auth_challenge c;
-  PARSE_OK ("Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\","
-            "scope=\"repository:library/busybox:pull\"",
-            &c);
-  CHECK (c.scheme == OHBOX_AUTH_BEARER);
-  CHECK_STR (c.realm, "https://auth.docker.io/token");
-  CHECK_STR (c.service, "registry.docker.io");
-  CHECK_STR (c.scope, "repository:library/busybox:pull");
-  ohbox_auth_challenge_clear (&c);
-  CHECK (c.realm == NULL && c.scheme == OHBOX_AUTH_NONE);
+  static const struct parsed cases[] = {
+    { "Bearer realm=\"https://auth.docker.io/token\",service=\"registry.docker.io\","
+      "scope=\"repository:library/busybox:pull\"",
+      OHBOX_AUTH_BEARER, "https://auth.docker.io/token", "registry.docker.io", "repository:library/busybox:pull" },
+  };
+  CHECK_PARSED (cases);
 }
 
 static void
 test_basic (void)
 {
-  struct ohbox_auth_challenge c;
-  PARSE_OK ("Basic realm=\"Registry Realm\"", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BASIC);
-  CHECK_STR (c.realm, "Registry Realm");
-  CHECK (c.service == NULL && c.scope == NULL);
-  ohbox_auth_challenge_clear (&c);
-
-  /* Basic without parameters is tolerated. */
-  PARSE_OK ("Basic", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BASIC);
-  CHECK (c.realm == NULL);
-  ohbox_auth_challenge_clear (&c);
+  static const struct parsed cases[] = {
+    { "Basic realm=\"Registry Realm\"", OHBOX_AUTH_BASIC, "Registry Realm", NULL, NULL },
+    /* Basic without parameters is tolerated. */
+    { "Basic", OHBOX_AUTH_BASIC, NULL, NULL, NULL },
+  };
+  CHECK_PARSED (cases);
 }
 
 static void
 test_case_insensitive (void)
 {
-  struct ohbox_auth_challenge c;
-  PARSE_OK ("bEARer REALM=\"http://127.0.0.1:1/t\", Service=svc", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BEARER);
-  CHECK_STR (c.realm, "http://127.0.0.1:1/t");
-  CHECK_STR (c.service, "svc");
-  ohbox_auth_challenge_clear (&c);
-
-  PARSE_OK ("BASIC realm=x", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BASIC);
-  CHECK_STR (c.realm, "x");
-  ohbox_auth_challenge_clear (&c);
+  static const struct parsed cases[] = {
+    { "bEARer REALM=\"http://127.0.0.1:1/t\", Service=svc", OHBOX_AUTH_BEARER, "http://127.0.0.1:1/t", "svc", NULL },
+    { "BASIC realm=x", OHBOX_AUTH_BASIC, "x", NULL, NULL },
+  };
+  CHECK_PARSED (cases);
 }
 
 static void
 test_multiple_challenges (void)
 {
-  struct ohbox_auth_challenge c;
-  /* Bearer is preferred whatever the order. */
-  PARSE_OK ("Basic realm=\"b\", Bearer realm=\"https://a/token\",service=\"s\"", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BEARER);
-  CHECK_STR (c.realm, "https://a/token");
-  CHECK_STR (c.service, "s");
-  ohbox_auth_challenge_clear (&c);
-
-  PARSE_OK ("Bearer realm=\"https://a/token\", Basic realm=\"b\"", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BEARER);
-  CHECK_STR (c.realm, "https://a/token");
-  CHECK (c.service == NULL);
-  ohbox_auth_challenge_clear (&c);
-
-  /* An unknown scheme with a token68 and one with parameters are skipped. */
-  PARSE_OK ("Negotiate abc123==, Digest realm=\"d\", nonce=\"n,1\", Basic realm=\"b\"", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BASIC);
-  CHECK_STR (c.realm, "b");
-  ohbox_auth_challenge_clear (&c);
-
-  /* Empty list elements and a challenge without parameters before another. */
-  PARSE_OK (" , Basic, ,Bearer realm=r ,", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BEARER);
-  CHECK_STR (c.realm, "r");
-  ohbox_auth_challenge_clear (&c);
-
-  /* The first Bearer wins over a second one. */
-  PARSE_OK ("Bearer realm=first, Bearer realm=second", &c);
-  CHECK_STR (c.realm, "first");
-  ohbox_auth_challenge_clear (&c);
+  static const struct parsed cases[] = {
+    /* Bearer is preferred whatever the order. */
+    { "Basic realm=\"b\", Bearer realm=\"https://a/token\",service=\"s\"", OHBOX_AUTH_BEARER, "https://a/token", "s",
+      NULL },
+    { "Bearer realm=\"https://a/token\", Basic realm=\"b\"", OHBOX_AUTH_BEARER, "https://a/token", NULL, NULL },
+    /* An unknown scheme with a token68 and one with parameters are skipped. */
+    { "Negotiate abc123==, Digest realm=\"d\", nonce=\"n,1\", Basic realm=\"b\"", OHBOX_AUTH_BASIC, "b", NULL, NULL },
+    /* Empty list elements and a challenge without parameters before another. */
+    { " , Basic, ,Bearer realm=r ,", OHBOX_AUTH_BEARER, "r", NULL, NULL },
+    /* The first Bearer wins over a second one. */
+    { "Bearer realm=first, Bearer realm=second", OHBOX_AUTH_BEARER, "first", NULL, NULL },
+  };
+  CHECK_PARSED (cases);
 }
 
 static void
 test_quoted_pairs (void)
 {
-  struct ohbox_auth_challenge c;
-  PARSE_OK ("Bearer realm=\"https://a/t\",scope=\"x\\\"y\\\\z\\q\"", &c);
-  CHECK_STR (c.scope, "x\"y\\zq");
-  ohbox_auth_challenge_clear (&c);
-
-  /* Commas, '=' and spaces inside quotes belong to the value. */
-  PARSE_OK ("Bearer realm=\"https://a/t?x=1,y=2\",scope=\"repository:a/b:pull,push repository:c:pull\"", &c);
-  CHECK_STR (c.realm, "https://a/t?x=1,y=2");
-  CHECK_STR (c.scope, "repository:a/b:pull,push repository:c:pull");
-  ohbox_auth_challenge_clear (&c);
-
-  /* Whitespace around '=' (BWS) and an empty quoted value. */
-  PARSE_OK ("Bearer realm = \"r\" , service=\"\"", &c);
-  CHECK_STR (c.realm, "r");
-  CHECK_STR (c.service, "");
-  ohbox_auth_challenge_clear (&c);
+  static const struct parsed cases[] = {
+    { "Bearer realm=\"https://a/t\",scope=\"x\\\"y\\\\z\\q\"", OHBOX_AUTH_BEARER, "https://a/t", NULL, "x\"y\\zq" },
+    /* Commas, '=' and spaces inside quotes belong to the value. */
+    { "Bearer realm=\"https://a/t?x=1,y=2\",scope=\"repository:a/b:pull,push repository:c:pull\"", OHBOX_AUTH_BEARER,
+      "https://a/t?x=1,y=2", NULL, "repository:a/b:pull,push repository:c:pull" },
+    /* Whitespace around '=' (BWS) and an empty quoted value. */
+    { "Bearer realm = \"r\" , service=\"\"", OHBOX_AUTH_BEARER, "r", "", NULL },
+  };
+  CHECK_PARSED (cases);
 }
 
 static void
@@ -149,12 +135,11 @@ test_errors (void)
 static void
 test_missing_realm_with_basic_fallback (void)
 {
-  struct ohbox_auth_challenge c;
   /* A Bearer challenge we cannot use does not hide a usable Basic one. */
-  PARSE_OK ("Bearer service=\"s\", Basic realm=\"b\"", &c);
-  CHECK (c.scheme == OHBOX_AUTH_BASIC);
-  CHECK_STR (c.realm, "b");
-  ohbox_auth_challenge_clear (&c);
+  static const struct parsed cases[] = {
+    { "Bearer service=\"s\", Basic realm=\"b\"", OHBOX_AUTH_BASIC, "b", NULL, NULL },
+  };
+  CHECK_PARSED (cases);
 }
 
 static void

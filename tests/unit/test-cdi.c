@@ -341,9 +341,9 @@ test_qualified_names (void)
 
 UNIT_MAIN_BEGIN ("test-cdi")
 char tmpl[] = "/tmp/ohbox-test-cdi.XXXXXX";
-tmp_root = mkdtemp (tmpl);
-if (tmp_root == NULL)
+if (unit_mkdtemp (tmpl) < 0)
   return 1;
+tmp_root = tmpl;
 RUN_TEST (test_yaml_values);
 RUN_TEST (test_yaml_refused);
 RUN_TEST (test_resolve_json_and_yaml);

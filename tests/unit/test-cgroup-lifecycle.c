@@ -14,10 +14,7 @@ fn_enter (int rep, void *arg)
 {
   cleanup_error ohbox_error_t err = NULL;
   char c = ohbox_cgroup_enter (arg, &err) == 0 ? 'e' : 'f';
-  if (write (rep, &c, 1) != 1)
-    _exit (4);
-  for (;;)
-    pause ();
+  kid_report (rep, &c, 1);
 }
 
 static void
@@ -27,10 +24,8 @@ test_attach_and_enter (void)
   cleanup_cg struct ohbox_cgroup *cg = make ("attach", NULL);
   CHECK (cg);
   cleanup_kid struct kid a = { -1, -1, -1 }, e = { -1, -1, -1 };
-  kid_start (&a, fn_pause, NULL);
   cleanup_error ohbox_error_t err = NULL;
-  CHECK (ohbox_cgroup_attach (cg, a.pid, &err) == 0, "%s", err->msg);
-  kid_go (&a);
+  CHECK (kid_start_in (&a, cg, fn_pause, NULL, &err) == 0, "%s", err->msg);
   char c;
   CHECK (kid_read (&a, &c, 1) && c == 'r');
   CHECK (in_all (&host, "attach", a.pid));
@@ -86,29 +81,26 @@ test_clone_into_cgroup (void)
 /* Grandchildren that keep forking short-lived processes: kill_all must win
  * the race. */
 static void
+fork_for_a_minute (void)
+{
+  setsid ();
+  double end = ohbox_monotonic () + 60;
+  while (ohbox_monotonic () < end)
+    {
+      pid_t q = fork ();
+      if (q == 0)
+        _exit (0);
+      if (q > 0)
+        waitpid (q, NULL, 0);
+    }
+}
+
+static void
 fn_tree_report (int rep, void *arg)
 {
   (void) arg;
   struct fork_report r = { 0 };
-  for (int i = 0; i < 5; i++)
-    {
-      pid_t p = fork ();
-      if (p == 0)
-        {
-          setsid ();
-          double end = ohbox_monotonic () + 60;
-          while (ohbox_monotonic () < end)
-            {
-              pid_t q = fork ();
-              if (q == 0)
-                _exit (0);
-              if (q > 0)
-                waitpid (q, NULL, 0);
-            }
-          _exit (0);
-        }
-      r.pids[r.forked++] = p;
-    }
+  fork_children (&r, 5, fork_for_a_minute);
   send_fork_report (rep, &r);
 }
 
@@ -120,9 +112,7 @@ kill_all_on (const struct ohbox_cgroup_host *h, const char *id)
   CHECK (ohbox_cgroup_create (h, id, NULL, &raw, &err) == 0, "%s", err->msg);
   cleanup_cg struct ohbox_cgroup *cg = raw;
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_tree_report, NULL);
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_tree_report, NULL, &err) == 0, "%s", err->msg);
   struct fork_report r;
   CHECK (kid_read (&k, &r, sizeof r) && r.forked == 5);
   usleep (20000);
@@ -415,10 +405,7 @@ fn_open_devices (int rep, void *arg)
       if (fd >= 0)
         close (fd);
     }
-  if (write (rep, out, 4) != 4)
-    _exit (4);
-  for (;;)
-    pause ();
+  kid_report (rep, out, 4);
 }
 
 static void
@@ -436,9 +423,7 @@ test_device_rules (void)
   cleanup_error ohbox_error_t err = NULL;
   CHECK (ohbox_cgroup_set_devices (cg, rules, n, &err) == 0, "%s", err->msg);
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_open_devices, NULL);
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_open_devices, NULL, &err) == 0, "%s", err->msg);
   char got[5] = "";
   CHECK (kid_read (&k, got, 4));
   /* null read-write, zero read but not write, full not at all. */

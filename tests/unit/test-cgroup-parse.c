@@ -173,12 +173,20 @@ detect_fake (const char *mountinfo, const char *self, const char *parent, int ro
   return ohbox_cgroup_detect (&o, h, err);
 }
 
+/* TMPDIR/NAME, made a cgroup2 mount point's look-alike with CONTROLLERS. */
+static char *
+fake_cgroup2 (const char *name, const char *controllers)
+{
+  char *dir = xasprintf ("%s/%s", tmpdir, name);
+  mkdir (dir, 0755);
+  unit_put_file (dir, "cgroup.controllers", controllers);
+  return dir;
+}
+
 static void
 test_detect_v2 (void)
 {
-  cleanup_free char *mnt = xasprintf ("%s/c g", tmpdir);
-  mkdir (mnt, 0755);
-  unit_put_file (mnt, "cgroup.controllers", "cpuset cpu io memory hugetlb pids rdma misc\n");
+  cleanup_free char *mnt = fake_cgroup2 ("c g", "cpuset cpu io memory hugetlb pids rdma misc\n");
   cleanup_free char *mi = xasprintf ("22 1 0:21 / /proc rw - proc proc rw\n"
                                      "30 23 0:26 / %s/c\\040g rw,nosuid shared:4 - cgroup2 cgroup2 rw,nsdelegate\n"
                                      "31 23 0:27 / /sys/fs/cgroup/systemd rw - cgroup cgroup rw,name=systemd\n",
@@ -212,9 +220,7 @@ test_detect_v2 (void)
 static void
 test_detect_hybrid_v1 (void)
 {
-  cleanup_free char *uni = xasprintf ("%s/unified", tmpdir);
-  mkdir (uni, 0755);
-  unit_put_file (uni, "cgroup.controllers", "hugetlb\n");
+  cleanup_free char *uni = fake_cgroup2 ("unified", "hugetlb\n");
   cleanup_free char *mi = xasprintf ("32 31 0:29 / /sys/fs/cgroup/cpu,cpuacct rw - cgroup cgroup rw,cpu,cpuacct\n"
                                      "35 31 0:32 / /sys/fs/cgroup/memory rw - cgroup cgroup rw,memory\n"
                                      "36 31 0:33 / /sys/fs/cgroup/perf_event rw - cgroup cgroup rw,perf_event\n"
@@ -361,11 +367,8 @@ test_detect_rootless_v2 (void)
 
 UNIT_MAIN_BEGIN ("test-cgroup-parse")
 {
-  if (mkdtemp (tmpdir) == NULL)
-    {
-      printf ("FAIL: test-cgroup-parse: mkdtemp: %s\n", strerror (errno));
-      return 1;
-    }
+  if (unit_mkdtemp (tmpdir) < 0)
+    return 1;
   RUN_TEST (test_parse_size);
   RUN_TEST (test_parse_cpus);
   RUN_TEST (test_limits_options);

@@ -162,10 +162,8 @@ test_oom_kill (void)
   cleanup_cg struct ohbox_cgroup *cg = make_mem ("oom", &l);
   CHECK (cg);
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_alloc, NULL);
   cleanup_error ohbox_error_t err = NULL;
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_alloc, NULL, &err) == 0, "%s", err->msg);
   int status = kid_wait (&k);
   CHECK (WIFSIGNALED (status) && WTERMSIG (status) == SIGKILL, "status 0x%x: the allocation survived", status);
   const char *m = mem_dir (cg);
@@ -188,26 +186,19 @@ test_oom_kill (void)
 }
 
 static void
+wait_to_be_killed (void)
+{
+  alarm (60);
+  for (;;)
+    pause ();
+}
+
+static void
 fn_forks (int rep, void *arg)
 {
   (void) arg;
   struct fork_report r = { 0 };
-  for (int i = 0; i < 64; i++)
-    {
-      pid_t p = fork ();
-      if (p == 0)
-        {
-          alarm (60);
-          for (;;)
-            pause ();
-        }
-      if (p < 0)
-        {
-          r.err = errno;
-          break;
-        }
-      r.pids[r.forked++] = p;
-    }
+  fork_children (&r, 64, wait_to_be_killed);
   send_fork_report (rep, &r);
 }
 
@@ -219,10 +210,8 @@ test_pids_limit (void)
   cleanup_cg struct ohbox_cgroup *cg = make ("pids", &l);
   CHECK (cg);
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_forks, NULL);
   cleanup_error ohbox_error_t err = NULL;
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_forks, NULL, &err) == 0, "%s", err->msg);
   struct fork_report r;
   CHECK (kid_read (&k, &r, sizeof r));
   CHECK (r.forked == 3 && r.err == EAGAIN, "forked %d, then %s", r.forked, strerror (r.err));
@@ -298,10 +287,8 @@ test_freeze_thaw (void)
   volatile uint64_t *counter = mmap (NULL, 4096, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_ANONYMOUS, -1, 0);
   CHECK (counter != MAP_FAILED);
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_count, (void *) counter);
   cleanup_error ohbox_error_t err = NULL;
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_count, (void *) counter, &err) == 0, "%s", err->msg);
   char c;
   CHECK (kid_read (&k, &c, 1));
   usleep (50000);
@@ -347,10 +334,8 @@ test_stats (void)
   cleanup_cg struct ohbox_cgroup *cg = make ("stats", &l);
   CHECK (cg);
   cleanup_kid struct kid k = { -1, -1, -1 };
-  kid_start (&k, fn_mem, NULL);
   cleanup_error ohbox_error_t err = NULL;
-  CHECK (ohbox_cgroup_attach (cg, k.pid, &err) == 0, "%s", err->msg);
-  kid_go (&k);
+  CHECK (kid_start_in (&k, cg, fn_mem, NULL, &err) == 0, "%s", err->msg);
   char c;
   CHECK (kid_read (&k, &c, 1));
   struct ohbox_cgroup_stats st;

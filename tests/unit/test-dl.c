@@ -48,29 +48,34 @@ reset (const char *soname, const char *second)
                                    .init = load_lib };
 }
 
+/* Loading SONAME for getpid and SECOND fails with *ERR naming NAME1 and
+ * NAME2, and fills no slot. */
+static void
+check_load_fails (const char *soname, const char *second, const char *name1, const char *name2, ohbox_error_t *err)
+{
+  reset (soname, second);
+  CHECK (ohbox_dl_load (&lib, err) < 0);
+  CHECK (strstr ((*err)->msg, name1) != NULL, "%s", (*err)->msg);
+  CHECK (strstr ((*err)->msg, name2) != NULL, "%s", (*err)->msg);
+  CHECK (table.getpid == NULL && table.second == NULL, "a failed load leaves no slot filled");
+}
+
 static void
 test_missing_library (void)
 {
   cleanup_error ohbox_error_t err = NULL;
-  reset ("libohbox-no-such-library.so.0", "getppid");
-  CHECK (ohbox_dl_load (&lib, &err) < 0);
-  CHECK (strstr (err->msg, "`libohbox-no-such-library.so.0`") != NULL, "%s", err->msg);
-  CHECK (strstr (err->msg, "apt-get install libtest0") != NULL, "%s", err->msg);
-  CHECK (table.getpid == NULL);
+  check_load_fails ("libohbox-no-such-library.so.0", "getppid", "`libohbox-no-such-library.so.0`",
+                    "apt-get install libtest0", &err);
   /* Once: the second call gives the same answer without trying again. */
   cleanup_error ohbox_error_t err2 = NULL;
-  CHECK (ohbox_dl_load (&lib, &err2) < 0 && strcmp (err->msg, err2->msg) == 0);
+  CHECK (err != NULL && ohbox_dl_load (&lib, &err2) < 0 && strcmp (err->msg, err2->msg) == 0);
 }
 
 static void
 test_missing_symbol (void)
 {
   cleanup_error ohbox_error_t err = NULL;
-  reset ("libc.so.6", "ohbox_no_such_symbol");
-  CHECK (ohbox_dl_load (&lib, &err) < 0);
-  CHECK (strstr (err->msg, "`ohbox_no_such_symbol`") != NULL, "%s", err->msg);
-  CHECK (strstr (err->msg, "`libc.so.6`") != NULL, "%s", err->msg);
-  CHECK (table.getpid == NULL && table.second == NULL, "a failed load leaves no slot filled");
+  check_load_fails ("libc.so.6", "ohbox_no_such_symbol", "`ohbox_no_such_symbol`", "`libc.so.6`", &err);
 }
 
 static void

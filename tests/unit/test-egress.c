@@ -29,37 +29,39 @@ canonical (const char *spec, char **warning)
 static void
 test_parse (void)
 {
-  cleanup_free char *w = NULL;
-  cleanup_free char *a = canonical (NULL, &w);
-  CHECK_STR (a, "public");
-  CHECK (w == NULL);
-  cleanup_free char *b = canonical ("public", NULL);
-  CHECK_STR (b, "public");
-  cleanup_free char *c = canonical ("", NULL);
-  CHECK_STR (c, "public");
-  cleanup_free char *d = canonical ("none", NULL);
-  CHECK_STR (d, "none");
-  cleanup_free char *wa = NULL;
-  cleanup_free char *all = canonical ("all", &wa);
-  CHECK_STR (all, "all");
-  CHECK (wa && strstr (wa, "169.254.169.254"), "%s", wa ? wa : "(none)");
-  /* public ranges: no warning; a single address is a /32 */
-  cleanup_free char *wp = NULL;
-  cleanup_free char *pub = canonical ("198.51.100.0/24,203.0.113.7", &wp);
-  CHECK_STR (pub, "198.51.100.0/24,203.0.113.7/32");
-  CHECK (wp == NULL, "%s", wp);
-  /* a range inside another is dropped, whichever comes first */
-  cleanup_free char *in1 = canonical ("10.1.2.0/24,10.1.0.0/16", NULL);
-  CHECK_STR (in1, "10.1.0.0/16");
-  cleanup_free char *in2 = canonical ("10.1.0.0/16,10.1.2.0/24,10.1.0.0/16", NULL);
-  CHECK_STR (in2, "10.1.0.0/16");
-  /* blocked ranges are warned about, by name; the metadata address too */
-  cleanup_free char *wb = NULL;
-  cleanup_free char *blk = canonical ("10.1.0.0/16,192.168.7.0/24", &wb);
-  CHECK (wb && strstr (wb, "10.1.0.0/16, 192.168.7.0/24") && strstr (wb, "are"), "%s", wb ? wb : "(none)");
-  cleanup_free char *wm = NULL;
-  cleanup_free char *meta = canonical ("169.254.0.0/16", &wm);
-  CHECK (wm && strstr (wm, "metadata"), "%s", wm ? wm : "(none)");
+  static const struct
+  {
+    const char *spec, *want; /* WANT NULL: not compared */
+    bool check_warning;
+    const char *warns[2]; /* what the warning says; none: no warning */
+  } cases[] = {
+    { NULL, "public", true, { NULL } },
+    { "public", "public", false, { NULL } },
+    { "", "public", false, { NULL } },
+    { "none", "none", false, { NULL } },
+    { "all", "all", true, { "169.254.169.254" } },
+    /* public ranges: no warning; a single address is a /32 */
+    { "198.51.100.0/24,203.0.113.7", "198.51.100.0/24,203.0.113.7/32", true, { NULL } },
+    /* a range inside another is dropped, whichever comes first */
+    { "10.1.2.0/24,10.1.0.0/16", "10.1.0.0/16", false, { NULL } },
+    { "10.1.0.0/16,10.1.2.0/24,10.1.0.0/16", "10.1.0.0/16", false, { NULL } },
+    /* blocked ranges are warned about, by name; the metadata address too */
+    { "10.1.0.0/16,192.168.7.0/24", NULL, true, { "10.1.0.0/16, 192.168.7.0/24", "are" } },
+    { "169.254.0.0/16", NULL, true, { "metadata" } },
+  };
+  for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++)
+    {
+      const char *spec = cases[i].spec ? cases[i].spec : "(default)";
+      cleanup_free char *w = NULL;
+      cleanup_free char *got = canonical (cases[i].spec, &w);
+      if (cases[i].want)
+        CHECK_STR (got, cases[i].want);
+      if (!cases[i].check_warning)
+        continue;
+      CHECK (cases[i].warns[0] || w == NULL, "%s: warning %s", spec, w);
+      for (size_t j = 0; j < 2 && cases[i].warns[j]; j++)
+        CHECK (w && strstr (w, cases[i].warns[j]), "%s: warning %s", spec, w ? w : "(none)");
+    }
 }
 
 static void

@@ -1447,11 +1447,8 @@ UNIT_MAIN_BEGIN ("test-layer")
 {
   const char *work = getenv ("OHBOX_TEST_WORK");
   snprintf (base_dir, sizeof base_dir, "%s/test-layer-XXXXXX", work && *work ? work : "/tmp");
-  if (mkdtemp (base_dir) == NULL)
-    {
-      perror ("mkdtemp");
-      return 1;
-    }
+  if (unit_mkdtemp (base_dir) < 0)
+    return 1;
   /* uid 65534 must reach the test directories to unpack unprivileged. */
   chmod (base_dir, 0755);
   RUN_TEST (test_regular_files);

@@ -645,11 +645,8 @@ test_system_files (void)
 }
 
 UNIT_MAIN_BEGIN ("test-registries-conf")
-if (mkdtemp (tmpdir) == NULL)
-  {
-    printf ("FAIL: test-registries-conf: mkdtemp: %s\n", strerror (errno));
-    return 1;
-  }
+if (unit_mkdtemp (tmpdir) < 0)
+  return 1;
 RUN_TEST (test_man_example);
 RUN_TEST (test_prefix_matching);
 RUN_TEST (test_digest_only_mirrors);

@@ -69,6 +69,18 @@ unit_fork_piped (int p[2], char *why, size_t why_len)
   return pid;
 }
 
+/* mkdtemp (TMPL) for the program's fixtures; -1 and a FAIL line naming the
+ * program when it fails. */
+static inline int
+unit_mkdtemp (char *tmpl)
+{
+  if (mkdtemp (tmpl) != NULL)
+    return 0;
+  printf ("FAIL: %s: mkdtemp: %s\n", unit_program, strerror (errno));
+  fflush (stdout);
+  return -1;
+}
+
 /* Writes TEXT to DIR/NAME (a fixture: aborts when it cannot). */
 static inline void
 unit_put_file (const char *dir, const char *name, const char *text)

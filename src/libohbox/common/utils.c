@@ -643,6 +643,18 @@ ohbox_monotonic (void)
   return (double) ts.tv_sec + (double) ts.tv_nsec / 1e9;
 }
 
+bool
+ohbox_secret_equal (const char *expected, const char *given)
+{
+  if (given == NULL)
+    return false;
+  size_t el = strlen (expected), gl = strlen (given);
+  unsigned char diff = el != gl;
+  for (size_t i = 0; i < el; i++)
+    diff |= (unsigned char) (expected[i] ^ (i < gl ? given[i] : 0));
+  return diff == 0;
+}
+
 ssize_t
 ohbox_send_with_fd (int fd, const void *data, size_t len, int pass_fd)
 {

@@ -141,6 +141,9 @@ char *ohbox_now_rfc3339 (void);
 const char *ohbox_format_size (uint64_t bytes, char *buf);
 /* Monotonic clock in seconds. */
 double ohbox_monotonic (void);
+/* GIVEN equals the secret EXPECTED (a key, a token), compared in time that
+ * depends only on EXPECTED's length; false when GIVEN is NULL. */
+bool ohbox_secret_equal (const char *expected, const char *given);
 /* With OHBOX_TRACE_START set in the environment: "ohbox-trace MS PID WHAT"
  * on stderr, MS since the first trace of the process tree (the children of
  * a start inherit its origin). For bench/start-phases.sh; otherwise one

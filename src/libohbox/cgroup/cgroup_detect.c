@@ -29,24 +29,6 @@ ohbox_cgroup_host_release (struct ohbox_cgroup_host *host)
   memset (host, 0, sizeof *host);
 }
 
-/* Undoes the octal escapes of mountinfo (\040 for a space...). */
-static void
-unescape_octal (char *s)
-{
-  char *w = s;
-  for (char *r = s; *r; r++)
-    {
-      if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7')
-        {
-          *w++ = (char) ((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
-          r += 3;
-        }
-      else
-        *w++ = *r;
-    }
-  *w = '\0';
-}
-
 struct mount_line
 {
   char *root, *point, *fstype, *superopts;
@@ -70,8 +52,8 @@ parse_mount_line (char *line, struct mount_line *m)
   m->point = f[4];
   m->fstype = f[dash + 1];
   m->superopts = f[dash + 3];
-  unescape_octal (m->root);
-  unescape_octal (m->point);
+  ohbox_mountinfo_unescape (m->root);
+  ohbox_mountinfo_unescape (m->point);
   return true;
 }
 

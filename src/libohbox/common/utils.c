@@ -655,6 +655,23 @@ ohbox_secret_equal (const char *expected, const char *given)
   return diff == 0;
 }
 
+void
+ohbox_mountinfo_unescape (char *s)
+{
+  char *w = s;
+  for (char *r = s; *r; r++)
+    {
+      if (r[0] == '\\' && r[1] >= '0' && r[1] <= '3' && r[2] >= '0' && r[2] <= '7' && r[3] >= '0' && r[3] <= '7')
+        {
+          *w++ = (char) ((r[1] - '0') * 64 + (r[2] - '0') * 8 + (r[3] - '0'));
+          r += 3;
+        }
+      else
+        *w++ = *r;
+    }
+  *w = '\0';
+}
+
 ssize_t
 ohbox_send_with_fd (int fd, const void *data, size_t len, int pass_fd)
 {

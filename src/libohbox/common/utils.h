@@ -141,6 +141,9 @@ char *ohbox_now_rfc3339 (void);
 const char *ohbox_format_size (uint64_t bytes, char *buf);
 /* Monotonic clock in seconds. */
 double ohbox_monotonic (void);
+/* Undoes in place the octal escapes of /proc/PID/mountinfo's fields (\040
+ * for a space, \011, \012, \134). */
+void ohbox_mountinfo_unescape (char *s);
 /* GIVEN equals the secret EXPECTED (a key, a token), compared in time that
  * depends only on EXPECTED's length; false when GIVEN is NULL. */
 bool ohbox_secret_equal (const char *expected, const char *given);

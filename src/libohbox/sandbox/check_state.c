@@ -316,24 +316,6 @@ check_userns_leases (struct ohbox_check_ctx *c, ohbox_error_t *err)
   return ohbox_userns_leases (userns_lease_found, c, err);
 }
 
-/* Undoes mountinfo's octal escapes in place. */
-static void
-unescape (char *s)
-{
-  char *o = s;
-  for (char *p = s; *p; p++)
-    {
-      if (p[0] == '\\' && p[1] >= '0' && p[1] <= '3' && p[2] >= '0' && p[2] <= '7' && p[3] >= '0' && p[3] <= '7')
-        {
-          *o++ = (char) (((p[1] - '0') << 6) | ((p[2] - '0') << 3) | (p[3] - '0'));
-          p += 3;
-        }
-      else
-        *o++ = *p;
-    }
-  *o = '\0';
-}
-
 static bool
 strictly_below (const char *path, const char *dir)
 {
@@ -379,7 +361,7 @@ check_mounts (struct ohbox_check_ctx *c, ohbox_error_t *err)
         fields[i++] = t;
       if (i < 5)
         continue;
-      unescape (fields[4]);
+      ohbox_mountinfo_unescape (fields[4]);
       if (strictly_below (fields[4], store_root) || strictly_below (fields[4], state_root))
         json_array_append_new (found, json_string (fields[4]));
     }

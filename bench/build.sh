@@ -31,12 +31,8 @@
 #        OHBOX_BUILDDIR at a release build (or OHBOX_EXECUTOR at one).
 set -uo pipefail
 RUNS=${1:-5}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export OHBOX_SRCDIR=$here OHBOX_BUILDDIR=${OHBOX_BUILDDIR:-$here}
-export OHBOX_TEST_WORK=${OHBOX_TEST_WORK:-$here/bench/cache}
-OHBOX=$OHBOX_BUILDDIR/ohbox
+. "$(dirname "$0")/harness.sh"
 export OHBOX_EXECUTOR=${OHBOX_EXECUTOR:-$OHBOX_BUILDDIR/ohbox-executor}
-[ -x "$OHBOX" ] || { echo "bench: build ohbox first ($OHBOX)" >&2; exit 1; }
 [ -x "$OHBOX_EXECUTOR" ] || { echo "bench: build ohbox-executor first" >&2; exit 1; }
 ldd "$OHBOX_EXECUTOR" | grep -q libasan && echo "bench: warning: $OHBOX_EXECUTOR is a sanitizer build" >&2
 [ -x /bin/bash-static ] || { echo "bench: apt-get install bash-static" >&2; exit 1; }

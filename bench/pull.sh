@@ -8,14 +8,10 @@
 #        and podman, skopeo, umoci, debootstrap: apt-get install podman skopeo umoci debootstrap)
 set -uo pipefail
 RUNS=${1:-5}
-here=$(cd "$(dirname "$0")/.." && pwd)
-export OHBOX_SRCDIR=$here OHBOX_BUILDDIR=${OHBOX_BUILDDIR:-$here}
-export OHBOX_TEST_WORK=${OHBOX_TEST_WORK:-$here/bench/cache}
-OHBOX=$OHBOX_BUILDDIR/ohbox
 for c in skopeo umoci podman debootstrap; do
   command -v $c >/dev/null || { echo "bench: $c is not installed (apt-get install $c)" >&2; exit 1; }
 done
-[ -x "$OHBOX" ] || { echo "bench: build ohbox first ($OHBOX)" >&2; exit 1; }
+. "$(dirname "$0")/harness.sh"
 . "$here/tests/lib/common.sh"
 . "$here/tests/lib/registry.sh"
 . "$here/tests/lib/images.sh"

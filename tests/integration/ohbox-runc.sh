@@ -297,6 +297,16 @@ started ()
   init=$(cat "$T_WORK/$1.pid")
 }
 
+# exec_detached ID CMD...: CMD exec'd with -d into container ID, its pid
+# (from --pid-file) in $xpid.
+exec_detached ()
+{
+  local id=$1
+  shift
+  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" "$id" "$@"
+  xpid=$(cat "$T_WORK/x.pid")
+}
+
 # same_ns PID1 PID2 NS: both processes in the same NS namespace.
 same_ns ()
 {
@@ -354,9 +364,9 @@ test_exec ()
 test_exec_detach ()
 {
   started e2 '.process.args = ["sleep", "1000"]'
-  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" e2 sleep 1000
-  local pid
-  pid=$(cat "$T_WORK/x.pid")
+  local xpid pid
+  exec_detached e2 sleep 1000
+  pid=$xpid
   assert_int -gt "$pid" 1 "the exec'd pid"
   kill -0 "$pid"
   for ns in pid mnt net ipc uts; do same_ns "$init" "$pid" $ns || _t_assert_fail "not in the container's $ns namespace"; done
@@ -479,9 +489,8 @@ test_terminal ()
 test_kill_all_list_ps ()
 {
   started k1 '.process.args = ["sh", "-c", "trap \"\" TERM; while :; do sleep 1000 & wait; done"]'
-  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" k1 sleep 1001
   local xpid
-  xpid=$(cat "$T_WORK/x.pid")
+  exec_detached k1 sleep 1001
   assert_ok runc_cmd ps --format json k1
   assert_jq "$out" "length == 4 and (map(. == $init) | any) and (map(. == $xpid) | any)"
   assert_ok runc_cmd ps k1
@@ -637,8 +646,9 @@ test_cgroup ()
   assert_match "$(cat "/proc/$init/cgroup")" ':/ohbox-runc-test/cg1'
   assert_eq 104857600 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"
   assert_eq 50 "$(cat "$(cg_file "$init" pids pids.max pids.max)")"
-  assert_ok runc_cmd exec -d --pid-file "$T_WORK/x.pid" cg1 sleep 1001
-  assert_eq "$(cat "/proc/$init/cgroup")" "$(cat "/proc/$(cat "$T_WORK/x.pid")/cgroup")"
+  local xpid
+  exec_detached cg1 sleep 1001
+  assert_eq "$(cat "/proc/$init/cgroup")" "$(cat "/proc/$xpid/cgroup")"
   # update: raising memory (above the memory+swap limit it had) and pids.
   assert_ok runc_cmd update --memory 262144000 --pids-limit 30 cg1
   assert_eq 262144000 "$(cat "$(cg_file "$init" memory memory.limit_in_bytes memory.max)")"

@@ -438,6 +438,7 @@ cmd_create_or_run (int argc, char **argv, bool run)
   struct ohbox_bundle *b = NULL;
   if (ohbox_bundle_load (bundle, &b, &err) < 0)
     return fail_err (&err);
+  b->rootless = rootless;
   b->spec.preserve_fds = preserve_fds;
   b->spec.no_pivot = no_pivot;
   if (no_pivot)

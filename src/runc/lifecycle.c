@@ -436,6 +436,8 @@ cmd_create_or_run (int argc, char **argv, bool run)
     return 1;
   cleanup_error ohbox_error_t err = NULL;
   struct ohbox_bundle *b = NULL;
+  if (!rootless && geteuid () != 0)
+    return fail ("not root and --rootless false: run as root, or rootless (--rootless auto or true)");
   if (ohbox_bundle_load (bundle, &b, &err) < 0)
     return fail_err (&err);
   b->rootless = rootless;

@@ -108,15 +108,14 @@ test_user_not_rootless ()
 upm ()
 {
   echo "+ (as $T_USER) podman $*" >&9
-  ru_as_user podman --root "$U_DIR/home/pm" --runroot "$U_DIR/run/pm" --storage-driver vfs \
-    --cgroup-manager cgroupfs --events-backend file --log-level warn "$@"
+  (cd "$U_DIR" && ru_as_user podman --root "$U_DIR/home/pm" --runroot "$U_DIR/run/pm" --storage-driver vfs \
+    --cgroup-manager cgroupfs --events-backend file --log-level warn "$@")
 }
 
-pm_ready=
 pm_setup ()
 {
   command -v podman >/dev/null && command -v conmon >/dev/null || { echo "podman or conmon is not installed"; return 2; }
-  upm pull -q "oci:$U_DIR/image:latest" >/dev/null && upm tag "$(upm images -q | head -n 1)" localhost/busybox:latest
+  upm pull -q "oci:$U_DIR/image:latest" && upm tag "$(upm images -q | head -n 1)" localhost/busybox:latest
 }
 
 # Whether rootless podman works here at all, whatever the runtime: with
@@ -137,7 +136,8 @@ pm_host_reason ()
 
 test_podman_rootless ()
 {
-  [ -n "$pm_ready" ] || { pm_setup >"$T_TMP/pm-setup.log" 2>&1; pm_ready=$?; }
+  pm_ready=0
+  pm_setup >"$T_TMP/pm-setup.log" 2>&1 || pm_ready=$?
   [ "$pm_ready" = 2 ] && skip "$(tail -n 1 "$T_TMP/pm-setup.log")"
   [ "$pm_ready" = 0 ] || _t_assert_fail "podman setup failed: $(tail -n 3 "$T_TMP/pm-setup.log")"
   local why

@@ -732,6 +732,8 @@ prepare_rootless (struct ohbox_bundle *b, ohbox_error_t *err)
       }
   if (geteuid () == 0)
     return 0;
+  /* Binds are cloned in the container's own user namespace (linux.c). */
+  b->spec.rootless = true;
   if (!b->spec.userns)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                         "config.json: linux.namespaces: rootless without a user namespace: an unprivileged user "
@@ -769,7 +771,7 @@ ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs `%s`", b->rootfs);
   s->rootdir_fd = rootdir;
   if (ohbox_bundle_apply_inherited (b->config->process, err) < 0
-      || ohbox_mounts_prepare_binds (b->mounts, b->n_mounts, err) < 0)
+      || (!s->rootless && ohbox_mounts_prepare_binds (b->mounts, b->n_mounts, err) < 0))
     return -1;
   int r = ohbox_linux_start (s, ret, err);
   s->rootdir_fd = -1;

@@ -311,6 +311,19 @@ ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
   return 0;
 }
 
+/* A bundle's rootfs: the caller's directory, its ids as they are on disk (a
+ * bundle with a user namespace comes with a rootfs owned by its mapped ids,
+ * as for runc). Bound by the parent, or rootless by the child, which holds
+ * CAP_SYS_ADMIN over its own mount namespace. */
+static int
+bind_rootfs (const char *dir, int *mfd, ohbox_error_t *err)
+{
+  *mfd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  if (*mfd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the rootfs `%s`", dir);
+  return 0;
+}
+
 /* The sandbox's sysctls, through the host's /proc before the sandbox's own
  * is mounted: /proc/sys/net and the IPC entries resolve to the namespaces
  * of the process that opens them, which are the sandbox's by now (only
@@ -400,7 +413,9 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     child_fail (sync, &err);
   if (spec->netns && !spec->join_netns && ping_groups_open (spec, &err) < 0)
     child_fail (sync, &err);
-  if (mfd < 0 && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
+  if (mfd < 0
+      && (spec->rootfs_dir ? bind_rootfs (spec->rootfs_dir, &mfd, &err) < 0
+                           : ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0))
     child_fail (sync, &err);
   /* Our cwd is the mount point: clone translated it into our new mount
    * namespace (an fd opened before would still name the host's). */
@@ -702,19 +717,8 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
               goto fail;
             }
         }
-      if (spec->rootfs_dir)
-        {
-          /* A bundle's rootfs: the caller's directory, its ids as they are
-           * on disk (a bundle with a user namespace comes with a rootfs
-           * owned by its mapped ids, as for runc). */
-          mfd = open_tree (AT_FDCWD, spec->rootfs_dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-          if (mfd < 0)
-            {
-              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the rootfs `%s`", spec->rootfs_dir);
-              goto fail;
-            }
-        }
-      else if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
+      if (spec->rootfs_dir ? bind_rootfs (spec->rootfs_dir, &mfd, err) < 0
+                           : ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
         goto fail;
       if (userns_fd >= 0 && ohbox_mounts_idmap_binds (spec->mounts, spec->n_mounts, userns_fd, err) < 0)
         goto fail;

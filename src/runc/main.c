@@ -175,10 +175,10 @@ main (int argc, char **argv)
       }
   rootless = strcmp (rootless_opt, "auto") == 0 ? geteuid () != 0 || in_user_namespace ()
                                                 : strcmp (rootless_opt, "true") == 0;
-  /* An unprivileged user's containers: under its runtime directory (as
-   * runc's $XDG_RUNTIME_DIR/runc), /run being root's. */
+  /* Rootless containers: under the user's runtime directory (as runc's
+   * $XDG_RUNTIME_DIR/runc), /run being the host root's. */
   cleanup_free char *user_root = NULL;
-  if (!root_given && geteuid () != 0 && getenv ("XDG_RUNTIME_DIR") && getenv ("XDG_RUNTIME_DIR")[0] == '/')
+  if (!root_given && rootless && getenv ("XDG_RUNTIME_DIR") && getenv ("XDG_RUNTIME_DIR")[0] == '/')
     root_dir = user_root = xasprintf ("%s/ohbox-runc", getenv ("XDG_RUNTIME_DIR"));
   if (optind >= argc)
     return fail ("no command given (create, start, run, state, kill, delete, exec, list, ps, spec, features)");

@@ -115,7 +115,10 @@ upm ()
 pm_setup ()
 {
   command -v podman >/dev/null && command -v conmon >/dev/null || { echo "podman or conmon is not installed"; return 2; }
-  upm pull -q "oci:$U_DIR/image:latest" && upm tag "$(upm images -q | head -n 1)" localhost/busybox:latest
+  command -v skopeo >/dev/null || { echo "skopeo is not installed"; return 2; }
+  # (an archive: podman names an oci: layout after its path, which mktemp's capitals make invalid)
+  skopeo copy -q "oci:$U_DIR/image:latest" "docker-archive:$U_DIR/busybox.tar:localhost/busybox:latest" &&
+    chown "$T_USER:" "$U_DIR/busybox.tar" && upm load -q -i "$U_DIR/busybox.tar"
 }
 
 # Whether rootless podman works here at all, whatever the runtime: with

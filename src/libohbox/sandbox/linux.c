@@ -46,6 +46,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -280,28 +281,40 @@ loopback_up (ohbox_error_t *err)
  * only the sandbox's new one (ours alone, owned by our user namespace).
  * Written through the host's /proc, before the pivot: the sandbox's own
  * /proc/sys is read-only. The kernel takes ids of the writer's user
- * namespace and refuses unmapped ones: the range ends at the last gid we
- * map; 2147483647 is the sysctl's maximum. */
+ * namespace and refuses unmapped ones: the range spans the gids mapped
+ * (ours, or those of the namespace we run in without one of our own);
+ * 2147483647 is the sysctl's maximum. */
+/* The gids of the user namespace we run in (/proc/self/gid_map): all of
+ * them in the initial one; in another (rootless podman's) only those. */
+static void
+own_gids (struct ohbox_idmap *g)
+{
+  memset (g, 0, sizeof *g);
+  cleanup_file FILE *f = fopen ("/proc/self/gid_map", "re");
+  struct ohbox_idmap_range r;
+  while (f && g->n < OHBOX_IDMAP_MAX
+         && fscanf (f, "%" SCNu32 " %" SCNu32 " %" SCNu32, &r.inside, &r.outside, &r.count) == 3)
+    g->r[g->n++] = r;
+}
+
 static int
 ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
 {
-  uint32_t lo = 0, hi = 2147483647;
-  if (spec->userns)
+  struct ohbox_idmap own;
+  if (!spec->userns)
+    own_gids (&own);
+  const struct ohbox_idmap *g = spec->userns ? &spec->userns_plan->gids : &own;
+  uint32_t lo = UINT32_MAX, hi = 0;
+  for (size_t i = 0; i < g->n; i++)
     {
-      const struct ohbox_idmap *g = &spec->userns_plan->gids;
-      lo = UINT32_MAX;
-      hi = 0;
-      for (size_t i = 0; i < g->n; i++)
-        {
-          if (g->r[i].count == 0)
-            continue;
-          uint64_t last = (uint64_t) g->r[i].inside + g->r[i].count - 1;
-          lo = g->r[i].inside < lo ? g->r[i].inside : lo;
-          hi = last > hi ? (last > 2147483647 ? 2147483647 : (uint32_t) last) : hi;
-        }
-      if (lo > hi)
-        return 0; /* no gid mapped: nobody to open one for */
+      if (g->r[i].count == 0)
+        continue;
+      uint64_t last = (uint64_t) g->r[i].inside + g->r[i].count - 1;
+      lo = g->r[i].inside < lo ? g->r[i].inside : lo;
+      hi = last > hi ? (last > 2147483647 ? 2147483647 : (uint32_t) last) : hi;
     }
+  if (lo > hi)
+    return 0; /* no gid mapped: nobody to open one for */
   char text[32];
   int len = snprintf (text, sizeof text, "%u %u", lo, hi);
   cleanup_close int fd = open ("/proc/sys/net/ipv4/ping_group_range", O_WRONLY | O_CLOEXEC);

@@ -29,7 +29,8 @@ setup ()
   cp -a "$IMG_BUSYBOX/." "$U_DIR/image/" && chown -R "$T_USER:" "$U_DIR/image" || return 1
   # the bundle as the user unpacks it (umoci --rootless), the config as `spec --rootless` writes it
   ru_as_user umoci --log error unpack --rootless --image "$U_DIR/image:latest" "$U_DIR/bundle/b" || return 1
-  (cd "$U_DIR/bundle/b" && rm -f config.json && ru_as_user "$U_DIR/ohbox-runc" spec --rootless) || return 1
+  (cd "$U_DIR/bundle/b" && rm -f config.json && ru_as_user "$U_DIR/ohbox-runc" spec --rootless) &&
+    cp "$U_DIR/bundle/b/config.json" "$T_TMP/config.orig"
 }
 t_setup_or_die setup setup
 
@@ -40,11 +41,12 @@ urunc ()
   ru_as_user "$U_DIR/ohbox-runc" --log "$U_DIR/run/runc.log" "$@"
 }
 
-# ubundle JQ-FILTER: the user's bundle with FILTER applied to the process.
+# ubundle JQ-FILTER: the user's bundle's config, as `spec --rootless` wrote
+# it, with FILTER applied.
 ubundle ()
 {
-  local c=$U_DIR/bundle/b/config.json
-  jq ".process.terminal = false | $1" "$c" >"$T_TMP/c.json" && cat "$T_TMP/c.json" >"$c"
+  jq ".process.terminal = false | $1" "$T_TMP/config.orig" >"$T_TMP/c.json" &&
+    cat "$T_TMP/c.json" >"$U_DIR/bundle/b/config.json"
 }
 
 ustatus_is ()
@@ -90,7 +92,16 @@ test_user_limit_refused ()
   assert_exit 1 urunc run --bundle "$U_DIR/bundle/b" rl3
   assert_contains "$err" "linux.resources.pids.limit: cannot be applied rootless"
   assert_exit 1 urunc state rl3
-  ubundle '.process.args = ["true"] | del(.linux.resources)'
+}
+
+# A cgroupsPath with no limit: no cgroup, said in the --debug log only.
+test_user_cgroups_path_skipped ()
+{
+  ubundle '.process.args = ["true"] | .linux.cgroupsPath = "/ohbox-rr-test/rl5" | del(.linux.resources)'
+  assert_exit 0 urunc --debug run --bundle "$U_DIR/bundle/b" rl5
+  assert_eq "$err" ""
+  assert_contains "$(cat "$U_DIR/run/runc.log")" 'level=debug msg="rootless: no cgroup for the container'
+  assert_exit 1 test -e /sys/fs/cgroup/pids/ohbox-rr-test
 }
 
 # Root's runtime directory is not the user's; --rootless false is refused.
@@ -161,5 +172,6 @@ test_podman_rootless ()
 run_test user_lifecycle test_user_lifecycle
 run_test user_run_foreground test_user_run_foreground
 run_test user_limit_refused test_user_limit_refused
+run_test user_cgroups_path_skipped test_user_cgroups_path_skipped
 run_test user_not_rootless test_user_not_rootless
 run_test podman_rootless test_podman_rootless

@@ -17,11 +17,7 @@ RUNC=$OHBOX_BUILDDIR/ohbox-runc
 
 setup ()
 {
-  [ "$(id -u)" = 0 ] || { echo "needs root (to make a user)"; return 1; }
-  local c
-  for c in useradd setpriv newuidmap umoci jq; do
-    command -v "$c" >/dev/null || { echo "$c is not installed"; return 1; }
-  done
+  ru_need umoci jq || return 1
   [ -x "$RUNC" ] || { echo "ohbox-runc is not built (make ohbox-runc)"; return 1; }
   img_build || return 1
   ru_make_user 400000 bundle image || return 1

@@ -34,10 +34,46 @@ runc_cgroup_release (struct runc_cgroup *rc)
 static int
 detect (struct runc_cgroup *rc, ohbox_error_t *err)
 {
-  struct ohbox_cgroup_detect_opts o = { .parent = rc->parent, .rootless = -1 };
+  struct ohbox_cgroup_detect_opts o = { .parent = rc->parent, .rootless = rootless };
   if (ohbox_cgroup_detect (&o, &rc->host, err) < 0)
     return -1;
   rc->detected = true;
+  return 0;
+}
+
+/* The first of linux.resources' limits L carries, by the config's name. */
+static const char *
+first_limit (const struct ohbox_cgroup_limits *l)
+{
+  if (l->memory)
+    return "linux.resources.memory.limit";
+  if (l->memory_swap)
+    return "linux.resources.memory.swap";
+  if (l->cpu_quota || l->cpu_period)
+    return "linux.resources.cpu.quota";
+  if (l->cpu_shares || l->cpu_weight)
+    return "linux.resources.cpu.shares";
+  if (l->pids)
+    return "linux.resources.pids.limit";
+  if (l->n_hugetlb)
+    return "linux.resources.hugepageLimits";
+  if (l->blkio_weight || l->n_blkio)
+    return "linux.resources.blockIO";
+  return "linux.resources.unified";
+}
+
+/* Rootless where the cgroup is not delegated (no cgroup v2 subtree of the
+ * user's): a limit asked for is refused by name, never dropped; a bare
+ * cgroupsPath is skipped (no cgroup at all, as runc's rootless). */
+static int
+check_rootless_limits (const struct runc_cgroup *rc, const struct ohbox_bundle *b, ohbox_error_t *err)
+{
+  if (!rc->host.disabled)
+    return 0;
+  if (ohbox_cgroup_limits_any (&b->limits))
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "config.json: %s: cannot be applied rootless: %s",
+                        first_limit (&b->limits), rc->host.warning ? rc->host.warning : "no delegated cgroup");
+  debug ("rootless: no cgroup for the container (%s)", rc->host.warning ? rc->host.warning : "not delegated");
   return 0;
 }
 
@@ -46,17 +82,17 @@ runc_cgroup_create (struct ohbox_bundle *b, const char *id, int dirfd, struct ru
 {
   memset (rc, 0, sizeof *rc);
   if (ohbox_bundle_cgroup_path (b->config->linux_config->cgroups_path, id, &rc->parent, &rc->name, err) < 0
-      || detect (rc, err) < 0)
+      || detect (rc, err) < 0 || check_rootless_limits (rc, b, err) < 0)
     return -1;
   json_t *j = json_pack ("{s:s, s:s}", "parent", rc->parent, "name", rc->name);
   cleanup_free char *text = json_dumps (j, JSON_COMPACT);
   json_decref (j);
   /* The devices the container may open: its /dev's and linux.devices
    * (root only, as `ohbox run`: the device lists need the host's
-   * CAP_SYS_ADMIN). */
+   * CAP_SYS_ADMIN; rootless, no node can be made in the container). */
   if (ohbox_write_file_atomic (dirfd, RUNC_CGROUP_FILE, text, strlen (text), 0600, err) < 0
       || ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err) < 0
-      || (geteuid () == 0 && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
+      || (!rootless && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
     return -1;
   b->spec.cgroup = rc->cg;
   return 0;

@@ -434,8 +434,11 @@ cmd_create_or_run (int argc, char **argv)
     return 1;
   cleanup_error ohbox_error_t err = NULL;
   struct ohbox_bundle *b = NULL;
+  if (!rootless && geteuid () != 0)
+    return fail ("not root and --rootless false: run as root, or rootless (--rootless auto or true)");
   if (ohbox_bundle_load (bundle, &b, &err) < 0)
     return fail_err (&err);
+  b->rootless = rootless;
   b->spec.preserve_fds = preserve_fds;
   b->spec.no_pivot = no_pivot;
   if (no_pivot)

@@ -26,11 +26,14 @@
 const char *root_dir = "/run/ohbox-runc";
 const char *log_path;
 bool log_json;
+bool rootless;
+static bool log_debug;
 
 static void
 report (const char *level, const char *msg)
 {
-  fprintf (stderr, "ohbox-runc: %s%s\n", strcmp (level, "error") == 0 ? "" : "warning: ", msg);
+  if (strcmp (level, "debug") != 0)
+    fprintf (stderr, "ohbox-runc: %s%s\n", strcmp (level, "error") == 0 ? "" : "warning: ", msg);
   cleanup_file FILE *f = log_path ? fopen (log_path, "ae") : NULL;
   if (f)
     {
@@ -80,10 +83,36 @@ warn (const char *fmt, ...)
   report ("warning", msg);
 }
 
+void
+debug (const char *fmt, ...)
+{
+  if (!log_debug)
+    return;
+  char msg[4096];
+  va_list ap;
+  va_start (ap, fmt);
+  vsnprintf (msg, sizeof msg, fmt, ap);
+  va_end (ap);
+  report ("debug", msg);
+}
+
 int
 fail_err (ohbox_error_t *err)
 {
   return fail ("%s", (*err)->msg);
+}
+
+/* In a user namespace other than the initial one, whose map is the
+ * identity over all ids (user_namespaces(7)): podman's rootless one, say,
+ * where euid 0 has no privilege over the host. */
+static bool
+in_user_namespace (void)
+{
+  cleanup_file FILE *f = fopen ("/proc/self/uid_map", "re");
+  unsigned long inside, outside, count;
+  if (f == NULL || fscanf (f, "%lu %lu %lu", &inside, &outside, &count) != 3)
+    return false;
+  return !(inside == 0 && outside == 0 && count == 4294967295UL);
 }
 
 int
@@ -101,7 +130,9 @@ runc_next_option (int argc, char **argv, const char *shortopts, const struct opt
   return ch;
 }
 
-#define USAGE "usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] COMMAND ..."
+#define USAGE                                                                                                          \
+  "usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] [--debug] [--rootless auto|true|false] "       \
+  "COMMAND ..."
 
 /* The commands, in the order --help lists them. */
 static const struct
@@ -154,12 +185,15 @@ main (int argc, char **argv)
                                         { "version", no_argument, NULL, 'v' },
                                         { NULL, 0, NULL, 0 } };
   int c;
+  const char *rootless_opt = "auto";
+  bool root_given = false;
   /* Global options stop at the command ("+"): its own options follow it. */
   while ((c = getopt_long (argc, argv, "+hv", opts, NULL)) != -1)
     switch (c)
       {
       case 'r':
         root_dir = optarg;
+        root_given = true;
         break;
       case 'l':
         log_path = optarg;
@@ -170,6 +204,7 @@ main (int argc, char **argv)
         log_json = strcmp (optarg, "json") == 0;
         break;
       case 'D':
+        log_debug = true;
         break;
       case 's':
         /* Where systemd is PID 1 it has /run/systemd/system (sd_booted). */
@@ -179,8 +214,9 @@ main (int argc, char **argv)
         return fail ("--systemd-cgroup: systemd cgroups are not supported by ohbox-runc yet: use the cgroupfs "
                      "manager");
       case 'R':
-        if (strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
-          return fail ("--rootless: rootless containers are not supported by ohbox-runc yet");
+        if (strcmp (optarg, "true") != 0 && strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
+          return fail ("--rootless: `%s`: auto, true or false", optarg);
+        rootless_opt = optarg;
         break;
       case 'v':
         printf ("ohbox-runc version %s\nspec: %s\n", PACKAGE_VERSION, OCI_RUNTIME_SPEC_VERSION);
@@ -194,6 +230,13 @@ main (int argc, char **argv)
       default:
         return fail ("%s", USAGE);
       }
+  rootless = strcmp (rootless_opt, "auto") == 0 ? geteuid () != 0 || in_user_namespace ()
+                                                : strcmp (rootless_opt, "true") == 0;
+  /* Rootless containers: under the user's runtime directory (as runc's
+   * $XDG_RUNTIME_DIR/runc), /run being the host root's. */
+  cleanup_free char *user_root = NULL;
+  if (!root_given && rootless && getenv ("XDG_RUNTIME_DIR") && getenv ("XDG_RUNTIME_DIR")[0] == '/')
+    root_dir = user_root = xasprintf ("%s/ohbox-runc", getenv ("XDG_RUNTIME_DIR"));
   if (optind >= argc)
     {
       cleanup_free char *names = command_names ();

@@ -241,7 +241,7 @@ int
 cmd_spec (int argc, char **argv)
 {
   const char *bundle = ".";
-  bool rootless = false;
+  bool want_rootless = false;
   static const struct option opts[] = { { "bundle", required_argument, NULL, 'b' },
                                         { "rootless", no_argument, NULL, 'r' },
                                         { NULL, 0, NULL, 0 } };
@@ -250,10 +250,10 @@ cmd_spec (int argc, char **argv)
     if (ch == 'b')
       bundle = optarg;
     else
-      rootless = true;
+      want_rootless = true;
   if (ch == RUNC_OPT_FAILED)
     return 1;
-  json_t *j = oci_runtime_spec_default (rootless, getuid (), getgid ());
+  json_t *j = oci_runtime_spec_default (want_rootless, getuid (), getgid ());
   cleanup_free char *text = j ? json_dumps (j, JSON_INDENT (2)) : NULL;
   json_decref (j);
   cleanup_free char *path = xasprintf ("%s/config.json", bundle);

@@ -39,6 +39,9 @@
 extern const char *root_dir;
 extern const char *log_path;
 extern bool log_json;
+/* --rootless, decided as runc does (auto: not root, or in a user namespace):
+ * no host privileges; cgroups only where delegated (cgroup.c). */
+extern bool rootless;
 
 /* An error as runc reports it: on stderr, and in --log (text or JSON lines,
  * which conmon and containerd read). Returns 1 (the exit status). */
@@ -46,6 +49,8 @@ __attribute__ ((format (printf, 1, 2))) int fail (const char *fmt, ...);
 int fail_err (ohbox_error_t *err);
 /* The same as a warning (the command goes on). */
 __attribute__ ((format (printf, 1, 2))) void warn (const char *fmt, ...);
+/* A line in --log with --debug only (not on stderr). */
+__attribute__ ((format (printf, 1, 2))) void debug (const char *fmt, ...);
 
 #define RUNC_CONFIG_COPY "config.json"
 #define RUNC_SECCOMP_FILE "seccomp.bpf"

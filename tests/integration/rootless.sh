@@ -20,11 +20,7 @@ ru_init ohbr
 
 setup ()
 {
-  [ "$(id -u)" = 0 ] || { echo "needs root (to make a user)"; return 1; }
-  local c
-  for c in useradd setpriv newuidmap curl jq; do
-    command -v "$c" >/dev/null || { echo "$c is not installed"; return 1; }
-  done
+  ru_need curl jq || return 1
   [ -x "$OHBOX_BUILDDIR/ohbox-executor" ] || { echo "ohbox-executor is not built"; return 1; }
   [ -x /bin/bash-static ] || { echo "bash-static is not installed (apt-get install bash-static)"; return 1; }
   img_build || return 1

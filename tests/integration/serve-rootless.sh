@@ -17,11 +17,7 @@ ru_init ohbs
 
 setup ()
 {
-  [ "$(id -u)" = 0 ] || { echo "needs root (to make a user)"; return 1; }
-  local c
-  for c in useradd setpriv newuidmap curl jq openssl; do
-    command -v "$c" >/dev/null || { echo "$c is not installed"; return 1; }
-  done
+  ru_need curl jq openssl || return 1
   /usr/bin/python3 -c 'import httpx' 2>/dev/null || { echo "python3-httpx is not installed"; return 1; }
   command -v slirp4netns >/dev/null || command -v pasta >/dev/null ||
     { echo "neither slirp4netns nor passt is installed"; return 1; }

@@ -3,6 +3,8 @@
 # after common.sh.
 #   ru_init PREFIX        T_USER=PREFIX<pid>; the EXIT trap removes the user,
 #                         its sub ids, processes, mounts and U_DIR
+#   ru_need TOOLS...      fails (saying why) unless root, with useradd,
+#                         setpriv, newuidmap and TOOLS
 #   ru_make_user BASE DIRS...
 #                         the user (no home), 65536 sub ids from BASE (+ a
 #                         block chosen by the pid) unless useradd gave some,
@@ -40,6 +42,15 @@ ru_init ()
 {
   T_USER=$1$$
   trap '_rc=$?; ru_cleanup; (exit $_rc); _t_cleanup' EXIT
+}
+
+ru_need ()
+{
+  [ "$(id -u)" = 0 ] || { echo "needs root (to make a user)"; return 1; }
+  local c
+  for c in useradd setpriv newuidmap "$@"; do
+    command -v "$c" >/dev/null || { echo "$c is not installed"; return 1; }
+  done
 }
 
 ru_make_user ()

@@ -708,14 +708,53 @@ ohbox_bundle_apply_inherited (const struct oci_process *p, ohbox_error_t *err)
   return 0;
 }
 
+/* An unprivileged user writes its own single-id maps (setgroups denied
+ * first); wider ones go through newuidmap/newgidmap and /etc/subuid, as
+ * runc's. Root of a user namespace (rootless podman's) writes any map of
+ * ids it has. A node cannot be made without host privileges: the host's is
+ * bound. */
+static int
+prepare_rootless (struct ohbox_bundle *b, ohbox_error_t *err)
+{
+  if (!b->rootless)
+    {
+      if (geteuid () != 0)
+        return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                            "not root and --rootless false: run as root, or rootless (--rootless auto or true)");
+      return 0;
+    }
+  for (size_t i = 0; i < b->n_mounts; i++)
+    if (b->mounts[i].mknod)
+      {
+        b->mounts[i].mknod = false;
+        free (b->mounts[i].source);
+        b->mounts[i].source = xstrdup (b->mounts[i].target);
+      }
+  if (geteuid () == 0)
+    return 0;
+  /* Binds are cloned in the container's own user namespace (linux.c). */
+  b->spec.rootless = true;
+  if (!b->spec.userns)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                        "config.json: linux.namespaces: rootless without a user namespace: an unprivileged user "
+                        "needs one, with its ids in linux.uidMappings and linux.gidMappings (`ohbox-runc spec "
+                        "--rootless` writes such a config)");
+  const struct ohbox_idmap *u = &b->userns_plan.uids, *g = &b->userns_plan.gids;
+  bool own = u->n == 1 && u->r[0].count == 1 && u->r[0].outside == geteuid () && g->n == 1 && g->r[0].count == 1
+             && g->r[0].outside == getegid ();
+  b->userns_plan.single = own;
+  b->userns_plan.use_helpers = !own;
+  return 0;
+}
+
 int
 ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
                     int (*before_start) (pid_t pid, void *data, ohbox_error_t *err), void *data,
                     struct ohbox_linux_proc *ret, ohbox_error_t *err)
 {
-  if (geteuid () != 0)
-    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0, "ohbox-runc runs containers as root only (rootless: not yet)");
   struct ohbox_linux_spec *s = &b->spec;
+  if (prepare_rootless (b, err) < 0)
+    return -1;
   if (s->tty && !isatty (stdio[0]))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "process.terminal: the container's stdin is not a terminal");
   s->id = id;
@@ -732,7 +771,7 @@ ohbox_bundle_start (struct ohbox_bundle *b, const char *id, const int stdio[3],
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "open the rootfs `%s`", b->rootfs);
   s->rootdir_fd = rootdir;
   if (ohbox_bundle_apply_inherited (b->config->process, err) < 0
-      || ohbox_mounts_prepare_binds (b->mounts, b->n_mounts, err) < 0)
+      || (!s->rootless && ohbox_mounts_prepare_binds (b->mounts, b->n_mounts, err) < 0))
     return -1;
   int r = ohbox_linux_start (s, ret, err);
   s->rootdir_fd = -1;

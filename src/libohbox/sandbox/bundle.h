@@ -35,6 +35,10 @@ struct ohbox_bundle
   struct ohbox_device_rule *rules;
   size_t n_rules;
   struct ohbox_linux_spec spec;
+  /* Set by the caller before ohbox_bundle_start: no host privileges (an
+   * unprivileged user, or root of a user namespace such as rootless
+   * podman's): linux.devices bound from the host's nodes, not made. */
+  bool rootless;
 };
 
 /* Loads and checks the bundle at DIR (relative to the cwd or absolute). */

@@ -46,6 +46,7 @@
 #include <sched.h>
 #include <signal.h>
 #include <stdarg.h>
+#include <inttypes.h>
 #include <stdio.h>
 #include <string.h>
 #include <sys/ioctl.h>
@@ -280,34 +281,59 @@ loopback_up (ohbox_error_t *err)
  * only the sandbox's new one (ours alone, owned by our user namespace).
  * Written through the host's /proc, before the pivot: the sandbox's own
  * /proc/sys is read-only. The kernel takes ids of the writer's user
- * namespace and refuses unmapped ones: the range ends at the last gid we
- * map; 2147483647 is the sysctl's maximum. */
+ * namespace and refuses unmapped ones: the range spans the gids mapped
+ * (ours, or those of the namespace we run in without one of our own);
+ * 2147483647 is the sysctl's maximum. */
+/* The gids of the user namespace we run in (/proc/self/gid_map): all of
+ * them in the initial one; in another (rootless podman's) only those. */
+static void
+own_gids (struct ohbox_idmap *g)
+{
+  memset (g, 0, sizeof *g);
+  cleanup_file FILE *f = fopen ("/proc/self/gid_map", "re");
+  struct ohbox_idmap_range r;
+  while (f && g->n < OHBOX_IDMAP_MAX
+         && fscanf (f, "%" SCNu32 " %" SCNu32 " %" SCNu32, &r.inside, &r.outside, &r.count) == 3)
+    g->r[g->n++] = r;
+}
+
 static int
 ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
 {
-  uint32_t lo = 0, hi = 2147483647;
-  if (spec->userns)
+  struct ohbox_idmap own;
+  if (!spec->userns)
+    own_gids (&own);
+  const struct ohbox_idmap *g = spec->userns ? &spec->userns_plan->gids : &own;
+  uint32_t lo = UINT32_MAX, hi = 0;
+  for (size_t i = 0; i < g->n; i++)
     {
-      const struct ohbox_idmap *g = &spec->userns_plan->gids;
-      lo = UINT32_MAX;
-      hi = 0;
-      for (size_t i = 0; i < g->n; i++)
-        {
-          if (g->r[i].count == 0)
-            continue;
-          uint64_t last = (uint64_t) g->r[i].inside + g->r[i].count - 1;
-          lo = g->r[i].inside < lo ? g->r[i].inside : lo;
-          hi = last > hi ? (last > 2147483647 ? 2147483647 : (uint32_t) last) : hi;
-        }
-      if (lo > hi)
-        return 0; /* no gid mapped: nobody to open one for */
+      if (g->r[i].count == 0)
+        continue;
+      uint64_t last = (uint64_t) g->r[i].inside + g->r[i].count - 1;
+      lo = g->r[i].inside < lo ? g->r[i].inside : lo;
+      hi = last > hi ? (last > 2147483647 ? 2147483647 : (uint32_t) last) : hi;
     }
+  if (lo > hi)
+    return 0; /* no gid mapped: nobody to open one for */
   char text[32];
   int len = snprintf (text, sizeof text, "%u %u", lo, hi);
   cleanup_close int fd = open ("/proc/sys/net/ipv4/ping_group_range", O_WRONLY | O_CLOEXEC);
   if (fd < 0 || write (fd, text, (size_t) len) != len)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX,
                             "set net.ipv4.ping_group_range to `%s` in the sandbox's network namespace", text);
+  return 0;
+}
+
+/* A bundle's rootfs: the caller's directory, its ids as they are on disk (a
+ * bundle with a user namespace comes with a rootfs owned by its mapped ids,
+ * as for runc). Bound by the parent, or rootless by the child, which holds
+ * CAP_SYS_ADMIN over its own mount namespace. */
+static int
+bind_rootfs (const char *dir, int *mfd, ohbox_error_t *err)
+{
+  *mfd = open_tree (AT_FDCWD, dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
+  if (*mfd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the rootfs `%s`", dir);
   return 0;
 }
 
@@ -400,7 +426,9 @@ child_main (const struct ohbox_linux_spec *spec, int sync, struct ohbox_cgroup_j
     child_fail (sync, &err);
   if (spec->netns && !spec->join_netns && ping_groups_open (spec, &err) < 0)
     child_fail (sync, &err);
-  if (mfd < 0 && ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0)
+  if (mfd < 0
+      && (spec->rootfs_dir ? bind_rootfs (spec->rootfs_dir, &mfd, &err) < 0
+                           : ohbox_snapshot_mount (spec->snap, -1, OHBOX_SNAPSHOT_USERXATTR, &mfd, NULL, &err) < 0))
     child_fail (sync, &err);
   /* Our cwd is the mount point: clone translated it into our new mount
    * namespace (an fd opened before would still name the host's). */
@@ -702,19 +730,8 @@ ohbox_linux_start (const struct ohbox_linux_spec *spec, struct ohbox_linux_proc 
               goto fail;
             }
         }
-      if (spec->rootfs_dir)
-        {
-          /* A bundle's rootfs: the caller's directory, its ids as they are
-           * on disk (a bundle with a user namespace comes with a rootfs
-           * owned by its mapped ids, as for runc). */
-          mfd = open_tree (AT_FDCWD, spec->rootfs_dir, OPEN_TREE_CLONE | OPEN_TREE_CLOEXEC | AT_RECURSIVE);
-          if (mfd < 0)
-            {
-              ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the rootfs `%s`", spec->rootfs_dir);
-              goto fail;
-            }
-        }
-      else if (ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
+      if (spec->rootfs_dir ? bind_rootfs (spec->rootfs_dir, &mfd, err) < 0
+                           : ohbox_snapshot_mount (spec->snap, userns_fd, 0, &mfd, NULL, err) < 0)
         goto fail;
       if (userns_fd >= 0 && ohbox_mounts_idmap_binds (spec->mounts, spec->n_mounts, userns_fd, err) < 0)
         goto fail;

@@ -182,14 +182,21 @@ test_podman_kill ()
   [ -z "$(ls -A /run/ohbox-runc 2>/dev/null)" ]
 }
 
+# published_www: a free host port in $port, and ./www with the page the
+# publishing tests fetch through it.
+published_www ()
+{
+  port=$(t_free_port)
+  mkdir -p www
+  echo served-by-ohbox >www/index.html
+}
+
 # -p through podman's CNI bridge and portmap (in this script's netns).
 test_podman_publish ()
 {
   need_podman
   local id port
-  port=$(t_free_port)
-  mkdir -p www
-  echo served-by-ohbox >www/index.html
+  published_www
   engine_ok pm_run -d -p "127.0.0.1:$port:8080" -v "$PWD/www:/www:ro" localhost/busybox httpd -f -p 8080 -h /www
   id=$out
   t_wait_until 20 curl -sf -o /dev/null "http://127.0.0.1:$port/"
@@ -321,9 +328,7 @@ test_docker_publish ()
 {
   need_docker
   local id port
-  port=$(t_free_port)
-  mkdir -p www
-  echo served-by-ohbox >www/index.html
+  published_www
   engine_ok dk run -d --runtime ohbox -p "127.0.0.1:$port:8080" -v "$PWD/www:/www:ro" busybox httpd -f -p 8080 -h /www
   id=$out
   t_wait_until 20 curl -sf -o /dev/null "http://127.0.0.1:$port/"
@@ -489,27 +494,15 @@ engines_teardown ()
 }
 trap 'T_RC=$?; [ "$BASHPID" != "$T_MAIN_PID" ] || engines_teardown; (exit $T_RC); _t_cleanup' EXIT
 
+# Each engine's tests after its setup (whose outcome they check first).
 podman_ready=0
 (podman_setup) >"$T_TMP/setup-podman.log" 2>&1 </dev/null || podman_ready=$?
-run_test podman_run test_podman_run
-run_test podman_detached test_podman_detached
-run_test podman_kill test_podman_kill
-run_test podman_publish test_podman_publish
-run_test podman_limits test_podman_limits
-run_test podman_exec test_podman_exec
-run_test podman_pause test_podman_pause
-run_test podman_tty test_podman_tty
+for t in run detached kill publish limits exec pause tty; do run_test "podman_$t" "test_podman_$t"; done
 
 docker_ready=0
 docker_setup >"$T_TMP/setup-docker.log" 2>&1 </dev/null || docker_ready=$?
-run_test docker_run test_docker_run
-run_test docker_detached test_docker_detached
-run_test docker_publish test_docker_publish
-run_test docker_memory_stats test_docker_memory_stats
+for t in run detached publish memory_stats; do run_test "docker_$t" "test_docker_$t"; done
 
 ctrd_ready=0
 ctrd_setup >"$T_TMP/setup-ctrd.log" 2>&1 </dev/null || ctrd_ready=$?
-run_test ctr_run test_ctr_run
-run_test ctr_kill_delete test_ctr_kill_delete
-run_test ctr_tty test_ctr_tty
-run_test ctr_exec test_ctr_exec
+for t in run kill_delete tty exec; do run_test "ctr_$t" "test_ctr_$t"; done

@@ -84,16 +84,24 @@ test_manifest_503_retry ()
   assert_int -eq 1 "$(fp_count FP '.status == 503 and (.path | contains("/manifests/"))')" "503 on the manifest"
 }
 
+# pull_gives_up SECONDS [PULL-ARGS...]: the pull through the proxy fails
+# with a registry error (exit 5) within SECONDS.
+pull_gives_up ()
+{
+  local limit=$1 start=$SECONDS
+  shift
+  assert_exit 5 pull_via_proxy "$@"
+  assert_int -le $((SECONDS - start)) "$limit" "seconds before giving up"
+}
+
 test_503_gives_up ()
 {
   # a registry that never recovers: the pull fails with a registry error
   # (exit 5) naming the status, in bounded time
   fp_start REG FP
   fp_set FP '{"status_503": -1}'
-  local start=$SECONDS
-  assert_exit 5 pull_via_proxy
+  pull_gives_up 90
   assert_contains "$err" "503" "error message"
-  assert_int -le $((SECONDS - start)) 90 "seconds before giving up"
   assert_eq "" "$(find "$T_ROOT/blobs" -type f -name "*${IMG_BB_LAYER1#sha256:}*" 2>/dev/null)" "layer blob"
 }
 
@@ -263,9 +271,7 @@ test_stall_gives_up ()
   # a server that always stalls: a registry error (exit 5) in bounded time
   fp_start REG FP
   fp_set FP "{\"stall_after\": 0, \"stall_count\": -1, \"stall_seconds\": 60, $(only_blob "$IMG_BB_LAYER1")}"
-  local start=$SECONDS
-  OHBOX_LOW_SPEED_TIMEOUT=1 assert_exit 5 pull_via_proxy
-  assert_int -le $((SECONDS - start)) 45 "seconds before giving up"
+  OHBOX_LOW_SPEED_TIMEOUT=1 pull_gives_up 45
   assert_contains "$err" "$(short_hex "$IMG_BB_LAYER1")" "error message naming the digest"
   assert_match "$err" "too slow|timed out|[Tt]imeout"
   assert_int -ge "$(fp_count FP '.fault == "stall"')" 2 "attempts"
@@ -281,9 +287,7 @@ test_drip_deadline ()
   # for the padded blob, so the pull's deadline has to end it
   fp_start REG FP
   fp_set FP "{\"drip\": 1100, $(only_blob "$IMG_BB_LAYER1")}"
-  local start=$SECONDS
-  assert_exit 5 pull_via_proxy --timeout 3s
-  assert_int -le $((SECONDS - start)) 15 "seconds before giving up"
+  pull_gives_up 15 --timeout 3s
   assert_contains "$err" "$FP_HOST did not finish within the pull's deadline of 3s"
   assert_contains "$err" "--timeout"
   assert_int -ge "$(fp_count FP '.fault == "drip"')" 1 "dripped answers"
@@ -305,9 +309,7 @@ test_drip_manifest ()
   # ends that request, whatever the pull's deadline
   fp_start REG FP
   fp_set FP '{"drip": 1100, "drip_pad": 4000000, "match": "/manifests/"}'
-  local start=$SECONDS
-  T_OHBOX_TIMEOUT=60 OHBOX_REQUEST_TIMEOUT=2 assert_exit 5 pull_via_proxy
-  assert_int -le $((SECONDS - start)) 15 "seconds before giving up"
+  T_OHBOX_TIMEOUT=60 OHBOX_REQUEST_TIMEOUT=2 pull_gives_up 15
   assert_contains "$err" "did not answer within 2s"
   assert_contains "$err" "/manifests/latest"
   assert_nothing_pulled
@@ -512,10 +514,8 @@ test_redirect_loop ()
 {
   fp_start REG FP
   fp_set FP '{"redirect": "loop"}'
-  local start=$SECONDS
-  assert_exit 5 pull_via_proxy
+  pull_gives_up 60
   assert_contains "$err" "too many redirects" "error message"
-  assert_int -le $((SECONDS - start)) 60 "seconds before giving up"
   assert_int -le "$(fp_count FP '.fault == "redirect_loop"')" 400 "redirects followed"
   assert_nothing_pulled
 }

@@ -6,10 +6,8 @@
 #   - create + start + delete --force of one bundle, the runtime alone.
 # crun runs with the hybrid workaround (bench/common.sh crun_hybrid: it
 # refuses a cgroup2 mount with no controller beside v1). The same engine
-# flags for every runtime: --pids-limit 0 and --cpu-shares 0 / no CAP_MKNOD
-# (ohbox-runc does not apply linux.resources yet, so it makes no cgroup of
-# its own where crun and runc do: say so when quoting the ratios), and
-# limits this machine allows.
+# flags for every runtime: --pids-limit 0 and --cpu-shares 0 / no CAP_MKNOD,
+# and limits this machine allows.
 #
 #   bench/oci.sh [RUNS]          (root; hyperfine, jq, podman, containerd, crun, runc)
 #   OHBOX_RUNC_BIN=PATH          the ohbox-runc to measure (build it without sanitizers)

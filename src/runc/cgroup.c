@@ -34,7 +34,9 @@ runc_cgroup_release (struct runc_cgroup *rc)
 static int
 detect (struct runc_cgroup *rc, ohbox_error_t *err)
 {
-  struct ohbox_cgroup_detect_opts o = { .parent = rc->parent, .rootless = rootless };
+  /* Root of the host gets its cgroups (and the device cgroup) even when it
+   * asked for --rootless true: nothing it can do needs them skipped. */
+  struct ohbox_cgroup_detect_opts o = { .parent = rc->parent, .rootless = rootless && !host_root };
   if (ohbox_cgroup_detect (&o, &rc->host, err) < 0)
     return -1;
   rc->detected = true;
@@ -88,11 +90,11 @@ runc_cgroup_create (struct ohbox_bundle *b, const char *id, int dirfd, struct ru
   cleanup_free char *text = json_dumps (j, JSON_COMPACT);
   json_decref (j);
   /* The devices the container may open: its /dev's and linux.devices
-   * (root only, as `ohbox run`: the device lists need the host's
-   * CAP_SYS_ADMIN; rootless, no node can be made in the container). */
+   * (as `ohbox run`, wherever the host's privileges allow it: the device
+   * lists and programs need them; root's `--rootless true` keeps it). */
   if (ohbox_write_file_atomic (dirfd, RUNC_CGROUP_FILE, text, strlen (text), 0600, err) < 0
       || ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err) < 0
-      || (!rootless && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
+      || (host_root && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
     return -1;
   b->spec.cgroup = rc->cg;
   return 0;

@@ -27,6 +27,7 @@ const char *root_dir = "/run/ohbox-runc";
 const char *log_path;
 bool log_json;
 bool rootless;
+bool host_root;
 static bool log_debug;
 
 static void
@@ -102,9 +103,9 @@ fail_err (ohbox_error_t *err)
   return fail ("%s", (*err)->msg);
 }
 
-/* In a user namespace other than the initial one, whose map is the
- * identity over all ids (user_namespaces(7)): podman's rootless one, say,
- * where euid 0 has no privilege over the host. */
+/* In a user namespace other than the initial one (whose uid_map alone is
+ * the identity over all ids, user_namespaces(7)): podman's rootless one,
+ * say, where euid 0 has no privilege over the host. */
 static bool
 in_user_namespace (void)
 {
@@ -230,8 +231,8 @@ main (int argc, char **argv)
       default:
         return fail ("%s", USAGE);
       }
-  rootless = strcmp (rootless_opt, "auto") == 0 ? geteuid () != 0 || in_user_namespace ()
-                                                : strcmp (rootless_opt, "true") == 0;
+  host_root = geteuid () == 0 && !in_user_namespace ();
+  rootless = strcmp (rootless_opt, "auto") == 0 ? !host_root : strcmp (rootless_opt, "true") == 0;
   /* Rootless containers: under the user's runtime directory (as runc's
    * $XDG_RUNTIME_DIR/runc), /run being the host root's. */
   cleanup_free char *user_root = NULL;

@@ -42,6 +42,9 @@ extern bool log_json;
 /* --rootless, decided as runc does (auto: not root, or in a user namespace):
  * no host privileges; cgroups only where delegated (cgroup.c). */
 extern bool rootless;
+/* Root of the initial user namespace (the host's privileges), whatever
+ * --rootless says: the device cgroup is set whenever it can be. */
+extern bool host_root;
 
 /* An error as runc reports it: on stderr, and in --log (text or JSON lines,
  * which conmon and containerd read). Returns 1 (the exit status). */

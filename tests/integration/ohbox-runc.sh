@@ -840,6 +840,19 @@ test_device_rules ()
   state_root_empty
 }
 
+# The host's root asking for --rootless true keeps its device cgroup (and
+# cgroups): a node made in the container is still refused.
+test_root_rootless_true ()
+{
+  my_bundle '.process.args = ["sh", "-c", "rm -f /tmp/lcq; mknod /tmp/lcq c 10 237 && if true </tmp/lcq; then echo opened; fi"]
+    | .process.capabilities.bounding += ["CAP_MKNOD"] | .process.capabilities.effective += ["CAP_MKNOD"]
+    | .process.capabilities.permitted += ["CAP_MKNOD"]'
+  assert_ok runc_cmd --rootless true run --bundle "$T_WORK/bundle" rr1 </dev/null
+  assert_contains "$err" "Operation not permitted"
+  assert_eq "$out" ""
+  state_root_empty
+}
+
 # expect_refused JQ-FILTER TEXT: create fails naming TEXT, on stderr and in
 # the JSON log, and leaves nothing behind.
 expect_refused ()
@@ -1041,6 +1054,7 @@ run_test update_unlimited test_update_unlimited
 run_test hooks test_hooks
 run_test devices test_devices
 run_test device_rules test_device_rules
+run_test root_rootless_true test_root_rootless_true
 run_test create_releases_stdio test_create_releases_stdio
 run_test blkio test_blkio
 run_test hugetlb test_hugetlb

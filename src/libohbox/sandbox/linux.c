@@ -275,15 +275,6 @@ loopback_up (ohbox_error_t *err)
   return 0;
 }
 
-/* ICMP datagram ("ping") sockets for every group of the sandbox: CAP_NET_RAW
- * is not in the default set (capabilities.c), and ping falls back to these.
- * net.* sysctls belong to the opener's network namespace, so this changes
- * only the sandbox's new one (ours alone, owned by our user namespace).
- * Written through the host's /proc, before the pivot: the sandbox's own
- * /proc/sys is read-only. The kernel takes ids of the writer's user
- * namespace and refuses unmapped ones: the range spans the gids mapped
- * (ours, or those of the namespace we run in without one of our own);
- * 2147483647 is the sysctl's maximum. */
 /* The gids of the user namespace we run in (/proc/self/gid_map): all of
  * them in the initial one; in another (rootless podman's) only those. */
 static void
@@ -297,6 +288,15 @@ own_gids (struct ohbox_idmap *g)
     g->r[g->n++] = r;
 }
 
+/* ICMP datagram ("ping") sockets for every group of the sandbox: CAP_NET_RAW
+ * is not in the default set (capabilities.c), and ping falls back to these.
+ * net.* sysctls belong to the opener's network namespace, so this changes
+ * only the sandbox's new one (ours alone, owned by our user namespace).
+ * Written through the host's /proc, before the pivot: the sandbox's own
+ * /proc/sys is read-only. The kernel takes ids of the writer's user
+ * namespace and refuses unmapped ones: the range spans the gids mapped
+ * (ours, or those of the namespace we run in without one of our own);
+ * 2147483647 is the sysctl's maximum. */
 static int
 ping_groups_open (const struct ohbox_linux_spec *spec, ohbox_error_t *err)
 {

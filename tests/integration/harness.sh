@@ -417,6 +417,18 @@ test_free_port ()
   assert_ok t_wait_port "$p" 5
 }
 
+# A condition given to t_wait_until is retried, but its arguments are expanded
+# once, when t_wait_until is called: `t_wait_until 5 test "$(cat F)" = 1`
+# compares the same text 100 times. Such a wait must read through a function
+# (or sh -c with the substitution escaped).
+test_wait_conditions_retried ()
+{
+  local frozen
+  frozen=$(grep -nE '^[^#]*t_wait_until +[0-9]+ +(test|\[|!) [^#|;&]*\$\(' \
+    "$OHBOX_SRCDIR"/tests/integration/*.sh "$OHBOX_SRCDIR"/tests/lib/*.sh || true)
+  assert_eq "" "$frozen" "waits whose condition is expanded once"
+}
+
 run_test http_v2 test_http_v2
 run_test tls_v2 test_tls_v2
 run_test basic_v2 test_basic_v2
@@ -434,3 +446,4 @@ run_test proxy_rate test_proxy_rate
 run_test proxy_tls_upstream test_proxy_tls_upstream
 run_test runner_helpers test_runner_helpers
 run_test free_port test_free_port
+run_test wait_conditions_retried test_wait_conditions_retried

@@ -111,6 +111,140 @@ test_user_not_rootless ()
   assert_contains "$err" "rootless without a user namespace"
 }
 
+# Maps wider than the user's own id: container 0 is the user, 1..N its
+# range in /etc/subuid and /etc/subgid (ru_make_user gives one), written by
+# newuidmap and newgidmap.
+U_SUBUID=
+U_SUBGID=
+U_SUBN=
+
+wide_setup ()
+{
+  U_SUBUID=$(awk -F: -v u="$T_USER" '$1 == u {print $2; exit}' /etc/subuid)
+  U_SUBGID=$(awk -F: -v u="$T_USER" '$1 == u {print $2; exit}' /etc/subgid)
+  local nu ng
+  nu=$(awk -F: -v u="$T_USER" '$1 == u {print $3; exit}' /etc/subuid)
+  ng=$(awk -F: -v u="$T_USER" '$1 == u {print $3; exit}' /etc/subgid)
+  U_SUBN=$((nu < ng ? nu : ng))
+  U_SUBN=$((U_SUBN < 65536 ? U_SUBN : 65536))
+  [ "$U_SUBN" -ge 1000 ] || _t_assert_fail "the user's sub ids hold fewer than 1000 ids: $nu, $ng"
+}
+
+# umaps UIDS GIDS: a jq filter giving the maps UIDS and GIDS ("INSIDE HOST
+# COUNT" ranges, comma-separated).
+umaps ()
+{
+  local u g
+  u=$(tr ',' '\n' <<<"$1" | awk 'NF {printf "%s{\"containerID\":%s,\"hostID\":%s,\"size\":%s}", s, $1, $2, $3; s=","}')
+  g=$(tr ',' '\n' <<<"$2" | awk 'NF {printf "%s{\"containerID\":%s,\"hostID\":%s,\"size\":%s}", s, $1, $2, $3; s=","}')
+  echo ".linux.uidMappings = [$u] | .linux.gidMappings = [$g]"
+}
+
+# uwide_maps: the maps of the first test: the user, then its sub ids.
+uwide_maps ()
+{
+  umaps "0 $(id -u "$T_USER") 1, 1 $U_SUBUID $U_SUBN" "0 $(id -g "$T_USER") 1, 1 $U_SUBGID $U_SUBN"
+}
+
+# ubind DIR: a filter binding the host's DIR on /share, read-write.
+ubind ()
+{
+  echo ".mounts += [{\"destination\": \"/share\", \"type\": \"bind\", \"source\": \"$1\", \"options\": [\"rbind\", \"rw\"]}]"
+}
+
+# nothing_left ID: no state, no process, no cgroup of container ID.
+nothing_left ()
+{
+  assert_exit 1 urunc state "$1"
+  assert_file_absent "$U_DIR/run/ohbox-runc/$1" "state directory"
+  t_wait_until 5 sh -c "! pgrep -u $T_USER >/dev/null"
+  assert_eq "$(find /sys/fs/cgroup -name "*$1*" 2>/dev/null)" "" "cgroups named after $1"
+}
+
+# Files made as root and as uid 1000 in the container are the user's and
+# its sub id 999's on the host; the maps inside are those asked for.
+test_user_wide_maps ()
+{
+  wide_setup
+  local share=$U_DIR/bundle/share uid gid
+  uid=$(id -u "$T_USER") gid=$(id -g "$T_USER")
+  rm -rf "$share" && mkdir "$share" && chown "$T_USER:" "$share"
+  # (chown needs CAP_CHOWN, not in the caps `spec --rootless` gives)
+  ubundle "$(uwide_maps) | $(ubind "$share") | .process.capabilities[] += [\"CAP_CHOWN\"] | .process.args = [\"sh\", \"-c\",
+    \"cat /proc/self/uid_map /proc/self/gid_map; touch /share/root; touch /share/given; chown 1000:1000 /share/given; mkdir /share/d; chown 1000:1000 /share/d\"]"
+  assert_exit 0 urunc run --bundle "$U_DIR/bundle/b" rl6
+  assert_eq "$(awk '{print $1, $2, $3}' <<<"$out")" "0 $uid 1
+1 $U_SUBUID $U_SUBN
+0 $gid 1
+1 $U_SUBGID $U_SUBN"
+  ubundle "$(uwide_maps) | $(ubind "$share") | .process.user = {\"uid\": 1000, \"gid\": 1000} |
+    .process.args = [\"sh\", \"-c\", \"id -u; id -g; touch /share/d/made\"]"
+  assert_exit 0 urunc run --bundle "$U_DIR/bundle/b" rl6
+  assert_eq "$out" "1000
+1000"
+  local sub999="$((U_SUBUID + 999)):$((U_SUBGID + 999))"
+  assert_eq "$(stat -c %u:%g "$share/root")" "$uid:$gid" "owner of a file root made"
+  assert_eq "$(stat -c %u:%g "$share/given")" "$sub999" "owner of a file chowned to 1000"
+  assert_eq "$(stat -c %u:%g "$share/d")" "$sub999" "owner of a folder chowned to 1000"
+  assert_eq "$(stat -c %u:%g "$share/d/made")" "$sub999" "owner of a file uid 1000 made"
+  nothing_left rl6
+}
+
+# Sub ids that are not the user's: newuidmap refuses, and the error says
+# which map; nothing is left.
+test_user_wide_maps_not_owned ()
+{
+  wide_setup
+  local uid beyond
+  uid=$(id -u "$T_USER")
+  beyond=$(awk -F: -v u="$T_USER" '$1 == u {print $2 + $3; exit}' /etc/subuid)
+  ubundle "$(umaps "0 $uid 1, 1 $beyond 100" "0 $(id -g "$T_USER") 1, 1 $U_SUBGID 100") | .process.args = [\"true\"]"
+  rm -f "$U_DIR/run/runc.log"
+  assert_exit 1 urunc run --bundle "$U_DIR/bundle/b" rl7
+  local says="could not write the uid map \`0 $uid 1, 1 $beyond 100\` (exit 1): newuidmap: "
+  assert_contains "$err" "$says"
+  assert_match "$err" "check /etc/subuid$"
+  assert_contains "$(cat "$U_DIR/run/runc.log")" "$says"
+  nothing_left rl7
+}
+
+# More ranges than ohbox-runc takes, overlapping ranges: refused by name
+# before anything starts.
+test_user_wide_maps_invalid ()
+{
+  wide_setup
+  local uid gid max many="" i
+  uid=$(id -u "$T_USER") gid=$(id -g "$T_USER")
+  max=$(awk '$2 == "OHBOX_IDMAP_MAX" {print $3}' "$OHBOX_SRCDIR/src/libohbox/sandbox/linux.h")
+  for i in $(seq 1 "$max"); do many="$many, $i $((U_SUBUID + i)) 1"; done
+  ubundle "$(umaps "0 $uid 1$many" "0 $gid 1") | .process.args = [\"true\"]"
+  assert_exit 1 urunc run --bundle "$U_DIR/bundle/b" rl8
+  assert_contains "$err" "linux.uidMappings: more than $max ranges is not supported"
+  nothing_left rl8
+  ubundle "$(umaps "0 $uid 1, 1 $U_SUBUID 100, 50 $((U_SUBUID + 200)) 100" "0 $gid 1") | .process.args = [\"true\"]"
+  assert_exit 1 urunc run --bundle "$U_DIR/bundle/b" rl8
+  assert_contains "$err" "linux.uidMappings[2]: container ids 50-149 overlap those of linux.uidMappings[1] (1-100)"
+  nothing_left rl8
+  ubundle "$(umaps "0 $uid 1" "0 $gid 1, 1 $U_SUBGID 100, 200 $((U_SUBGID + 50)) 10") | .process.args = [\"true\"]"
+  assert_exit 1 urunc run --bundle "$U_DIR/bundle/b" rl8
+  assert_contains "$err" "linux.gidMappings[2]: host ids $((U_SUBGID + 50))-$((U_SUBGID + 59)) overlap those of linux.gidMappings[1]"
+  nothing_left rl8
+}
+
+# newuidmap not in PATH: the error says so; no narrower map instead.
+test_user_wide_maps_no_helper ()
+{
+  wide_setup
+  mkdir -p "$U_DIR/bin"
+  ubundle "$(uwide_maps) | .process.args = [\"true\"]"
+  rm -f "$U_DIR/run/runc.log"
+  assert_exit 1 ru_as_user PATH="$U_DIR/bin" "$U_DIR/ohbox-runc" --log "$U_DIR/run/runc.log" run --bundle "$U_DIR/bundle/b" rl9
+  local says="\`newuidmap\` not found in PATH ($U_DIR/bin): it writes the uid map \`0 $(id -u "$T_USER") 1, 1 $U_SUBUID $U_SUBN\`"
+  assert_contains "$err" "$says"
+  assert_contains "$(cat "$U_DIR/run/runc.log")" "$says"
+  nothing_left rl9
+}
+
 # upm ARGS...: rootless podman as the user, on its own storage.
 upm ()
 {
@@ -170,4 +304,8 @@ run_test user_run_foreground test_user_run_foreground
 run_test user_limit_refused test_user_limit_refused
 run_test user_cgroups_path_skipped test_user_cgroups_path_skipped
 run_test user_not_rootless test_user_not_rootless
+run_test user_wide_maps test_user_wide_maps
+run_test user_wide_maps_not_owned test_user_wide_maps_not_owned
+run_test user_wide_maps_invalid test_user_wide_maps_invalid
+run_test user_wide_maps_no_helper test_user_wide_maps_no_helper
 run_test podman_rootless test_podman_rootless

@@ -270,17 +270,55 @@ load_process (struct ohbox_bundle *b, ohbox_error_t *err)
   return 0;
 }
 
+/* Whether [A, A + AN) and [B, B + BN) share an id (64 bits: no wrap). */
+static bool
+ids_overlap (uint32_t a, uint32_t an, uint32_t b, uint32_t bn)
+{
+  return (uint64_t) a < (uint64_t) b + bn && (uint64_t) b < (uint64_t) a + an;
+}
+
+/* Range I of FIELD against those before it (the parser refused empty
+ * ones): the kernel refuses a map whose ranges share container or host ids
+ * with a bare EINVAL (from newuidmap: "write to uid_map failed: Invalid
+ * argument"). */
+static int
+check_idmap_range (const struct ohbox_idmap *m, size_t i, const char *field, ohbox_error_t *err)
+{
+  const struct ohbox_idmap_range *r = &m->r[i];
+  for (size_t j = 0; j < i; j++)
+    {
+      const struct ohbox_idmap_range *o = &m->r[j];
+      bool inside = ids_overlap (r->inside, r->count, o->inside, o->count);
+      if (inside || ids_overlap (r->outside, r->count, o->outside, o->count))
+        {
+          uint32_t a = inside ? r->inside : r->outside, b = inside ? o->inside : o->outside;
+          return ohbox_error (err, OHBOX_ERR_USAGE, 0,
+                              "config.json: %s[%zu]: %s ids %u-%u overlap those of %s[%zu] (%u-%u)", field, i,
+                              inside ? "container" : "host", a, a + r->count - 1, field, j, b, b + o->count - 1);
+        }
+    }
+  return 0;
+}
+
 static int
 load_idmap (const struct oci_idmaps *in, const char *field, struct ohbox_idmap *out, ohbox_error_t *err)
 {
   if (in->n == 0)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "config.json: %s: missing for a user namespace", field);
   if (in->n > OHBOX_IDMAP_MAX)
-    return unsupported (err, field, "more than 8 ranges");
+    {
+      char what[32];
+      snprintf (what, sizeof what, "more than %d ranges", OHBOX_IDMAP_MAX);
+      return unsupported (err, field, what);
+    }
   for (size_t i = 0; i < in->n; i++)
-    out->r[i] = (struct ohbox_idmap_range){ .inside = in->v[i].container_id,
-                                            .outside = in->v[i].host_id,
-                                            .count = in->v[i].size };
+    {
+      out->r[i] = (struct ohbox_idmap_range){ .inside = in->v[i].container_id,
+                                              .outside = in->v[i].host_id,
+                                              .count = in->v[i].size };
+      if (check_idmap_range (out, i, field, err) < 0)
+        return -1;
+    }
   out->n = in->n;
   return 0;
 }

@@ -11,6 +11,7 @@
 #include "config.h"
 #include "sandbox/linux.h"
 #include "common/utils.h"
+#include "common/strv.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -376,10 +377,51 @@ write_proc (pid_t pid, const char *file, const char *data, ohbox_error_t *err)
   return 0;
 }
 
-/* newuidmap PID inside outside count ...: the helper checks /etc/subuid. */
-static int
-run_helper (const char *helper, pid_t pid, const struct ohbox_idmap *map, ohbox_error_t *err)
+/* What a helper wrote on FD until it closed it, at most SIZE - 1 bytes of
+ * it, lines joined by ";"; the rest is read and dropped (a helper never
+ * blocks on a full pipe). */
+static void
+read_helper_message (int fd, char *buf, size_t size)
 {
+  size_t len = 0;
+  char drop[256];
+  for (;;)
+    {
+      char *to = len + 1 < size ? buf + len : drop;
+      size_t room = len + 1 < size ? size - 1 - len : sizeof drop;
+      ssize_t n = read (fd, to, room);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      if (to == buf + len)
+        len += (size_t) n;
+    }
+  while (len > 0 && buf[len - 1] == '\n')
+    len--;
+  buf[len] = '\0';
+  for (char *nl = strchr (buf, '\n'); nl; nl = strchr (nl, '\n'))
+    *nl = ';';
+}
+
+/* newuidmap PID inside outside count ...: the setuid helper checks the
+ * ranges against /etc/subuid (the caller's own id aside). Looked up in
+ * PATH, as runc does; without it there is no wider map (never a narrower
+ * one instead). What it says (which range, why) goes into the error. */
+static int
+run_helper (const char *helper, const char *ids, pid_t pid, const struct ohbox_idmap *map, ohbox_error_t *err)
+{
+  char text[48 * OHBOX_IDMAP_MAX] = "";
+  for (size_t i = 0, len = 0; i < map->n && len < sizeof text; i++)
+    len += snprintf (text + len, sizeof text - len, "%s%u %u %u", i ? ", " : "", map->r[i].inside, map->r[i].outside,
+                     map->r[i].count);
+  const char *path_env = getenv ("PATH");
+  cleanup_free char *path = ohbox_path_find (path_env, OHBOX_DEFAULT_PATH, helper);
+  if (path == NULL)
+    return ohbox_error (err, OHBOX_ERR_SANDBOX, 0,
+                        "`%s` not found in PATH (%s): it writes the %s map `%s` (wider than your own id); install "
+                        "it (Debian: uidmap)",
+                        helper, path_env && *path_env ? path_env : OHBOX_DEFAULT_PATH, ids, text);
   char *argv[3 + 3 * OHBOX_IDMAP_MAX + 1];
   char nums[1 + 3 * OHBOX_IDMAP_MAX][16];
   size_t n = 0, k = 0;
@@ -396,21 +438,34 @@ run_helper (const char *helper, pid_t pid, const struct ohbox_idmap *map, ohbox_
         }
     }
   argv[n] = NULL;
+  int out[2];
+  if (pipe2 (out, O_CLOEXEC) < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe for `%s`", helper);
   pid_t child = fork ();
   if (child < 0)
-    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork `%s`", helper);
+    {
+      close (out[0]);
+      close (out[1]);
+      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork `%s`", helper);
+    }
   if (child == 0)
     {
-      execvp (helper, argv);
+      if (dup2 (out[1], STDERR_FILENO) >= 0)
+        execv (path, argv);
       _exit (127);
     }
+  close (out[1]);
+  char said[512];
+  read_helper_message (out[0], said, sizeof said);
+  close (out[0]);
   int status;
   while (waitpid (child, &status, 0) < 0)
     if (errno != EINTR)
       return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for `%s`", helper);
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "`%s %d ...` failed (status %d): check /etc/subuid and /etc/subgid",
-                        helper, pid, status);
+    return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "`%s` could not write the %s map `%s` (%s %d)%s%s: check /etc/sub%s",
+                        path, ids, text, WIFEXITED (status) ? "exit" : "signal",
+                        WIFEXITED (status) ? WEXITSTATUS (status) : WTERMSIG (status), said[0] ? ": " : "", said, ids);
   return 0;
 }
 
@@ -419,7 +474,8 @@ ohbox_userns_write_maps (pid_t pid, const struct ohbox_userns_plan *plan, ohbox_
 {
   if (plan->use_helpers)
     {
-      if (run_helper ("newuidmap", pid, &plan->uids, err) < 0 || run_helper ("newgidmap", pid, &plan->gids, err) < 0)
+      if (run_helper ("newuidmap", "uid", pid, &plan->uids, err) < 0
+          || run_helper ("newgidmap", "gid", pid, &plan->gids, err) < 0)
         return -1;
       return 0;
     }

@@ -16,6 +16,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
+#include <sys/wait.h>
 #include <time.h>
 
 void *
@@ -763,4 +764,64 @@ ohbox_trace (const char *what)
   if (origin == 0)
     origin = now;
   dprintf (2, "ohbox-trace %.3f %d %s\n", (now - origin) * 1000, (int) getpid (), what);
+}
+
+/* What a helper wrote on FD until it closed it (see ohbox_run_helper). */
+static void
+read_helper_output (int fd, char *said, size_t size)
+{
+  size_t len = 0;
+  char drop[512];
+  for (;;)
+    {
+      bool room = len + 1 < size;
+      ssize_t n = read (fd, room ? said + len : drop, room ? size - 1 - len : sizeof drop);
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      if (room)
+        len += (size_t) n;
+    }
+  while (len > 0 && (said[len - 1] == '\n' || said[len - 1] == ' '))
+    len--;
+  said[len] = '\0';
+  /* one line, for an error message */
+  for (char *nl = strchr (said, '\n'); nl; nl = strchr (nl, '\n'))
+    *nl = ';';
+}
+
+int
+ohbox_run_helper (const char *path, char *const argv[], char *const envp[], char *said, size_t size, int *status,
+                  int kind, ohbox_error_t *err)
+{
+  int out[2];
+  if (pipe2 (out, O_CLOEXEC) < 0)
+    return ohbox_error_sys (err, kind, "pipe for `%s`", path);
+  pid_t pid = fork ();
+  if (pid < 0)
+    {
+      close (out[0]);
+      close (out[1]);
+      return ohbox_error_sys (err, kind, "fork `%s`", path);
+    }
+  if (pid == 0)
+    {
+      int null = open ("/dev/null", O_RDONLY);
+      if (null < 0 || dup2 (null, 0) < 0 || dup2 (out[1], 1) < 0 || dup2 (out[1], 2) < 0)
+        _exit (127);
+      close_range (3, ~0U, 0);
+      if (envp)
+        execve (path, argv, envp);
+      else
+        execv (path, argv);
+      _exit (127);
+    }
+  close (out[1]);
+  read_helper_output (out[0], said, size);
+  close (out[0]);
+  while (waitpid (pid, status, 0) < 0)
+    if (errno != EINTR)
+      return ohbox_error_sys (err, kind, "wait for `%s`", path);
+  return 0;
 }

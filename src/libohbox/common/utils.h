@@ -153,4 +153,13 @@ bool ohbox_secret_equal (const char *expected, const char *given);
  * getenv per process. */
 void ohbox_trace (const char *what);
 
+/* Runs the program PATH with ARGV and ENVP (NULL: this process's
+ * environment), stdin /dev/null, no descriptor of ours but its stdout and
+ * stderr, both into SAID: at most SIZE - 1 bytes of what it wrote, lines
+ * joined by ";" (the rest is read and dropped: it never blocks on a full
+ * pipe). *STATUS gets its wait status. -1 with ERR (kind KIND) only when it
+ * could not be started or waited for. */
+int ohbox_run_helper (const char *path, char *const argv[], char *const envp[], char *said, size_t size, int *status,
+                      int kind, ohbox_error_t *err);
+
 #endif

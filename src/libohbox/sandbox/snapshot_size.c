@@ -62,54 +62,13 @@ make_filesystem (const char *path, ohbox_error_t *err)
     (char *) path, NULL
   };
   char *const envp[] = { "PATH=/usr/sbin:/usr/bin:/sbin:/bin", "LC_ALL=C", NULL };
-  int out[2];
-  if (pipe2 (out, O_CLOEXEC) < 0)
-    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe");
-  pid_t pid = fork ();
-  if (pid < 0)
-    {
-      close (out[0]);
-      close (out[1]);
-      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork `%s`", mkfs);
-    }
-  if (pid == 0)
-    {
-      int null = open ("/dev/null", O_RDONLY);
-      if (null < 0 || dup2 (null, 0) < 0 || dup2 (out[1], 1) < 0 || dup2 (out[1], 2) < 0)
-        _exit (127);
-      close_range (3, ~0U, 0);
-      execve (mkfs, argv, envp);
-      _exit (127);
-    }
-  close (out[1]);
   char text[MKFS_OUTPUT_MAX];
-  size_t len = 0;
-  for (;;)
-    {
-      ssize_t n = read (out[0], text + len, sizeof text - 1 - len);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      len += (size_t) n;
-      if (len == sizeof text - 1)
-        {
-          char sink[512];
-          while (read (out[0], sink, sizeof sink) > 0)
-            ;
-          break;
-        }
-    }
-  close (out[0]);
-  text[len] = '\0';
-  while (len > 0 && (text[len - 1] == '\n' || text[len - 1] == ' '))
-    text[--len] = '\0';
   int status;
-  while (waitpid (pid, &status, 0) < 0)
-    if (errno != EINTR)
-      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for `%s`", mkfs);
+  if (ohbox_run_helper (mkfs, argv, envp, text, sizeof text, &status, OHBOX_ERR_SANDBOX, err) < 0)
+    return -1;
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
-    return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` failed (status %d)%s%s", mkfs, status, len ? ": " : "", text);
+    return ohbox_error (err, OHBOX_ERR_STORE, 0, "`%s` failed (status %d)%s%s", mkfs, status, text[0] ? ": " : "",
+                        text);
   return 0;
 }
 

@@ -377,33 +377,6 @@ write_proc (pid_t pid, const char *file, const char *data, ohbox_error_t *err)
   return 0;
 }
 
-/* What a helper wrote on FD until it closed it, at most SIZE - 1 bytes of
- * it, lines joined by ";"; the rest is read and dropped (a helper never
- * blocks on a full pipe). */
-static void
-read_helper_message (int fd, char *buf, size_t size)
-{
-  size_t len = 0;
-  char drop[256];
-  for (;;)
-    {
-      char *to = len + 1 < size ? buf + len : drop;
-      size_t room = len + 1 < size ? size - 1 - len : sizeof drop;
-      ssize_t n = read (fd, to, room);
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        break;
-      if (to == buf + len)
-        len += (size_t) n;
-    }
-  while (len > 0 && buf[len - 1] == '\n')
-    len--;
-  buf[len] = '\0';
-  for (char *nl = strchr (buf, '\n'); nl; nl = strchr (nl, '\n'))
-    *nl = ';';
-}
-
 /* newuidmap PID inside outside count ...: the setuid helper checks the
  * ranges against /etc/subuid (the caller's own id aside). Looked up in
  * PATH, as runc does; without it there is no wider map (never a narrower
@@ -438,30 +411,10 @@ run_helper (const char *helper, const char *ids, pid_t pid, const struct ohbox_i
         }
     }
   argv[n] = NULL;
-  int out[2];
-  if (pipe2 (out, O_CLOEXEC) < 0)
-    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "pipe for `%s`", helper);
-  pid_t child = fork ();
-  if (child < 0)
-    {
-      close (out[0]);
-      close (out[1]);
-      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "fork `%s`", helper);
-    }
-  if (child == 0)
-    {
-      if (dup2 (out[1], STDERR_FILENO) >= 0)
-        execv (path, argv);
-      _exit (127);
-    }
-  close (out[1]);
   char said[512];
-  read_helper_message (out[0], said, sizeof said);
-  close (out[0]);
   int status;
-  while (waitpid (child, &status, 0) < 0)
-    if (errno != EINTR)
-      return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "wait for `%s`", helper);
+  if (ohbox_run_helper (path, argv, NULL, said, sizeof said, &status, OHBOX_ERR_SANDBOX, err) < 0)
+    return -1;
   if (!WIFEXITED (status) || WEXITSTATUS (status) != 0)
     return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "`%s` could not write the %s map `%s` (%s %d)%s%s: check /etc/sub%s",
                         path, ids, text, WIFEXITED (status) ? "exit" : "signal",

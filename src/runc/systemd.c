@@ -88,7 +88,8 @@ runc_systemd_path (const char *cgroups_path, const char *id, char **parent, char
                         "config.json: linux.cgroupsPath: `%s`: `%s` is not a systemd slice (NAME.slice, `-` between "
                         "the names of its parents)",
                         p, slice);
-  cleanup_free char *name = c2 == c1 + 1 ? xstrdup (c2 + 1) : xasprintf ("%.*s-%s", (int) (c2 - c1 - 1), c1 + 1, c2 + 1);
+  cleanup_free char *name = c2 == c1 + 1 ? xstrdup (c2 + 1)
+                                         : xasprintf ("%.*s-%s", (int) (c2 - c1 - 1), c1 + 1, c2 + 1);
   /* A slice as the container's own unit (runc takes "…:name.slice") is not made. */
   if (!unit_chars_ok (name, strlen (name)) || strlen (name) > 200 || strstr (name, ".slice") != NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
@@ -239,8 +240,8 @@ job_wait (sd_bus *b, sd_bus_message *reply, struct job_wait *w, const char *what
       clock_gettime (CLOCK_MONOTONIC, &now);
       uint64_t t = (uint64_t) now.tv_sec * 1000000 + (uint64_t) now.tv_nsec / 1000;
       if (r == 0 && t >= deadline)
-        return ohbox_error (err, OHBOX_ERR_CGROUP, ETIMEDOUT, "systemd: %s: its job %s did not end within %llu s",
-                            what, w->path, JOB_TIMEOUT_USEC / 1000000);
+        return ohbox_error (err, OHBOX_ERR_CGROUP, ETIMEDOUT, "systemd: %s: its job %s did not end within %llu s", what,
+                            w->path, JOB_TIMEOUT_USEC / 1000000);
       if (r < 0 || (r = sd_bus_wait (b, deadline - t)) < 0)
         return bus_fail (err, r, NULL, what);
     }
@@ -319,9 +320,9 @@ start_scope (sd_bus *b, const char *slice, const char *unit, const char *id, pid
   /* No ordering against shutdown or sysinit (as runc's): the engine
    * stops containers. A failed scope is collected as a stopped one. */
   if (r >= 0)
-    r = sd_bus_message_append (m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", desc, "Slice", "s", slice,
-                               "Delegate", "b", 1, "DefaultDependencies", "b", 0, "CollectMode", "s",
-                               "inactive-or-failed", "PIDs", "au", 1, (uint32_t) holder);
+    r = sd_bus_message_append (m, "(sv)(sv)(sv)(sv)(sv)(sv)", "Description", "s", desc, "Slice", "s", slice, "Delegate",
+                               "b", 1, "DefaultDependencies", "b", 0, "CollectMode", "s", "inactive-or-failed", "PIDs",
+                               "au", 1, (uint32_t) holder);
   if (r >= 0)
     r = append_limits (m, l, v2);
   if (r >= 0)
@@ -344,8 +345,8 @@ start_scope (sd_bus *b, const char *slice, const char *unit, const char *id, pid
 }
 
 int
-runc_systemd_start (const char *parent, const char *unit, const char *id, const struct ohbox_cgroup_limits *l,
-                    bool v2, pid_t *holder, char **cgroup, ohbox_error_t *err)
+runc_systemd_start (const char *parent, const char *unit, const char *id, const struct ohbox_cgroup_limits *l, bool v2,
+                    pid_t *holder, char **cgroup, ohbox_error_t *err)
 {
   cleanup_bus sd_bus *b = NULL;
   const char *slice = strrchr (parent, '/') + 1;
@@ -369,7 +370,8 @@ runc_systemd_stop (const char *unit, ohbox_error_t *err)
   sd_bus_slot *slot = NULL;
   cleanup_free char *what = xasprintf ("stop the scope %s", unit);
   int rc = bus_open (&b, err) < 0 || job_listen (b, &w, &slot, err) < 0 ? -1 : 0;
-  int r = rc < 0 ? 0 : sd_bus_call_method (b, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", &e, &reply, "ss", unit, "replace");
+  int r = rc < 0 ? 0
+                 : sd_bus_call_method (b, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", &e, &reply, "ss", unit, "replace");
   /* Gone already: systemd stops a scope whose processes are all gone, and
    * collects it. */
   if (r < 0 && !sd_bus_error_has_name (&e, "org.freedesktop.systemd1.NoSuchUnit"))
@@ -417,8 +419,8 @@ no_sd_bus (ohbox_error_t *err)
 }
 
 int
-runc_systemd_start (const char *parent, const char *unit, const char *id, const struct ohbox_cgroup_limits *l,
-                    bool v2, pid_t *holder, char **cgroup, ohbox_error_t *err)
+runc_systemd_start (const char *parent, const char *unit, const char *id, const struct ohbox_cgroup_limits *l, bool v2,
+                    pid_t *holder, char **cgroup, ohbox_error_t *err)
 {
   return no_sd_bus (err);
 }

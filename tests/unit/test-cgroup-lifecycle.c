@@ -409,17 +409,10 @@ fn_open_devices (int rep, void *arg)
 }
 
 static void
-test_device_rules (void)
+check_device_rules (const struct ohbox_device_rule *rules, size_t n)
 {
-  REAL ();
   cleanup_cg struct ohbox_cgroup *cg = make ("devices", NULL);
   CHECK (cg);
-  /* Not the default list: one that lets zero be read only (given all, then
-   * its write taken back) and full not at all. */
-  const struct ohbox_device_rule rules[] = {
-    { 'c', -1, -1, "m", false }, { 'c', 1, 3, "rwm", false }, { 'c', 1, 5, "rwm", false }, { 'c', 1, 5, "w", true }
-  };
-  size_t n = sizeof rules / sizeof rules[0];
   cleanup_error ohbox_error_t err = NULL;
   CHECK (ohbox_cgroup_set_devices (cg, rules, n, &err) == 0, "%s", err->msg);
   cleanup_kid struct kid k = { -1, -1, -1 };
@@ -440,6 +433,33 @@ test_device_rules (void)
   kid_wait (&k);
 }
 
+static void
+test_device_rules (void)
+{
+  REAL ();
+  /* Not the default list: one that lets zero be read only (given all, then
+   * its write taken back) and full not at all. */
+  const struct ohbox_device_rule rules[] = {
+    { 'c', -1, -1, "m", false }, { 'c', 1, 3, "rwm", false }, { 'c', 1, 5, "rwm", false }, { 'c', 1, 5, "w", true }
+  };
+  check_device_rules (rules, sizeof rules / sizeof rules[0]);
+}
+
+/* The same after a rule that denies everything, as runc's default spec's
+ * linux.resources.devices starts: the v2 program once had instructions
+ * after it that could never run, which the verifier refused. */
+static void
+test_device_rules_deny_all_first (void)
+{
+  REAL ();
+  const struct ohbox_device_rule rules[] = { { 'a', -1, -1, "rwm", true },
+                                             { 'c', -1, -1, "m", false },
+                                             { 'c', 1, 3, "rwm", false },
+                                             { 'c', 1, 5, "rwm", false },
+                                             { 'c', 1, 5, "w", true } };
+  check_device_rules (rules, sizeof rules / sizeof rules[0]);
+}
+
 UNIT_MAIN_BEGIN ("test-cgroup-lifecycle")
 {
   /* Line-buffered even under the test runner: children fork. */
@@ -456,6 +476,7 @@ UNIT_MAIN_BEGIN ("test-cgroup-lifecycle")
   RUN_TEST (test_rootless_without_delegation);
   RUN_TEST (test_rootless_delegated);
   RUN_TEST (test_device_rules);
+  RUN_TEST (test_device_rules_deny_all_first);
   RUN_TEST (test_nothing_left);
   ohbox_cgroup_host_release (&host);
 }

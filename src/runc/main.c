@@ -134,7 +134,7 @@ runc_next_option (int argc, char **argv, const char *shortopts, const struct opt
 
 #define USAGE                                                                                                          \
   "usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] [--debug] [--rootless auto|true|false] "       \
-  "COMMAND ..."
+  "[--systemd-cgroup] COMMAND ..."
 
 /* The commands, in the order --help lists them. */
 static const struct

@@ -96,7 +96,11 @@ write_cgroup_file (int dirfd, const struct runc_cgroup *rc, ohbox_error_t *err)
 /* --systemd-cgroup: starts the scope (its limits as systemd's properties
  * too) and takes its cgroup for the container's, as systemd made it
  * (delegated to us: the cgroupfs code writes the limits there and makes
- * the directories of the v1 controllers systemd does not manage). */
+ * the directories of the v1 controllers systemd does not manage).
+ * cgroup.json names the scope once it is ours: a scope of the same name
+ * (another --root's container) is not one a failed create may stop; a
+ * create killed before cgroup.json leaves a scope whose only process,
+ * the holder, dies with it (systemd then stops and collects it). */
 static int
 start_scope (struct ohbox_bundle *b, const char *id, int dirfd, struct runc_cgroup *rc, ohbox_error_t *err)
 {
@@ -117,9 +121,11 @@ start_scope (struct ohbox_bundle *b, const char *id, int dirfd, struct runc_cgro
       rc->parent = xstrndup (made, (size_t) (slash - made));
       ohbox_cgroup_host_release (&rc->host);
       rc->detected = false;
-      if (detect (rc, err) < 0 || write_cgroup_file (dirfd, rc, err) < 0)
+      if (detect (rc, err) < 0)
         return -1;
     }
+  if (write_cgroup_file (dirfd, rc, err) < 0)
+    return -1;
   return ohbox_cgroup_adopt (&rc->host, rc->name, &b->limits, &rc->cg, err);
 }
 
@@ -135,14 +141,15 @@ runc_cgroup_create (struct ohbox_bundle *b, const char *id, int dirfd, struct ru
     rc->name = xstrdup (rc->unit);
   if (detect (rc, err) < 0 || check_rootless_limits (rc, b, err) < 0)
     return -1;
+  /* cgroupfs: cgroup.json before the cgroup (whatever a killed create
+   * made, the next command finds); a scope: once it is ours (start_scope). */
+  int r = rc->unit ? start_scope (b, id, dirfd, rc, err) : write_cgroup_file (dirfd, rc, err);
+  if (r == 0 && !rc->unit)
+    r = ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err);
   /* The devices the container may open: its /dev's and linux.devices
    * (as `ohbox run`, wherever the host's privileges allow it: the device
    * lists and programs need them; root's `--rootless true` keeps it). */
-  if (write_cgroup_file (dirfd, rc, err) < 0
-      || (rc->unit ? start_scope (b, id, dirfd, rc, err)
-                   : ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err))
-           < 0
-      || (host_root && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
+  if (r < 0 || (host_root && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
     return -1;
   b->spec.cgroup = rc->cg;
   return 0;

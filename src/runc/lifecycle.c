@@ -493,8 +493,10 @@ cmd_create_or_run (int argc, char **argv)
     kill_created (dir);
   /* (The lock's fd went once the state was written: a new one.) */
   cleanup_close int dirfd = foreground || rc != 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if (dirfd >= 0 && runc_cgroup_remove (dirfd, &err) < 0)
-    rc = fail_err (&err);
+  /* (ERR may hold create's error, reported already) */
+  cleanup_error ohbox_error_t rerr = NULL;
+  if (dirfd >= 0 && runc_cgroup_remove (dirfd, &rerr) < 0)
+    rc = fail_err (&rerr);
   if (foreground || rc != 0)
     remove_container (dir);
   close_terminal (&m);

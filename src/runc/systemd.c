@@ -20,6 +20,7 @@
 #include "runc/runc.h"
 #include "common/utils.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -34,11 +35,12 @@
 #define DEFAULT_SLICE "system.slice"
 #define DEFAULT_PREFIX "ohbox-runc"
 
-/* Characters systemd allows in a unit's name (unit_name_is_valid). */
+/* Characters of a unit's name: systemd's (unit_name_is_valid) but `:` and
+ * `\\` (its escapes), which the cgroup code takes in no name. */
 static bool
 unit_chars_ok (const char *s, size_t n)
 {
-  static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789:_.\\-";
+  static const char ok[] = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_.-";
   for (size_t i = 0; i < n; i++)
     if (strchr (ok, s[i]) == NULL || s[i] == '\0')
       return false;
@@ -90,11 +92,17 @@ runc_systemd_path (const char *cgroups_path, const char *id, char **parent, char
                         p, slice);
   cleanup_free char *name = c2 == c1 + 1 ? xstrdup (c2 + 1)
                                          : xasprintf ("%.*s-%s", (int) (c2 - c1 - 1), c1 + 1, c2 + 1);
-  /* A slice as the container's own unit (runc takes "…:name.slice") is not made. */
-  if (!unit_chars_ok (name, strlen (name)) || strlen (name) > 200 || strstr (name, ".slice") != NULL)
+  size_t n = strlen (name);
+  /* runc makes a slice of "slice:prefix:name.slice": ohbox-runc scopes only. */
+  if (n > 6 && strcmp (name + n - 6, ".slice") == 0)
+    return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
+                        "config.json: linux.cgroupsPath: `%s`: a slice as the container's unit is not supported "
+                        "(a scope is made: give a name without .slice)",
+                        p);
+  if (!unit_chars_ok (name, n) || !isalnum ((unsigned char) name[0]) || n + strlen (".scope") > 128)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                        "config.json: linux.cgroupsPath: `%s`: `%s.scope` is not a name systemd takes for a scope "
-                        "(letters, digits, `:_.-\\`, at most 200 characters)",
+                        "config.json: linux.cgroupsPath: `%s`: `%s.scope` is not a scope's name ohbox-runc makes "
+                        "(a letter or digit, then letters, digits, `_.-`; at most 128 characters)",
                         p, name);
   *unit = xasprintf ("%s.scope", name);
   *parent = slice_dir (slice);

@@ -92,6 +92,20 @@ create_default ()
 }
 check systemd-create-default create_default
 
+# The same scope for a container of another --root: systemd refuses it, and
+# the failed create leaves the first one's scope alone.
+same_unit ()
+{
+  out=$($R --root /run/other create --bundle /payload/b-main c1 2>&1) && why "a second c1 was made"
+  # (systemd 252: "Unit NAME was already loaded or has a fragment file.")
+  echo "$out" | grep -q "start the scope $u1: Unit $u1 was already loaded" || why "$out"
+  [ "$(echo "$out" | wc -l)" = 1 ] || why "not one error line: $out"
+  expect "$u1 ActiveState" "$(prop ActiveState $u1)" active
+  [ -d $d1 ] || why "$d1 is gone"
+  [ ! -e /run/other/c1 ] || why "/run/other/c1 is left"
+}
+check systemd-same-scope-other-root same_unit
+
 lifecycle ()
 {
   $R start c1 || why "start failed"

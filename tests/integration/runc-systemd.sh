@@ -131,7 +131,7 @@ fi
 t_pass guest-finished
 # Every check ran (a check that never printed is no pass).
 not_run=
-for r in create-default state-ps-pause-events update-survives-reload delete-leaves-nothing slice-prefix-name \
+for r in create-default same-scope-other-root state-ps-pause-events update-survives-reload delete-leaves-nothing slice-prefix-name \
   run-foreground bad-cgroups-path; do
   grep -qx "PASS: guest/systemd-$r" "$out" || not_run="$not_run $r"
 done

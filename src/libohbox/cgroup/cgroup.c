@@ -351,13 +351,14 @@ make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbo
   /* The parent usually exists, made for an earlier sandbox: one mkdir.
    * Otherwise make it, and try again (a few times: a concurrent
    * reconciliation may remove an empty parent meanwhile). */
-  *made = true;
+  bool adopted = false;
+  *made = false;
   for (int attempt = 0; mkdir (path, 0755) < 0; attempt++)
     {
       int e = errno;
       if (e == EEXIST && adopt)
         {
-          *made = false;
+          adopted = true;
           break;
         }
       if (e == EEXIST)
@@ -372,6 +373,7 @@ make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbo
           < 0)
         return -1;
     }
+  *made = !adopted;
   int r = 0;
   if (want)
     {

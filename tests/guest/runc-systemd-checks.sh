@@ -126,11 +126,11 @@ update ()
 {
   $R update --memory 128M --pids-limit 40 c1 || why "update failed"
   expect "memory.max" "$(cat $d1/memory.max)" 134217728
-  expect "MemoryMax" "$(prop MemoryMax $u1)" 134217728
-  expect "TasksMax" "$(prop TasksMax $u1)" 40
   systemctl daemon-reload || why "daemon-reload failed"
   expect "memory.max after daemon-reload" "$(cat $d1/memory.max)" 134217728
   expect "pids.max after daemon-reload" "$(cat $d1/pids.max)" 40
+  expect "MemoryMax" "$(prop MemoryMax $u1)" 134217728
+  expect "TasksMax" "$(prop TasksMax $u1)" 40
 }
 check systemd-update-survives-reload update
 

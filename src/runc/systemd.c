@@ -259,6 +259,29 @@ job_wait (sd_bus *b, sd_bus_message *reply, struct job_wait *w, const char *what
   return 0;
 }
 
+/* Calls M (a method of the manager that makes a job: StartTransientUnit,
+ * StopUnit) and waits until its job is done. GONE_OK: systemd having no
+ * such unit is no error (stopping what is gone already). */
+static int
+call_job (sd_bus *b, sd_bus_message *m, const char *what, bool gone_ok, ohbox_error_t *err)
+{
+  cleanup_message sd_bus_message *reply = NULL;
+  sd_bus_error e = SD_BUS_ERROR_NULL;
+  struct job_wait w = { 0 };
+  sd_bus_slot *slot = NULL;
+  int r, rc;
+  if (job_listen (b, &w, &slot, err) < 0)
+    rc = -1;
+  else if ((r = sd_bus_call (b, m, JOB_TIMEOUT_USEC, &e, &reply)) >= 0)
+    rc = job_wait (b, reply, &w, what, err);
+  else
+    rc = gone_ok && sd_bus_error_has_name (&e, "org.freedesktop.systemd1.NoSuchUnit") ? 0 : bus_fail (err, r, &e, what);
+  sd_bus_slot_unref (slot);
+  sd_bus_error_free (&e);
+  free (w.result);
+  return rc;
+}
+
 /* The properties of L systemd knows, for the unit it makes (or updates):
  * limits it would otherwise reset to its defaults over the cgroup files.
  * The rest (hugetlb, io, unified, swap on v1) is written to the files
@@ -314,10 +337,7 @@ static int
 start_scope (sd_bus *b, const char *slice, const char *unit, const char *id, pid_t holder,
              const struct ohbox_cgroup_limits *l, bool v2, ohbox_error_t *err)
 {
-  cleanup_message sd_bus_message *m = NULL, *reply = NULL;
-  sd_bus_error e = SD_BUS_ERROR_NULL;
-  struct job_wait w = { 0 };
-  sd_bus_slot *slot = NULL;
+  cleanup_message sd_bus_message *m = NULL;
   cleanup_free char *desc = xasprintf ("ohbox-runc container %s", id);
   cleanup_free char *what = xasprintf ("start the scope %s", unit);
   int r = sd_bus_message_new_method_call (b, &m, SD_DEST, SD_PATH, SD_MANAGER, "StartTransientUnit");
@@ -337,19 +357,7 @@ start_scope (sd_bus *b, const char *slice, const char *unit, const char *id, pid
     r = sd_bus_message_close_container (m);
   if (r >= 0)
     r = sd_bus_message_append (m, "a(sa(sv))", 0);
-  int rc;
-  if (r < 0)
-    rc = bus_fail (err, r, NULL, what);
-  else if (job_listen (b, &w, &slot, err) < 0)
-    rc = -1;
-  else if ((r = sd_bus_call (b, m, JOB_TIMEOUT_USEC, &e, &reply)) < 0)
-    rc = bus_fail (err, r, &e, what);
-  else
-    rc = job_wait (b, reply, &w, what, err);
-  sd_bus_slot_unref (slot);
-  sd_bus_error_free (&e);
-  free (w.result);
-  return rc;
+  return r < 0 ? bus_fail (err, r, NULL, what) : call_job (b, m, what, false, err);
 }
 
 int
@@ -372,24 +380,16 @@ int
 runc_systemd_stop (const char *unit, ohbox_error_t *err)
 {
   cleanup_bus sd_bus *b = NULL;
-  cleanup_message sd_bus_message *reply = NULL;
-  sd_bus_error e = SD_BUS_ERROR_NULL;
-  struct job_wait w = { 0 };
-  sd_bus_slot *slot = NULL;
+  cleanup_message sd_bus_message *m = NULL;
   cleanup_free char *what = xasprintf ("stop the scope %s", unit);
-  int rc = bus_open (&b, err) < 0 || job_listen (b, &w, &slot, err) < 0 ? -1 : 0;
-  int r = rc < 0 ? 0
-                 : sd_bus_call_method (b, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit", &e, &reply, "ss", unit, "replace");
-  /* Gone already: systemd stops a scope whose processes are all gone, and
-   * collects it. */
-  if (r < 0 && !sd_bus_error_has_name (&e, "org.freedesktop.systemd1.NoSuchUnit"))
-    rc = bus_fail (err, r, &e, what);
-  else if (r >= 0 && rc == 0)
-    rc = job_wait (b, reply, &w, what, err);
-  sd_bus_slot_unref (slot);
-  sd_bus_error_free (&e);
-  free (w.result);
-  return rc;
+  if (bus_open (&b, err) < 0)
+    return -1;
+  int r = sd_bus_message_new_method_call (b, &m, SD_DEST, SD_PATH, SD_MANAGER, "StopUnit");
+  if (r >= 0)
+    r = sd_bus_message_append (m, "ss", unit, "replace");
+  /* Gone already is fine: systemd stops a scope whose processes are all
+   * gone, and collects it. */
+  return r < 0 ? bus_fail (err, r, NULL, what) : call_job (b, m, what, true, err);
 }
 
 int

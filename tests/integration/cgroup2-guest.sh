@@ -60,9 +60,9 @@ t_pass build-payload
 
 # `ohbox run` in the guest (tests/guest/ohbox-checks.sh): ohbox, newuidmap
 # and newgidmap with their shared libraries at their host paths
-# (tests/guest/pack.sh), and the busybox test image as an OCI layout to
+# (tests/guest/lib.sh), and the busybox test image as an OCI layout to
 # `ohbox load`.
-. "$src/tests/guest/pack.sh"
+. "$src/tests/guest/lib.sh"
 ohbox_payload ()
 {
   . "$T_LIB/images.sh"
@@ -129,46 +129,12 @@ chmod +x "$payload/run.sh"
 
 # ---------------------------------------------------------------- boot
 out=$T_TMP/guest.out
-start=$(date +%s%N)
-rc=0
-bash "$src/tests/guest/run-guest.sh" --modules "overlay loop ext4" --timeout 240 --log "$T_TMP/console.log" "$payload" \
-  >"$out" 2>"$T_TMP/guest.err" || rc=$?
-ms=$((($(date +%s%N) - start) / 1000000))
-echo "# guest run: $((ms / 1000)).$(printf %03d $((ms % 1000))) s, status $rc"
-
-while IFS= read -r line; do
-  case $line in
-    "PASS: "*) t_pass "${line#PASS: }" ;;
-    "SKIP: "*)
-      rest=${line#SKIP: }
-      t_skip "${rest%%: *}" "${rest#*: }"
-      ;;
-    "FAIL: "*)
-      rest=${line#FAIL: }
-      t_fail "${rest%%: *}" "${rest#*: }"
-      ;;
-    "#"*) echo "$line" ;;
-  esac
-done <"$out"
-
-if [ "$rc" -eq 125 ]; then
-  t_fail guest-finished "the guest did not finish"
-  sed 's/^/    | /' "$T_TMP/guest.err" | tail -n 45
-  exit 1
-fi
-t_pass guest-finished
+guest_run "$out" --modules "overlay loop ext4" --timeout 240 "$payload" || exit 1
 
 # The v2 checks ran and passed, rather than skipped.
-not_run=
 [ "$ohbox_ok" = 1 ] && required="$required $ohbox_required"
-for r in $required; do
-  grep -qx "PASS: $r" "$out" || not_run="$not_run $r"
-done
-if [ -z "$not_run" ]; then
-  t_pass v2-checks-ran
-else
-  t_fail v2-checks-ran "did not pass in the guest:$not_run"
-fi
+# shellcheck disable=SC2086 # one check per word
+guest_required v2-checks-ran "$out" $required
 if grep -qx '# this host: cgroup v2, 1 hierarchies' "$out"; then
   t_pass guest-detected-as-v2
 else

@@ -55,7 +55,7 @@ elif [ -n "$missing" ]; then
 fi
 
 # ---------------------------------------------------------------- payload
-. "$src/tests/guest/pack.sh"
+. "$src/tests/guest/lib.sh"
 payload=$T_TMP/payload
 sysroot=$payload/sysroot
 # bundle NAME JQ-FILTER: b-NAME/ with `ohbox-runc spec`'s config through FILTER.
@@ -105,38 +105,8 @@ echo "# payload: $(du -sh "$payload" | cut -f1)"
 
 # ---------------------------------------------------------------- boot
 out=$T_TMP/guest.out
-start=$(date +%s%N)
-rc=0
-bash "$src/tests/guest/run-guest.sh" --timeout 180 --log "$T_TMP/console.log" "$payload" >"$out" 2>"$T_TMP/guest.err" ||
-  rc=$?
-ms=$((($(date +%s%N) - start) / 1000000))
-echo "# guest run: $((ms / 1000)).$(printf %03d $((ms % 1000))) s, status $rc"
-
-while IFS= read -r line; do
-  case $line in
-    "PASS: "*) t_pass "${line#PASS: }" ;;
-    "FAIL: "*)
-      rest=${line#FAIL: }
-      t_fail "${rest%%: *}" "${rest#*: }"
-      ;;
-    "#"*) echo "$line" ;;
-  esac
-done <"$out"
-
-if [ "$rc" -eq 125 ]; then
-  t_fail guest-finished "the guest did not finish"
-  sed 's/^/    | /' "$T_TMP/guest.err" | tail -n 45
-  exit 1
-fi
-t_pass guest-finished
+guest_run "$out" --timeout 180 "$payload" || exit 1
 # Every check ran (a check that never printed is no pass).
-not_run=
-for r in create-default same-scope-other-root state-ps-pause-events update-survives-reload delete-leaves-nothing slice-prefix-name \
-  run-foreground bad-cgroups-path; do
-  grep -qx "PASS: guest/systemd-$r" "$out" || not_run="$not_run $r"
-done
-if [ -z "$not_run" ]; then
-  t_pass guest-checks-passed
-else
-  t_fail guest-checks-passed "did not pass in the guest:$not_run"
-fi
+guest_required guest-checks-passed "$out" guest/systemd-create-default guest/systemd-same-scope-other-root \
+  guest/systemd-state-ps-pause-events guest/systemd-update-survives-reload guest/systemd-delete-leaves-nothing \
+  guest/systemd-slice-prefix-name guest/systemd-run-foreground guest/systemd-bad-cgroups-path

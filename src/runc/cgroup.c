@@ -26,8 +26,10 @@ runc_cgroup_release (struct runc_cgroup *rc)
     ohbox_cgroup_free (rc->cg);
   if (rc->detected)
     ohbox_cgroup_host_release (&rc->host);
+  runc_systemd_release_holder (&rc->holder);
   free (rc->parent);
   free (rc->name);
+  free (rc->unit);
   memset (rc, 0, sizeof *rc);
 }
 
@@ -79,29 +81,83 @@ check_rootless_limits (const struct runc_cgroup *rc, const struct ohbox_bundle *
   return 0;
 }
 
+/* cgroup.json: where RC's cgroup is, and its scope (--systemd-cgroup). */
+static int
+write_cgroup_file (int dirfd, const struct runc_cgroup *rc, ohbox_error_t *err)
+{
+  json_t *j = json_pack ("{s:s, s:s}", "parent", rc->parent, "name", rc->name);
+  if (rc->unit)
+    json_object_set_new (j, "unit", json_string (rc->unit));
+  cleanup_free char *text = json_dumps (j, JSON_COMPACT);
+  json_decref (j);
+  return ohbox_write_file_atomic (dirfd, RUNC_CGROUP_FILE, text, strlen (text), 0600, err);
+}
+
+/* --systemd-cgroup: starts the scope (its limits as systemd's properties
+ * too) and takes its cgroup for the container's, as systemd made it
+ * (delegated to us: the cgroupfs code writes the limits there and makes
+ * the directories of the v1 controllers systemd does not manage).
+ * cgroup.json names the scope once it is ours: a scope of the same name
+ * (another --root's container) is not one a failed create may stop; a
+ * create killed before cgroup.json leaves a scope whose only process,
+ * the holder, dies with it (systemd then stops and collects it). */
+static int
+start_scope (struct ohbox_bundle *b, const char *id, int dirfd, struct runc_cgroup *rc, ohbox_error_t *err)
+{
+  cleanup_free char *made = NULL;
+  if (runc_systemd_start (rc->parent, rc->unit, id, &b->limits, rc->host.mode == OHBOX_CGROUP_MODE_V2, &rc->holder,
+                          &made, err)
+      < 0)
+    return -1;
+  cleanup_free char *expected = xasprintf ("%s/%s", rc->parent, rc->name);
+  if (strcmp (made, expected) != 0)
+    {
+      /* Elsewhere than the slice's own path (a cgroup namespace's view):
+       * where systemd put it is where it is. */
+      char *slash = strrchr (made, '/');
+      if (slash == NULL || strcmp (slash + 1, rc->unit) != 0)
+        return ohbox_error (err, OHBOX_ERR_CGROUP, 0, "systemd put the scope %s in the cgroup `%s`", rc->unit, made);
+      free (rc->parent);
+      rc->parent = xstrndup (made, (size_t) (slash - made));
+      ohbox_cgroup_host_release (&rc->host);
+      rc->detected = false;
+      if (detect (rc, err) < 0)
+        return -1;
+    }
+  if (write_cgroup_file (dirfd, rc, err) < 0)
+    return -1;
+  return ohbox_cgroup_adopt (&rc->host, rc->name, &b->limits, &rc->cg, err);
+}
+
 int
 runc_cgroup_create (struct ohbox_bundle *b, const char *id, int dirfd, struct runc_cgroup *rc, ohbox_error_t *err)
 {
   memset (rc, 0, sizeof *rc);
-  if (ohbox_bundle_cgroup_path (b->config->linux_config->cgroups_path, id, &rc->parent, &rc->name, err) < 0
-      || detect (rc, err) < 0 || check_rootless_limits (rc, b, err) < 0)
+  const char *path = b->config->linux_config->cgroups_path;
+  if (systemd_cgroup ? runc_systemd_path (path, id, &rc->parent, &rc->unit, err)
+                     : ohbox_bundle_cgroup_path (path, id, &rc->parent, &rc->name, err))
     return -1;
-  json_t *j = json_pack ("{s:s, s:s}", "parent", rc->parent, "name", rc->name);
-  cleanup_free char *text = json_dumps (j, JSON_COMPACT);
-  json_decref (j);
+  if (rc->unit)
+    rc->name = xstrdup (rc->unit);
+  if (detect (rc, err) < 0 || check_rootless_limits (rc, b, err) < 0)
+    return -1;
+  /* cgroupfs: cgroup.json before the cgroup (whatever a killed create
+   * made, the next command finds); a scope: once it is ours (start_scope). */
+  int r = rc->unit ? start_scope (b, id, dirfd, rc, err) : write_cgroup_file (dirfd, rc, err);
+  if (r == 0 && !rc->unit)
+    r = ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err);
   /* The devices the container may open: its /dev's and linux.devices
    * (as `ohbox run`, wherever the host's privileges allow it: the device
    * lists and programs need them; root's `--rootless true` keeps it). */
-  if (ohbox_write_file_atomic (dirfd, RUNC_CGROUP_FILE, text, strlen (text), 0600, err) < 0
-      || ohbox_cgroup_create (&rc->host, rc->name, &b->limits, &rc->cg, err) < 0
-      || (host_root && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
+  if (r < 0 || (host_root && ohbox_cgroup_set_devices (rc->cg, b->rules, b->n_rules, err) < 0))
     return -1;
   b->spec.cgroup = rc->cg;
   return 0;
 }
 
-int
-runc_cgroup_open (int dirfd, struct runc_cgroup *rc, ohbox_error_t *err)
+/* Reads the container's cgroup.json into RC (its place, its unit). */
+static int
+read_cgroup_file (int dirfd, struct runc_cgroup *rc, ohbox_error_t *err)
 {
   memset (rc, 0, sizeof *rc);
   cleanup_free char *text = NULL;
@@ -109,16 +165,23 @@ runc_cgroup_open (int dirfd, struct runc_cgroup *rc, ohbox_error_t *err)
   if (ohbox_read_file_at (dirfd, RUNC_CGROUP_FILE, 64 * 1024, &text, &len, err) < 0)
     return -1;
   json_t *j = json_loadb (text, len, 0, NULL);
-  const char *parent = NULL, *name = NULL;
-  if (j == NULL || json_unpack (j, "{s:s, s:s}", "parent", &parent, "name", &name) < 0)
+  const char *parent = NULL, *name = NULL, *unit = NULL;
+  if (j == NULL || json_unpack (j, "{s:s, s:s, s?s}", "parent", &parent, "name", &name, "unit", &unit) < 0)
     {
       json_decref (j);
       return ohbox_error (err, OHBOX_ERR_INTEGRITY, 0, "the container's " RUNC_CGROUP_FILE " is unreadable");
     }
   rc->parent = xstrdup (parent);
   rc->name = xstrdup (name);
+  rc->unit = unit ? xstrdup (unit) : NULL;
   json_decref (j);
-  if (detect (rc, err) < 0)
+  return 0;
+}
+
+int
+runc_cgroup_open (int dirfd, struct runc_cgroup *rc, ohbox_error_t *err)
+{
+  if (read_cgroup_file (dirfd, rc, err) < 0 || detect (rc, err) < 0)
     return -1;
   return ohbox_cgroup_open (&rc->host, rc->name, &rc->cg, err);
 }
@@ -136,6 +199,10 @@ runc_cgroup_remove (int dirfd, ohbox_error_t *err)
     }
   else if (r == 0)
     r = ohbox_cgroup_destroy (rc.cg, err);
+  /* Its processes killed: the scope goes (systemd may have stopped it
+   * already, once it was empty). */
+  if (r == 0 && rc.unit)
+    r = runc_systemd_stop (rc.unit, err);
   runc_cgroup_release (&rc);
   return r;
 }
@@ -298,7 +365,9 @@ cmd_update (int argc, char **argv)
     rc = fail ("update: container `%s` is stopped", argv[optind]);
   struct runc_cgroup cgroup = { 0 };
   if (rc == 0
-      && (runc_cgroup_open (c.dirfd, &cgroup, &err) < 0 || ohbox_cgroup_update (&cgroup.host, cgroup.cg, &l, &err) < 0))
+      && (runc_cgroup_open (c.dirfd, &cgroup, &err) < 0
+          || (cgroup.unit && runc_systemd_update (cgroup.unit, &l, cgroup.host.mode == OHBOX_CGROUP_MODE_V2, &err) < 0)
+          || ohbox_cgroup_update (&cgroup.host, cgroup.cg, &l, &err) < 0))
     rc = fail ("update `%s`: %s", argv[optind], err->msg);
   runc_cgroup_release (&cgroup);
   container_close (&c);

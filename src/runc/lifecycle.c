@@ -45,6 +45,7 @@ struct monitor_ctx
   int master;                 /* process.terminal: the terminal's master, else -1 */
   const char *console_socket; /* where the master goes (NULL: run proxies it) */
   int lock_fd;                /* the container's directory, locked until its state is written */
+  pid_t *holder;              /* --systemd-cgroup: the scope's first process, killed once the init is in */
 };
 
 static json_t *
@@ -119,6 +120,9 @@ static int
 wait_for_start (pid_t pid, void *data, ohbox_error_t *err)
 {
   struct monitor_ctx *m = data;
+  /* The init is in the scope: its holder is no longer needed there. */
+  if (m->holder)
+    runc_systemd_release_holder (m->holder);
   if (write_state (m, pid, err) < 0)
     return -1;
   /* The state is there: other commands may look (ours and `create`'s
@@ -466,6 +470,7 @@ cmd_create_or_run (int argc, char **argv)
   cleanup_free char *fifo = xasprintf ("%s/exec.fifo", dir);
   int rc;
   struct runc_cgroup cgroup = { 0 };
+  m.holder = &cgroup.holder;
   if (runc_cgroup_create (b, id, m.lock_fd, &cgroup, &err) < 0)
     rc = fail_err (&err);
   else if (foreground)
@@ -488,8 +493,10 @@ cmd_create_or_run (int argc, char **argv)
     kill_created (dir);
   /* (The lock's fd went once the state was written: a new one.) */
   cleanup_close int dirfd = foreground || rc != 0 ? open (dir, O_RDONLY | O_DIRECTORY | O_CLOEXEC) : -1;
-  if (dirfd >= 0 && runc_cgroup_remove (dirfd, &err) < 0)
-    rc = fail_err (&err);
+  /* (ERR may hold create's error, reported already) */
+  cleanup_error ohbox_error_t rerr = NULL;
+  if (dirfd >= 0 && runc_cgroup_remove (dirfd, &rerr) < 0)
+    rc = fail_err (&rerr);
   if (foreground || rc != 0)
     remove_container (dir);
   close_terminal (&m);

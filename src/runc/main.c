@@ -28,6 +28,7 @@ const char *log_path;
 bool log_json;
 bool rootless;
 bool host_root;
+bool systemd_cgroup;
 static bool log_debug;
 
 static void
@@ -133,7 +134,7 @@ runc_next_option (int argc, char **argv, const char *shortopts, const struct opt
 
 #define USAGE                                                                                                          \
   "usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] [--debug] [--rootless auto|true|false] "       \
-  "COMMAND ..."
+  "[--systemd-cgroup] COMMAND ..."
 
 /* The commands, in the order --help lists them. */
 static const struct
@@ -173,6 +174,24 @@ command_names (void)
   return all;
 }
 
+/* --systemd-cgroup needs sd-bus, systemd as the init (where it runs it
+ * has /run/systemd/system: sd_booted) and, as root, the system manager
+ * (a rootless user's systemd --user is not supported). */
+static int
+check_systemd (void)
+{
+#ifndef HAVE_SYSTEMD
+  return fail ("%s", RUNC_NO_SD_BUS);
+#endif
+  if (access ("/run/systemd/system", F_OK) < 0)
+    return fail ("--systemd-cgroup: systemd does not run on this host (no /run/systemd/system): use the cgroupfs "
+                 "manager (no --systemd-cgroup)");
+  if (rootless)
+    return fail ("--systemd-cgroup: rootless containers (a user's systemd --user) are not supported: use the "
+                 "cgroupfs manager (no --systemd-cgroup)");
+  return 0;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -208,12 +227,8 @@ main (int argc, char **argv)
         log_debug = true;
         break;
       case 's':
-        /* Where systemd is PID 1 it has /run/systemd/system (sd_booted). */
-        if (access ("/run/systemd/system", F_OK) < 0)
-          return fail ("--systemd-cgroup: systemd does not run on this host (no /run/systemd/system): "
-                       "use the cgroupfs manager");
-        return fail ("--systemd-cgroup: systemd cgroups are not supported by ohbox-runc yet: use the cgroupfs "
-                     "manager");
+        systemd_cgroup = true;
+        break;
       case 'R':
         if (strcmp (optarg, "true") != 0 && strcmp (optarg, "false") != 0 && strcmp (optarg, "auto") != 0)
           return fail ("--rootless: `%s`: auto, true or false", optarg);
@@ -233,6 +248,8 @@ main (int argc, char **argv)
       }
   host_root = geteuid () == 0 && !in_user_namespace ();
   rootless = strcmp (rootless_opt, "auto") == 0 ? !host_root : strcmp (rootless_opt, "true") == 0;
+  if (systemd_cgroup && check_systemd () != 0)
+    return 1;
   /* Rootless containers: under the user's runtime directory (as runc's
    * $XDG_RUNTIME_DIR/runc), /run being the host root's. */
   cleanup_free char *user_root = NULL;

@@ -320,6 +320,13 @@ capability_names (void)
 
 /* features: the runtime spec's features document, with exactly what
  * ohbox-runc honours (bundle.c): what is refused is not listed. */
+/* --systemd-cgroup: where built with sd-bus (systemd.c). */
+#ifdef HAVE_SYSTEMD
+#define HAVE_SD_BUS 1
+#else
+#define HAVE_SD_BUS 0
+#endif
+
 int
 cmd_features (int argc, char **argv)
 {
@@ -340,9 +347,9 @@ cmd_features (int argc, char **argv)
                                oci_json_strings (oci_seccomp_flag_names));
   json_t *linux_features = json_pack (
     "{s:o, s:o, s:{s:b, s:b, s:b, s:b, s:b}, s:o, s:{s:b}, s:{s:b}, s:{s:b}, s:{s:{s:b}}}", "namespaces",
-    oci_json_strings (namespaces), "capabilities", capability_names (), "cgroup", "v1", 1, "v2", 1, "systemd", 0,
-    "systemdUser", 0, "rdma", 0, "seccomp", seccomp, "apparmor", "enabled", 0, "selinux", "enabled", 0, "intelRdt",
-    "enabled", 0, "mountExtensions", "idmap", "enabled", 0);
+    oci_json_strings (namespaces), "capabilities", capability_names (), "cgroup", "v1", 1, "v2", 1, "systemd",
+    HAVE_SD_BUS, "systemdUser", 0, "rdma", 0, "seccomp", seccomp, "apparmor", "enabled", 0, "selinux", "enabled", 0,
+    "intelRdt", "enabled", 0, "mountExtensions", "idmap", "enabled", 0);
   json_t *j = json_pack ("{s:s, s:s, s:o, s:o, s:o, s:{}}", "ociVersionMin", OCI_RUNTIME_SPEC_VERSION_MIN,
                          "ociVersionMax", OCI_RUNTIME_SPEC_VERSION, "hooks", oci_json_strings (hooks), "mountOptions",
                          oci_json_strings (mount_options), "linux", linux_features, "annotations");

@@ -8,6 +8,7 @@
  *   exec.c       exec
  *   console.c    --console-socket
  *   cgroup.c     the container's cgroup: pause, resume, update, events
+ *   systemd.c    --systemd-cgroup: the cgroup as a systemd scope (sd-bus)
  *
  * State: ROOT/<id>/ (ROOT: --root, default /run/ohbox-runc), locked with
  * flock on the directory by every command that changes it:
@@ -16,7 +17,8 @@
  *               monitor waits on it; `start` writes a byte into it
  *   config.json a copy of the bundle's, as the container was created from it
  *   seccomp.bpf the container's compiled seccomp filter (linux.seccomp)
- *   cgroup.json where its cgroup is (written before it is made)
+ *   cgroup.json where its cgroup is (written before it is made), and its
+ *               systemd scope's name under --systemd-cgroup
  *   paused      present while it is paused (its cgroup frozen)
  * (exec takes the last two: an exec'd process gets what the container got,
  * whatever happened to the bundle since)
@@ -42,6 +44,12 @@ extern bool log_json;
 /* --rootless, decided as runc does (auto: not root, or in a user namespace):
  * no host privileges; cgroups only where delegated (cgroup.c). */
 extern bool rootless;
+/* --systemd-cgroup: containers get their cgroup as a systemd scope
+ * (systemd.c); checked in main: systemd runs, the build has sd-bus. */
+extern bool systemd_cgroup;
+#define RUNC_NO_SD_BUS                                                                                                 \
+  "--systemd-cgroup: this ohbox-runc was built without sd-bus (libsystemd-dev, found by configure): use the cgroupfs " \
+  "manager (no --systemd-cgroup)"
 /* Root of the initial user namespace (the host's privileges), whatever
  * --rootless says: the device cgroup is set whenever it can be. */
 extern bool host_root;
@@ -128,7 +136,9 @@ int cmd_features (int argc, char **argv);
 struct ohbox_bundle;
 struct runc_cgroup
 {
-  char *parent, *name; /* as ohbox_bundle_cgroup_path gives them */
+  char *parent, *name; /* as ohbox_bundle_cgroup_path (or runc_systemd_path) gives them */
+  char *unit;          /* --systemd-cgroup: the scope's name, else NULL */
+  pid_t holder;        /* the process the scope started with, until the init is in (systemd.c) */
   struct ohbox_cgroup_host host;
   bool detected;
   struct ohbox_cgroup *cg;
@@ -152,6 +162,25 @@ int runc_cgroup_thaw (int dirfd, ohbox_error_t *err);
 int cmd_freeze (int argc, char **argv);
 int cmd_update (int argc, char **argv);
 int cmd_events (int argc, char **argv);
+
+/* systemd.c: the scope of --systemd-cgroup. */
+/* CGROUPS_PATH ("slice:prefix:name", NULL or "" for the default) into the
+ * slice's cgroup directory (PARENT, "/a.slice/a-b.slice") and the scope's
+ * name (UNIT); an error naming linux.cgroupsPath when it is not one. */
+int runc_systemd_path (const char *cgroups_path, const char *id, char **parent, char **unit, ohbox_error_t *err);
+/* Starts UNIT in PARENT's slice for the container ID with the limits of L
+ * systemd knows (V2: a cgroup v2 memory controller), its first process a
+ * holder (*HOLDER) whose cgroup, the scope's, goes in *CGROUP; waits until
+ * systemd's job is done. */
+int runc_systemd_start (const char *parent, const char *unit, const char *id, const struct ohbox_cgroup_limits *l,
+                        bool v2, pid_t *holder, char **cgroup, ohbox_error_t *err);
+/* Kills the holder (once the init is in the scope) and reaps it if it is
+ * this process's child; *HOLDER becomes 0. */
+void runc_systemd_release_holder (pid_t *holder);
+/* Stops UNIT and waits; a unit systemd no longer has is no error. */
+int runc_systemd_stop (const char *unit, ohbox_error_t *err);
+/* Sets the limits of L systemd knows on UNIT (update). */
+int runc_systemd_update (const char *unit, const struct ohbox_cgroup_limits *l, bool v2, ohbox_error_t *err);
 
 /* console.c: sends the terminal's MASTER over the unix socket at PATH (as
  * runc does: one message with the fd as SCM_RIGHTS), for the engine. */

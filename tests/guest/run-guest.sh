@@ -8,7 +8,9 @@
 #
 # PAYLOAD_DIR must hold an executable run.sh; the guest gets the directory
 # as /payload and runs ./run.sh there (busybox sh, as root, in the guest's
-# root cgroup).  Programs in the payload must be static, or bring their
+# root cgroup).  Or an executable init, exec'd as PID 1 once the guest is
+# set up, which ends the run with /sbin/guest-exit RC (runc-systemd.sh's
+# boots systemd).  Programs in the payload must be static, or bring their
 # shared libraries at the same paths.  Prints the payload's console output
 # (without the kernel's) and exits with the payload's status; 125 when the
 # guest did not get to the end (no boot, timeout: the console log's tail
@@ -17,8 +19,9 @@
 # Cached under $OHBOX_TEST_WORK/cache/guest (default tests/work/cache/guest):
 #   vmlinux-KVER      the uncompressed kernel: TCG boots it directly through
 #                     its PVH note in ~7 s, skipping the slow decompressor;
-#   base-KEY.cpio.gz  busybox, its applet links, tests/guest/init and the
-#                     modules (KEY hashes them all, so a change rebuilds).
+#   base-KEY.cpio.gz  busybox, its applet links, tests/guest/init (and
+#                     guest-exit, which ends the run) and the modules
+#                     (KEY hashes them all, so a change rebuilds).
 # The payload is a second gzip'd cpio appended to the base one.
 #
 # Needs (Debian): qemu-system-x86, linux-image-amd64, busybox-static, cpio,
@@ -50,7 +53,7 @@ while [ $# -gt 0 ]; do
 done
 [ $# -eq 1 ] || die "usage: run-guest.sh [--modules LIST] [--timeout S] [--mem MB] [--log FILE] PAYLOAD_DIR"
 payload=$1
-[ -x "$payload/run.sh" ] || die "$payload/run.sh: missing or not executable"
+[ -x "$payload/run.sh" ] || [ -x "$payload/init" ] || die "$payload/run.sh (or init): missing or not executable"
 
 qemu=$(command -v qemu-system-x86_64) || die "qemu-system-x86_64 not found (apt-get install qemu-system-x86)"
 command -v cpio >/dev/null || die "cpio not found (apt-get install cpio)"
@@ -112,7 +115,7 @@ if [ -n "$modules" ]; then
     done <<<"$deps"
   done
 fi
-key=$( (echo "$kver"; sha256sum "$here/init" "$busybox"; printf '%s\n' "${mod_files[@]+"${mod_files[@]}"}") |
+key=$( (echo "$kver"; sha256sum "$here/init" "$here/guest-exit" "$busybox"; printf '%s\n' "${mod_files[@]+"${mod_files[@]}"}") |
   sha256sum | cut -c1-16)
 base=$cache/base-$key.cpio.gz
 if [ ! -s "$base" ]; then
@@ -123,7 +126,8 @@ if [ ! -s "$base" ]; then
     [ "$a" = bin/busybox ] || [ -e "$root/$a" ] || ln -s /bin/busybox "$root/$a"
   done
   cp "$here/init" "$root/init"
-  chmod 755 "$root/init"
+  cp "$here/guest-exit" "$root/sbin/guest-exit"
+  chmod 755 "$root/init" "$root/sbin/guest-exit"
   printf 'root:x:0:0:root:/root:/bin/sh\nuser:x:1000:1000:user:/tmp:/bin/sh\nnobody:x:65534:65534:nobody:/:/bin/sh\n' \
     >"$root/etc/passwd"
   printf 'root:x:0:\nuser:x:1000:\nnogroup:x:65534:\n' >"$root/etc/group"

@@ -18,7 +18,8 @@ required="test-cgroup/test_detect_real test-cgroup/test_create_limits test-cgrou
 test-cgroup/test_pids_limit test-cgroup/test_cpu_quota test-cgroup/test_freeze_thaw test-cgroup/test_stats
 test-cgroup-lifecycle/test_clone_into_cgroup test-cgroup-lifecycle/test_kill_all
 test-cgroup-lifecycle/test_rootless_delegated test-cgroup-lifecycle/test_create_destroy_loop
-test-cgroup-lifecycle/test_device_rules"
+test-cgroup-lifecycle/test_device_rules
+test-cgroup-lifecycle/test_device_rules_deny_all_first"
 # ... and through `ohbox run` (tests/guest/ohbox-checks.sh), unless ohbox
 # could not be packed (a FAIL of its own).
 ohbox_required="ohbox/memory-oom-exit-137 ohbox/memory-oom-events ohbox/memory-swap ohbox/pids-limit-eagain
@@ -58,40 +59,22 @@ fi
 t_pass build-payload
 
 # `ohbox run` in the guest (tests/guest/ohbox-checks.sh): ohbox, newuidmap
-# and newgidmap with their shared libraries at their host paths (ldd's
-# list, the loader included, as executor/closure.sh packs a closure), and
-# the busybox test image as an OCI layout to `ohbox load`.
-# pack_closure BINARY: copies BINARY's libraries into the payload's sysroot.
-pack_closure ()
-{
-  local lib so path
-  for lib in $(ldd "$1" | awk '$1 ~ /^\// {print $1} $2 == "=>" && $3 ~ /^\// {print $3}'); do
-    cp -L --parents "$lib" "$payload/sysroot/" || return 1
-  done
-  # The libraries it dlopens (libohbox's dl_*.c name them in the
-  # `.ohbox.dlopen` section, as executor/closure.sh reads them), with theirs.
-  for so in $(readelf -p .ohbox.dlopen "$1" 2>/dev/null | sed -n 's/^ *\[ *[0-9a-f]*\] *//p'); do
-    path=$(ldconfig -p | awk -v n="$so" '$1 == n && /x86-64/ {print $NF; exit}')
-    [ -n "$path" ] || { echo "pack_closure: \`$so\` (dlopen'ed by $1) not found" >&2; return 1; }
-    cp -L --parents "$path" "$payload/sysroot/" || return 1
-    pack_closure "$path" || return 1
-  done
-}
+# and newgidmap with their shared libraries at their host paths
+# (tests/guest/lib.sh), and the busybox test image as an OCI layout to
+# `ohbox load`.
+. "$src/tests/guest/lib.sh"
 ohbox_payload ()
 {
   . "$T_LIB/images.sh"
   img_build >>"$build_log" 2>&1 || return 1
   cp -a "$IMG_BUSYBOX" "$payload/busybox" || return 1
-  mkdir -p "$payload/sysroot/usr/local/bin" "$payload/sysroot/usr/bin" || return 1
-  cp -L "$OHBOX_BIN" "$payload/sysroot/usr/local/bin/ohbox" || return 1
-  # The guest has no use for the debug info: a smaller initramfs boots faster.
-  strip "$payload/sysroot/usr/local/bin/ohbox" 2>/dev/null || true
+  guest_pack_binary "$payload/sysroot" "$OHBOX_BIN" /usr/local/bin/ohbox || return 1
   echo /usr/local/bin/ohbox >"$payload/ohbox-path"
-  pack_closure "$OHBOX_BIN" || return 1
   local h
   for h in newuidmap newgidmap; do
-    cp -a "/usr/bin/$h" "$payload/sysroot/usr/bin/$h" || return 1
-    pack_closure "/usr/bin/$h" || return 1
+    # (setuid root: copied as they are)
+    mkdir -p "$payload/sysroot/usr/bin" && cp -a "/usr/bin/$h" "$payload/sysroot/usr/bin/$h" || return 1
+    guest_pack_closure "$payload/sysroot" "/usr/bin/$h" || return 1
   done
   cp "$src/tests/guest/ohbox-checks.sh" "$payload/ohbox-checks.sh"
 }
@@ -146,46 +129,12 @@ chmod +x "$payload/run.sh"
 
 # ---------------------------------------------------------------- boot
 out=$T_TMP/guest.out
-start=$(date +%s%N)
-rc=0
-bash "$src/tests/guest/run-guest.sh" --modules "overlay loop ext4" --timeout 240 --log "$T_TMP/console.log" "$payload" \
-  >"$out" 2>"$T_TMP/guest.err" || rc=$?
-ms=$((($(date +%s%N) - start) / 1000000))
-echo "# guest run: $((ms / 1000)).$(printf %03d $((ms % 1000))) s, status $rc"
-
-while IFS= read -r line; do
-  case $line in
-    "PASS: "*) t_pass "${line#PASS: }" ;;
-    "SKIP: "*)
-      rest=${line#SKIP: }
-      t_skip "${rest%%: *}" "${rest#*: }"
-      ;;
-    "FAIL: "*)
-      rest=${line#FAIL: }
-      t_fail "${rest%%: *}" "${rest#*: }"
-      ;;
-    "#"*) echo "$line" ;;
-  esac
-done <"$out"
-
-if [ "$rc" -eq 125 ]; then
-  t_fail guest-finished "the guest did not finish"
-  sed 's/^/    | /' "$T_TMP/guest.err" | tail -n 45
-  exit 1
-fi
-t_pass guest-finished
+guest_run "$out" --modules "overlay loop ext4" --timeout 240 "$payload" || exit 1
 
 # The v2 checks ran and passed, rather than skipped.
-not_run=
 [ "$ohbox_ok" = 1 ] && required="$required $ohbox_required"
-for r in $required; do
-  grep -qx "PASS: $r" "$out" || not_run="$not_run $r"
-done
-if [ -z "$not_run" ]; then
-  t_pass v2-checks-ran
-else
-  t_fail v2-checks-ran "did not pass in the guest:$not_run"
-fi
+# shellcheck disable=SC2086 # one check per word
+guest_required v2-checks-ran "$out" $required
 if grep -qx '# this host: cgroup v2, 1 hierarchies' "$out"; then
   t_pass guest-detected-as-v2
 else

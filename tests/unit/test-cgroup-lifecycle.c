@@ -409,17 +409,10 @@ fn_open_devices (int rep, void *arg)
 }
 
 static void
-test_device_rules (void)
+check_device_rules (const struct ohbox_device_rule *rules, size_t n)
 {
-  REAL ();
   cleanup_cg struct ohbox_cgroup *cg = make ("devices", NULL);
   CHECK (cg);
-  /* Not the default list: one that lets zero be read only (given all, then
-   * its write taken back) and full not at all. */
-  const struct ohbox_device_rule rules[] = {
-    { 'c', -1, -1, "m", false }, { 'c', 1, 3, "rwm", false }, { 'c', 1, 5, "rwm", false }, { 'c', 1, 5, "w", true }
-  };
-  size_t n = sizeof rules / sizeof rules[0];
   cleanup_error ohbox_error_t err = NULL;
   CHECK (ohbox_cgroup_set_devices (cg, rules, n, &err) == 0, "%s", err->msg);
   cleanup_kid struct kid k = { -1, -1, -1 };
@@ -440,6 +433,75 @@ test_device_rules (void)
   kid_wait (&k);
 }
 
+static void
+test_device_rules (void)
+{
+  REAL ();
+  /* Not the default list: one that lets zero be read only (given all, then
+   * its write taken back) and full not at all. */
+  const struct ohbox_device_rule rules[] = {
+    { 'c', -1, -1, "m", false }, { 'c', 1, 3, "rwm", false }, { 'c', 1, 5, "rwm", false }, { 'c', 1, 5, "w", true }
+  };
+  check_device_rules (rules, sizeof rules / sizeof rules[0]);
+}
+
+/* The same after a rule that denies everything, as runc's default spec's
+ * linux.resources.devices starts: the v2 program once had instructions
+ * after it that could never run, which the verifier refused. */
+static void
+test_device_rules_deny_all_first (void)
+{
+  REAL ();
+  const struct ohbox_device_rule rules[] = { { 'a', -1, -1, "rwm", true },
+                                             { 'c', -1, -1, "m", false },
+                                             { 'c', 1, 3, "rwm", false },
+                                             { 'c', 1, 5, "rwm", false },
+                                             { 'c', 1, 5, "w", true } };
+  check_device_rules (rules, sizeof rules / sizeof rules[0]);
+}
+
+/* ohbox_cgroup_adopt (ohbox-runc --systemd-cgroup): a directory a manager
+ * made (here the first hierarchy's: systemd's scope) is used, not
+ * refused; the missing ones are made; a failure takes back only what the
+ * call made. */
+static void
+test_adopt (void)
+{
+  REAL ();
+  cleanup_cg struct ohbox_cgroup *cg = make ("adopt", NULL);
+  CHECK (cg);
+  cleanup_free char *first = dir_of (&host, 0, "adopt");
+  for (size_t i = 1; i < host.n_hier; i++)
+    {
+      cleanup_free char *d = dir_of (&host, i, "adopt");
+      CHECK (rmdir (d) == 0, "rmdir %s: %s", d, strerror (errno));
+    }
+  /* A throttle on a device that is no block device (/dev/null's): the
+   * kernel refuses it once the directories are there. */
+  struct ohbox_cgroup_limits bad = { .n_blkio = 1 };
+  bad.blkio[0].kind = OHBOX_BLKIO_READ_BPS;
+  bad.blkio[0].major = 1;
+  bad.blkio[0].minor = 3;
+  bad.blkio[0].value = 1048576;
+  struct ohbox_cgroup *again = NULL;
+  cleanup_error ohbox_error_t err = NULL;
+  CHECK (ohbox_cgroup_adopt (&host, "adopt", &bad, &again, &err) < 0);
+  CHECK (exists (first));
+  for (size_t i = 1; i < host.n_hier; i++)
+    {
+      cleanup_free char *d = dir_of (&host, i, "adopt");
+      CHECK (!exists (d), "%s left", d);
+    }
+  ohbox_error_release (&err);
+  struct ohbox_cgroup_limits l = { .pids = 7 };
+  CHECK (ohbox_cgroup_adopt (&host, "adopt", &l, &again, &err) == 0, "%s", err->msg);
+  cleanup_free char *max = rd (ohbox_cgroup_path (again, OHBOX_CGROUP_PIDS), "pids.max");
+  CHECK (max && atoi (max) == 7, "pids.max %s", max ? max : "(none)");
+  CHECK (ohbox_cgroup_destroy (again, &err) == 0, "%s", err->msg);
+  ohbox_cgroup_free (again);
+  CHECK (gone_everywhere (&host, "adopt"));
+}
+
 UNIT_MAIN_BEGIN ("test-cgroup-lifecycle")
 {
   /* Line-buffered even under the test runner: children fork. */
@@ -456,6 +518,8 @@ UNIT_MAIN_BEGIN ("test-cgroup-lifecycle")
   RUN_TEST (test_rootless_without_delegation);
   RUN_TEST (test_rootless_delegated);
   RUN_TEST (test_device_rules);
+  RUN_TEST (test_device_rules_deny_all_first);
+  RUN_TEST (test_adopt);
   RUN_TEST (test_nothing_left);
   ohbox_cgroup_host_release (&host);
 }

@@ -339,19 +339,28 @@ rmdir_tree (const char *dir, int depth, ohbox_error_t *err)
   return 0;
 }
 
-/* Creates PATH (PARENT/ID) in hierarchy X, ready for processes.  On
- * failure nothing is left. */
+/* Creates PATH (PARENT/ID) in hierarchy X, ready for processes; with
+ * ADOPT an existing one (a manager's) is used as it is.  *MADE says whether
+ * this call made it.  On failure nothing it made is left. */
 static int
-make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbox_cgroup_limits *l, ohbox_error_t *err)
+make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbox_cgroup_limits *l, bool adopt,
+          bool *made, ohbox_error_t *err)
 {
   unsigned wanted = OHBOX_CG_V2_WANTED | (l->n_hugetlb ? OHBOX_CGROUP_HUGETLB : 0);
   unsigned want = x->version == 2 ? x->controllers & wanted : 0;
   /* The parent usually exists, made for an earlier sandbox: one mkdir.
    * Otherwise make it, and try again (a few times: a concurrent
    * reconciliation may remove an empty parent meanwhile). */
+  bool adopted = false;
+  *made = false;
   for (int attempt = 0; mkdir (path, 0755) < 0; attempt++)
     {
       int e = errno;
+      if (e == EEXIST && adopt)
+        {
+          adopted = true;
+          break;
+        }
       if (e == EEXIST)
         return ohbox_error (err, OHBOX_ERR_GENERIC, EEXIST,
                             "create cgroup `%s`: a cgroup of another sandbox with this id exists, or a leftover of "
@@ -364,6 +373,7 @@ make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbo
           < 0)
         return -1;
     }
+  *made = !adopted;
   int r = 0;
   if (want)
     {
@@ -376,14 +386,14 @@ make_dir (const struct ohbox_cgroup_hier *x, const char *path, const struct ohbo
     }
   else if (x->version == 1 && (x->controllers & OHBOX_CGROUP_CPUSET))
     r = ohbox_cgroup_v1_init_cpuset (x->mount, path, err);
-  if (r < 0)
+  if (r < 0 && *made)
     rmdir (path);
   return r;
 }
 
-int
-ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
-                     struct ohbox_cgroup **out, ohbox_error_t *err)
+static int
+create_or_adopt (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
+                 bool adopt, struct ohbox_cgroup **out, ohbox_error_t *err)
 {
   static const struct ohbox_cgroup_limits none;
   const struct ohbox_cgroup_limits *l = limits ? limits : &none;
@@ -398,9 +408,9 @@ ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const
   if (check_controllers (host, l, err) < 0)
     return ohbox_error_prefix (err, "sandbox `%s`", id);
   struct ohbox_cgroup *cg = cgroup_new (host, id);
-  size_t created = 0;
-  for (size_t i = 0; i < host->n_hier; i++, created++)
-    if (make_dir (&host->hier[i], cg->dirs[i].path, l, err) < 0)
+  bool made[OHBOX_CGROUP_MAX_HIER] = { false };
+  for (size_t i = 0; i < host->n_hier; i++)
+    if (make_dir (&host->hier[i], cg->dirs[i].path, l, adopt, &made[i], err) < 0)
       goto fail;
   if (apply_limits (host, cg, l, err) < 0)
     goto fail;
@@ -409,13 +419,28 @@ ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const
   return 0;
 
 fail:
-  for (size_t i = 0; i < created; i++)
-    {
-      cleanup_error ohbox_error_t ignored = NULL;
-      rmdir_tree (cg->dirs[i].path, 0, &ignored);
-    }
+  for (size_t i = 0; i < host->n_hier; i++)
+    if (made[i])
+      {
+        cleanup_error ohbox_error_t ignored = NULL;
+        rmdir_tree (cg->dirs[i].path, 0, &ignored);
+      }
   ohbox_cgroup_free (cg);
   return ohbox_error_prefix (err, "sandbox `%s`", id);
+}
+
+int
+ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
+                     struct ohbox_cgroup **out, ohbox_error_t *err)
+{
+  return create_or_adopt (host, id, limits, false, out, err);
+}
+
+int
+ohbox_cgroup_adopt (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
+                    struct ohbox_cgroup **out, ohbox_error_t *err)
+{
+  return create_or_adopt (host, id, limits, true, out, err);
 }
 
 int

@@ -168,6 +168,12 @@ struct ohbox_cgroup;
  * disabled host *OUT is an empty cgroup on which everything is a no-op. */
 int ohbox_cgroup_create (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
                          struct ohbox_cgroup **out, ohbox_error_t *err);
+/* As ohbox_cgroup_create, where a manager has made PARENT/ID in some
+ * hierarchies already (systemd's scope with Delegate=yes, for ohbox-runc
+ * --systemd-cgroup): those are used as they are, the others made; on
+ * failure only the directories this call made go. */
+int ohbox_cgroup_adopt (const struct ohbox_cgroup_host *host, const char *id, const struct ohbox_cgroup_limits *limits,
+                        struct ohbox_cgroup **out, ohbox_error_t *err);
 /* A device rule: TYPE 'c', 'b' or 'a' (all), MAJOR and MINOR (-1: any),
  * ACCESS a subset of "rwm". */
 struct ohbox_device_rule

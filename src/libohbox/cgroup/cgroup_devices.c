@@ -142,9 +142,17 @@ build_program (struct program *p, const struct ohbox_device_rule *rules, size_t 
   emit (p, BPF_ALU64 | BPF_RSH | BPF_K, 3, 0, 0, 16);
   emit (p, BPF_LDX | BPF_MEM | BPF_W, 4, 1, 4, 0);
   emit (p, BPF_LDX | BPF_MEM | BPF_W, 5, 1, 8, 0);
-  /* Last rule first: the last one that matches decides. */
+  /* Last rule first: the last one that matches decides. One that matches
+   * every device and access (runc's default spec starts with "deny all")
+   * decides all that reaches it: the code after it would never run, and
+   * the verifier refuses a program with unreachable instructions. */
   for (size_t i = n; i-- > 0;)
-    emit_rule (p, &rules[i]);
+    {
+      emit_rule (p, &rules[i]);
+      if (rules[i].type == 'a' && rules[i].major < 0 && rules[i].minor < 0
+          && access_bits (rules[i].access) == (BPF_DEVCG_ACC_MKNOD | BPF_DEVCG_ACC_READ | BPF_DEVCG_ACC_WRITE))
+        return;
+    }
   emit (p, BPF_ALU64 | BPF_MOV | BPF_K, 0, 0, 0, 0);
   emit (p, BPF_JMP | BPF_EXIT, 0, 0, 0, 0);
 }

@@ -62,6 +62,22 @@ report (const char *level, const char *msg)
     }
 }
 
+/* Whether --log can be appended to (made if missing); says why not on
+ * stderr (and --log is then left alone). */
+static bool
+log_writable (void)
+{
+  int fd = open (log_path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC | O_NOCTTY, 0644);
+  if (fd >= 0)
+    {
+      close (fd);
+      return true;
+    }
+  fprintf (stderr, "ohbox-runc: --log `%s`: %s\n", log_path, strerror (errno));
+  log_path = NULL;
+  return false;
+}
+
 int
 fail (const char *fmt, ...)
 {
@@ -246,6 +262,11 @@ main (int argc, char **argv)
       default:
         return fail ("%s", USAGE);
       }
+  /* An engine reads the runtime's errors from --log (containerd's shim,
+   * conmon): one that cannot be written is an error at once, as runc's,
+   * not a failure nobody hears of. */
+  if (log_path && !log_writable ())
+    return 1;
   host_root = geteuid () == 0 && !in_user_namespace ();
   rootless = strcmp (rootless_opt, "auto") == 0 ? !host_root : strcmp (rootless_opt, "true") == 0;
   if (systemd_cgroup && check_systemd () != 0)

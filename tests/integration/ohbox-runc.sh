@@ -610,6 +610,14 @@ update [--resources FILE|-];update --frob 1 a
 events [--stats] [--interval DURATION] ID;events --interval 0 a
 events [--stats] [--interval DURATION] ID;events a b
 EOF2
+  # A --log that cannot be written is an error before anything is done (an
+  # engine would never see the runtime's errors): a missing directory, a
+  # directory.
+  assert_exit 1 "$RUNC" --root "$T_WORK/state" --log "$T_WORK/no/such/runc.log" spec --bundle "$T_WORK"
+  assert_contains "$err" "ohbox-runc: --log \`$T_WORK/no/such/runc.log\`: No such file or directory"
+  assert_file_absent "$T_WORK/config.json" "the spec of a command whose --log failed"
+  assert_exit 1 "$RUNC" --root "$T_WORK/state" --log "$T_WORK" list
+  assert_contains "$err" "ohbox-runc: --log \`$T_WORK\`: Is a directory"
   # The right count goes on to the container.
   assert_exit 1 runc_cmd kill --all nosuch
   assert_contains "$err" "container \`nosuch\` does not exist"

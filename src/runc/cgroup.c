@@ -215,7 +215,7 @@ cmd_freeze (int argc, char **argv)
   bool pause = strcmp (argv[0], "pause") == 0;
   const char *cmd = pause ? "pause" : "resume";
   if (argc != 2)
-    return fail ("usage: %s ID", cmd);
+    return fail_usage ();
   struct container c;
   int rc = container_open (argv[1], &c, 0);
   if (rc == 0 && strcmp (c.status, pause ? "running" : "paused") != 0)
@@ -249,10 +249,6 @@ runc_cgroup_thaw (int dirfd, ohbox_error_t *err)
     unlinkat (dirfd, RUNC_PAUSED_FILE, 0);
   return r;
 }
-
-#define UPDATE_USAGE                                                                                                   \
-  "usage: update [--resources FILE|-] [--memory N] [--memory-swap N] [--cpu-shares N] [--cpu-quota N] "                \
-  "[--cpu-period N] [--pids-limit N] ID"
 
 /* The limits of --resources FILE|- (an OCI linux.resources object) into
  * L, which borrows from R (unified's strings) until R is cleared. */
@@ -331,7 +327,7 @@ cmd_update (int argc, char **argv)
   struct ohbox_cgroup_limits l = { 0 }, flags = { 0 };
   const char *resources = NULL;
   int ch, idx = 0;
-  while ((ch = runc_next_option (argc, argv, "r:", opts, 1, 1, UPDATE_USAGE, &idx)) >= 0)
+  while ((ch = runc_next_option (argc, argv, "r:", opts, 1, 1, &idx)) >= 0)
     if (ch == 'r')
       resources = optarg;
     else if (ch == 'X')
@@ -426,15 +422,14 @@ cmd_events (int argc, char **argv)
   static const struct option opts[] = { { "stats", no_argument, NULL, 's' },
                                         { "interval", required_argument, NULL, 'i' },
                                         { NULL, 0, NULL, 0 } };
-  static const char usage[] = "usage: events [--stats] [--interval DURATION] ID";
   bool once = false;
   double interval = 5;
   int ch;
-  while ((ch = runc_next_option (argc, argv, "", opts, 1, 1, usage, NULL)) >= 0)
+  while ((ch = runc_next_option (argc, argv, "", opts, 1, 1, NULL)) >= 0)
     if (ch == 's')
       once = true;
     else if (parse_interval (optarg, &interval) < 0)
-      return fail ("%s", usage);
+      return fail_usage ();
   if (ch == RUNC_OPT_FAILED)
     return 1;
   const char *id = argv[optind];

@@ -31,10 +31,6 @@ struct exec_args
   char **argv; /* after the id */
 };
 
-#define EXEC_USAGE                                                                                                     \
-  "usage: exec [--process FILE] [-d] [-t] [--console-socket PATH] [--pid-file FILE] [--cwd DIR] [--env K=V]... "       \
-  "[--user UID[:GID]] [--cap CAP]... [--preserve-fds N] [--no-new-privs] ID [COMMAND [ARG...]]"
-
 static void
 strv_push (char ***v, size_t *n, const char *s)
 {
@@ -68,7 +64,7 @@ parse_args (int argc, char **argv, struct exec_args *a)
   };
   int ch;
   /* "+": the command's own options follow the id. */
-  while ((ch = runc_next_option (argc, argv, "+p:dtu:e:", opts, 1, -1, EXEC_USAGE, NULL)) >= 0)
+  while ((ch = runc_next_option (argc, argv, "+p:dtu:e:", opts, 1, -1, NULL)) >= 0)
     switch (ch)
       {
       case 'p':

@@ -383,8 +383,6 @@ kill_created (const char *dir)
     kill_and_wait ((pid_t) pid);
 }
 
-#define CREATE_ARGS "[--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N] [--no-pivot] ID"
-
 int
 cmd_create_or_run (int argc, char **argv)
 {
@@ -401,9 +399,8 @@ cmd_create_or_run (int argc, char **argv)
                                         { "no-new-keyring", no_argument, NULL, 'k' },
                                         { "detach", no_argument, NULL, 'd' },
                                         { NULL, 0, NULL, 0 } };
-  const char *usage = run ? "usage: run [--detach] " CREATE_ARGS : "usage: create " CREATE_ARGS;
   int c;
-  while ((c = runc_next_option (argc, argv, "b:d", opts, 1, 1, usage, NULL)) >= 0)
+  while ((c = runc_next_option (argc, argv, "b:d", opts, 1, 1, NULL)) >= 0)
     switch (c)
       {
       case 'b':
@@ -511,7 +508,7 @@ int
 cmd_start (int argc, char **argv)
 {
   if (argc != 2)
-    return fail ("usage: start ID");
+    return fail_usage ();
   struct container c;
   int rc = container_open (argv[1], &c, 0);
   if (rc == 0 && strcmp (c.status, "created") != 0)
@@ -531,7 +528,7 @@ cmd_kill (int argc, char **argv)
   static const struct option opts[] = { { "all", no_argument, NULL, 'a' }, { NULL, 0, NULL, 0 } };
   int ch;
   bool all = false;
-  while ((ch = runc_next_option (argc, argv, "a", opts, 1, 2, "usage: kill [--all] ID [SIGNAL]", NULL)) == 'a')
+  while ((ch = runc_next_option (argc, argv, "a", opts, 1, 2, NULL)) == 'a')
     all = true;
   if (ch == RUNC_OPT_FAILED)
     return 1;
@@ -578,7 +575,7 @@ cmd_delete (int argc, char **argv)
   bool force = false;
   static const struct option opts[] = { { "force", no_argument, NULL, 'f' }, { NULL, 0, NULL, 0 } };
   int ch;
-  while ((ch = runc_next_option (argc, argv, "f", opts, 1, 1, "usage: delete [--force] ID", NULL)) == 'f')
+  while ((ch = runc_next_option (argc, argv, "f", opts, 1, 1, NULL)) == 'f')
     force = true;
   if (ch == RUNC_OPT_FAILED)
     return 1;

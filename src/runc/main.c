@@ -133,16 +133,23 @@ in_user_namespace (void)
   return !(inside == 0 && outside == 0 && count == 4294967295UL);
 }
 
+const char *runc_usage = "";
+
 int
-runc_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, int min, int max,
-                  const char *usage, int *idx)
+fail_usage (void)
+{
+  return fail ("usage: %s", runc_usage);
+}
+
+int
+runc_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, int min, int max, int *idx)
 {
   int ch = getopt_long (argc, argv, shortopts, opts, idx);
   int n = argc - optind;
   /* ('?': getopt has said which option it rejected, and why) */
   if (ch == '?' || ch == ':' || (ch == -1 && (n < min || (max >= 0 && n > max))))
     {
-      fail ("%s", usage);
+      fail_usage ();
       return RUNC_OPT_FAILED;
     }
   return ch;
@@ -152,27 +159,36 @@ runc_next_option (int argc, char **argv, const char *shortopts, const struct opt
   "usage: ohbox-runc [--root DIR] [--log FILE] [--log-format text|json] [--debug] [--rootless auto|true|false] "       \
   "[--systemd-cgroup] COMMAND ..."
 
-/* The commands, in the order --help lists them. */
+#define CREATE_ARGS                                                                                                    \
+  "[--bundle DIR] [--pid-file FILE] [--console-socket PATH] [--preserve-fds N] [--no-pivot] [--no-new-keyring] ID"
+
+/* The commands, in the order --help lists them, with their usage (what a
+ * wrong command line reports and COMMAND --help prints). */
 static const struct
 {
   const char *name;
   int (*fn) (int argc, char **argv);
+  const char *usage;
 } commands[] = {
-  { "create", cmd_create_or_run },
-  { "start", cmd_start },
-  { "run", cmd_create_or_run },
-  { "state", cmd_state },
-  { "kill", cmd_kill },
-  { "delete", cmd_delete },
-  { "exec", cmd_exec },
-  { "list", cmd_list },
-  { "ps", cmd_ps },
-  { "spec", cmd_spec },
-  { "features", cmd_features },
-  { "pause", cmd_freeze },
-  { "resume", cmd_freeze },
-  { "update", cmd_update },
-  { "events", cmd_events },
+  { "create", cmd_create_or_run, "create " CREATE_ARGS },
+  { "start", cmd_start, "start ID" },
+  { "run", cmd_create_or_run, "run [--detach] " CREATE_ARGS },
+  { "state", cmd_state, "state ID" },
+  { "kill", cmd_kill, "kill [--all] ID [SIGNAL]" },
+  { "delete", cmd_delete, "delete [--force] ID" },
+  { "exec", cmd_exec,
+    "exec [--process FILE] [-d] [-t] [--console-socket PATH] [--pid-file FILE] [--cwd DIR] [--env K=V]... "
+    "[--user UID[:GID]] [--cap CAP]... [--preserve-fds N] [--no-new-privs] ID [COMMAND [ARG...]]" },
+  { "list", cmd_list, "list [--format table|json] [--quiet]" },
+  { "ps", cmd_ps, "ps [--format table|json] ID [PS-OPTIONS...]" },
+  { "spec", cmd_spec, "spec [--bundle DIR] [--rootless]" },
+  { "features", cmd_features, "features" },
+  { "pause", cmd_freeze, "pause ID" },
+  { "resume", cmd_freeze, "resume ID" },
+  { "update", cmd_update,
+    "update [--resources FILE|-] [--memory N] [--memory-swap N] [--cpu-shares N] [--cpu-quota N] [--cpu-period N] "
+    "[--pids-limit N] ID" },
+  { "events", cmd_events, "events [--stats] [--interval DURATION] ID" },
 };
 #define N_COMMANDS (sizeof commands / sizeof commands[0])
 
@@ -256,7 +272,7 @@ main (int argc, char **argv)
       case 'h':
         {
           cleanup_free char *names = command_names ();
-          printf ("%s\ncommands: %s\n", USAGE, names);
+          printf ("%s\ncommands: %s\n(COMMAND --help: its usage; see ohbox-runc(1))\n", USAGE, names);
           return 0;
         }
       default:
@@ -290,7 +306,16 @@ main (int argc, char **argv)
   optind = 1;
   for (size_t i = 0; i < N_COMMANDS; i++)
     if (strcmp (cmd, commands[i].name) == 0)
-      return commands[i].fn (argc, argv);
+      {
+        runc_usage = commands[i].usage;
+        /* (as an option: `exec ID sh --help` is the process's) */
+        if (argc > 1 && (strcmp (argv[1], "--help") == 0 || strcmp (argv[1], "-h") == 0))
+          {
+            printf ("usage: ohbox-runc [GLOBAL OPTIONS] %s\nSee ohbox-runc(1).\n", runc_usage);
+            return 0;
+          }
+        return commands[i].fn (argc, argv);
+      }
   if (strcmp (cmd, "checkpoint") == 0 || strcmp (cmd, "restore") == 0)
     return fail ("`%s`: checkpoint and restore are not supported by ohbox-runc", cmd);
   return fail ("`%s`: not supported by ohbox-runc", cmd);

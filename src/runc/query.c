@@ -49,7 +49,7 @@ int
 cmd_state (int argc, char **argv)
 {
   if (argc != 2)
-    return fail ("usage: state ID");
+    return fail_usage ();
   struct container c;
   int rc = container_open (argv[1], &c, 0);
   if (rc == 0)
@@ -71,13 +71,12 @@ cmd_list (int argc, char **argv)
   static const struct option opts[] = { { "format", required_argument, NULL, 'f' },
                                         { "quiet", no_argument, NULL, 'q' },
                                         { NULL, 0, NULL, 0 } };
-  static const char usage[] = "usage: list [--format table|json] [--quiet]";
   int ch;
-  while ((ch = runc_next_option (argc, argv, "f:q", opts, 0, 0, usage, NULL)) >= 0)
+  while ((ch = runc_next_option (argc, argv, "f:q", opts, 0, 0, NULL)) >= 0)
     if (ch == 'q')
       quiet = true;
     else if (format_is_json (optarg, &json) < 0)
-      return fail ("%s", usage);
+      return fail_usage ();
   if (ch == RUNC_OPT_FAILED)
     return 1;
   json_t *all = json_array ();
@@ -207,13 +206,12 @@ cmd_ps (int argc, char **argv)
 {
   bool json = false;
   static const struct option opts[] = { { "format", required_argument, NULL, 'f' }, { NULL, 0, NULL, 0 } };
-  static const char usage[] = "usage: ps [--format table|json] ID [PS-OPTIONS...]";
   int ch;
   /* (ps(1)'s options after the id only for its table: json is known by
    * the last call) */
-  while ((ch = runc_next_option (argc, argv, "+f:", opts, 1, json ? 1 : -1, usage, NULL)) == 'f')
+  while ((ch = runc_next_option (argc, argv, "+f:", opts, 1, json ? 1 : -1, NULL)) == 'f')
     if (format_is_json (optarg, &json) < 0)
-      return fail ("%s", usage);
+      return fail_usage ();
   if (ch == RUNC_OPT_FAILED)
     return 1;
   struct container c;
@@ -246,7 +244,7 @@ cmd_spec (int argc, char **argv)
                                         { "rootless", no_argument, NULL, 'r' },
                                         { NULL, 0, NULL, 0 } };
   int ch;
-  while ((ch = runc_next_option (argc, argv, "b:", opts, 0, 0, "usage: spec [--bundle DIR] [--rootless]", NULL)) >= 0)
+  while ((ch = runc_next_option (argc, argv, "b:", opts, 0, 0, NULL)) >= 0)
     if (ch == 'b')
       bundle = optarg;
     else
@@ -332,7 +330,7 @@ cmd_features (int argc, char **argv)
 {
   (void) argv;
   if (argc != 1)
-    return fail ("usage: features");
+    return fail_usage ();
   static const char *const hooks[] = {
     "prestart", "createRuntime", "createContainer", "startContainer", "poststart", "poststop", NULL
   };

@@ -101,19 +101,24 @@ int container_signal (const struct container *c, int sig);
 int container_pids (const struct container *c, pid_t **ret, size_t *n);
 
 /* Commands: ARGV[0] is the command's name; main sets optind for their
- * getopt (which starts at ARGV[1]). */
+ * getopt (which starts at ARGV[1]), and RUNC_USAGE to the command's usage
+ * (the table in main.c, which --help prints). */
+extern const char *runc_usage;
+/* Reports the running command's usage (fail); returns 1. */
+int fail_usage (void);
 /* A command's option loop: the next option (getopt_long over ARGV; IDX
  * as its longindex, or NULL), -1 after the last when MIN to MAX arguments
  * follow them (MAX -1: no limit), else RUNC_OPT_FAILED: an option getopt
- * rejected or a wrong count, USAGE reported (fail), the command returns 1.
- *   while ((ch = runc_next_option (argc, argv, "f", opts, 1, 1, usage, NULL)) == 'f')
+ * rejected or a wrong count, the usage reported (fail), the command
+ * returns 1.
+ *   while ((ch = runc_next_option (argc, argv, "f", opts, 1, 1, NULL)) == 'f')
  *     force = true;
  *   if (ch == RUNC_OPT_FAILED)
  *     return 1; */
 #define RUNC_OPT_FAILED (-2)
 struct option;
 int runc_next_option (int argc, char **argv, const char *shortopts, const struct option *opts, int min, int max,
-                      const char *usage, int *idx);
+                      int *idx);
 /* --preserve-fds N of CMD: ARG as N (0 to 1024), an error naming it otherwise. */
 int preserve_fds_parse (const char *cmd, const char *arg, int *ret);
 /* The fds 3 .. 3+N-1 handed over are open and reach the process (their

@@ -623,6 +623,39 @@ EOF2
   assert_contains "$err" "container \`nosuch\` does not exist"
 }
 
+# man_options [CMD]: the long options of CMD's lines in the SYNOPSIS of
+# ohbox-runc(1) (no CMD: the global ones), one a line, sorted.
+man_options ()
+{
+  sed 's/\\-/-/g' "$OHBOX_SRCDIR/man/ohbox-runc.1" | awk -v cmd="${1:-}" '
+    /^\.SH SYNOPSIS/ { on = 1; next }
+    /^\.SH / { on = 0 }
+    !on { next }
+    /^\.B ohbox-runc/ { cur = $0; sub(/^\.B ohbox-runc */, "", cur); next }
+    cur == cmd' | { grep -o -e '--[a-z-]*' || true; } | sort -u
+}
+
+# Each command's --help: its usage on stdout (exit 0), with the options the
+# man page's SYNOPSIS gives it, no more, no fewer; the global ones too.
+test_help_matches_man ()
+{
+  local cmd want got
+  assert_ok "$RUNC" --help
+  got=$(head -n 1 <<<"$out" | grep -o -e '--[a-z-]*' | grep -v -x -e --help | sort -u)
+  assert_eq "$(man_options)" "$got" "global options: ohbox-runc(1) SYNOPSIS vs --help"
+  for cmd in create start run state kill delete exec list ps spec features pause resume update events; do
+    assert_ok "$RUNC" "$cmd" --help
+    assert_match "$out" "^usage: ohbox-runc \[GLOBAL OPTIONS\] $cmd( |$)"
+    got=$(head -n 1 <<<"$out" | sed 's/^usage: ohbox-runc \[GLOBAL OPTIONS\] //' | { grep -o -e '--[a-z-]*' || true; } |
+      sort -u)
+    want=$(man_options "$cmd")
+    assert_eq "$want" "$got" "options of $cmd: ohbox-runc(1) SYNOPSIS vs $cmd --help"
+  done
+  # After the id, --help is the process's.
+  assert_exit 1 runc_cmd exec nosuch sh --help
+  assert_contains "$err" "container \`nosuch\` does not exist"
+}
+
 # cg_file PID CONTROLLER FILE-V1 FILE-V2: the path of a cgroup file of PID's
 # cgroup (v1 hierarchy of CONTROLLER, else the v2 one).
 cg_file ()
@@ -1052,6 +1085,7 @@ run_test kill_all_list_ps test_kill_all_list_ps
 run_test stale_state test_stale_state
 run_test spec_features test_spec_features
 run_test command_lines test_command_lines
+run_test help_matches_man test_help_matches_man
 run_test cgroup test_cgroup
 run_test update_unlimited test_update_unlimited
 run_test hooks test_hooks

@@ -35,7 +35,9 @@ cli_load (int argc, char **argv)
   int r = simple_options (argc, argv,
                           "Usage: ohbox load [--platform OS/ARCH[/VARIANT]] oci:DIR[:TAG] [NAME]\n\n"
                           "Import an image from an OCI image layout, verifying every digest. The image is\n"
-                          "named NAME, or localhost/<directory name>:<TAG or latest>.\n",
+                          "named NAME, or localhost/<directory name>:<TAG or latest>.\n\n"
+                          "Options:\n"
+                          "  --platform OS/ARCH[/VARIANT]  platform to import from an index (default: the host's)\n",
                           &platform);
   if (r >= 0)
     return r;

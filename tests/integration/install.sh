@@ -36,6 +36,28 @@ test_installed_files ()
   done
 }
 
+# long_options: the long options in the text on stdin but --help, one a
+# line, sorted (roff's `\-` read as `-`).
+long_options ()
+{
+  sed 's/\\-/-/g' | { grep -o -e '--[a-z][a-z0-9-]*' || true; } | { grep -v -x -e --help || true; } | sort -u
+}
+
+# Every option a command's --help offers is in its man page (and the global
+# ones in ohbox(1)), --help itself aside: they do not drift apart. (A man
+# page may name more: options of other commands it refers to.)
+test_help_options_in_man ()
+{
+  local cmd missing
+  missing=$(comm -23 <("$OHBOX_BIN" --help | long_options) <(long_options <"$OHBOX_SRCDIR/man/ohbox.1"))
+  assert_eq "" "$missing" "options of ohbox --help missing from ohbox(1)"
+  for cmd in $("$OHBOX_BIN" --help | awk '/^Commands:/ {on = 1; next} /^$/ {on = 0} on {print $1}'); do
+    missing=$(comm -23 <("$OHBOX_BIN" "$cmd" --help | long_options) \
+      <(long_options <"$OHBOX_SRCDIR/man/ohbox-$cmd.1"))
+    assert_eq "" "$(echo $missing)" "options of ohbox $cmd --help missing from ohbox-$cmd(1)"
+  done
+}
+
 test_installed_ohbox_builds_and_runs ()
 {
   local box=$T_TMP/box
@@ -76,4 +98,5 @@ EOF
 }
 
 run_test installed_files test_installed_files
+run_test help_options_in_man test_help_options_in_man
 run_test installed_ohbox_builds_and_runs test_installed_ohbox_builds_and_runs

@@ -30,3 +30,4 @@ dist_man_MANS += man/ohbox-ci.1
 dist_man_MANS += man/ohbox-attach.1
 dist_man_MANS += man/ohbox-check.1
 dist_man_MANS += man/ohbox-serve.1
+dist_man_MANS += man/ohbox-executor.8

@@ -27,7 +27,7 @@ test_installed_files ()
 {
   local p=$DEST$PREFIX f cmd
   for f in bin/ohbox libexec/ohbox/ohbox-executor share/ohbox/closure.sh share/ohbox/seccomp/default.json \
-    share/man/man1/ohbox.1; do
+    share/man/man1/ohbox.1 share/man/man1/ohbox-runc.1 share/man/man8/ohbox-executor.8; do
     assert_file_exists "$p/$f"
   done
   assert_ne "" "$(ls "$p/share/ohbox/executor-src/"*.c 2>/dev/null)" "installed executor sources"
@@ -43,9 +43,10 @@ long_options ()
   sed 's/\\-/-/g' | { grep -o -e '--[a-z][a-z0-9-]*' || true; } | { grep -v -x -e --help || true; } | sort -u
 }
 
-# Every option a command's --help offers is in its man page (and the global
-# ones in ohbox(1)), --help itself aside: they do not drift apart. (A man
-# page may name more: options of other commands it refers to.)
+# Every option a command's --help offers is in its man page (the global
+# ones in ohbox(1), ohbox-executor's in ohbox-executor(8)), --help aside:
+# the two do not drift apart. (A man page may name more: options of other
+# commands it refers to.)
 test_help_options_in_man ()
 {
   local cmd missing
@@ -56,6 +57,9 @@ test_help_options_in_man ()
       <(long_options <"$OHBOX_SRCDIR/man/ohbox-$cmd.1"))
     assert_eq "" "$(echo $missing)" "options of ohbox $cmd --help missing from ohbox-$cmd(1)"
   done
+  missing=$(comm -23 <("$OHBOX_BUILDDIR/ohbox-executor" --help | long_options) \
+    <(long_options <"$OHBOX_SRCDIR/man/ohbox-executor.8"))
+  assert_eq "" "$(echo $missing)" "options of ohbox-executor --help missing from ohbox-executor(8)"
 }
 
 test_installed_ohbox_builds_and_runs ()

@@ -25,7 +25,8 @@ BUILD="autoconf automake libtool pkg-config gcc make clang clang-format xz-utils
 # test images, jq/openssl/curl, Debian's python3 for the token server and the
 # fault proxy, iproute2, util-linux (setpriv, flock), debootstrap for the
 # optional Debian image; python3-httpx for tests/integration/executor.sh;
-# qemu-system-x86, linux-image-amd64 and cpio for the cgroup v2 guest (tests/guest);
+# qemu-system-x86, linux-image-amd64 and cpio for the cgroup v2 guest (tests/guest),
+# systemd for its PID 1 in runc-systemd.sh (ohbox-runc --systemd-cgroup);
 # bash-static (layered into runtime images of bases without bash, and the CI
 # job image of ci-gitlab.sh), musl-tools
 # (a musl base image in the build tests); nftables (the nft CLI to inspect
@@ -41,7 +42,7 @@ TEST="docker-registry skopeo umoci apache2-utils busybox-static zstd jq openssl 
   ca-certificates python3 iproute2 util-linux coreutils tar gzip debootstrap
   python3-httpx qemu-system-x86 linux-image-amd64 cpio bash-static musl-tools nftables
   slirp4netns passt uidmap podman libc6-dev binutils strace
-  conmon containernetworking-plugins docker.io containerd crun runc"
+  conmon containernetworking-plugins docker.io containerd crun runc systemd"
 
 PACKAGES=$(echo $BUILD $TEST)
 

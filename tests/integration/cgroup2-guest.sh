@@ -42,14 +42,17 @@ payload=$T_TMP/payload
 mkdir -p "$payload"
 build_log=$T_TMP/build.log
 built=1
+# Static: the guest has no shared libraries.  The cgroup code needs libc
+# only; it is compiled once and linked into each program.
+cc_payload=("${CC:-gcc}" -O1 -Wall -Wextra -I"$OHBOX_BUILDDIR" -I"$src" -I"$src/src/libohbox" -I"$src/tests/unit")
+objs=$T_TMP/objs
+mkdir -p "$objs"
+for c in "$src/src/libohbox/common/error.c" "$src/src/libohbox/common/utils.c" "$src"/src/libohbox/cgroup/*.c; do
+  "${cc_payload[@]}" -c -o "$objs/$(basename "$c" .c).o" "$c" >>"$build_log" 2>&1 || built=0
+done
 for t in test-cgroup-parse test-cgroup test-cgroup-lifecycle; do
-  # Static: the guest has no shared libraries.  The cgroup code needs libc
-  # only.
-  if ! "${CC:-gcc}" -static -O1 -Wall -Wextra -I"$OHBOX_BUILDDIR" -I"$src" -I"$src/src/libohbox" -I"$src/tests/unit" \
-    -o "$payload/$t" "$src/tests/unit/$t.c" "$src/src/libohbox/common/error.c" "$src/src/libohbox/common/utils.c" \
-    "$src"/src/libohbox/cgroup/*.c >>"$build_log" 2>&1; then
-    built=0
-  fi
+  [ "$built" = 1 ] || break
+  "${cc_payload[@]}" -static -o "$payload/$t" "$src/tests/unit/$t.c" "$objs"/*.o >>"$build_log" 2>&1 || built=0
 done
 if [ "$built" = 0 ]; then
   t_fail build-payload "static build of the cgroup tests failed (is libc6-dev there?)"

@@ -81,7 +81,9 @@ setup ()
   gcc -static -O1 -Wall -Wextra -Werror -o "$SPOOF" "$OHBOX_SRCDIR/tests/escape/netspoof.c" ||
     { echo "gcc -static failed (needs gcc and libc6-dev)"; return 1; }
   img_build || return 1
-  trap cleanup_world EXIT
+  # (common.sh's own EXIT trap after it: the temp dir goes and the summary
+  # line is printed)
+  trap '_rc=$?; cleanup_world; (exit $_rc); _t_cleanup' EXIT
   make_world || { echo "cannot make the test's namespace"; return 1; }
 }
 t_setup_or_die setup setup

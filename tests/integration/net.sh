@@ -21,7 +21,7 @@ T_NS_IP=198.51.100.2
 
 load_bb ()
 {
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  t_load_busybox
 }
 
 # sb_ip ID: the sandbox's bridge address (from ohbox ps).

@@ -18,6 +18,9 @@
 #   assert_default_caps STATUS [WHAT]   a root process with exactly the default set
 #   t_runtime_exports       the executor (and its sources) of this tree, state in $T_TMP
 #   t_remove_leftover_sandboxes   after the tests: what failed ones left
+#   t_load_busybox          ohbox load of the busybox test image ($IMG_BUSYBOX,
+#                           images.sh) into the test's store, copied from a store
+#                           the script loaded once
 
 pull_opts ()
 {
@@ -232,4 +235,25 @@ t_needs_runtime_build ()
   [ "$(id -u)" = 0 ] || { echo "needs root ($1)"; return 1; }
   [ -x "$OHBOX_EXECUTOR" ] || { echo "ohbox-executor is not built (make ohbox-executor)"; return 1; }
   [ -x /bin/bash-static ] || { echo "bash-static is not installed (apt-get install bash-static)"; return 1; }
+}
+
+# t_load_busybox: `ohbox load oci:$IMG_BUSYBOX:latest` into the test's store.
+# The script's first call loads the image into a store of the script's own
+# ($T_TMP/bb-store); every call then copies that store's files into the
+# test's store when it is empty (cp -a: 25 ms, where ohbox load under the
+# sanitizers takes half a second); into a store that holds something
+# already, ohbox load itself.
+t_load_busybox ()
+{
+  local tpl=$T_TMP/bb-store
+  if [ -n "$(ls -A "$T_ROOT" 2>/dev/null)" ]; then
+    ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+    return
+  fi
+  if [ ! -d "$tpl" ]; then
+    rm -rf "$tpl.new"
+    T_ROOT=$tpl.new ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null || return 1
+    mv "$tpl.new" "$tpl"
+  fi
+  mkdir -p "$T_ROOT" && cp -a "$tpl/." "$T_ROOT/"
 }

@@ -4,7 +4,7 @@
 # common.sh; it sources images.sh and ohbox.sh and gives:
 #   OHBOX_RUNROOT   the sandboxes' state, in the script's temp dir (removed with it)
 #   BB              the busybox image's name once loaded
-#   load_bb         loads it into the test's store
+#   load_bb         loads it into the test's store (t_load_busybox, ohbox.sh)
 # and skips the script unless it runs as root with the test images built.
 # A script that needs more defines `setup_more` (prints why and returns 1
 # when something is missing) before sourcing this file.
@@ -27,5 +27,5 @@ BB=localhost/busybox:latest
 
 load_bb ()
 {
-  ohbox load "oci:$IMG_BUSYBOX:latest" >/dev/null
+  t_load_busybox
 }

@@ -15,7 +15,7 @@ leak_snapshot ()
   mounts=$(grep -c "$T_TMP" /proc/self/mountinfo || true)
   # Only the ids this test created (in $IDS): other engineers' and tests'
   # sandboxes come and go meanwhile. (grep exits 1 when nothing matches.)
-  cg=$(find /sys/fs/cgroup -maxdepth 3 -path '*/ohbox/*' -type d 2>/dev/null |
+  cg=$({ find /sys/fs/cgroup -maxdepth 3 -path '*/ohbox/*' -type d 2>/dev/null || true; } |
     { grep -F -f "$IDS" || true; } | wc -l)
   procs=$(pgrep -c -f -- "--root $T_ROOT " || true)
   state=$(ls -A "$STATE_ROOT" 2>/dev/null | grep -cv '^names$\|^seccomp-cache$\|^create.lock$' || true)

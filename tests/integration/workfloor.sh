@@ -48,7 +48,7 @@ leftovers ()
 {
   {
     ls -A "$SCRATCH"
-    find /sys/fs/cgroup -maxdepth 3 -name 'workfloor-*'
+    find /sys/fs/cgroup -maxdepth 3 -name 'workfloor-*' || true
   } 2>/dev/null
 }
 

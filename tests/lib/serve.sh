@@ -165,7 +165,7 @@ sv_assert_clean ()
   # Every sandbox the server's log names: its cgroups and its veth.
   local id
   for id in $(grep -o '"runtime_id":"[0-9a-f]\{64\}"' "${SV_LOG:-/dev/null}" 2>/dev/null | cut -d'"' -f4 | sort -u); do
-    left=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "$id" 2>/dev/null)
+    left=$(find /sys/fs/cgroup -maxdepth 4 -type d -name "$id" 2>/dev/null || true)
     [ -z "$left" ] || { _t_assert_fail "cgroups of $id left: $left"; return 1; }
     if ip link show "ohb${id:0:12}" >/dev/null 2>&1; then
       _t_assert_fail "the veth of $id is left"

@@ -73,7 +73,8 @@ log_writable (void)
       close (fd);
       return true;
     }
-  fprintf (stderr, "ohbox-runc: --log `%s`: %s\n", log_path, strerror (errno));
+  fprintf (stderr, "ohbox-runc: --log `%s`: %s (errors are appended there: name a file in a directory you can write)\n",
+           log_path, strerror (errno));
   log_path = NULL;
   return false;
 }

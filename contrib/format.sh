@@ -7,13 +7,18 @@ cd "$(dirname "$0")/.."
 command -v clang-format >/dev/null || { echo "clang-format is not installed (apt-get install clang-format)" >&2; exit 2; }
 mapfile -t files < <(git ls-files '*.c' '*.h')
 if [ "${1:-}" = --check ]; then
-  bad=0
-  for f in "${files[@]}"; do
-    if ! clang-format --dry-run --Werror "$f" >/dev/null 2>&1; then
-      echo "not formatted: $f (contrib/format.sh formats it)"
-      bad=1
-    fi
+  # One clang-format for every file (each start costs ~70 ms): its
+  # warnings name the files that differ.
+  rc=0
+  out=$(clang-format --dry-run --Werror "${files[@]}" 2>&1) || rc=$?
+  mapfile -t bad < <(sed -n 's/^\(.*\):[0-9]*:[0-9]*: error: .*\[-Wclang-format-violations\]$/\1/p' <<<"$out" | sort -u)
+  for f in "${bad[@]}"; do
+    echo "not formatted: $f (contrib/format.sh formats it)"
   done
-  exit $bad
+  if [ "$rc" -ne 0 ] && [ ${#bad[@]} -eq 0 ]; then
+    echo "clang-format failed (exit $rc): $(tail -3 <<<"$out")" >&2
+  fi
+  [ "$rc" -eq 0 ] && [ ${#bad[@]} -eq 0 ]
+  exit
 fi
 clang-format -i "${files[@]}"

@@ -517,10 +517,11 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
  * usually comes on that connection, finds the connection to its sandbox
  * open. */
 static bool
-adopt_member (struct serve *srv, const struct start_req *sr, struct proxy_conn **pc, struct reply *out, double t0,
-              struct ohbox_store *store, struct ohbox_runtime *rt)
+start_from_pool (struct serve *srv, const struct start_req *sr, struct proxy_conn **pc, struct reply *out, double t0)
 {
-  struct sbx *s = pools_take (srv, store, sr->image, sr->session_id);
+  if (!sr->openhands_server || sr->run_as_user >= 0 || sr->run_as_group >= 0 || sr->factor != 1)
+    return false;
+  struct sbx *s = pools_take (srv, sr->image, sr->session_id);
   if (s == NULL)
     return false;
   /* pools_take gave a copy of what the member needs: its id, URL, pool key. */
@@ -538,15 +539,24 @@ adopt_member (struct serve *srv, const struct start_req *sr, struct proxy_conn *
   long status = 0;
   int r = proxy_post_json (pc, s->upstream, "/ohbox/adopt", s->key, body, &status, NULL, &e);
   json_decref (body);
+  struct ohbox_store *store = NULL;
+  struct ohbox_runtime *rt = NULL;
   if (r == 0 && status == 200)
     {
       /* Recorded after the executor took it: a server killed in between
-       * finds a member whose pool key no longer works, and stops it. */
+       * finds a member whose pool key no longer works, and stops it. The
+       * store is opened again here rather than held since the take: an
+       * executor slow to answer would hold off its garbage collection
+       * (which waits for every open store) for the request's timeout. */
       json_t *note = json_pack ("{s:s}", SERVE_NOTE_SESSION, sr->session_id);
-      r = ohbox_sandbox_executor_rekey (rt, s->id, key, &e);
+      r = serve_open (srv, &store, &rt, &e);
+      if (r == 0)
+        r = ohbox_sandbox_executor_rekey (rt, s->id, key, &e);
       if (r == 0)
         r = ohbox_sandbox_annotate (rt, s->id, note, &e);
       json_decref (note);
+      if (rt)
+        serve_close (store, rt);
     }
   else if (r == 0)
     r = -1;
@@ -589,27 +599,6 @@ adopt_member (struct serve *srv, const struct start_req *sr, struct proxy_conn *
   log_started (srv, desc, true, t0);
   reply_json (out, 200, desc);
   return true;
-}
-
-static bool
-start_from_pool (struct serve *srv, const struct start_req *sr, struct proxy_conn **pc, struct reply *out, double t0)
-{
-  if (!sr->openhands_server || sr->run_as_user >= 0 || sr->run_as_group >= 0 || sr->factor != 1
-      || !pools_serves (srv, sr->image))
-    return false;
-  /* One store and state handle for the take (what the tag names now) and
-   * the session's record: each open is a dozen system calls. */
-  struct ohbox_store *store = NULL;
-  struct ohbox_runtime *rt = NULL;
-  ohbox_error_t e = NULL;
-  if (serve_open (srv, &store, &rt, &e) < 0)
-    {
-      ohbox_error_release (&e);
-      return false;
-    }
-  bool taken = adopt_member (srv, sr, pc, out, t0, store, rt);
-  serve_close (store, rt);
-  return taken;
 }
 
 /* A /start for a session that has a sandbox: a running or paused one is

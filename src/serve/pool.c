@@ -74,47 +74,38 @@ normalise (const char *image)
   return s;
 }
 
-/* The image id NAME resolves to in STORE now (NULL: not in the store). */
+/* The image id NAME resolves to now (NULL: not in the store). */
 static char *
-resolve (struct ohbox_store *store, const char *name)
+resolve (struct serve *srv, const char *name)
 {
+  struct ohbox_store *store;
   ohbox_error_t e = NULL;
   char *id = NULL;
-  if (ohbox_store_resolve (store, name, &id, &e) < 0)
-    id = NULL;
+  if (ohbox_store_open (srv->cfg->store_root, &store, &e) == 0)
+    {
+      if (ohbox_store_resolve (store, name, &id, &e) < 0)
+        id = NULL;
+      ohbox_store_close (store);
+    }
   ohbox_error_release (&e);
   return id;
 }
 
-/* The pool of the normalised NAME (NULL: none). */
-static struct pool *
-pool_of (struct pools *ps, const char *name)
-{
-  for (unsigned i = 0; ps && i < ps->n; i++)
-    if (strcmp (ps->p[i].image, name) == 0)
-      return &ps->p[i];
-  return NULL;
-}
-
-bool
-pools_serves (struct serve *srv, const char *image)
-{
-  if (srv->pools == NULL || srv->pools->n == 0)
-    return false;
-  cleanup_free char *name = normalise (image);
-  return pool_of (srv->pools, name) != NULL;
-}
-
 struct sbx *
-pools_take (struct serve *srv, struct ohbox_store *store, const char *image, const char *session)
+pools_take (struct serve *srv, const char *image, const char *session)
 {
   struct pools *ps = srv->pools;
+  if (ps == NULL || ps->n == 0)
+    return NULL;
   cleanup_free char *name = normalise (image);
-  if (pool_of (ps, name) == NULL)
+  bool pooled = false;
+  for (unsigned i = 0; i < ps->n; i++)
+    pooled = pooled || strcmp (ps->p[i].image, name) == 0;
+  if (!pooled)
     return NULL;
   /* A member of what the name means now: a tag moved by a build since the
    * member started is not what the client asked for. */
-  cleanup_free char *id = resolve (store, name);
+  cleanup_free char *id = resolve (srv, name);
   if (id == NULL)
     return NULL;
   struct sbx *copy = NULL;

@@ -225,12 +225,9 @@ int proxy_post_json (struct proxy_conn **pc, const char *upstream, const char *p
 /* pool.c */
 int pools_init (struct serve *srv, ohbox_error_t *err);
 void pools_free (struct serve *srv, bool stop_members);
-/* Whether IMAGE has a pool. */
-bool pools_serves (struct serve *srv, const char *image);
-/* Takes a ready member of IMAGE's pool (what the name means in STORE now)
- * for SESSION (marked so in the table) and returns a copy of it (id,
- * upstream, pool key); NULL: none. */
-struct sbx *pools_take (struct serve *srv, struct ohbox_store *store, const char *image, const char *session);
+/* Takes a ready member of IMAGE's pool for SESSION (marked so in the
+ * table) and returns a copy of it (id, upstream, pool key); NULL: none. */
+struct sbx *pools_take (struct serve *srv, const char *image, const char *session);
 /* The session SERVER_ARGS (the executor's arguments, NULL: none) asked
  * for: the next members of IMAGE's pool start it ahead. */
 void pools_learn (struct serve *srv, const char *image, json_t *server_args);

@@ -12,15 +12,8 @@
 #   bench/oci.sh [RUNS]          (root; hyperfine, jq, podman, containerd, crun, runc)
 #   OHBOX_RUNC_BIN=PATH          the ohbox-runc to measure (build it without sanitizers)
 #   BENCH_SKIP=podman,ctr,bundle leave some out
-if [ -z "${BENCH_OCI_NS:-}" ]; then
-  # Its own network and mount namespace: podman's and containerd's state
-  # under /run and CNI's leases stay here (a tmpfs), not on the host.
-  export BENCH_OCI_NS=1
-  exec unshare --net --mount --propagation private -- "$BASH" "$0" "$@"
-fi
-ip link set lo up
-mount -t tmpfs -o mode=755 tmpfs /run
-mount -t tmpfs -o mode=755 tmpfs /var/lib/cni 2>/dev/null || true
+# Its own network and mount namespaces, /run a tmpfs (own_namespaces.sh).
+. "$(dirname "$0")/own_namespaces.sh"
 . "$(dirname "$0")/common.sh"
 RUNS=${1:-20}
 # The engines' cgroups go under a parent of the run's own, removed at exit.

@@ -12,19 +12,8 @@
 #   bench/serve.sh [N]        (root; hyperfine and jq for common.sh; podman if installed)
 #   BENCH_SKIP=podman,leaks   leave some out
 #   OHBOX_BIN=...             the ohbox to measure (an -O2 build, not the sanitizers')
-if [ -z "${BENCH_SERVE_NS:-}" ]; then
-  # Its own network and mount namespace: the bridge, the nftables table and
-  # podman's network stay here. /run is a tmpfs, as systemd mounts it on
-  # Debian and Ubuntu: ohbox's state (OHBOX_RUNROOT, under /run when it is
-  # a tmpfs) and podman's --runroot live there, not on a disk file system
-  # where this project's VM keeps its /run (each state file written there
-  # costs ~0.3 ms).
-  export BENCH_SERVE_NS=1
-  exec unshare --net --mount --propagation private -- "$BASH" "$0" "$@"
-fi
-ip link set lo up
-mount -t tmpfs -o mode=755 tmpfs /run
-mount -t tmpfs -o mode=755 tmpfs /var/lib/cni 2>/dev/null || true
+# Its own network and mount namespaces, /run a tmpfs (own_namespaces.sh).
+. "$(dirname "$0")/own_namespaces.sh"
 . "$(dirname "$0")/common.sh"
 N=${1:-100}
 PY=$(command -v python3)

@@ -314,6 +314,16 @@ no_user_sandboxes ()
   [ -z "$(uohbox neither ps -a -q)" ]
 }
 
+user_processes ()
+{
+  { pgrep -u "$T_USER" || true; } | wc -l
+}
+
+no_user_processes ()
+{
+  [ "$(user_processes)" = 0 ]
+}
+
 test_rootless_sandboxes ()
 {
   user_images
@@ -347,10 +357,13 @@ test_rootless_sandboxes ()
   assert_contains "$err" "install slirp4netns or passt"
   assert_exit 1 as_user neither "$PLAN" "$USTORE" --run --rm "$RT"
   assert_contains "$err" "install slirp4netns or passt"
-  # (--rm sandboxes stopped above are removed by their monitors.)
+  # (--rm sandboxes stopped above are removed by their monitors, which
+  # may finish their teardown after `ps` no longer lists them.)
   t_wait_until 10 no_user_sandboxes
   assert_ok uohbox neither ps -a -q
   assert_eq "$out" "" "sandboxes left"
+  t_wait_until 10 no_user_processes
+  assert_eq "$(user_processes)" 0 "processes of $T_USER left"
 }
 
 # Issue 14 item 1, rootless: the host's network for a runtime sandbox is
@@ -366,7 +379,7 @@ test_rootless_runtime_host_network_refused ()
   assert_contains "$err" "abstract unix sockets"
   assert_ok uohbox pasta ps -a -q
   assert_eq "$out" "" "sandboxes left"
-  assert_eq "$({ pgrep -u "$T_USER" || true; } | wc -l)" 0 "processes of $T_USER left"
+  assert_eq "$(user_processes)" 0 "processes of $T_USER left"
 }
 
 run_test root_plans test_root_plans

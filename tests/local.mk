@@ -31,6 +31,13 @@ check-local: $(check_PROGRAMS) $(bin_PROGRAMS)
 	@OHBOX_BUILDDIR=$(abs_top_builddir) OHBOX_SRCDIR=$(abs_top_srcdir) \
 	  $(SHELL) $(top_srcdir)/tests/run-tests.sh $(TESTS_ARGS)
 
+if SANITIZERS
+# One fault of each kind the sanitizer build must report (tests/integration/sanitizers.sh).
+check_PROGRAMS += tests/lib/sanitizer-probe
+tests_lib_sanitizer_probe_SOURCES = tests/lib/sanitizer-probe.c src/libohbox/common/error.c src/libohbox/common/error.h
+tests_lib_sanitizer_probe_CFLAGS = $(AM_CFLAGS) -I$(top_srcdir)/src/libohbox
+endif
+
 # One run request through the public API (tests/integration/policy.sh
 # compares it with `ohbox run`): linked to the build tree's libohbox.so.
 check_PROGRAMS += tests/lib/libohbox-plan

@@ -15,11 +15,16 @@ line ()
   grep -n "probe: $1 \*/" "$SRC" | cut -d: -f1
 }
 
-# probe KIND: runs the probe, which must fail with ASan's report.
-probe ()
+need_probe ()
 {
   t_sanitized || skip "not a sanitizer build (configure --enable-sanitizers)"
   [ -x "$PROBE" ] || skip "$PROBE is not built (make check-programs)"
+}
+
+# probe KIND: runs the probe, which must fail with ASan's report.
+probe ()
+{
+  need_probe
   assert_exit 1 "$PROBE" "$1"
 }
 
@@ -50,8 +55,7 @@ test_leak ()
 
 test_nothing_wrong ()
 {
-  t_sanitized || skip "not a sanitizer build (configure --enable-sanitizers)"
-  [ -x "$PROBE" ] || skip "$PROBE is not built (make check-programs)"
+  need_probe
   assert_ok "$PROBE" none
   assert_eq "" "$err" "stderr of a clean run"
 }

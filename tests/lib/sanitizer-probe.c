@@ -20,8 +20,7 @@ static volatile int volatile_one = 1;
 
 /* A block whose only pointer is gone when the function returns (a
  * volatile, so that the NULL reaches its stack slot). */
-static void __attribute__ ((noinline))
-leak_block (int one)
+static void __attribute__ ((noinline)) leak_block (int one)
 {
   char *volatile p = malloc (4096);
   memset (p, 'x', 4096);

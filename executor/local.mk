@@ -50,8 +50,8 @@ EXTRA_DIST += executor/closure.sh executor/mhd-notls.sh executor/README.md
 .PHONY: executor-closure executor-mhd-notls
 
 if SANITIZERS
-# The executor as a release build makes it, without the sanitizer runtimes
-# (libasan, libubsan, libstdc++: 13 MB of closure): build.sh's layer-size
+# The executor as a release build makes it, without the sanitizer runtime
+# (libasan: 8 MB of closure): build.sh's layer-size
 # test builds its runtime image with it.
 check_PROGRAMS += tests/executor/ohbox-executor-release
 tests_executor_ohbox_executor_release_SOURCES = $(ohbox_executor_SOURCES)

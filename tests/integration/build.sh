@@ -386,7 +386,7 @@ dep_layer ()
 
 # Issue 16: on busybox the dependency layer of a runtime image stays under
 # 8 MB, with the executor as a release build makes it (a sanitizer build's
-# closure adds libasan, libubsan and libstdc++) and the libmicrohttpd
+# closure adds libasan) and the libmicrohttpd
 # without HTTPS that contrib/install-deps.sh builds (no GnuTLS stack);
 # the image runs the executor from those files alone, zips included.
 test_dependency_layer_under_8MB ()

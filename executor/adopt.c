@@ -126,6 +126,46 @@ check_body (json_t *body, int *status, char **detail)
   return body;
 }
 
+/* The command line of the session as main() would have parsed it, into
+ * *TMP (released by release_session_args); checked against what cannot
+ * change on standby. NULL with *STATUS and *DETAIL set when refused. */
+static json_t *
+parse_argv (struct executor *ex, json_t *arr, struct executor *tmp, int *status, char **detail)
+{
+  tmp->work_dir = xstrdup ("/workspace");
+  tmp->username = xstrdup ("openhands");
+  tmp->uid = 1000;
+  tmp->browser_enabled = true;
+  int argc;
+  char **argv = body_argv (arr, &argc);
+  ohbox_error_t err = NULL;
+  int r = executor_parse_args (tmp, argc, argv, &err);
+  free_argv (argv);
+  json_t *ret = json_true ();
+  if (r < 0)
+    ret = fail (status, detail, 400, "Invalid request: `argv`: %s", err->msg);
+  else if (tmp->port != ex->port)
+    ret = fail (status, detail, 400, "Invalid request: `argv` names port %d, the executor listens on %d", tmp->port,
+                ex->port);
+  else if (tmp->standby)
+    ret = fail (status, detail, 400, "Invalid request: `argv` cannot ask for --standby");
+  else if (tmp->listen_address && (ex->listen_address == NULL || strcmp (tmp->listen_address, ex->listen_address) != 0))
+    ret = fail (status, detail, 400, "Invalid request: `argv` names another listen address");
+  ohbox_error_release (&err);
+  return ret;
+}
+
+static void
+release_session_args (struct executor *tmp)
+{
+  free (tmp->work_dir);
+  free (tmp->username);
+  free (tmp->listen_address);
+  for (size_t i = 0; tmp->plugins && tmp->plugins[i]; i++)
+    free (tmp->plugins[i]);
+  free (tmp->plugins);
+}
+
 /* The command line of the session onto a copy of EX's defaults: what main()
  * would have parsed. */
 static json_t *
@@ -134,26 +174,7 @@ apply_argv (struct executor *ex, json_t *arr, int *status, char **detail)
   if (arr == NULL || json_is_null (arr))
     return json_true (); /* the standby command line stands */
   struct executor tmp = { 0 };
-  tmp.work_dir = xstrdup ("/workspace");
-  tmp.username = xstrdup ("openhands");
-  tmp.uid = 1000;
-  tmp.browser_enabled = true;
-  int argc;
-  char **argv = body_argv (arr, &argc);
-  ohbox_error_t err = NULL;
-  int r = executor_parse_args (&tmp, argc, argv, &err);
-  free_argv (argv);
-  json_t *ret = json_true ();
-  if (r < 0)
-    ret = fail (status, detail, 400, "Invalid request: `argv`: %s", err->msg);
-  else if (tmp.port != ex->port)
-    ret = fail (status, detail, 400, "Invalid request: `argv` names port %d, the executor listens on %d", tmp.port,
-                ex->port);
-  else if (tmp.standby)
-    ret = fail (status, detail, 400, "Invalid request: `argv` cannot ask for --standby");
-  else if (tmp.listen_address && (ex->listen_address == NULL || strcmp (tmp.listen_address, ex->listen_address) != 0))
-    ret = fail (status, detail, 400, "Invalid request: `argv` names another listen address");
-  ohbox_error_release (&err);
+  json_t *ret = parse_argv (ex, arr, &tmp, status, detail);
   if (ret)
     {
       free (ex->work_dir);
@@ -167,12 +188,7 @@ apply_argv (struct executor *ex, json_t *arr, int *status, char **detail)
       free (ex->plugins);
       ex->plugins = steal_pointer (&tmp.plugins);
     }
-  free (tmp.work_dir);
-  free (tmp.username);
-  free (tmp.listen_address);
-  for (size_t i = 0; tmp.plugins && tmp.plugins[i]; i++)
-    free (tmp.plugins[i]);
-  free (tmp.plugins);
+  release_session_args (&tmp);
   return ret;
 }
 
@@ -180,24 +196,58 @@ apply_argv (struct executor *ex, json_t *arr, int *status, char **detail)
  * adoption would make: the same user (as asked for: an existing user keeps
  * its own uid either way), the same directory, and a shell whose
  * environment the adoption's does not change (a login shell as another
- * user gets a clean one; a shell of the executor's own user inherits it). */
+ * user gets a clean one; a shell of the executor's own user inherits it).
+ * SU_TO_USER is the adoption's (ENV's, else the executor's). */
 static bool
-prestarted_fits (struct executor *ex, json_t *env)
+prestarted_fits (struct executor *ex, const char *username, uid_t uid, const char *dir, json_t *env)
 {
   if (ex->prestarted_user == NULL || ex->bash == NULL || bash_session_dead (ex->bash))
     return false;
-  if (strcmp (ex->prestarted_user, ex->username) != 0 || ex->prestarted_uid != ex->uid
-      || strcmp (ex->prestarted_dir, ex->work_dir) != 0)
+  if (strcmp (ex->prestarted_user, username) != 0 || ex->prestarted_uid != uid || strcmp (ex->prestarted_dir, dir) != 0)
     return false;
-  /* SU_TO_USER of the adoption's environment (set by now) decides as at a
-   * start (main.c). */
-  const char *su = getenv ("SU_TO_USER");
+  /* SU_TO_USER decides as at a start (main.c). */
+  const char *su = json_string_value (json_object_get (env, "SU_TO_USER"));
+  if (su == NULL)
+    su = getenv ("SU_TO_USER");
   bool want_switch = geteuid () == 0
                      && (su == NULL || *su == '\0' || strcasecmp (su, "true") == 0 || strcmp (su, "1") == 0
                          || strcasecmp (su, "yes") == 0);
   if (want_switch != ex->switch_user)
     return false;
   return ex->switch_user || json_object_size (env) == 0;
+}
+
+/* A guess, before anything changes, that adopting with BODY keeps the
+ * session started ahead, so the adoption is no more than a few system
+ * calls (and can be answered without a worker: server.c). A wrong guess
+ * costs time only: executor_adopt decides again. */
+bool
+executor_adopt_is_quick (struct executor *ex, json_t *body)
+{
+  int status;
+  cleanup_free char *detail = NULL;
+  if (check_body (body, &status, &detail) == NULL)
+    return true; /* refused at once */
+  /* An adoption under way (in a worker) may be changing what is read here:
+   * then this one waits for it, in a worker too. */
+  if (pthread_mutex_trylock (&ex->adopt_lock) != 0)
+    return false;
+  bool quick = true;
+  json_t *argv = json_object_get (body, "argv");
+  json_t *env = json_object_get (body, "environment");
+  if (!executor_on_standby (ex))
+    quick = true; /* refused at once */
+  else if (argv == NULL || json_is_null (argv))
+    quick = prestarted_fits (ex, ex->username, ex->uid, ex->work_dir, env);
+  else
+    {
+      struct executor tmp = { 0 };
+      quick = parse_argv (ex, argv, &tmp, &status, &detail) == NULL
+              || prestarted_fits (ex, tmp.username, tmp.uid, tmp.work_dir, env);
+      release_session_args (&tmp);
+    }
+  pthread_mutex_unlock (&ex->adopt_lock);
+  return quick;
 }
 
 json_t *
@@ -235,7 +285,7 @@ executor_adopt (struct executor *ex, json_t *body, int *status, char **detail)
     }
   pthread_mutex_lock (&ex->action_lock);
   int r = 0;
-  if (!prestarted_fits (ex, env))
+  if (!prestarted_fits (ex, ex->username, ex->uid, ex->work_dir, env))
     {
       if (ex->prestarted_user)
         {

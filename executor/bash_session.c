@@ -36,6 +36,10 @@
  * server's polling interval. */
 #define PROMPT_QUIET 0.5
 
+/* Seconds from a command's start in which its pane is rendered at every
+ * change, unthrottled (run_poll_once). */
+#define THROTTLE_GRACE 0.005
+
 /* The prompt: PROMPT_COMMAND computes the values without forking (the
  * Python server's PS1 runs `$(pwd)` and `$(which python)`, two forks per
  * prompt), then PS1 renders exactly the block the Python server parses.
@@ -602,8 +606,11 @@ run_poll_once (struct bash_session *s, const struct run_request *req, const char
   size_t count = find_ps1 (pane, &m);
   double t1 = p->t1 = ohbox_monotonic ();
   /* A flood of output would make every render rebuild a large pane:
-   * render at most once per four render times. */
-  p->throttle_until = t1 + 4 * (t1 - t0);
+   * render at most once per four render times. Not in a command's first
+   * THROTTLE_GRACE: most commands end in it, and the first renders, slow
+   * on cold pages, would make their reply wait four times as long for
+   * nothing (a flood renders unthrottled for that long only). */
+  p->throttle_until = t1 - p->start < THROTTLE_GRACE ? 0 : t1 + 4 * (t1 - t0);
   if (strcmp (pane, p->last_pane) != 0)
     {
       free (p->last_pane);

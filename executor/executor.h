@@ -78,6 +78,7 @@ bool executor_on_standby (struct executor *ex);
 /* POST /ohbox/adopt (adopt.c): the body's session for a standby executor.
  * Returns the reply or NULL with *STATUS and *DETAIL. */
 json_t *executor_adopt (struct executor *ex, json_t *body, int *status, char **detail);
+bool executor_adopt_is_quick (struct executor *ex, json_t *body);
 
 /* Request handlers (server.c routes to them). */
 /* POST /execute_action: BODY is the request JSON.  Returns the observation,

@@ -260,7 +260,8 @@ handle_body (struct executor *ex, json_t *body,
 }
 
 /* True for the requests that can block (a bash command, a file system
- * walk, unpacking a zip, zipping a tree): run by a worker. */
+ * walk, unpacking a zip, zipping a tree, an adoption that starts a
+ * session): run by a worker. */
 static bool
 route_blocks (enum route r)
 {
@@ -421,10 +422,23 @@ suspend (void *job)
   MHD_suspend_connection (rq->conn);
 }
 
+/* An adoption that keeps the session started ahead (adopt.c) is a few
+ * system calls: answered here, it spares a pooled sandbox's first request
+ * two thread hand-offs. */
+static bool
+quick_adoption (struct server *srv, struct request *rq)
+{
+  json_error_t jerr;
+  json_t *body = parse_body (rq, &jerr);
+  bool quick = executor_adopt_is_quick (srv->ex, body);
+  json_decref (body);
+  return quick;
+}
+
 static enum MHD_Result
 finish (struct server *srv, struct MHD_Connection *c, struct request *rq)
 {
-  if (route_blocks (rq->route))
+  if (route_blocks (rq->route) && !(rq->route == R_ADOPT && quick_adoption (srv, rq)))
     {
       if (pool_submit (srv->pool, rq, suspend) == 0)
         return MHD_YES;

@@ -412,13 +412,15 @@ record_start (struct serve *srv, bool pool, bool ok, double t0)
   metrics_start (&srv->metrics, pool, ok, serve_now () - t0);
 }
 
-/* One log line per sandbox given to a session. */
+/* One log line per sandbox given to a session, written once the answer
+ * is out. */
 static void
-log_started (struct serve *srv, json_t *desc, bool pool, double t0)
+log_started (struct reply *out, json_t *desc, bool pool, double t0)
 {
-  serve_log (srv, json_pack ("{s:s, s:O, s:O, s:s, s:f}", "event", "started", "runtime_id",
-                             json_object_get (desc, "runtime_id"), "session_id", json_object_get (desc, "session_id"),
-                             "source", pool ? "pool" : "cold", "seconds", serve_now () - t0));
+  json_decref (out->log_after);
+  out->log_after = json_pack ("{s:s, s:O, s:O, s:s, s:f}", "event", "started", "runtime_id",
+                              json_object_get (desc, "runtime_id"), "session_id", json_object_get (desc, "session_id"),
+                              "source", pool ? "pool" : "cold", "seconds", serve_now () - t0);
 }
 
 static void
@@ -508,7 +510,7 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
       return;
     }
   record_start (srv, false, true, t0);
-  log_started (srv, desc, false, t0);
+  log_started (out, desc, false, t0);
   reply_json (out, 200, desc);
 }
 
@@ -592,11 +594,11 @@ start_from_pool (struct serve *srv, const struct start_req *sr, struct proxy_con
   pthread_mutex_unlock (&srv->reg.lock);
   sbx_free (s);
   pools_learn (srv, sr->image, sr->server_args);
-  pools_wake (srv);
+  out->wake_pools_after = true;
   if (desc == NULL)
     return false;
   record_start (srv, true, true, t0);
-  log_started (srv, desc, true, t0);
+  log_started (out, desc, true, t0);
   reply_json (out, 200, desc);
   return true;
 }

@@ -61,6 +61,8 @@ struct req
   bool too_big;
   struct proxy_xfer *px;
   struct build_upload *bu;
+  json_t *log_after; /* struct reply's */
+  bool wake_pools_after;
 };
 
 void
@@ -104,6 +106,8 @@ static enum MHD_Result
 send_reply (struct req *rq, struct MHD_Connection *mc, struct reply *out)
 {
   rq->status = out->status ? out->status : 500;
+  rq->log_after = steal_pointer (&out->log_after);
+  rq->wake_pools_after = out->wake_pools_after;
   if (out->text)
     return send_text (mc, rq->status, steal_pointer (&out->text), out->content_type ?: "text/plain");
   char *s = out->json ? json_dumps (out->json, JSON_COMPACT | JSON_ENSURE_ASCII) : NULL;
@@ -154,6 +158,10 @@ completed (void *cls, struct MHD_Connection *mc, void **con_cls, enum MHD_Reques
   struct req *rq = *con_cls;
   if (rq == NULL)
     return;
+  if (rq->wake_pools_after)
+    pools_wake (srv);
+  if (rq->log_after)
+    serve_log (srv, steal_pointer (&rq->log_after));
   json_t *line = json_pack ("{s:s, s:s, s:i, s:f}", "method", rq->method[0] ? rq->method : "?", "path",
                             rq->path ? rq->path : "?", "status", (int) rq->status, "ms",
                             (double) (long long) ((serve_now () - rq->t0) * 1e6) / 1000.0);

@@ -41,6 +41,10 @@ struct pool
    * (OHBOX_EXECUTOR_STANDBY_SESSION, executor/adopt.c), which saves the
    * adoption a login shell's start. */
   char *expect;
+  /* What IMAGE resolved to at the last take, with the store's names' stamp
+   * taken before: a take that finds the same stamp needs no store. */
+  char *image_id;
+  struct ohbox_store_names_stamp image_id_stamp;
 };
 
 #define REFILL_QUIET 0.1 /* seconds */
@@ -91,6 +95,34 @@ resolve (struct serve *srv, const char *name)
   return id;
 }
 
+/* The same for pool P's image, from what the last take found while no
+ * name changed (a take is on the path of a session's first request: the
+ * store's locks and files cost it ~0.2 ms). */
+static char *
+resolve_pool_image (struct serve *srv, struct pool *p)
+{
+  struct pools *ps = srv->pools;
+  struct ohbox_store_names_stamp now;
+  bool stamped = ohbox_store_names_stamp (srv->cfg->store_root, &now);
+  char *id = NULL;
+  pthread_mutex_lock (&ps->lock);
+  if (stamped && p->image_id && ohbox_store_names_stamp_equal (&now, &p->image_id_stamp))
+    id = xstrdup (p->image_id);
+  pthread_mutex_unlock (&ps->lock);
+  if (id)
+    return id;
+  id = resolve (srv, p->image);
+  if (id && stamped)
+    {
+      pthread_mutex_lock (&ps->lock);
+      free (p->image_id);
+      p->image_id = xstrdup (id);
+      p->image_id_stamp = now;
+      pthread_mutex_unlock (&ps->lock);
+    }
+  return id;
+}
+
 struct sbx *
 pools_take (struct serve *srv, const char *image, const char *session)
 {
@@ -98,14 +130,15 @@ pools_take (struct serve *srv, const char *image, const char *session)
   if (ps == NULL || ps->n == 0)
     return NULL;
   cleanup_free char *name = normalise (image);
-  bool pooled = false;
-  for (unsigned i = 0; i < ps->n; i++)
-    pooled = pooled || strcmp (ps->p[i].image, name) == 0;
-  if (!pooled)
+  struct pool *pool = NULL;
+  for (unsigned i = 0; i < ps->n && pool == NULL; i++)
+    if (strcmp (ps->p[i].image, name) == 0)
+      pool = &ps->p[i];
+  if (pool == NULL)
     return NULL;
   /* A member of what the name means now: a tag moved by a build since the
    * member started is not what the client asked for. */
-  cleanup_free char *id = resolve (srv, name);
+  cleanup_free char *id = resolve_pool_image (srv, pool);
   if (id == NULL)
     return NULL;
   struct sbx *copy = NULL;
@@ -463,6 +496,7 @@ pools_free (struct serve *srv, bool stop_members)
     {
       free (ps->p[i].image);
       free (ps->p[i].expect);
+      free (ps->p[i].image_id);
     }
   pthread_mutex_destroy (&ps->lock);
   pthread_cond_destroy (&ps->cond);

@@ -167,6 +167,11 @@ struct reply
   json_t *json; /* or */
   char *text;   /* with content_type */
   const char *content_type;
+  /* Work that waits until the answer is out (http.c): a log line, and
+   * waking the pools' filler (which would otherwise run first on a busy
+   * machine, and take the registry's lock the answer needs). */
+  json_t *log_after;
+  bool wake_pools_after;
 };
 /* Dispatches an API request (the body parsed as JSON when it has one); PC:
  * the client connection's handles for requests to sandboxes (proxy.c). */

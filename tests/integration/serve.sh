@@ -367,6 +367,15 @@ test_pool ()
   assert_eq "$(sv_metric 'ohbox_serve_starts_total{source="cold"}')" 1
   cold=$(what_session "$SV_ID")
   assert_eq "$cold" "$pooled" "a cold start of the same request"
+  # The name moved to another image since the members started: they are
+  # not what it means now (the server keeps what the name resolved to only
+  # while no name changes).
+  assert_ok "$OHBOX_BIN" --root "$SV_ROOT" save "$SV_RT" "oci:$T_WORK/rt-layout:rt"
+  assert_ok "$OHBOX_BIN" --root "$SV_ROOT" save "$SV_BB" "oci:$T_WORK/bb-layout:bb"
+  assert_ok "$OHBOX_BIN" --root "$SV_ROOT" load "oci:$T_WORK/bb-layout:bb" "$SV_RT"
+  sv_call POST /start "$(jq -cn --arg i "$SV_RT" --argjson c "$SV_V0_CMD" '{image: $i, session_id: "pool-moved", command: $c}')"
+  assert_eq "$(sv_metric 'ohbox_serve_starts_total{source="pool"}')" 2 "a start after the name moved: $code $out"
+  assert_ok "$OHBOX_BIN" --root "$SV_ROOT" load "oci:$T_WORK/rt-layout:rt" "$SV_RT"
   # Stopped on purpose, the server stops the members nobody was given.
   sv_stop
   t_wait_until 30 sh -c "[ \$('$OHBOX_BIN' --root '$SV_ROOT' ps -q | wc -l) = 3 ]"

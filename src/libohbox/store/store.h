@@ -112,6 +112,18 @@ int ohbox_store_resolve (struct ohbox_store *s, const char *what, char **image_i
 /* The same for names only (what the user typed, or its normalised form,
  * or NAME@DIGEST): never an id or id prefix. */
 int ohbox_store_resolve_name (struct ohbox_store *s, const char *what, char **image_id, ohbox_error_t *err);
+/* What the names of the store under ROOT are now, from one stat and
+ * without opening the store: every change of a name replaces the file that
+ * holds them, so two equal stamps mean that no name changed in between. A
+ * long-running caller keeps what a name resolved to with the stamp taken
+ * before resolving it. False when the store has no names yet. */
+struct ohbox_store_names_stamp
+{
+  uint64_t dev, ino, size;
+  int64_t mtime_ns, ctime_ns;
+};
+bool ohbox_store_names_stamp (const char *root, struct ohbox_store_names_stamp *out);
+bool ohbox_store_names_stamp_equal (const struct ohbox_store_names_stamp *a, const struct ohbox_store_names_stamp *b);
 /* Images whose pull needed credentials (the registry wanted them and got
  * them): a CI job without them must not get such an image from the store
  * (ohbox-ci(1)). The mark stays until the image is removed. */

@@ -35,7 +35,7 @@ store_refs_read (struct ohbox_store *s, json_t **out, ohbox_error_t *err)
 {
   cleanup_free char *text = NULL;
   size_t len = 0;
-  if (ohbox_read_file_at (s->dirfd, "refs.json", STORE_REFS_MAX_SIZE, &text, &len, err) < 0)
+  if (ohbox_read_file_at (s->dirfd, STORE_REFS_FILE, STORE_REFS_MAX_SIZE, &text, &len, err) < 0)
     {
       if ((*err)->errno_value == ENOENT)
         {
@@ -67,7 +67,7 @@ store_refs_write (struct ohbox_store *s, json_t *refs, ohbox_error_t *err)
   cleanup_free char *text = json_dumps (doc, JSON_INDENT (1) | JSON_SORT_KEYS);
   if (text == NULL)
     abort ();
-  return ohbox_write_file_atomic (s->dirfd, "refs.json", text, strlen (text), 0600, err);
+  return ohbox_write_file_atomic (s->dirfd, STORE_REFS_FILE, text, strlen (text), 0600, err);
 }
 
 static void
@@ -388,6 +388,29 @@ ohbox_store_resolve_name (struct ohbox_store *s, const char *what, char **image_
     }
   free (id);
   return ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "no image named `%s` in the store", what);
+}
+
+bool
+ohbox_store_names_stamp (const char *root, struct ohbox_store_names_stamp *out)
+{
+  memset (out, 0, sizeof *out);
+  cleanup_free char *path = xasprintf ("%s/" STORE_REFS_FILE, root);
+  struct stat st;
+  if (stat (path, &st) < 0)
+    return false;
+  out->dev = st.st_dev;
+  out->ino = st.st_ino;
+  out->size = (uint64_t) st.st_size;
+  out->mtime_ns = (int64_t) st.st_mtim.tv_sec * 1000000000 + st.st_mtim.tv_nsec;
+  out->ctime_ns = (int64_t) st.st_ctim.tv_sec * 1000000000 + st.st_ctim.tv_nsec;
+  return true;
+}
+
+bool
+ohbox_store_names_stamp_equal (const struct ohbox_store_names_stamp *a, const struct ohbox_store_names_stamp *b)
+{
+  return a->dev == b->dev && a->ino == b->ino && a->size == b->size && a->mtime_ns == b->mtime_ns
+         && a->ctime_ns == b->ctime_ns;
 }
 
 int

@@ -5,6 +5,8 @@
 
 #include "store/store.h"
 
+/* The names: {"refs": {NAME: IMAGE ID}}, replaced whole at each change. */
+#define STORE_REFS_FILE "refs.json"
 #define STORE_REFS_MAX_SIZE (64 * 1024 * 1024)
 #define STORE_RECORD_MAX_SIZE (16 * 1024 * 1024)
 

@@ -514,6 +514,27 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
   reply_json (out, 200, desc);
 }
 
+/* The session's key and id in member ID's state, for a server started
+ * again. The store is opened for this rather than held since the take: an
+ * executor slow to answer would hold off its garbage collection (which
+ * waits for every open store) for the request's timeout. */
+static int
+record_session (struct serve *srv, const char *id, const char *key, const char *session_id, ohbox_error_t *err)
+{
+  struct ohbox_store *store = NULL;
+  struct ohbox_runtime *rt = NULL;
+  json_t *note = json_pack ("{s:s}", SERVE_NOTE_SESSION, session_id);
+  int r = serve_open (srv, &store, &rt, err);
+  if (r == 0)
+    r = ohbox_sandbox_executor_rekey (rt, id, key, err);
+  if (r == 0)
+    r = ohbox_sandbox_annotate (rt, id, note, err);
+  json_decref (note);
+  if (rt)
+    serve_close (store, rt);
+  return r;
+}
+
 /* From a pool: the member's executor adopts the session (adopt.c), through
  * the client connection's handles PC: the session's first request, which
  * usually comes on that connection, finds the connection to its sandbox
@@ -538,30 +559,25 @@ start_from_pool (struct serve *srv, const struct start_req *sr, struct proxy_con
     }
   json_t *body = json_pack ("{s:s, s:O?, s:O?, s:s?}", "session_api_key", key, "argv", sr->server_args, "environment",
                             sr->environment, "working_dir", sr->working_dir);
-  long status = 0;
-  int r = proxy_post_json (pc, s->upstream, "/ohbox/adopt", s->key, body, &status, NULL, &e);
+  struct proxy_post *adoption = NULL;
+  int r = proxy_post_begin (pc, s->upstream, "/ohbox/adopt", s->key, body, &adoption, &e);
   json_decref (body);
-  struct ohbox_store *store = NULL;
-  struct ohbox_runtime *rt = NULL;
-  if (r == 0 && status == 200)
+  /* Recorded while the executor adopts: a server killed before the
+   * adoption finished finds a session whose key does not work yet, and
+   * stops its sandbox (pool.c, probe_members). */
+  if (r == 0)
+    r = record_session (srv, s->id, key, sr->session_id, &e);
+  long status = 0;
+  if (adoption)
     {
-      /* Recorded after the executor took it: a server killed in between
-       * finds a member whose pool key no longer works, and stops it. The
-       * store is opened again here rather than held since the take: an
-       * executor slow to answer would hold off its garbage collection
-       * (which waits for every open store) for the request's timeout. */
-      json_t *note = json_pack ("{s:s}", SERVE_NOTE_SESSION, sr->session_id);
-      r = serve_open (srv, &store, &rt, &e);
+      ohbox_error_t e2 = NULL;
+      int r2 = proxy_post_end (adoption, &status, NULL, r == 0 ? &e : &e2);
+      ohbox_error_release (&e2);
+      if (r2 == 0 && status != 200)
+        r2 = -1; /* refused: the member is not what its record says */
       if (r == 0)
-        r = ohbox_sandbox_executor_rekey (rt, s->id, key, &e);
-      if (r == 0)
-        r = ohbox_sandbox_annotate (rt, s->id, note, &e);
-      json_decref (note);
-      if (rt)
-        serve_close (store, rt);
+        r = r2;
     }
-  else if (r == 0)
-    r = -1;
   if (r < 0)
     {
       ohbox_error_release (&e);

@@ -9,7 +9,8 @@
  * takes a member: the server makes a new session key, sends the member's
  * executor the session (key, the server's arguments, environment, working
  * directory: POST /ohbox/adopt with the pool key), records the key and the
- * session in the sandbox's state, and answers; the filler starts a
+ * session in the sandbox's state while the executor works, and answers
+ * once the executor took it; the filler starts a
  * replacement in the background once the takes pause (REFILL_QUIET after
  * the last one, REFILL_MAX after the first): a sandbox start is tens of
  * milliseconds of CPU, and started at once it would compete with the first
@@ -20,9 +21,10 @@
  *
  * Members are the server's sandboxes labelled org.ohbox.serve.pool=IMAGE
  * without a session: a server started again finds them in the state, and
- * checks each is still on standby with its recorded key (an adoption it
- * was killed in the middle of leaves one that is not: stopped) before it
- * gives it out. */
+ * checks each is still on standby with its recorded key before it gives it
+ * out, and that each given to a session has it (probe_members): an
+ * adoption the server was killed in the middle of leaves one that is not
+ * what its record says, which is stopped. */
 #include "config.h"
 
 #include <string.h>
@@ -238,14 +240,17 @@ count_members (struct serve *srv, const char *image, unsigned *ready, unsigned *
         }
 }
 
-/* Members found at startup: on standby with the recorded key answers the
- * empty adoption 400 (refused for its body, after the key passed). */
+/* Members found at startup, asked for an empty adoption with the recorded
+ * key: one on standby answers 400 (refused for its body, after the key
+ * passed); one given to a session, 409 once it has the session (with a
+ * key that works: its adoption finished). Any other answer: stopped. */
 static void
 probe_members (struct serve *srv)
 {
   for (;;)
     {
       char id[65] = "";
+      bool given = false;
       cleanup_free char *upstream = NULL, *key = NULL;
       pthread_mutex_lock (&srv->reg.lock);
       for (unsigned b = 0; b < REG_BUCKETS && !id[0]; b++)
@@ -255,6 +260,7 @@ probe_members (struct serve *srv)
               memcpy (id, s->id, sizeof id);
               upstream = s->upstream ? xstrdup (s->upstream) : NULL;
               key = s->key ? xstrdup (s->key) : NULL;
+              given = s->session_id != NULL;
               s->probe = false;
             }
       pthread_mutex_unlock (&srv->reg.lock);
@@ -266,7 +272,7 @@ probe_members (struct serve *srv)
       int r = upstream && key ? proxy_post_json (NULL, upstream, "/ohbox/adopt", key, empty, &status, NULL, &e) : -1;
       json_decref (empty);
       ohbox_error_release (&e);
-      if (r == 0 && status == 400)
+      if (r == 0 && status == (given ? 409 : 400))
         {
           pthread_mutex_lock (&srv->reg.lock);
           struct sbx *s = reg_find (&srv->reg, id);
@@ -463,7 +469,11 @@ pools_init (struct serve *srv, ohbox_error_t *err)
     }
   srv->pools = ps;
   if (ps->n == 0)
-    return 0;
+    {
+      /* No filler: what an earlier server's pools left is probed now. */
+      probe_members (srv);
+      return 0;
+    }
   if (pthread_create (&ps->filler, NULL, filler_main, srv) != 0)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "start the pool filler thread");
   ps->filler_started = true;

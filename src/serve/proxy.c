@@ -635,76 +635,136 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
   return ret;
 }
 
-/* Runs the transfer of C on the connection PC's multi handle, whose
- * connection cache keeps the connection open for what comes next on PC. */
-static CURLcode
-perform_on (struct proxy_conn *pc, CURL *c)
+struct proxy_post
 {
-  if (curl_multi_add_handle (pc->multi, c) != CURLM_OK)
-    return CURLE_FAILED_INIT;
-  CURLcode result = CURLE_FAILED_INIT;
-  for (bool done = false; !done;)
+  struct proxy_conn *pc, *own; /* OWN: handles of this request alone */
+  CURL *easy;
+  char *path, *text;
+  struct curl_slist *headers;
+  struct ohbox_buf out;
+  bool done;
+  CURLcode result;
+};
+
+/* One round of PP's transfer on its multi handle (whose connection cache
+ * keeps the connection open for what comes next on a client connection),
+ * waiting for the sockets first with WAIT: true once it ended. */
+static bool
+post_step (struct proxy_post *pp, bool wait)
+{
+  if (wait)
+    curl_multi_poll (pp->pc->multi, NULL, 0, 1000, NULL);
+  int running = 0;
+  CURLMcode mc = curl_multi_perform (pp->pc->multi, &running);
+  CURLMsg *msg;
+  int left;
+  while ((msg = curl_multi_info_read (pp->pc->multi, &left)))
+    if (msg->msg == CURLMSG_DONE && msg->easy_handle == pp->easy)
+      {
+        pp->done = true;
+        pp->result = msg->data.result;
+      }
+  if (mc != CURLM_OK && !pp->done)
     {
-      int running = 0;
-      CURLMcode mc = curl_multi_perform (pc->multi, &running);
-      CURLMsg *msg;
-      int left;
-      while ((msg = curl_multi_info_read (pc->multi, &left)))
-        if (msg->msg == CURLMSG_DONE && msg->easy_handle == c)
-          {
-            done = true;
-            result = msg->data.result;
-          }
-      if (mc != CURLM_OK)
-        break;
-      if (!done)
-        curl_multi_poll (pc->multi, NULL, 0, 1000, NULL);
+      pp->done = true;
+      pp->result = CURLE_FAILED_INIT;
     }
-  curl_multi_remove_handle (pc->multi, c);
-  return result;
+  return pp->done;
+}
+
+/* Whether the whole request is on the socket (libcurl counts the body as
+ * uploaded once it wrote it). */
+static bool
+post_sent (struct proxy_post *pp)
+{
+  curl_off_t up = 0;
+  return curl_easy_getinfo (pp->easy, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK && up >= (curl_off_t) strlen (pp->text);
+}
+
+static void
+post_free (struct proxy_post *pp)
+{
+  if (pp->easy && pp->pc)
+    curl_multi_remove_handle (pp->pc->multi, pp->easy);
+  proxy_conn_free (pp->own);
+  curl_slist_free_all (pp->headers);
+  ohbox_buf_free (&pp->out);
+  free (pp->path);
+  free (pp->text);
+  free (pp);
+}
+
+int
+proxy_post_begin (struct proxy_conn **pcp, const char *upstream, const char *path, const char *key, json_t *body,
+                  struct proxy_post **ret, ohbox_error_t *err)
+{
+  *ret = NULL;
+  struct proxy_post *pp = xcalloc (1, sizeof *pp);
+  pp->pc = conn_handles (pcp ? pcp : &pp->own);
+  if (pp->pc == NULL)
+    {
+      post_free (pp);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_multi_init");
+    }
+  pp->easy = pp->pc->easy;
+  curl_easy_reset (pp->easy);
+  pp->path = xstrdup (path);
+  pp->text = json_dumps (body, JSON_COMPACT) ?: xstrdup ("{}");
+  cleanup_free char *url = xasprintf ("%s%s", upstream, path);
+  cleanup_free char *hkey = xasprintf ("X-Session-API-Key: %s", key);
+  pp->headers = curl_slist_append (NULL, "Content-Type: application/json");
+  pp->headers = curl_slist_append (pp->headers, hkey);
+  pp->headers = curl_slist_append (pp->headers, "Expect:");
+  curl_easy_setopt (pp->easy, CURLOPT_URL, url);
+  curl_easy_setopt (pp->easy, CURLOPT_NOSIGNAL, 1L);
+  curl_easy_setopt (pp->easy, CURLOPT_NOPROXY, "*");
+  curl_easy_setopt (pp->easy, CURLOPT_TIMEOUT_MS, 120000L);
+  curl_easy_setopt (pp->easy, CURLOPT_HTTPHEADER, pp->headers);
+  curl_easy_setopt (pp->easy, CURLOPT_POSTFIELDS, pp->text);
+  curl_easy_setopt (pp->easy, CURLOPT_WRITEFUNCTION, collect);
+  curl_easy_setopt (pp->easy, CURLOPT_WRITEDATA, &pp->out);
+  if (curl_multi_add_handle (pp->pc->multi, pp->easy) != CURLM_OK)
+    {
+      pp->easy = NULL;
+      post_free (pp);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST %s: curl_multi_add_handle", path);
+    }
+  for (bool wait = false; !post_step (pp, wait) && !post_sent (pp); wait = true)
+    ;
+  *ret = pp;
+  return 0;
+}
+
+int
+proxy_post_end (struct proxy_post *pp, long *status, json_t **reply, ohbox_error_t *err)
+{
+  if (reply)
+    *reply = NULL;
+  *status = 0;
+  while (!pp->done)
+    post_step (pp, true);
+  int ret = 0;
+  if (pp->result != CURLE_OK)
+    ret = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST %s: %s", pp->path, curl_easy_strerror (pp->result));
+  else
+    {
+      curl_easy_getinfo (pp->easy, CURLINFO_RESPONSE_CODE, status);
+      if (reply)
+        *reply = json_loadb (pp->out.data ? pp->out.data : "", pp->out.len, 0, NULL);
+    }
+  post_free (pp);
+  return ret;
 }
 
 int
 proxy_post_json (struct proxy_conn **pcp, const char *upstream, const char *path, const char *key, json_t *body,
                  long *status, json_t **reply, ohbox_error_t *err)
 {
+  struct proxy_post *pp;
+  *status = 0;
   if (reply)
     *reply = NULL;
-  *status = 0;
-  struct proxy_conn *pc = pcp ? conn_handles (pcp) : NULL;
-  CURL *c = pc ? pc->easy : curl_easy_init ();
-  if (c == NULL)
-    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_easy_init");
-  if (pc)
-    curl_easy_reset (c);
-  cleanup_free char *url = xasprintf ("%s%s", upstream, path);
-  cleanup_free char *text = json_dumps (body, JSON_COMPACT);
-  cleanup_free char *hkey = xasprintf ("X-Session-API-Key: %s", key);
-  struct curl_slist *h = curl_slist_append (NULL, "Content-Type: application/json");
-  h = curl_slist_append (h, hkey);
-  h = curl_slist_append (h, "Expect:");
-  struct ohbox_buf out = { 0 };
-  curl_easy_setopt (c, CURLOPT_URL, url);
-  curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt (c, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt (c, CURLOPT_TIMEOUT_MS, 120000L);
-  curl_easy_setopt (c, CURLOPT_HTTPHEADER, h);
-  curl_easy_setopt (c, CURLOPT_POSTFIELDS, text ? text : "{}");
-  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt (c, CURLOPT_WRITEDATA, &out);
-  CURLcode rc = pc ? perform_on (pc, c) : curl_easy_perform (c);
-  int ret = 0;
-  if (rc != CURLE_OK)
-    ret = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST %s: %s", path, curl_easy_strerror (rc));
-  else
-    {
-      curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, status);
-      if (reply)
-        *reply = json_loadb (out.data ? out.data : "", out.len, 0, NULL);
-    }
-  ohbox_buf_free (&out);
-  curl_slist_free_all (h);
-  if (pc == NULL)
-    curl_easy_cleanup (c);
-  return ret;
+  if (proxy_post_begin (pcp, upstream, path, key, body, &pp, err) < 0)
+    return -1;
+  return proxy_post_end (pp, status, reply, err);
 }

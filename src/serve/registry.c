@@ -326,10 +326,14 @@ reg_load (struct serve *srv, ohbox_error_t *err)
     if (s == NULL)
       continue;
     /* A pool member not given yet goes back to its pool once pool.c found
-     * it still on standby with the key recorded. */
-    if (s->pool && s->session_id == NULL && s->state == SBX_READY)
+     * it still on standby with the key recorded; one given to a session
+     * (recorded while its executor adopted it: api.c) stays the session's
+     * if pool.c finds it adopted. A paused one was: only a session that got
+     * its answer is paused. */
+    if (s->pool && s->state == SBX_READY)
       {
-        s->state = SBX_STARTING;
+        if (s->session_id == NULL)
+          s->state = SBX_STARTING;
         s->probe = true;
       }
     pthread_mutex_lock (&srv->reg.lock);

@@ -3,7 +3,7 @@
 # server between requests (sessions, URLs, keys and actions survive; a
 # sandbox that died meanwhile shows failed) and in the middle of starts
 # (of the server, and of the worker doing the start: nothing half-made is
-# left, `ohbox check` finds nothing); 20 starts at once; 200 start/stop
+# left, `ohbox check` finds nothing; a pooled sandbox's adoption); 20 starts at once; 200 start/stop
 # cycles with nothing left; a teardown killed half-way is finished by the
 # next command.
 #
@@ -124,6 +124,45 @@ test_kill_mid_start ()
   sv_assert_clean
 }
 run_test kill_mid_start test_kill_mid_start
+
+# The server killed while a pooled sandbox's executor adopts a session: the
+# server records the session (its id and new key) while the executor
+# works, so the record can name a session the executor never got. Started
+# again, the server finds that session's key refused and stops the
+# sandbox; a session whose adoption finished stays, key and all.
+test_kill_mid_adoption ()
+{
+  trap sv_cleanup EXIT
+  sv_start --pool "$SV_RT=2"
+  local ready="curl -s -H 'X-API-Key: $SV_KEY' $SV_URL/metrics | grep -q '^ohbox_serve_pool_ready{.*} 2'"
+  t_wait_until 60 sh -c "$ready"
+  sv_new_session adopted '{"command":'"$SV_V0_CMD"',"working_dir":"/openhands/code/"}'
+  local id=$SV_ID sk=$SV_SK
+  sv_run_action "$id" 'echo one'
+  assert_eq "$code" 200 "$out"
+  sv_kill9
+  # What the killed server had written of a session given to a member.
+  local half
+  half=$("$OHBOX_BIN" --root "$SV_ROOT" ps --format json \
+    | jq -r '[.[] | select(.labels["org.ohbox.serve.pool"] and .annotations["org.ohbox.serve.session"] == null)][0].id')
+  assert_match "$half" '^[0-9a-f]{64}$' "a pool member"
+  jq -c '.annotations["org.ohbox.serve.session"] = "half"' "$SV_RUN/$half/state.json" >"$T_WORK/state.json"
+  cat "$T_WORK/state.json" >"$SV_RUN/$half/state.json"
+  jq -c '.api_key = "00112233445566778899aabbccddeeff"' "$SV_RUN/$half/executor.json" >"$T_WORK/executor.json"
+  cat "$T_WORK/executor.json" >"$SV_RUN/$half/executor.json"
+  sv_restart
+  t_wait_until 20 sh -c "[ \$(curl -s -o /dev/null -w '%{http_code}' -H 'X-API-Key: $SV_KEY' $SV_URL/sessions/half) = 404 ]"
+  t_wait_until 20 sh -c "! [ -e '$SV_RUN/$half' ]"
+  sv_call GET /sessions/adopted
+  assert_jq "$out" ".status == \"running\" and .runtime_id == \"$id\" and .session_api_key == \"$sk\""
+  SV_SK=$sk
+  sv_run_action "$id" 'echo two'
+  assert_eq "$code" 200 "$out"
+  sv_stop
+  sv_cleanup
+  sv_assert_clean
+}
+run_test kill_mid_adoption test_kill_mid_adoption
 
 test_concurrent ()
 {

@@ -583,6 +583,12 @@ sleep_ms (double ms)
   nanosleep (&ts, NULL);
 }
 
+/* The longest pause between two tries: the time a start loses, on
+ * average half of it, against a try's cost (a refused connection or a 503:
+ * ~0.1 ms of CPU). An executor answers 15-40 ms after its sandbox runs;
+ * pauses growing to 50 ms made a cold /start lose ~5 ms on average. */
+#define READY_POLL_MAX_MS 2.0
+
 int
 proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*alive_fn) (void *), void *data,
                   ohbox_error_t *err)
@@ -628,7 +634,7 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
           break;
         }
       sleep_ms (wait);
-      wait = wait * 1.5 > 50 ? 50 : wait * 1.5;
+      wait = wait * 1.5 > READY_POLL_MAX_MS ? READY_POLL_MAX_MS : wait * 1.5;
     }
   ohbox_buf_free (&body);
   curl_easy_cleanup (c);

@@ -104,28 +104,23 @@ struct start_req
   json_t *server_args;
 };
 
-/* OpenHands' V0 command: its python prefix, the module, then the server's
- * arguments (PORT --working-dir ... --username ... --user-id ...). */
-static const char *const openhands_prefix[] = {
-  "/openhands/micromamba/bin/micromamba",      "run", "-n", "openhands", "poetry", "run", "python", "-u", "-m",
-  "openhands.runtime.action_execution_server",
-};
-#define OPENHANDS_PREFIX_N (sizeof openhands_prefix / sizeof openhands_prefix[0])
-
+/* OpenHands' V0 command (runtime_image.h): its python prefix, the module,
+ * then the server's arguments (PORT --working-dir ... --username ...
+ * --user-id ...), which *ARGS gets. */
 static bool
 is_openhands_server (struct serve *srv, json_t *cmd, json_t **args)
 {
-  if (json_array_size (cmd) <= OPENHANDS_PREFIX_N)
+  if (json_array_size (cmd) <= OHBOX_OPENHANDS_SERVER_PREFIX_N)
     return false;
-  for (size_t i = 0; i < OPENHANDS_PREFIX_N; i++)
-    if (strcmp (json_string_value (json_array_get (cmd, i)), openhands_prefix[i]) != 0)
+  for (size_t i = 0; i < OHBOX_OPENHANDS_SERVER_PREFIX_N; i++)
+    if (strcmp (json_string_value (json_array_get (cmd, i)), ohbox_openhands_server_prefix[i]) != 0)
       return false;
   char port[16];
   snprintf (port, sizeof port, "%d", srv->cfg->sandbox_port);
-  if (strcmp (json_string_value (json_array_get (cmd, OPENHANDS_PREFIX_N)), port) != 0)
+  if (strcmp (json_string_value (json_array_get (cmd, OHBOX_OPENHANDS_SERVER_PREFIX_N)), port) != 0)
     return false;
   *args = json_array ();
-  for (size_t i = OPENHANDS_PREFIX_N; i < json_array_size (cmd); i++)
+  for (size_t i = OHBOX_OPENHANDS_SERVER_PREFIX_N; i < json_array_size (cmd); i++)
     json_array_append (*args, json_array_get (cmd, i));
   return true;
 }

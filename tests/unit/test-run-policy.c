@@ -407,6 +407,68 @@ test_service_port (void)
   CHECK (plan (&req, true, &hosts[0], &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
 }
 
+/* OpenHands' server command for the service port, on a runtime image: the
+ * executor with the command's arguments, without the image's entry script;
+ * on any other image, for another port, or with a word changed: the
+ * command as given. */
+static void
+test_openhands_command (void)
+{
+  struct ohbox_host_abilities h = host (0, false, false);
+  struct ohbox_run_plan p;
+  char *ep[] = { (char *) "/openhands/micromamba/bin/micromamba", NULL };
+  char *cmd[] = { (char *) "run",
+                  (char *) "-n",
+                  (char *) "openhands",
+                  (char *) "poetry",
+                  (char *) "run",
+                  (char *) "python",
+                  (char *) "-u",
+                  (char *) "-m",
+                  (char *) "openhands.runtime.action_execution_server",
+                  (char *) "60000",
+                  (char *) "--working-dir",
+                  (char *) "/workspace",
+                  (char *) "--username",
+                  (char *) "openhands",
+                  NULL };
+  struct ohbox_run_request req = { .image = "rt", .service_port = 60000, .entrypoint = ep, .command = cmd };
+  CHECK (plan (&req, true, &h, &p, NULL) == 0);
+  CHECK (p.executor.enabled && !p.executor.own_command && !p.executor.standby);
+  CHECK (p.opts.entrypoint == NULL && p.opts.command == p.executor.argv);
+  CHECK (count (p.opts.command) == 7);
+  CHECK_STR (p.opts.command[0], "60000");
+  CHECK_STR (p.opts.command[1], "--listen-address");
+  CHECK_STR (p.opts.command[3], "--working-dir");
+  CHECK_STR (p.opts.command[6], "openhands");
+  CHECK_STR (p.publish[0], "127.0.0.1::60000/tcp");
+  ohbox_run_plan_clear (&p);
+  /* Not a runtime image of this store: its own micromamba runs. */
+  CHECK (plan (&req, false, &h, &p, NULL) == 0);
+  CHECK (p.executor.enabled && p.executor.own_command && p.opts.entrypoint == ep && p.opts.command == cmd);
+  ohbox_run_plan_clear (&p);
+  /* Another port than the service port; a word changed. */
+  cmd[9] = (char *) "60001";
+  CHECK (plan (&req, true, &h, &p, NULL) == 0 && p.executor.own_command && p.opts.command == cmd);
+  ohbox_run_plan_clear (&p);
+  cmd[9] = (char *) "60000";
+  cmd[5] = (char *) "python3";
+  CHECK (plan (&req, true, &h, &p, NULL) == 0 && p.executor.own_command && p.opts.command == cmd);
+  ohbox_run_plan_clear (&p);
+  /* The whole command in COMMAND works too; a standby executor still
+   * needs no command. */
+  cmd[5] = (char *) "python";
+  char *whole[16] = { ep[0] };
+  for (size_t i = 0; cmd[i]; i++)
+    whole[i + 1] = cmd[i];
+  req = (struct ohbox_run_request){ .image = "rt", .service_port = 60000, .command = whole };
+  CHECK (plan (&req, true, &h, &p, NULL) == 0 && !p.executor.own_command && count (p.opts.command) == 7);
+  ohbox_run_plan_clear (&p);
+  int kind;
+  req.executor_standby = true;
+  CHECK (plan (&req, true, &h, &p, &kind) < 0 && kind == OHBOX_ERR_USAGE);
+}
+
 static void
 test_labels (void)
 {
@@ -440,5 +502,6 @@ RUN_TEST (test_label_only);
 RUN_TEST (test_other_checks);
 RUN_TEST (test_storage_size);
 RUN_TEST (test_service_port);
+RUN_TEST (test_openhands_command);
 RUN_TEST (test_labels);
 UNIT_MAIN_END

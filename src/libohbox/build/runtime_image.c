@@ -5,6 +5,7 @@
 #include <arpa/inet.h>
 #include <errno.h>
 #include <netinet/in.h>
+#include <stdio.h>
 #include <string.h>
 #include <sys/random.h>
 #include <sys/socket.h>
@@ -95,11 +96,14 @@ ohbox_runtime_session_key (char **ret, ohbox_error_t *err)
 }
 
 char **
-ohbox_runtime_executor_argv (int port, const char *listen_address)
+ohbox_runtime_executor_argv (int port, const char *listen_address, char *const *args)
 {
   /* root: a base may have no /etc/passwd for the executor to add a user to. */
-  static const char *const rest[] = { "--working-dir", "/workspace", "--username", "root", "--user-id", "0" };
-  size_t n = sizeof rest / sizeof rest[0];
+  static char *const defaults[] = { "--working-dir", "/workspace", "--username", "root", "--user-id", "0", NULL };
+  char *const *rest = args ? args : defaults;
+  size_t n = 0;
+  while (rest[n])
+    n++;
   char **argv = xcalloc (n + 4, sizeof (char *));
   size_t k = 0;
   argv[k++] = xasprintf ("%d", port);
@@ -108,6 +112,37 @@ ohbox_runtime_executor_argv (int port, const char *listen_address)
   for (size_t i = 0; i < n; i++)
     argv[k++] = xstrdup (rest[i]);
   return argv;
+}
+
+const char *const ohbox_openhands_server_prefix[OHBOX_OPENHANDS_SERVER_PREFIX_N] = {
+  "/openhands/micromamba/bin/micromamba",      "run", "-n", "openhands", "poetry", "run", "python", "-u", "-m",
+  "openhands.runtime.action_execution_server",
+};
+
+char **
+ohbox_runtime_openhands_server_args (char *const *entrypoint, char *const *command, int port)
+{
+  /* ENTRYPOINT + COMMAND as one list. */
+  size_t ne = 0, nc = 0;
+  while (entrypoint && entrypoint[ne])
+    ne++;
+  while (command && command[nc])
+    nc++;
+  if (ne + nc <= OHBOX_OPENHANDS_SERVER_PREFIX_N)
+    return NULL;
+#define ARG(i) ((i) < ne ? entrypoint[i] : command[(i) -ne])
+  for (size_t i = 0; i < OHBOX_OPENHANDS_SERVER_PREFIX_N; i++)
+    if (strcmp (ARG (i), ohbox_openhands_server_prefix[i]) != 0)
+      return NULL;
+  char want[16];
+  snprintf (want, sizeof want, "%d", port);
+  if (strcmp (ARG (OHBOX_OPENHANDS_SERVER_PREFIX_N), want) != 0)
+    return NULL;
+  char **args = xcalloc (ne + nc - OHBOX_OPENHANDS_SERVER_PREFIX_N, sizeof (char *));
+  for (size_t i = OHBOX_OPENHANDS_SERVER_PREFIX_N + 1; i < ne + nc; i++)
+    args[i - OHBOX_OPENHANDS_SERVER_PREFIX_N - 1] = xstrdup (ARG (i));
+#undef ARG
+  return args;
 }
 
 int

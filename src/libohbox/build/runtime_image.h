@@ -64,9 +64,21 @@ void ohbox_runtime_image_facts_clear (struct ohbox_runtime_image_facts *f);
 /* A new session API key: 32 random hex characters. */
 int ohbox_runtime_session_key (char **ret, ohbox_error_t *err);
 /* The executor's command, which the image's entrypoint runs:
- * PORT --listen-address ADDRESS --working-dir /workspace --username root --user-id 0
- * (NULL-terminated, freed with each string). */
-char **ohbox_runtime_executor_argv (int port, const char *listen_address);
+ * PORT --listen-address ADDRESS, then ARGS, or when ARGS is NULL
+ * --working-dir /workspace --username root --user-id 0 (NULL-terminated,
+ * freed with each string). */
+char **ohbox_runtime_executor_argv (int port, const char *listen_address, char *const *args);
+/* The command OpenHands starts its action execution server with
+ * (DockerRuntime's), up to its port:
+ *   /openhands/micromamba/bin/micromamba run -n openhands poetry run python -u
+ *     -m openhands.runtime.action_execution_server PORT ARGS...
+ * A runtime image's entry script at that path (build.c) starts the
+ * executor with PORT ARGS... */
+extern const char *const ohbox_openhands_server_prefix[];
+#define OHBOX_OPENHANDS_SERVER_PREFIX_N 10
+/* ARGS... (a copy, NULL-terminated) when ENTRYPOINT followed by COMMAND
+ * (either may be NULL) is that command with PORT, else NULL. */
+char **ohbox_runtime_openhands_server_args (char *const *entrypoint, char *const *command, int port);
 /* A TCP port nobody listens on now on ADDRESS (an IPv4 literal): the
  * kernel's choice for an ephemeral bind. */
 int ohbox_runtime_free_port (const char *address, int *port, ohbox_error_t *err);

@@ -106,9 +106,10 @@ process_json (const struct ohbox_run_plan *p)
 {
   const struct ohbox_run_request *r = p->req;
   char **command = p->executor.enabled ? p->executor.argv : (r->command && r->command[0] ? r->command : NULL);
+  bool executor = p->executor.enabled && !p->executor.own_command;
   return json_pack ("{s:o, s:o, s:o, s:o, s:o, s:o, s:b, s:b, s:b, s:b, s:f, s:o}", "entrypoint",
-                    strv_json (r->entrypoint, true), "command", strv_json (command, true), "env", env_names (p->env),
-                    "user", str_or_null (r->user), "workdir", str_or_null (r->workdir), "hostname",
+                    strv_json (executor ? NULL : r->entrypoint, true), "command", strv_json (command, true), "env",
+                    env_names (p->env), "user", str_or_null (r->user), "workdir", str_or_null (r->workdir), "hostname",
                     str_or_null (r->hostname), "tty", r->tty, "interactive", r->interactive, "detach", r->detach, "rm",
                     r->rm, "timeout", r->timeout, "stop_signal", str_or_null (r->stop_signal));
 }
@@ -190,6 +191,7 @@ ohbox_run_plan_clear (struct ohbox_run_plan *p)
   free (p->executor.api_key);
   free (p->executor.url);
   vfree (p->executor.argv);
+  vfree (p->executor.openhands_args);
   ohbox_device_edits_free (&p->devices);
   memset (p, 0, sizeof *p);
 }

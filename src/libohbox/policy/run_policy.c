@@ -336,7 +336,7 @@ executor_finish (struct ohbox_plan_executor *x)
     {
       if (!x->own_command)
         {
-          x->argv = ohbox_runtime_executor_argv (x->port, x->listen_address);
+          x->argv = ohbox_runtime_executor_argv (x->port, x->listen_address, x->openhands_args);
           if (x->standby)
             {
               size_t n = vlen (x->argv);
@@ -376,8 +376,14 @@ plan_executor (struct ohbox_run_plan *p, bool labelled, ohbox_error_t *err)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "service port %d is not a port number", req->service_port);
   if (req->service_port && req->executor_port)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "a service port and an executor port: give one");
-  bool runs_executor = p->runtime_image && default_command && !req->no_executor;
-  if (req->executor_standby && !(req->service_port && runs_executor))
+  /* The image's entry script for OpenHands' command starts the executor
+   * with the command's arguments: started without the script (a shell's
+   * start less, ~3 ms here), as its own command it is the same process. */
+  struct ohbox_plan_executor *x = &p->executor;
+  if (p->runtime_image && req->service_port && !req->no_executor)
+    x->openhands_args = ohbox_runtime_openhands_server_args (req->entrypoint, req->command, req->service_port);
+  bool runs_executor = p->runtime_image && (default_command || x->openhands_args) && !req->no_executor;
+  if (req->executor_standby && !(req->service_port && runs_executor && default_command))
     return ohbox_error (err, OHBOX_ERR_USAGE, 0,
                         "a standby executor needs a runtime image run without a command, on a service port");
   if (labelled && default_command)
@@ -395,7 +401,6 @@ plan_executor (struct ohbox_run_plan *p, bool labelled, ohbox_error_t *err)
                    req->image, p->runtime_image ? "run with a command" : "not a runtime image (ohbox build)");
       return 0;
     }
-  struct ohbox_plan_executor *x = &p->executor;
   x->enabled = true;
   x->port = req->executor_port ? req->executor_port : OHBOX_EXECUTOR_DEFAULT_PORT;
   x->standby = req->executor_standby;
@@ -508,8 +513,9 @@ fill_options (struct ohbox_run_plan *p)
   struct ohbox_run_options *o = &p->opts;
   o->image = req->image;
   o->image_id = p->image_id;
-  o->command = p->executor.enabled && !p->executor.own_command ? p->executor.argv : req->command;
-  o->entrypoint = req->entrypoint;
+  bool executor = p->executor.enabled && !p->executor.own_command;
+  o->command = executor ? p->executor.argv : req->command;
+  o->entrypoint = executor ? NULL : req->entrypoint;
   o->env = p->env;
   o->name = req->name;
   o->detach = req->detach;

@@ -52,7 +52,10 @@
  *             isolation governs), and would miss pasta, which delivers the
  *             host's loopback connections to the namespace's loopback.
  *   service   (ohbox serve) service_port: a runtime image run without a
- *   port      command gets its executor on that port, any other command
+ *   port      command gets its executor on that port, and so does one run
+ *             with OpenHands' server command (runtime_image.h) for that
+ *             port, with the command's arguments (what the image's entry
+ *             script would start, without the script); any other command
  *             keeps its argv; either way the port is handled as the
  *             executor's above (published on the host's 127.0.0.1 at a free
  *             port on the bridge, a session key in SESSION_API_KEY), so the
@@ -211,6 +214,9 @@ struct ohbox_plan_executor
   char *api_key;          /* NULL until ohbox_run_plan_realize (generated keys) */
   char *url;              /* the host's URL when known before the start, else NULL */
   char **argv;
+  /* The request's command is OpenHands' server command (runtime_image.h):
+   * the arguments the image's entry script would give the executor. */
+  char **openhands_args;
 };
 
 struct ohbox_run_plan

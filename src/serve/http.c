@@ -459,7 +459,10 @@ http_start (struct serve *srv, ohbox_error_t *err)
   if (fd < 0)
     return -1;
   srv->base_url = serve_base_url (srv->cfg);
-  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_ERROR_LOG;
+  /* poll(), not select(): select() refuses every connection whose socket
+   * is numbered FD_SETSIZE (1024) or more, far below --connection-limit
+   * once connections also hold their sockets to sandboxes. */
+  unsigned flags = MHD_USE_THREAD_PER_CONNECTION | MHD_USE_INTERNAL_POLLING_THREAD | MHD_USE_POLL | MHD_USE_ERROR_LOG;
   if (v6)
     flags |= MHD_USE_IPv6;
   srv->daemon = MHD_start_daemon (flags, 0, NULL, NULL, handler, srv, MHD_OPTION_EXTERNAL_LOGGER, mhd_log, srv,

@@ -8,6 +8,7 @@
 #include <stdio.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/resource.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -142,6 +143,39 @@ serve_base_url (const struct serve_config *c)
   return xasprintf ("http://%s%s%s:%d", v6 ? "[" : "", host, v6 ? "]" : "", c->listen_port);
 }
 
+/* Files the server holds besides its connections' sockets (the log, the
+ * store's, the starter's, the builds'). */
+#define FILES_BESIDES_CONNECTIONS 256
+
+/* A connection holds a socket to its client and, once it forwards, one to
+ * a sandbox: the server's own limit on open files is raised to its hard
+ * limit (a shell's soft limit is often 1024), after the starter is spawned
+ * so that sandboxes keep the caller's limits. A hard limit too low for
+ * --connection-limit is said at startup rather than found by clients. */
+static void
+raise_file_limit (struct serve *srv)
+{
+  struct rlimit rl;
+  if (getrlimit (RLIMIT_NOFILE, &rl) < 0)
+    return;
+  if (rl.rlim_cur < rl.rlim_max)
+    {
+      rl.rlim_cur = rl.rlim_max;
+      if (setrlimit (RLIMIT_NOFILE, &rl) < 0 && getrlimit (RLIMIT_NOFILE, &rl) < 0)
+        return;
+    }
+  rlim_t want = 2 * (rlim_t) srv->cfg->connection_limit + FILES_BESIDES_CONNECTIONS;
+  if (rl.rlim_cur == RLIM_INFINITY || rl.rlim_cur >= want)
+    return;
+  unsigned long long room = rl.rlim_cur > FILES_BESIDES_CONNECTIONS ? (rl.rlim_cur - FILES_BESIDES_CONNECTIONS) / 2 : 0;
+  cleanup_free char *msg = xasprintf ("the limit on open files (%llu) is below what --connection-limit %u needs "
+                                      "(%llu): connections beyond ~%llu will be refused",
+                                      (unsigned long long) rl.rlim_cur, srv->cfg->connection_limit,
+                                      (unsigned long long) want, room);
+  fprintf (stderr, "ohbox serve: warning: %s\n", msg);
+  serve_log (srv, json_pack ("{s:s, s:s}", "event", "warning", "message", msg));
+}
+
 int
 serve_main (struct serve_config *cfg, ohbox_error_t *err)
 {
@@ -171,6 +205,7 @@ serve_main (struct serve_config *cfg, ohbox_error_t *err)
   /* Before any socket or thread (starter.c). */
   if (starter_spawn (&srv, err) < 0)
     goto out;
+  raise_file_limit (&srv);
   if (ohbox_curl_ready (OHBOX_ERR_GENERIC, err) < 0)
     goto out;
   if (reg_load (&srv, err) < 0)

@@ -520,3 +520,45 @@ test_unix_socket ()
   sv_cleanup
 }
 run_test unix_socket test_unix_socket
+
+# Clients by the thousand: connections whose sockets are numbered beyond
+# select()'s FD_SETSIZE (1024) are served like the first ones, and a limit
+# on open files too low for --connection-limit is said at startup.
+test_many_connections ()
+{
+  trap sv_cleanup EXIT
+  [ "$(ulimit -Hn)" = unlimited ] || [ "$(ulimit -Hn)" -ge 4096 ] \
+    || { t_skip "the hard limit on open files ($(ulimit -Hn)) is below the 4096 this test opens"; return 0; }
+  sv_start --connection-limit 1500
+  /usr/bin/python3 - "$SV_PORT" "$SV_KEY" >"$T_WORK/conns.out" 2>&1 <<'PY'
+import resource, socket, sys
+resource.setrlimit(resource.RLIMIT_NOFILE, (4096, resource.getrlimit(resource.RLIMIT_NOFILE)[1]))
+port, key = int(sys.argv[1]), sys.argv[2].encode()
+conns = [socket.create_connection(("127.0.0.1", port)) for _ in range(1200)]
+ok = 0
+for c in conns:
+    c.settimeout(10)
+for c in conns[-300:]:
+    c.sendall(b"GET /list HTTP/1.1\r\nHost: t\r\nX-API-Key: " + key + b"\r\n\r\n")
+for c in conns[-300:]:
+    try:
+        ok += c.recv(64).startswith(b"HTTP/1.1 200")
+    except OSError:
+        pass
+print("answered", ok)
+PY
+  assert_eq "$(cat "$T_WORK/conns.out")" "answered 300"
+  assert_not_contains "$(cat "$SV_LOG")" FD_SETSIZE
+  sv_stop
+  # A hard limit of 600 open files cannot hold 1024 connections: said.
+  prlimit --nofile=600:600 "$OHBOX_BIN" --root "$SV_ROOT" serve --api-key-file "$SV_KEYFILE" \
+    --listen "127.0.0.1:$SV_PORT" --log "$T_WORK/low.log" >"$T_WORK/low.err" 2>&1 </dev/null &
+  SV_PID=$!
+  t_track "$SV_PID"
+  t_wait_until 10 grep -q '"event":"listening"' "$T_WORK/low.log"
+  assert_contains "$(cat "$T_WORK/low.err")" "the limit on open files (600) is below what --connection-limit 1024 needs"
+  assert_http_status 200 "/list under a low limit" -H "X-API-Key: $SV_KEY" "$SV_URL/list"
+  sv_stop
+  sv_cleanup
+}
+run_test many_connections test_many_connections

@@ -314,7 +314,7 @@ ohbox_network_create (const char *name, const char *subnet, json_t **ret, ohbox_
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "network `%s` exists", name);
   struct ohbox_netdef *defs = NULL, d = { .isolated = false };
   size_t n = 0;
-  struct ohbox_cidr4 c;
+  struct ohbox_cidr4 c = { 0 };
   char id[65];
   if (ohbox_netdefs_all (&defs, &n, err) < 0)
     return -1;

@@ -232,11 +232,11 @@ executor_adopt_is_quick (struct executor *ex, json_t *body)
    * then this one waits for it, in a worker too. */
   if (pthread_mutex_trylock (&ex->adopt_lock) != 0)
     return false;
-  bool quick = true;
+  bool quick = true; /* not on standby: refused at once */
   json_t *argv = json_object_get (body, "argv");
   json_t *env = json_object_get (body, "environment");
   if (!executor_on_standby (ex))
-    quick = true; /* refused at once */
+    ;
   else if (argv == NULL || json_is_null (argv))
     quick = prestarted_fits (ex, ex->username, ex->uid, ex->work_dir, env);
   else

@@ -127,7 +127,7 @@ check_body (json_t *body, int *status, char **detail)
 }
 
 /* The command line of the session as main() would have parsed it, into
- * *TMP (released by release_session_args); checked against what cannot
+ * *TMP (released by executor_release); checked against what cannot
  * change on standby. NULL with *STATUS and *DETAIL set when refused. */
 static json_t *
 parse_argv (struct executor *ex, json_t *arr, struct executor *tmp, int *status, char **detail)
@@ -155,17 +155,6 @@ parse_argv (struct executor *ex, json_t *arr, struct executor *tmp, int *status,
   return ret;
 }
 
-static void
-release_session_args (struct executor *tmp)
-{
-  free (tmp->work_dir);
-  free (tmp->username);
-  free (tmp->listen_address);
-  for (size_t i = 0; tmp->plugins && tmp->plugins[i]; i++)
-    free (tmp->plugins[i]);
-  free (tmp->plugins);
-}
-
 /* The command line of the session onto a copy of EX's defaults: what main()
  * would have parsed. */
 static json_t *
@@ -188,7 +177,7 @@ apply_argv (struct executor *ex, json_t *arr, int *status, char **detail)
       free (ex->plugins);
       ex->plugins = steal_pointer (&tmp.plugins);
     }
-  release_session_args (&tmp);
+  executor_release (&tmp);
   return ret;
 }
 
@@ -244,7 +233,7 @@ executor_adopt_is_quick (struct executor *ex, json_t *body)
       struct executor tmp = { 0 };
       quick = parse_argv (ex, argv, &tmp, &status, &detail) == NULL
               || prestarted_fits (ex, tmp.username, tmp.uid, tmp.work_dir, env);
-      release_session_args (&tmp);
+      executor_release (&tmp);
     }
   pthread_mutex_unlock (&ex->adopt_lock);
   return quick;

@@ -75,6 +75,8 @@ int executor_session_start (struct executor *ex, ohbox_error_t *err);
 /* The key requests must carry now (NULL: none). */
 const char *executor_api_key (struct executor *ex);
 bool executor_on_standby (struct executor *ex);
+/* Frees what EX holds (main.c). */
+void executor_release (struct executor *ex);
 /* POST /ohbox/adopt (adopt.c): the body's session for a standby executor.
  * Returns the reply or NULL with *STATUS and *DETAIL. */
 json_t *executor_adopt (struct executor *ex, json_t *body, int *status, char **detail);

@@ -229,7 +229,7 @@ init_user (struct executor *ex, ohbox_error_t *err)
   return 0;
 }
 
-static void
+void
 executor_release (struct executor *ex)
 {
   free (ex->listen_address);

@@ -338,27 +338,36 @@ on_data (char *buf, size_t size, size_t n, void *data)
   return len;
 }
 
+/* One round of MULTI's transfers: true once EASY's ended, with *RESULT. */
+static bool
+multi_round (CURLM *multi, CURL *easy, CURLcode *result)
+{
+  int running = 0;
+  CURLMcode mc = curl_multi_perform (multi, &running);
+  bool done = false;
+  CURLMsg *msg;
+  int left;
+  while ((msg = curl_multi_info_read (multi, &left)))
+    if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy)
+      {
+        done = true;
+        *result = msg->data.result;
+      }
+  if (mc != CURLM_OK && !done)
+    {
+      done = true;
+      *result = CURLE_FAILED_INIT;
+    }
+  return done;
+}
+
 /* Drives the transfer until COND holds or it ended. */
 static void
 pump (struct proxy_xfer *px, bool (*cond) (struct proxy_xfer *))
 {
   while (!px->done && !cond (px))
     {
-      int running = 0;
-      CURLMcode mc = curl_multi_perform (px->multi, &running);
-      CURLMsg *msg;
-      int left;
-      while ((msg = curl_multi_info_read (px->multi, &left)))
-        if (msg->msg == CURLMSG_DONE && msg->easy_handle == px->easy)
-          {
-            px->done = true;
-            px->result = msg->data.result;
-          }
-      if (mc != CURLM_OK && !px->done)
-        {
-          px->done = true;
-          px->result = CURLE_FAILED_INIT;
-        }
+      px->done = multi_round (px->multi, px->easy, &px->result);
       if (px->done || cond (px))
         break;
       curl_multi_poll (px->multi, NULL, 0, 1000, NULL);
@@ -660,21 +669,7 @@ post_step (struct proxy_post *pp, bool wait)
 {
   if (wait)
     curl_multi_poll (pp->pc->multi, NULL, 0, 1000, NULL);
-  int running = 0;
-  CURLMcode mc = curl_multi_perform (pp->pc->multi, &running);
-  CURLMsg *msg;
-  int left;
-  while ((msg = curl_multi_info_read (pp->pc->multi, &left)))
-    if (msg->msg == CURLMSG_DONE && msg->easy_handle == pp->easy)
-      {
-        pp->done = true;
-        pp->result = msg->data.result;
-      }
-  if (mc != CURLM_OK && !pp->done)
-    {
-      pp->done = true;
-      pp->result = CURLE_FAILED_INIT;
-    }
+  pp->done = multi_round (pp->pc->multi, pp->easy, &pp->result);
   return pp->done;
 }
 

@@ -592,11 +592,15 @@ sleep_ms (double ms)
   nanosleep (&ts, NULL);
 }
 
-/* The longest pause between two tries: the time a start loses, on
- * average half of it, against a try's cost (a refused connection or a 503:
- * ~0.1 ms of CPU). An executor answers 15-40 ms after its sandbox runs;
- * pauses growing to 50 ms made a cold /start lose ~5 ms on average. */
+/* The longest pause between two tries, per start waiting at once: the
+ * time a start loses, on average half of it, against the tries' cost (a
+ * refused connection or a 503: ~0.1 ms of CPU each). An executor answers
+ * 15-40 ms after its sandbox runs: pauses growing to 50 ms made a lone
+ * cold /start lose ~5 ms on average, while 2 ms for each of 20 starts at
+ * once (10,000 tries a second) took the CPU their sandboxes needed: 20
+ * cold starts at once 880-1060 -> 1070-1120 ms. */
 #define READY_POLL_MAX_MS 2.0
+static unsigned ready_waiters; /* proxy_wait_ready calls under way */
 
 int
 proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*alive_fn) (void *), void *data,
@@ -614,6 +618,7 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
   curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, collect);
   curl_easy_setopt (c, CURLOPT_WRITEDATA, &body);
   double wait = 1;
+  __atomic_add_fetch (&ready_waiters, 1, __ATOMIC_RELAXED);
   CURLcode last = CURLE_OK;
   long code = 0;
   int ret = -1;
@@ -643,8 +648,10 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
           break;
         }
       sleep_ms (wait);
-      wait = wait * 1.5 > READY_POLL_MAX_MS ? READY_POLL_MAX_MS : wait * 1.5;
+      double cap = READY_POLL_MAX_MS * __atomic_load_n (&ready_waiters, __ATOMIC_RELAXED);
+      wait = wait * 1.5 > cap ? cap : wait * 1.5;
     }
+  __atomic_sub_fetch (&ready_waiters, 1, __ATOMIC_RELAXED);
   ohbox_buf_free (&body);
   curl_easy_cleanup (c);
   return ret;

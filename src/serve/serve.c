@@ -169,7 +169,9 @@ raise_file_limit (struct serve *srv)
     return;
   unsigned long long room = rl.rlim_cur > FILES_BESIDES_CONNECTIONS ? (rl.rlim_cur - FILES_BESIDES_CONNECTIONS) / 2 : 0;
   cleanup_free char *msg = xasprintf ("the limit on open files (%llu) is below what --connection-limit %u needs "
-                                      "(%llu): connections beyond ~%llu will be refused",
+                                      "(%llu): connections beyond ~%llu will be refused; raise the hard "
+                                      "limit (ulimit -Hn, LimitNOFILE= of a systemd unit) or lower "
+                                      "--connection-limit",
                                       (unsigned long long) rl.rlim_cur, srv->cfg->connection_limit,
                                       (unsigned long long) want, room);
   fprintf (stderr, "ohbox serve: warning: %s\n", msg);

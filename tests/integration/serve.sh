@@ -557,6 +557,7 @@ PY
   t_track "$SV_PID"
   t_wait_until 10 grep -q '"event":"listening"' "$T_WORK/low.log"
   assert_contains "$(cat "$T_WORK/low.err")" "the limit on open files (600) is below what --connection-limit 1024 needs"
+  assert_contains "$(cat "$T_WORK/low.err")" "raise the hard limit"
   assert_http_status 200 "/list under a low limit" -H "X-API-Key: $SV_KEY" "$SV_URL/list"
   sv_stop
   sv_cleanup

@@ -6,7 +6,7 @@
 # beside `podman run -d` of the same runtime image plus polling its /alive
 # (the peer's cold start). The proxy's added round trip: GET /alive and a
 # `run` action through the server's URL and straight to the sandbox's port,
-# in turns. Last, 1000 sessions started and stopped one after the other and
+# in turns (which goes first alternating). Last, 1000 sessions started and stopped one after the other and
 # what is left of them (nothing, expected).
 #
 #   bench/serve.sh [N]        (root; hyperfine and jq for common.sh; podman if installed)

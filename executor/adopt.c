@@ -151,6 +151,8 @@ parse_argv (struct executor *ex, json_t *arr, struct executor *tmp, int *status,
     ret = fail (status, detail, 400, "Invalid request: `argv` cannot ask for --standby");
   else if (tmp->listen_address && (ex->listen_address == NULL || strcmp (tmp->listen_address, ex->listen_address) != 0))
     ret = fail (status, detail, 400, "Invalid request: `argv` names another listen address");
+  else if (tmp->listen_fd && tmp->listen_fd != ex->listen_fd)
+    ret = fail (status, detail, 400, "Invalid request: `argv` names another listening socket");
   ohbox_error_release (&err);
   return ret;
 }

@@ -23,6 +23,9 @@ struct executor
   /* --listen-address: the one address it binds (IPv4 or IPv6 literal);
    * NULL: every address of its network namespace, IPv4 and IPv6. */
   char *listen_address;
+  /* --listen-fd: a listening socket it serves too (the unix socket `ohbox
+   * run` made in the sandbox's state directory); 0: none. */
+  int listen_fd;
   char *work_dir;
   char *username;
   uid_t uid;

@@ -69,10 +69,11 @@ usage (FILE *f)
 {
   fprintf (f, "Usage: ohbox-executor PORT [--listen-address ADDR] [--working-dir DIR] [--plugins NAME...]\n"
               "                      [--username USER] [--user-id UID] [--enable-browser|--no-enable-browser]\n"
-              "                      [--standby]\n"
+              "                      [--standby] [--listen-fd FD]\n"
               "Serves the OpenHands action execution protocol on ADDR:PORT (default: every address\n"
               "of its network namespace, IPv4 and IPv6). --standby: wait for POST /ohbox/adopt\n"
-              "(with the key of SESSION_API_KEY) to give the session (warm pools of ohbox serve).\n");
+              "(with the key of SESSION_API_KEY) to give the session (warm pools of ohbox serve).\n"
+              "--listen-fd: also serve the listening socket FD (ohbox run's unix socket).\n");
 }
 
 static bool
@@ -142,6 +143,14 @@ executor_parse_args (struct executor *ex, int argc, char **argv, ohbox_error_t *
         {
           free (ex->username);
           ex->username = xstrdup (v);
+        }
+      else if ((v = opt_value (argc, argv, &i, "--listen-fd", &missing)))
+        {
+          char *end;
+          long fd = strtol (v, &end, 10);
+          if (*end || end == v || fd < 3 || fd > 65535)
+            return ohbox_error (err, OHBOX_ERR_USAGE, 0, "--listen-fd `%s` is not a file descriptor above 2", v);
+          ex->listen_fd = (int) fd;
         }
       else if ((v = opt_value (argc, argv, &i, "--user-id", &missing)))
         ex->uid = (uid_t) strtoul (v, NULL, 10);

@@ -6,6 +6,7 @@
 #include "server.h"
 
 #include <arpa/inet.h>
+#include <sys/socket.h>
 #include <errno.h>
 #include <microhttpd.h>
 #include <stdlib.h>
@@ -62,6 +63,7 @@ static const struct
 struct server
 {
   struct MHD_Daemon *daemon;
+  struct MHD_Daemon *fd_daemon; /* --listen-fd's, or NULL */
   struct executor *ex;
   struct pool *pool;
   struct conn_guard *guard;
@@ -599,6 +601,34 @@ listen_sockaddr (const char *addr, int port, struct sockaddr_storage *out)
   return -1;
 }
 
+/* A daemon of S on PORT of ADDR (NULL: every address), or on the
+ * listening socket LISTEN_FD (>= 0), behind S's connection guard. */
+static struct MHD_Daemon *
+start_daemon (struct server *s, unsigned int flags, int port, const struct sockaddr *addr, int listen_fd)
+{
+  return MHD_start_daemon (flags, (uint16_t) port, conn_guard_accept, s->guard, handler, s, MHD_OPTION_NOTIFY_COMPLETED,
+                           request_completed, s, MHD_OPTION_NOTIFY_CONNECTION, conn_guard_notify, s->guard,
+                           MHD_OPTION_CONNECTION_LIMIT, conn_guard_mhd_limit (s->guard), MHD_OPTION_CONNECTION_TIMEOUT,
+                           conn_guard_idle_timeout (s->guard), MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK,
+                           MHD_OPTION_SOCK_ADDR, addr, MHD_OPTION_LISTEN_SOCKET, listen_fd, MHD_OPTION_END);
+}
+
+/* --listen-fd: the same service on a socket made by whoever started us
+ * (a unix socket of `ohbox run`), in a daemon of its own (one listening
+ * socket each). */
+static int
+listen_on_fd (struct server *s, unsigned int flags, ohbox_error_t *err)
+{
+  int fd = s->ex->listen_fd, listening = 0;
+  socklen_t len = sizeof listening;
+  if (getsockopt (fd, SOL_SOCKET, SO_ACCEPTCONN, &listening, &len) < 0 || !listening)
+    return ohbox_error (err, OHBOX_ERR_USAGE, errno, "--listen-fd %d is not a listening socket", fd);
+  s->fd_daemon = start_daemon (s, flags, 0, NULL, fd);
+  if (s->fd_daemon == NULL)
+    return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "serve --listen-fd %d", fd);
+  return 0;
+}
+
 int
 server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
 {
@@ -636,13 +666,8 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
   if (one_address && addr.ss_family == AF_INET6)
     flags |= MHD_USE_IPv6;
   for (int attempt = 0; attempt < 2 && s->daemon == NULL; attempt++)
-    s->daemon = MHD_start_daemon (flags | (attempt == 0 && !one_address ? MHD_USE_DUAL_STACK : 0), (uint16_t) ex->port,
-                                  conn_guard_accept, s->guard, handler, s, MHD_OPTION_NOTIFY_COMPLETED,
-                                  request_completed, s, MHD_OPTION_NOTIFY_CONNECTION, conn_guard_notify, s->guard,
-                                  MHD_OPTION_CONNECTION_LIMIT, conn_guard_mhd_limit (s->guard),
-                                  MHD_OPTION_CONNECTION_TIMEOUT, conn_guard_idle_timeout (s->guard),
-                                  MHD_OPTION_THREAD_STACK_SIZE, (size_t) THREAD_STACK, MHD_OPTION_SOCK_ADDR,
-                                  one_address ? (const struct sockaddr *) &addr : NULL, MHD_OPTION_END);
+    s->daemon = start_daemon (s, flags | (attempt == 0 && !one_address ? MHD_USE_DUAL_STACK : 0), ex->port,
+                              one_address ? (const struct sockaddr *) &addr : NULL, -1);
   if (s->daemon == NULL)
     {
       int e = errno;
@@ -652,6 +677,11 @@ server_start (struct executor *ex, struct server **out, ohbox_error_t *err)
       errno = e;
       return ohbox_error (err, OHBOX_ERR_GENERIC, errno, "listen on port %d of %s", ex->port,
                           one_address ? ex->listen_address : "every address");
+    }
+  if (ex->listen_fd && listen_on_fd (s, flags & ~(unsigned) MHD_USE_IPv6, err) < 0)
+    {
+      server_stop (s);
+      return -1;
     }
   *out = s;
   return 0;
@@ -665,6 +695,8 @@ server_stop (struct server *s)
   /* libmicrohttpd must not be stopped with suspended connections: the
    * queued requests are answered 503 and the running ones finish first. */
   pool_stop (s->pool);
+  if (s->fd_daemon)
+    MHD_stop_daemon (s->fd_daemon);
   MHD_stop_daemon (s->daemon);
   conn_guard_free (s->guard);
   free (s);

@@ -455,9 +455,8 @@ start_cold (struct serve *srv, const struct start_req *sr, struct reply *out, do
   s->session_id = xstrdup (sr->session_id);
   s->image = xstrdup (sr->image);
   s->image_id = xstrdup (json_string_value (json_object_get (res, "image_id")) ?: "");
-  s->upstream = json_string_value (json_object_get (res, "url"))
-                  ? xstrdup (json_string_value (json_object_get (res, "url")))
-                  : NULL;
+  s->upstream = serve_upstream (srv, s->id, json_string_value (json_object_get (res, "url")),
+                                json_is_true (json_object_get (res, "socket")));
   s->key = xstrdup (json_string_value (json_object_get (res, "key")) ?: "");
   s->created = ohbox_now_rfc3339 ();
   s->state = SBX_STARTING;

@@ -340,8 +340,8 @@ start_member (struct serve *srv, struct pool *p)
   s->pool = xstrdup (image);
   s->image = xstrdup (image);
   s->image_id = xstrdup (json_string_value (json_object_get (res, "image_id")) ?: "");
-  const char *url = json_string_value (json_object_get (res, "url"));
-  s->upstream = url ? xstrdup (url) : NULL;
+  s->upstream = serve_upstream (srv, s->id, json_string_value (json_object_get (res, "url")),
+                                json_is_true (json_object_get (res, "socket")));
   s->key = xstrdup (key);
   s->created = ohbox_now_rfc3339 ();
   s->state = SBX_STARTING;

@@ -52,7 +52,7 @@ struct proxy_xfer
 {
   struct serve *srv;
   char id[65];
-  char *url;
+  char *upstream, *path; /* the sandbox's server, and what follows the runtime's id in the URL */
   char *method;
   struct curl_slist *headers;
   /* the request body */
@@ -204,7 +204,8 @@ proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const
   struct proxy_xfer *px = xcalloc (1, sizeof *px);
   px->srv = srv;
   memcpy (px->id, s->id, sizeof px->id);
-  px->url = xasprintf ("%s%s", s->upstream, raw_rest && *raw_rest ? raw_rest : "/");
+  px->upstream = xstrdup (s->upstream);
+  px->path = xstrdup (raw_rest && *raw_rest ? raw_rest : "/");
   cleanup_free char *inject = !by_session ? xasprintf ("X-Session-API-Key: %s", s->key) : NULL;
   pthread_mutex_unlock (&srv->reg.lock);
   if (resume)
@@ -417,12 +418,23 @@ free_answer (void *cls)
   proxy_free (cls);
 }
 
+/* PATH of UPSTREAM (serve_upstream's): through the executor's unix socket
+ * (no TCP, no NAT; serve.c), or to its published port. */
+static void
+set_target (CURL *c, const char *upstream, const char *path)
+{
+  bool unix_socket = strncmp (upstream, "unix:", 5) == 0;
+  curl_easy_setopt (c, CURLOPT_UNIX_SOCKET_PATH, unix_socket ? upstream + 5 : NULL);
+  cleanup_free char *url = xasprintf ("%s%s", unix_socket ? "http://localhost" : upstream, path);
+  curl_easy_setopt (c, CURLOPT_URL, url);
+}
+
 static int
 configure (struct proxy_xfer *px)
 {
   CURL *c = px->easy;
   curl_easy_reset (c);
-  curl_easy_setopt (c, CURLOPT_URL, px->url);
+  set_target (c, px->upstream, px->path);
   curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt (c, CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1);
   curl_easy_setopt (c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
@@ -561,7 +573,8 @@ proxy_free (struct proxy_xfer *px)
     }
   pthread_mutex_unlock (&srv->reg.lock);
   curl_slist_free_all (px->headers);
-  free (px->url);
+  free (px->upstream);
+  free (px->path);
   free (px->method);
   ohbox_buf_free (&px->body);
   if (px->spool_fd >= 0)
@@ -609,9 +622,8 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
   CURL *c = curl_easy_init ();
   if (c == NULL)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_easy_init");
-  cleanup_free char *url = xasprintf ("%s/alive", upstream);
   struct ohbox_buf body = { 0 };
-  curl_easy_setopt (c, CURLOPT_URL, url);
+  set_target (c, upstream, "/alive");
   curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt (c, CURLOPT_NOPROXY, "*");
   curl_easy_setopt (c, CURLOPT_TIMEOUT_MS, 2000L);
@@ -718,12 +730,11 @@ proxy_post_begin (struct proxy_conn **pcp, const char *upstream, const char *pat
   curl_easy_reset (pp->easy);
   pp->path = xstrdup (path);
   pp->text = json_dumps (body, JSON_COMPACT) ?: xstrdup ("{}");
-  cleanup_free char *url = xasprintf ("%s%s", upstream, path);
   cleanup_free char *hkey = xasprintf ("X-Session-API-Key: %s", key);
   pp->headers = curl_slist_append (NULL, "Content-Type: application/json");
   pp->headers = curl_slist_append (pp->headers, hkey);
   pp->headers = curl_slist_append (pp->headers, "Expect:");
-  curl_easy_setopt (pp->easy, CURLOPT_URL, url);
+  set_target (pp->easy, upstream, path);
   curl_easy_setopt (pp->easy, CURLOPT_NOSIGNAL, 1L);
   curl_easy_setopt (pp->easy, CURLOPT_NOPROXY, "*");
   curl_easy_setopt (pp->easy, CURLOPT_TIMEOUT_MS, 120000L);

@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "common/dl_curl.h"
+#include "api/action.h"
 #include "sandbox/sandbox.h"
 #include "serve/serve_internal.h"
 
@@ -178,13 +179,36 @@ raise_file_limit (struct serve *srv)
   serve_log (srv, json_pack ("{s:s, s:s}", "event", "warning", "message", msg));
 }
 
+/* The state root, held for paths to the executors' sockets that fit a
+ * socket address (107 bytes) wherever the state is. */
+static int
+open_state_root (struct serve *srv, ohbox_error_t *err)
+{
+  struct ohbox_store *store;
+  struct ohbox_runtime *rt;
+  if (serve_open (srv, &store, &rt, err) < 0)
+    return -1;
+  srv->state_fd = open (ohbox_runtime_state_root (rt), O_PATH | O_DIRECTORY | O_CLOEXEC);
+  int r = srv->state_fd < 0 ? ohbox_error_sys (err, OHBOX_ERR_GENERIC, "open %s", ohbox_runtime_state_root (rt)) : 0;
+  serve_close (store, rt);
+  return r;
+}
+
+char *
+serve_upstream (struct serve *srv, const char *id, const char *url, bool socket)
+{
+  if (socket)
+    return xasprintf ("unix:/proc/self/fd/%d/%s/%s", srv->state_fd, id, OHBOX_EXECUTOR_SOCKET);
+  return url ? xstrdup (url) : NULL;
+}
+
 int
 serve_main (struct serve_config *cfg, ohbox_error_t *err)
 {
   struct serve srv;
   memset (&srv, 0, sizeof srv);
   srv.cfg = cfg;
-  srv.lock_fd = -1;
+  srv.lock_fd = srv.state_fd = -1;
   const char *tmp = getenv ("TMPDIR");
   srv.tmp_dir = xstrdup (tmp && *tmp == '/' ? tmp : "/var/tmp");
   reg_init (&srv.reg);
@@ -210,7 +234,7 @@ serve_main (struct serve_config *cfg, ohbox_error_t *err)
   raise_file_limit (&srv);
   if (ohbox_curl_ready (OHBOX_ERR_GENERIC, err) < 0)
     goto out;
-  if (reg_load (&srv, err) < 0)
+  if (open_state_root (&srv, err) < 0 || reg_load (&srv, err) < 0)
     goto out;
   if (start_thread (&srv, &srv.remover, &srv.remover_started, serve_remover_main, "remover", err) < 0
       || builds_init (&srv, err) < 0 || http_start (&srv, err) < 0 || pools_init (&srv, err) < 0
@@ -249,5 +273,7 @@ out:
   free (srv.tmp_dir);
   if (srv.lock_fd >= 0)
     close (srv.lock_fd);
+  if (srv.state_fd >= 0)
+    close (srv.state_fd);
   return ret;
 }

@@ -41,7 +41,7 @@ struct sbx
   char *image;        /* as the request named it */
   char *image_id;     /* what it resolved to */
   char *pool;         /* the pool's image (a pool member, given or not), or NULL */
-  char *upstream;     /* "http://127.0.0.1:PORT" of its server; NULL: unreachable */
+  char *upstream;     /* serve_upstream's: "unix:PATH" or "http://127.0.0.1:PORT"; NULL: unreachable */
   char *key;          /* its session key */
   json_t *work_hosts; /* {"http://127.0.0.1:PORT": port inside} */
   char *created;      /* RFC 3339 */
@@ -109,7 +109,12 @@ struct serve
   bool remover_started;
   bool remover_quit; /* set (under stop_lock) once nothing queues stops any more */
   char *tmp_dir;     /* $TMPDIR or /var/tmp: request bodies that spill, build contexts */
+  int state_fd;      /* the sandboxes' state root (O_PATH), for paths to their executors' sockets */
 };
+
+/* Where sandbox ID's server is reached: its executor's unix socket when it
+ * has one (SOCKET), else URL (NULL: unreachable). */
+char *serve_upstream (struct serve *srv, const char *id, const char *url, bool socket);
 
 /* Opens the store and the state directory (each request its own: the
  * store's shared lock is held only while it works). */

@@ -19,7 +19,7 @@
  *   {"type": "start", "request": {...}}   plan and start a sandbox
  *                                         (start_job: the run request)
  *   {"type": "build", ...}                builds.c's worker (build_job)
- * Answers: {"id", "url", "key", "warnings"} or {"error", "kind"}; builds
+ * Answers: {"id", "url", "socket", "key", "warnings"} or {"error", "kind"}; builds
  * also send {"log": LINE} lines before their last object.
  *
  * The starter dies with the server (PR_SET_PDEATHSIG); workers do not: a
@@ -195,8 +195,8 @@ start_job (struct serve *srv, const struct ohbox_host_abilities *host, json_t *r
       r = -1;
     }
   if (r == 0)
-    answer (json_pack ("{s:s, s:s?, s:s, s:o, s:s?, s:b}", "id", id, "url", x.url, "key", x.api_key, "warnings",
-                       json_incref (warnings), "image_id", image_id, "runtime_image", runtime));
+    answer (json_pack ("{s:s, s:s?, s:b, s:s, s:o, s:s?, s:b}", "id", id, "url", x.url, "socket", x.socket, "key",
+                       x.api_key, "warnings", json_incref (warnings), "image_id", image_id, "runtime_image", runtime));
   ohbox_executor_info_clear (&x);
   json_decref (warnings);
   ohbox_strv_free (command);

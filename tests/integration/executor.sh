@@ -65,6 +65,46 @@ if ! kill -0 "$pid" 2>/dev/null; then
   rc=1
 fi
 
+# --listen-fd: a listening unix socket made by the caller (as `ohbox run`
+# makes one) is served beside the port; anything else is refused by name.
+/usr/bin/python3 - "$exe" "$tmp" <<'PY' || rc=1
+import os, pwd, socket, subprocess, sys
+import httpx
+exe, tmp = sys.argv[1:3]
+# The caller's own user: as root, no user is added to the host's files.
+me = ["--working-dir", tmp, "--username", pwd.getpwuid(os.getuid()).pw_name, "--user-id", str(os.getuid())]
+name = "executor"
+def check(test, ok, why):
+    print("%s: %s/%s%s" % ("PASS" if ok else "FAIL", name, test, "" if ok else ": " + why))
+    return ok
+path = os.path.join(tmp, "x.sock")
+s = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+s.bind(path)
+s.listen(8)
+env = dict(os.environ, SESSION_API_KEY="k1")
+p = subprocess.Popen([exe, "0", "--listen-address", "127.0.0.1", "--listen-fd", str(s.fileno())] + me,
+                     pass_fds=(s.fileno(),), env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+s.close()
+c = httpx.Client(transport=httpx.HTTPTransport(uds=path), base_url="http://localhost", timeout=30)
+try:
+    h = {"X-Session-API-Key": "k1"}
+    r = c.get("/alive", headers=h)
+    check("listen_fd_alive", r.status_code == 200, "%d %s" % (r.status_code, r.text))
+    r = c.post("/execute_action", headers=h, json={"action": {"action": "run", "args": {"command": "echo hi"}}})
+    check("listen_fd_action", r.status_code == 200 and r.json().get("content") == "hi", r.text)
+finally:
+    p.terminate()
+    p.wait()
+for args, fds, want in ((["--listen-fd", "2"], (), "is not a file descriptor above 2"),
+                        (["--listen-fd", "x"], (), "is not a file descriptor above 2"),
+                        (["--listen-fd", "%d" % os.open("/dev/null", os.O_RDONLY)], "null", "is not a listening socket")):
+    pf = (int(args[1]),) if fds == "null" else ()
+    q = subprocess.run([exe, "0", "--listen-address", "127.0.0.1"] + me + args, pass_fds=pf, env=env, capture_output=True, text=True,
+                       timeout=30)
+    check("listen_fd_refused_" + args[1] if fds != "null" else "listen_fd_refused_not_a_socket",
+          q.returncode != 0 and want in q.stderr, "%d %s" % (q.returncode, q.stderr))
+PY
+
 # A second executor with 2 workers and 2 queue slots: a request arriving
 # while both workers are busy and the queue is full gets 503 at once.
 kill "$pid" && wait "$pid" 2>/dev/null

@@ -9,7 +9,8 @@
 # names it, hostile build contexts, warm pools (the session's key,
 # environment and directories in effect, a replacement started), idle
 # pause and transparent resume, --max-sandboxes, work hosts, resource
-# factors as limits, /metrics, the JSON log, the unix socket without a key.
+# factors as limits, /metrics, the JSON log, the unix socket without a key,
+# requests to sandboxes through their executors' unix sockets.
 #
 # NETWORK RULE: traffic only to 127.0.0.1 (the registry, the server, the
 # sandboxes' published ports).
@@ -520,6 +521,45 @@ test_unix_socket ()
   sv_cleanup
 }
 run_test unix_socket test_unix_socket
+
+# A sandbox's URL goes to its executor through the unix socket the run
+# made in the sandbox's state (no TCP, no NAT): with its published port's
+# packets dropped, the URL still answers. The socket is the state owner's
+# only.
+test_executor_socket ()
+{
+  trap 'sv_cleanup; nft delete table inet ohbox_test_sock 2>/dev/null || true' EXIT
+  require_cmd nft setpriv
+  sv_start
+  sv_new_session sock
+  local state=$SV_RUN/$SV_ID up
+  assert_eq "$(jq -r .socket "$state/executor.json")" executor.sock
+  assert_eq "$(stat -c %a "$state/executor.sock")" 600 "the socket's mode"
+  up=$(jq -r .url "$state/executor.json")
+  nft -f - <<EOF || return 1
+table inet ohbox_test_sock {
+  chain out { type filter hook output priority -300; tcp dport ${up##*:} drop; }
+}
+EOF
+  assert_exit 28 curl -s -m 1 "$up/alive"
+  assert_http_status 200 "the sandbox's URL, its published port dropped" -H "X-Session-API-Key: $SV_SK" \
+    "$SV_URL/$SV_ID/alive"
+  sv_run_action "$SV_ID" 'echo through the socket'
+  assert_contains "$out" "through the socket"
+  nft delete table inet ohbox_test_sock
+  # Another user cannot connect, even from inside the state directory (a
+  # relative path: the full one is longer than a socket address holds).
+  cd "$state" || return 1
+  out=$(curl -s --unix-socket executor.sock -H "X-Session-API-Key: $SV_SK" http://localhost/alive)
+  assert_jq "$out" '.status == "ok"'
+  assert_exit 7 setpriv --reuid 65534 --regid 65534 --clear-groups -- curl -s --unix-socket executor.sock \
+    -H "X-Session-API-Key: $SV_SK" http://localhost/alive
+  cd - >/dev/null || return 1
+  sv_call POST /stop "{\"runtime_id\":\"$SV_ID\"}"
+  sv_stop
+  sv_assert_clean
+}
+run_test executor_socket test_executor_socket
 
 # Clients by the thousand: connections whose sockets are numbered beyond
 # select()'s FD_SETSIZE (1024) are served like the first ones, and a limit

@@ -372,7 +372,7 @@ test_service_port (void)
       CHECK (count (p.publish) == 1);
       CHECK_STR (p.publish[0], "127.0.0.1::60000/tcp");
       CHECK (strcmp (p.opts.command[0], "60000") == 0);
-      CHECK_STR (p.opts.command[count (p.opts.command) - 1], "--standby");
+      CHECK_STR (p.opts.command[count (p.opts.command) - 3], "--standby");
       CHECK (p.opts.executor_port == 60000);
       ohbox_run_plan_clear (&p);
       /* The request's own command (OpenHands' server argv; any image's). */
@@ -436,16 +436,22 @@ test_openhands_command (void)
   CHECK (plan (&req, true, &h, &p, NULL) == 0);
   CHECK (p.executor.enabled && !p.executor.own_command && !p.executor.standby);
   CHECK (p.opts.entrypoint == NULL && p.opts.command == p.executor.argv);
-  CHECK (count (p.opts.command) == 7);
+  CHECK (count (p.opts.command) == 9);
   CHECK_STR (p.opts.command[0], "60000");
   CHECK_STR (p.opts.command[1], "--listen-address");
   CHECK_STR (p.opts.command[3], "--working-dir");
   CHECK_STR (p.opts.command[6], "openhands");
+  /* ohbox's executor takes the run's unix socket too. */
+  CHECK_STR (p.opts.command[7], "--listen-fd");
+  CHECK_STR (p.opts.command[8], "3");
+  CHECK (p.opts.executor_socket);
   CHECK_STR (p.publish[0], "127.0.0.1::60000/tcp");
   ohbox_run_plan_clear (&p);
-  /* Not a runtime image of this store: its own micromamba runs. */
+  /* Not a runtime image of this store: its own micromamba runs, which
+   * knows nothing of the socket. */
   CHECK (plan (&req, false, &h, &p, NULL) == 0);
   CHECK (p.executor.enabled && p.executor.own_command && p.opts.entrypoint == ep && p.opts.command == cmd);
+  CHECK (!p.opts.executor_socket);
   ohbox_run_plan_clear (&p);
   /* Another port than the service port; a word changed. */
   cmd[9] = (char *) "60001";
@@ -462,7 +468,7 @@ test_openhands_command (void)
   for (size_t i = 0; cmd[i]; i++)
     whole[i + 1] = cmd[i];
   req = (struct ohbox_run_request){ .image = "rt", .service_port = 60000, .command = whole };
-  CHECK (plan (&req, true, &h, &p, NULL) == 0 && !p.executor.own_command && count (p.opts.command) == 7);
+  CHECK (plan (&req, true, &h, &p, NULL) == 0 && !p.executor.own_command && count (p.opts.command) == 9);
   ohbox_run_plan_clear (&p);
   int kind;
   req.executor_standby = true;

@@ -14,15 +14,24 @@
 #define EXECUTOR_FILE "executor.json"
 
 int
-ohbox_executor_record (int dirfd, const char *url, const char *api_key, ohbox_error_t *err)
+ohbox_executor_record (int dirfd, const char *url, const char *api_key, bool socket, ohbox_error_t *err)
 {
   json_t *j = json_pack ("{s:s?, s:s}", "url", url, "api_key", api_key ? api_key : "");
+  if (j && socket)
+    json_object_set_new (j, "socket", json_string (OHBOX_EXECUTOR_SOCKET));
   if (j == NULL)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the executor's URL and key must be UTF-8");
   /* ohbox_state_write_json creates it 0600: the key stays the owner's. */
   int r = ohbox_state_write_json (dirfd, EXECUTOR_FILE, j, err);
   json_decref (j);
   return r;
+}
+
+static bool
+recorded_socket (json_t *record)
+{
+  const char *name = json_string_value (json_object_get (record, "socket"));
+  return name && strcmp (name, OHBOX_EXECUTOR_SOCKET) == 0;
 }
 
 void
@@ -96,6 +105,7 @@ ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox
   ret->id = steal_pointer (&id);
   ret->url = xstrdup (url);
   ret->api_key = xstrdup (key);
+  ret->socket = recorded_socket (j);
   json_decref (j);
   return 0;
 }
@@ -121,6 +131,7 @@ ohbox_sandbox_executor_record (struct ohbox_runtime *rt, const char *id, struct 
   ret->id = xstrdup (id);
   ret->url = url ? xstrdup (url) : NULL;
   ret->api_key = xstrdup (key);
+  ret->socket = recorded_socket (j);
   json_decref (j);
   return 0;
 }
@@ -136,7 +147,7 @@ ohbox_sandbox_executor_rekey (struct ohbox_runtime *rt, const char *id, const ch
   cleanup_close int dfd = -1;
   int r = ohbox_state_open (rt, id, &dfd, err);
   if (r == 0)
-    r = ohbox_executor_record (dfd, x.url, api_key, err);
+    r = ohbox_executor_record (dfd, x.url, api_key, x.socket, err);
   ohbox_executor_info_clear (&x);
   return r;
 }

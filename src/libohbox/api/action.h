@@ -13,16 +13,23 @@
 #include "common/error.h"
 #include "sandbox/sandbox.h"
 
+/* The executor's unix socket in its sandbox's state directory, which the
+ * run made and gave the executor (ohbox_run_options.executor_socket):
+ * reached without the network, by the state directory's owner only. */
+#define OHBOX_EXECUTOR_SOCKET "executor.sock"
+
 struct ohbox_executor_info
 {
   char *id;      /* the sandbox's full id */
   char *url;     /* "http://127.0.0.1:PORT" */
   char *api_key; /* the session API key */
+  bool socket;   /* it also listens on STATE/<id>/OHBOX_EXECUTOR_SOCKET */
 };
 
 /* Writes executor.json into the state directory DIRFD (URL NULL: the
- * executor is not reachable from the host; its key is still kept). */
-int ohbox_executor_record (int dirfd, const char *url, const char *api_key, ohbox_error_t *err);
+ * executor is not reachable from the host's network; its key is still
+ * kept). SOCKET: it also listens on OHBOX_EXECUTOR_SOCKET there. */
+int ohbox_executor_record (int dirfd, const char *url, const char *api_key, bool socket, ohbox_error_t *err);
 /* The executor of the running sandbox WHAT (name, id or id prefix).
  * OHBOX_ERR_USAGE when it is not running or has no executor (not started
  * from a runtime image without a command). */

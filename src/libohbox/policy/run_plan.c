@@ -93,12 +93,13 @@ executor_json (const struct ohbox_plan_executor *x)
 {
   if (!x->enabled)
     return json_null ();
-  return json_pack ("{s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:s, s:o, s:s, s:b}", "port", int_or_null (x->port),
+  return json_pack ("{s:o, s:o, s:b, s:b, s:o, s:o, s:o, s:b, s:s, s:o, s:s, s:b}", "port", int_or_null (x->port),
                     "listen_address", str_or_null (x->own_command ? NULL : x->listen_address), "reachable_from_host",
                     x->reachable, "published", x->published, "host_address",
                     str_or_null (x->reachable ? x->host_address : NULL), "host_port", int_or_null (x->host_port), "url",
-                    str_or_null (x->url), "session_key", x->key_source, "argv", strv_json (x->argv, true), "command",
-                    x->own_command ? "request" : "executor", "standby", x->standby);
+                    str_or_null (x->url), "socket", x->socket, "session_key", x->key_source, "argv",
+                    strv_json (x->argv, true), "command", x->own_command ? "request" : "executor", "standby",
+                    x->standby);
 }
 
 static json_t *

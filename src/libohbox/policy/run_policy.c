@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "build/runtime_image.h"
+#include "common/strv.h"
 #include "sandbox/snapshot.h"
 #include "common/utils.h"
 #include "network/egress.h"
@@ -337,13 +338,13 @@ executor_finish (struct ohbox_plan_executor *x)
       if (!x->own_command)
         {
           x->argv = ohbox_runtime_executor_argv (x->port, x->listen_address, x->openhands_args);
+          size_t n = vlen (x->argv);
           if (x->standby)
-            {
-              size_t n = vlen (x->argv);
-              x->argv = xrealloc (x->argv, (n + 2) * sizeof (char *));
-              x->argv[n] = xstrdup ("--standby");
-              x->argv[n + 1] = NULL;
-            }
+            ohbox_strv_push (&x->argv, &n, xstrdup ("--standby"));
+          /* Our executor also takes the run's unix socket (sandbox.h). */
+          x->socket = true;
+          ohbox_strv_push (&x->argv, &n, xstrdup ("--listen-fd"));
+          ohbox_strv_push (&x->argv, &n, xasprintf ("%d", OHBOX_EXECUTOR_LISTEN_FD));
         }
       if (x->reachable && x->host_port > 0)
         x->url = xasprintf ("http://%s:%d", x->host_address, x->host_port);
@@ -551,6 +552,7 @@ fill_options (struct ohbox_run_plan *p)
   o->labels = req->labels;
   o->executor_key = p->executor.enabled ? p->executor.api_key : NULL;
   o->executor_url = p->executor.enabled ? p->executor.url : NULL;
+  o->executor_socket = p->executor.enabled && p->executor.socket;
   /* On the bridge the URL is that of the port as published (chosen at the
    * start when free); elsewhere the plan's. */
   o->executor_port = p->executor.enabled && p->network == OHBOX_NETWORK_BRIDGE ? p->executor.port : 0;

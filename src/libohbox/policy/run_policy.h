@@ -213,6 +213,7 @@ struct ohbox_plan_executor
   const char *key_source; /* "request", "environment" or "generated" */
   char *api_key;          /* NULL until ohbox_run_plan_realize (generated keys) */
   char *url;              /* the host's URL when known before the start, else NULL */
+  bool socket;            /* ohbox's executor: it also listens on the run's unix socket (sandbox.h) */
   char **argv;
   /* The request's command is OpenHands' server command (runtime_image.h):
    * the arguments the image's entry script would give the executor. */

@@ -203,6 +203,16 @@ exec_command (void *arg)
   /* Every other fd of the runtime goes, before any path is resolved (the
    * preserved ones were open before the runtime's: all below SYNC). */
   int keep = 3 + spec->preserve_fds;
+  if (spec->listen_fd > 2)
+    {
+      /* The executor's socket (sandbox.c executor_socket_open), at KEEP:
+       * SYNC moves out of its way first. */
+      if (sync == keep && (sync = fcntl (sync, F_DUPFD_CLOEXEC, keep + 1)) < 0)
+        exec_fail (ctx->sync_fd, OHBOX_EXIT_RUNTIME, errno, "move the sync fd");
+      if (spec->listen_fd == keep ? fcntl (keep, F_SETFD, 0) < 0 : dup2 (spec->listen_fd, keep) < 0)
+        exec_fail (sync, OHBOX_EXIT_RUNTIME, errno, "give the executor its socket");
+      keep++;
+    }
   if (sync < keep)
     exec_fail (sync, OHBOX_EXIT_RUNTIME, EBADF, "preserve-fds: fd %d of the runtime is among them", sync);
   if (sync > keep)

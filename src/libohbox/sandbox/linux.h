@@ -161,6 +161,7 @@ struct ohbox_linux_spec
   int stdio[3];     /* fds the command gets as 0, 1, 2 */
   bool tty;         /* stdio[0] is a terminal slave: make it the controlling tty */
   int preserve_fds; /* the caller's fds 3 .. 3+N-1 (open, not CLOEXEC) stay open in the command */
+  int listen_fd;    /* > 2: a listening socket the command gets as fd 3 + PRESERVE_FDS */
   bool no_pivot;    /* the rootfs moved onto / and chrooted into (runc's --no-pivot), not pivot_root */
 
   bool userns; /* new user namespace (false: --userns=host) */

@@ -22,7 +22,9 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/socket.h>
 #include <sys/sysmacros.h>
+#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
@@ -346,6 +348,7 @@ struct run_ctx
   struct ohbox_seccomp_filter *seccomp;
   struct ohbox_network *net;
   int rootdir_fd;
+  int executor_sock; /* the executor's listening socket (executor_socket), or -1 */
   int stdio[3];
   int out_read;     /* the monitor's end of the output pipe or terminal */
   int line_read[2]; /* on_output: the monitor's ends of the stdout and stderr pipes */
@@ -381,6 +384,8 @@ run_ctx_release (struct run_ctx *c)
   ohbox_seccomp_filter_free (c->seccomp);
   if (c->rootdir_fd >= 0)
     close (c->rootdir_fd);
+  if (c->executor_sock >= 0)
+    close (c->executor_sock);
   for (int i = 0; i < 3; i++)
     if (c->stdio[i] > 2)
       close (c->stdio[i]);
@@ -388,7 +393,7 @@ run_ctx_release (struct run_ctx *c)
     if (c->line_read[i] >= 0)
       close (c->line_read[i]);
   memset (c, 0, sizeof *c);
-  c->rootdir_fd = c->out_read = -1;
+  c->rootdir_fd = c->out_read = c->executor_sock = -1;
   c->line_read[0] = c->line_read[1] = -1;
 }
 
@@ -542,6 +547,32 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
   return r;
 }
 
+/* The executor's unix socket, STATE/<id>/executor.sock, listening before
+ * the sandbox exists: a client's connection waits in the backlog until
+ * the executor accepts it (no polling for the port to open), and is
+ * refused once every copy of the socket is closed (the run failed, or the
+ * executor exited). Safe to hand to untrusted code: the sandbox gets an
+ * fd it can only accept on; the path is in a directory of the caller's,
+ * mode 0700, that the sandbox never sees, so only the caller (and root)
+ * can connect, and nothing in the sandbox can swap the path for another
+ * socket. Bound through /proc/self/fd: a socket address holds 107
+ * bytes, and state directories can be deeper. */
+static int
+executor_socket_open (int dfd, int *ret, ohbox_error_t *err)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, OHBOX_EXECUTOR_SOCKET);
+  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
+  if (fd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "the executor's socket");
+  /* (0600 once bound: the directory already keeps others out) */
+  if (bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0 || fchmodat (dfd, OHBOX_EXECUTOR_SOCKET, 0600, 0) < 0
+      || listen (fd, SOMAXCONN) < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the executor's socket in the state directory");
+  *ret = steal_fd (&fd);
+  return 0;
+}
+
 /* executor.json, once the network is prepared: a published executor port
  * has its host port then. */
 static int
@@ -555,7 +586,7 @@ record_executor (int dfd, const struct ohbox_run_options *o, struct ohbox_networ
   const char *url = published ? published : o->executor_url;
   if (url == NULL && o->executor_port > 0)
     return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "the executor's port %d is not published", o->executor_port);
-  if (ohbox_executor_record (dfd, url, o->executor_key, err) < 0)
+  if (ohbox_executor_record (dfd, url, o->executor_key, o->executor_socket, err) < 0)
     return -1;
   if (foreground && o->on_executor)
     o->on_executor (url, o->executor_key, o->event_data);
@@ -595,6 +626,8 @@ run_prepare_config (struct ohbox_runtime *rt, const struct ohbox_run_options *o,
   if (o->name && ohbox_state_claim_name (rt, o->name, id, err) < 0)
     return -1;
   if (parse_mounts (o, &c->mounts, &c->n_mounts, err) < 0)
+    return -1;
+  if (o->executor_key && o->executor_socket && executor_socket_open (dfd, &c->executor_sock, err) < 0)
     return -1;
   if (ohbox_network_prepare (rt, id, dfd, o, c->host, &c->net, err) < 0
       || record_executor (dfd, o, c->net, report_fd < 0, err) < 0)
@@ -728,6 +761,7 @@ run_start (struct ohbox_runtime *rt, const struct ohbox_run_options *o, const ch
     .user = c->user,
     .hostname = c->host,
     .stdio = { c->stdio[0], c->stdio[1], c->stdio[2] },
+    .listen_fd = c->executor_sock,
     .tty = tty_master >= 0,
     .userns = c->userns,
     .userns_plan = &c->userns_plan,
@@ -870,7 +904,7 @@ run_here (struct ohbox_runtime *rt, const struct ohbox_run_options *o, int repor
   cleanup_close int lockfd = -1;
   struct run_ctx c;
   memset (&c, 0, sizeof c);
-  c.rootdir_fd = c.out_read = -1;
+  c.rootdir_fd = c.out_read = c.executor_sock = -1;
   c.line_read[0] = c.line_read[1] = -1;
   c.stdio[0] = c.stdio[1] = c.stdio[2] = -1;
   int tty_master = -1;

@@ -128,6 +128,11 @@ struct ohbox_run_options
   const char *executor_key;
   const char *executor_url;
   int executor_port;
+  /* The executor also listens on a unix socket the run makes in the
+   * sandbox's state directory (OHBOX_EXECUTOR_SOCKET, action.h) and gives
+   * it as fd OHBOX_EXECUTOR_LISTEN_FD: the owner of the state reaches it
+   * without the network (`ohbox serve`), nobody else can. */
+  bool executor_socket;
   /* Foreground only (like on_started): called with the executor's URL (may
    * be NULL) and key once executor.json is written, before the command
    * starts. */
@@ -154,6 +159,10 @@ struct ohbox_run_options
 
 struct ohbox_runtime;
 
+/* The fd the executor's unix socket has in the command
+ * (ohbox_run_options.executor_socket). */
+#define OHBOX_EXECUTOR_LISTEN_FD 3
+
 /* Where the caller's runtime state lives: /run/ohbox for root, else
  * $XDG_RUNTIME_DIR/ohbox, else $XDG_STATE_HOME/ohbox/run (default
  * ~/.local/state/ohbox/run). Opened with ohbox_private_dir_open (utils.h). */
@@ -165,6 +174,8 @@ char *ohbox_runtime_default_state_root (const char *store_root);
 int ohbox_runtime_open (struct ohbox_store *store, const char *state_root, struct ohbox_runtime **ret,
                         ohbox_error_t *err);
 void ohbox_runtime_close (struct ohbox_runtime *rt);
+/* The state root RT opened (STATE; each sandbox's state is STATE/<id>). */
+const char *ohbox_runtime_state_root (const struct ohbox_runtime *rt);
 
 /* Creates and starts a sandbox. Foreground: returns when it ended, with
  * *RET_EXIT_CODE its command's status (125 when ohbox failed, 126 when the

@@ -82,6 +82,12 @@ ohbox_runtime_open (struct ohbox_store *store, const char *state_root, struct oh
   return 0;
 }
 
+const char *
+ohbox_runtime_state_root (const struct ohbox_runtime *rt)
+{
+  return rt->root;
+}
+
 void
 ohbox_runtime_close (struct ohbox_runtime *rt)
 {

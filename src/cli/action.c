@@ -149,6 +149,7 @@ cli_action (int argc, char **argv)
   int rc = ACTION_EXIT_RUNTIME;
   if (cli_session_open (&s, &err) < 0 || ohbox_sandbox_executor (s.rt, what, &x, &err) < 0)
     goto out_err;
+  ao.unix_socket = x.socket;
   if (ohbox_action_execute (x.url, x.api_key, action, &ao, &obs, &err) < 0)
     {
       ohbox_error_prefix (&err, "sandbox `%s`", what);

@@ -292,8 +292,8 @@ print_executor (const char *url, const char *key, const struct ohbox_plan_execut
   if (url)
     cli_note ("executor at %s, session API key %s", url, key);
   else
-    cli_note ("executor on port %d of the sandbox's network namespace (not reachable from the host), "
-              "session API key %s",
+    cli_note ("executor on port %d of the sandbox's network namespace (the host reaches it through its unix "
+              "socket: ohbox action), session API key %s",
               x->port, key);
 }
 

@@ -255,7 +255,7 @@ reg_read (struct serve *srv, struct ohbox_runtime *rt, json_t *info)
   ohbox_error_t e = NULL;
   if (ohbox_sandbox_executor_record (rt, id, &x, &e) == 0)
     {
-      s->upstream = serve_upstream (srv, id, x.url, x.socket);
+      s->upstream = serve_upstream (srv, id, x.url, x.socket != NULL);
       s->key = steal_pointer (&x.api_key);
       ohbox_executor_info_clear (&x);
     }

@@ -195,8 +195,9 @@ start_job (struct serve *srv, const struct ohbox_host_abilities *host, json_t *r
       r = -1;
     }
   if (r == 0)
-    answer (json_pack ("{s:s, s:s?, s:b, s:s, s:o, s:s?, s:b}", "id", id, "url", x.url, "socket", x.socket, "key",
-                       x.api_key, "warnings", json_incref (warnings), "image_id", image_id, "runtime_image", runtime));
+    answer (json_pack ("{s:s, s:s?, s:b, s:s, s:o, s:s?, s:b}", "id", id, "url", x.url, "socket", x.socket != NULL,
+                       "key", x.api_key, "warnings", json_incref (warnings), "image_id", image_id, "runtime_image",
+                       runtime));
   ohbox_executor_info_clear (&x);
   json_decref (warnings);
   ohbox_strv_free (command);

@@ -9,8 +9,10 @@
 # own network namespace only and published on the host's 127.0.0.1 only
 # (nothing of it listening on the host), its URL in executor.json, `ohbox
 # action` reaching it; with --network host (root) on the host's 127.0.0.1
-# only; rootless with --network host refused, and rootless with neither
-# helper a runtime sandbox refused and an ordinary one on loopback only.
+# only; with --network none reached through its unix socket only;
+# rootless with --network host refused, and rootless with neither helper a
+# runtime sandbox refused unless --network none is asked for, and an
+# ordinary one on loopback only.
 #
 # NETWORK RULE: traffic only to 127.0.0.1 and to the sandboxes made here.
 # run-tests: host-network lock=users
@@ -307,6 +309,15 @@ test_root_sandboxes ()
     assert_eq "$(host_listeners "$hp")" "127.0.0.1:$hp " "the executor's listeners (host network)"
   done
   assert_ok ohbox stop "$cli" "$lib"
+  # --network none: no URL for the host, but `ohbox action` reaches the
+  # executor through its unix socket.
+  assert_ok ohbox run -d --rm --network none -e SESSION_API_KEY=k "$RT"
+  id=$out
+  assert_contains "$err" "through its unix socket"
+  assert_jq "$(cat "$OHBOX_RUNROOT/$id/executor.json")" '.url == null and .socket == "executor.sock"'
+  assert_ok ohbox action "$id" run 'echo no network: $(ls /sys/class/net)'
+  assert_contains "$out" "no network: lo"
+  assert_ok ohbox stop "$id"
 }
 
 no_user_sandboxes ()
@@ -355,6 +366,12 @@ test_rootless_sandboxes ()
   assert_contains "$err" "loopback only"
   assert_exit 125 uohbox neither run -d --rm "$RT"
   assert_contains "$err" "install slirp4netns or passt"
+  # ... unless --network none is asked for: then reached through its socket.
+  assert_ok uohbox neither run -d --rm --network none -e SESSION_API_KEY=k "$RT"
+  id=$out
+  assert_ok uohbox neither action "$id" run 'echo rootless, no network'
+  assert_contains "$out" "rootless, no network"
+  assert_ok uohbox neither stop "$id"
   assert_exit 1 as_user neither "$PLAN" "$USTORE" --run --rm "$RT"
   assert_contains "$err" "install slirp4netns or passt"
   # (--rm sandboxes stopped above are removed by their monitors, which

@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <fcntl.h>
 #include <string.h>
+#include <sys/un.h>
 #include <time.h>
 
 #include "common/dl_curl.h"
@@ -27,11 +28,14 @@ ohbox_executor_record (int dirfd, const char *url, const char *api_key, bool soc
   return r;
 }
 
-static bool
-recorded_socket (json_t *record)
+/* RECORD's socket, as a path (in RT's state for sandbox ID), or NULL. */
+static char *
+recorded_socket (struct ohbox_runtime *rt, const char *id, json_t *record)
 {
   const char *name = json_string_value (json_object_get (record, "socket"));
-  return name && strcmp (name, OHBOX_EXECUTOR_SOCKET) == 0;
+  if (name == NULL || strcmp (name, OHBOX_EXECUTOR_SOCKET) != 0)
+    return NULL;
+  return xasprintf ("%s/%s/%s", rt->root, id, OHBOX_EXECUTOR_SOCKET);
 }
 
 void
@@ -40,6 +44,7 @@ ohbox_executor_info_clear (struct ohbox_executor_info *x)
   free (x->id);
   free (x->url);
   free (x->api_key);
+  free (x->socket);
   memset (x, 0, sizeof *x);
 }
 
@@ -89,23 +94,25 @@ ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox
     }
   const char *url = json_string_value (json_object_get (j, "url"));
   const char *key = json_string_value (json_object_get (j, "api_key"));
-  if (json_is_null (json_object_get (j, "url")) && key)
+  cleanup_free char *socket = recorded_socket (rt, id, j);
+  if (json_is_null (json_object_get (j, "url")) && key && socket == NULL)
     {
       json_decref (j);
       return ohbox_error (err, OHBOX_ERR_USAGE, 0,
-                          "the executor of sandbox `%s` is not reachable from the host (it was started with "
-                          "--network none or container:): reach it inside the sandbox's network namespace",
+                          "the executor of sandbox `%s` is not reachable from the host (started with --network "
+                          "none or container: and without a socket of its own): reach it inside the sandbox's "
+                          "network namespace",
                           what);
     }
-  if (url == NULL || key == NULL || strncmp (url, "http://", 7) != 0)
+  if ((url == NULL && socket == NULL) || key == NULL || (url && strncmp (url, "http://", 7) != 0))
     {
       json_decref (j);
       return ohbox_error (err, OHBOX_ERR_STORE, 0, "state file `%s` of sandbox `%s` is corrupt", EXECUTOR_FILE, what);
     }
   ret->id = steal_pointer (&id);
-  ret->url = xstrdup (url);
+  ret->url = url ? xstrdup (url) : NULL;
   ret->api_key = xstrdup (key);
-  ret->socket = recorded_socket (j);
+  ret->socket = steal_pointer (&socket);
   json_decref (j);
   return 0;
 }
@@ -131,7 +138,7 @@ ohbox_sandbox_executor_record (struct ohbox_runtime *rt, const char *id, struct 
   ret->id = xstrdup (id);
   ret->url = url ? xstrdup (url) : NULL;
   ret->api_key = xstrdup (key);
-  ret->socket = recorded_socket (j);
+  ret->socket = recorded_socket (rt, id, j);
   json_decref (j);
   return 0;
 }
@@ -147,7 +154,7 @@ ohbox_sandbox_executor_rekey (struct ohbox_runtime *rt, const char *id, const ch
   cleanup_close int dfd = -1;
   int r = ohbox_state_open (rt, id, &dfd, err);
   if (r == 0)
-    r = ohbox_executor_record (dfd, x.url, api_key, x.socket, err);
+    r = ohbox_executor_record (dfd, x.url, api_key, x.socket != NULL, err);
   ohbox_executor_info_clear (&x);
   return r;
 }
@@ -198,6 +205,27 @@ error_detail (const char *body, size_t len)
   return r;
 }
 
+/* PATH as curl can connect to it: a socket address holds 107 bytes, and
+ * state directories can be deeper; then through /proc/self/fd of its
+ * directory (*DIRFD, for the caller to close once connected). */
+static int
+socket_path_for_curl (const char *path, int *dirfd, char **ret, ohbox_error_t *err)
+{
+  struct sockaddr_un sa;
+  if (strlen (path) < sizeof sa.sun_path)
+    {
+      *ret = xstrdup (path);
+      return 0;
+    }
+  const char *slash = strrchr (path, '/');
+  cleanup_free char *dir = slash ? xstrndup (path, (size_t) (slash - path)) : xstrdup (".");
+  *dirfd = open (*dir ? dir : "/", O_PATH | O_DIRECTORY | O_CLOEXEC);
+  if (*dirfd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "open `%s`", dir);
+  *ret = xasprintf ("/proc/self/fd/%d/%s", *dirfd, slash ? slash + 1 : path);
+  return 0;
+}
+
 int
 ohbox_action_execute (const char *url, const char *api_key, json_t *action, const struct ohbox_action_options *opts,
                       json_t **ret_obs, ohbox_error_t *err)
@@ -240,6 +268,12 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action, cons
   if (strlen (body) > OHBOX_ACTION_MAX_REQUEST)
     return ohbox_error (err, OHBOX_ERR_USAGE, 0, "the action is larger than %d bytes", OHBOX_ACTION_MAX_REQUEST);
 
+  if (url == NULL && o.unix_socket == NULL)
+    return ohbox_error (err, OHBOX_ERR_USAGE, 0, "no URL and no socket to reach the executor by");
+  cleanup_close int socket_dir = -1;
+  cleanup_free char *socket_path = NULL;
+  if (o.unix_socket && socket_path_for_curl (o.unix_socket, &socket_dir, &socket_path, err) < 0)
+    return -1;
   if (ohbox_curl_ready (OHBOX_ERR_GENERIC, err) < 0)
     return -1;
   __attribute__ ((cleanup (cleanup_curl_fn))) CURL *c = curl_easy_init ();
@@ -250,9 +284,11 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action, cons
   cleanup_free char *key_header = xasprintf ("X-Session-API-Key: %s", api_key ? api_key : "");
   if (api_key && *api_key)
     h = curl_slist_append (h, key_header);
-  cleanup_free char *endpoint = xasprintf ("%s/execute_action", url);
+  cleanup_free char *endpoint = xasprintf ("%s/execute_action", socket_path ? "http://localhost" : url);
   struct response resp = { { 0 }, false };
   curl_easy_setopt (c, CURLOPT_URL, endpoint);
+  curl_easy_setopt (c, CURLOPT_UNIX_SOCKET_PATH, socket_path);
+  const char *target = socket_path ? o.unix_socket : endpoint; /* what the messages name */
   /* The URL comes from a state file: plain HTTP to the executor only. */
 #if LIBCURL_VERSION_NUM >= 0x075500
   curl_easy_setopt (c, CURLOPT_PROTOCOLS_STR, "http");
@@ -283,7 +319,7 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action, cons
   if (cr != CURLE_OK)
     {
       int kind = resp.too_big ? OHBOX_ERR_INTEGRITY : OHBOX_ERR_GENERIC;
-      ohbox_error (err, kind, 0, "POST `%s`: %s", endpoint,
+      ohbox_error (err, kind, 0, "POST `%s`: %s", target,
                    resp.too_big ? "the observation is too large" : curl_easy_strerror (cr));
       ohbox_buf_free (&resp.body);
       return -1;
@@ -295,10 +331,10 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action, cons
       cleanup_free char *detail = error_detail (resp.body.data ? resp.body.data : "", resp.body.len);
       ohbox_buf_free (&resp.body);
       if (status == 401 || status == 403)
-        return ohbox_error (err, OHBOX_ERR_AUTH, 0, "POST `%s`: HTTP %ld (%s): wrong session API key", endpoint, status,
+        return ohbox_error (err, OHBOX_ERR_AUTH, 0, "POST `%s`: HTTP %ld (%s): wrong session API key", target, status,
                             detail);
       return ohbox_error (err, status == 422 || status == 400 ? OHBOX_ERR_USAGE : OHBOX_ERR_GENERIC, 0,
-                          "POST `%s`: HTTP %ld: %s", endpoint, status, detail);
+                          "POST `%s`: HTTP %ld: %s", target, status, detail);
     }
   json_error_t je;
   json_t *obs = json_loadb (resp.body.data ? resp.body.data : "", resp.body.len, 0, &je);
@@ -306,7 +342,7 @@ ohbox_action_execute (const char *url, const char *api_key, json_t *action, cons
   if (!json_is_object (obs))
     {
       json_decref (obs);
-      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST `%s`: the observation is not a JSON object", endpoint);
+      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST `%s`: the observation is not a JSON object", target);
     }
   *ret_obs = obs;
   return 0;

@@ -23,7 +23,7 @@ struct ohbox_executor_info
   char *id;      /* the sandbox's full id */
   char *url;     /* "http://127.0.0.1:PORT" */
   char *api_key; /* the session API key */
-  bool socket;   /* it also listens on STATE/<id>/OHBOX_EXECUTOR_SOCKET */
+  char *socket;  /* STATE/<id>/OHBOX_EXECUTOR_SOCKET when it also listens there, else NULL */
 };
 
 /* Writes executor.json into the state directory DIRFD (URL NULL: the
@@ -31,8 +31,9 @@ struct ohbox_executor_info
  * kept). SOCKET: it also listens on OHBOX_EXECUTOR_SOCKET there. */
 int ohbox_executor_record (int dirfd, const char *url, const char *api_key, bool socket, ohbox_error_t *err);
 /* The executor of the running sandbox WHAT (name, id or id prefix).
- * OHBOX_ERR_USAGE when it is not running or has no executor (not started
- * from a runtime image without a command). */
+ * OHBOX_ERR_USAGE when it is not running, has no executor (not started
+ * from a runtime image without a command), or the host can reach it
+ * neither by its socket nor over the network. */
 int ohbox_sandbox_executor (struct ohbox_runtime *rt, const char *what, struct ohbox_executor_info *ret,
                             ohbox_error_t *err);
 void ohbox_executor_info_clear (struct ohbox_executor_info *x);
@@ -54,12 +55,16 @@ struct ohbox_action_options
   /* Seconds the whole request may take; 0: the action's "timeout" + 5 (what
    * the OpenHands client does), or 130 when it has none. */
   double timeout;
+  /* The executor's unix socket (ohbox_executor_info.socket), used instead
+   * of URL's host and port: no network on the way. */
+  const char *unix_socket;
 };
 
-/* POSTs ACTION to URL/execute_action with the session API key and returns
- * the observation. ACTION is an action object ({"action": "run", "args":
- * {...}}) or the whole envelope ({"action": {...}}). An HTTP error is an
- * error whose message carries the server's "detail" (403: OHBOX_ERR_AUTH). */
+/* POSTs ACTION to URL/execute_action (URL NULL: to the unix socket of
+ * OPTS) with the session API key and returns the observation. ACTION is an
+ * action object ({"action": "run", "args": {...}}) or the whole envelope
+ * ({"action": {...}}). An HTTP error is an error whose message carries the
+ * server's "detail" (403: OHBOX_ERR_AUTH). */
 int ohbox_action_execute (const char *url, const char *api_key, json_t *action, const struct ohbox_action_options *opts,
                           json_t **ret_obs, ohbox_error_t *err);
 

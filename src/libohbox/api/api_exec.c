@@ -278,7 +278,9 @@ ohbox_action (ohbox_ctx *ctx, const char *id, const char *action_json, const ohb
     }
   if (r == 0)
     {
-      struct ohbox_action_options ao = { .connect_timeout = o.connect_timeout, .timeout = o.timeout };
+      struct ohbox_action_options ao = { .connect_timeout = o.connect_timeout,
+                                         .timeout = o.timeout,
+                                         .unix_socket = x.socket };
       r = ohbox_action_execute (x.url, x.api_key, action, &ao, &obs, &e);
       if (r < 0)
         ohbox_error_prefix (&e, "sandbox `%s`", id);

@@ -278,12 +278,12 @@ executor_network (struct ohbox_run_plan *p, ohbox_error_t *err)
       if (!p->network_explicit)
         return ohbox_error (err, OHBOX_ERR_UNSUPPORTED, 0,
                             "a runtime sandbox needs a network on which the host reaches its executor: install "
-                            "slirp4netns or passt (pasta), or ask for --network none (the executor is then "
-                            "reachable from the sandbox's network namespace only)");
+                            "slirp4netns or passt (pasta), or ask for --network none (the host then reaches the "
+                            "executor through its unix socket only: `ohbox action`)");
       x->listen_address = OHBOX_EXECUTOR_HOST_ADDRESS;
       plan_warn (p,
-                 "--network none: the executor is reachable only inside the sandbox's network namespace "
-                 "(127.0.0.1:%d there), not from the host",
+                 "--network none: the executor listens on 127.0.0.1:%d of the sandbox's network namespace; the "
+                 "host reaches it through its unix socket only (`ohbox action`)",
                  x->port);
       return 0;
     case OHBOX_NETWORK_CONTAINER:

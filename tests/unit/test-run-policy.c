@@ -245,12 +245,14 @@ test_runtime_unreachable (void)
   struct ohbox_run_plan p;
   int kind;
   struct ohbox_run_request req = { .image = "rt" };
-  /* the default that falls to none is refused: the executor would be unreachable */
+  /* the default that falls to none is refused: nothing reaches the
+   * executor over the network */
   CHECK (plan (&req, true, &neither, &p, &kind) < 0 && kind == OHBOX_ERR_UNSUPPORTED);
   req.network = "none";
   req.executor_port = 9001;
   CHECK (plan (&req, true, &neither, &p, NULL) == 0);
-  CHECK (p.executor.enabled && !p.executor.reachable && has_warning (&p, "not from the host"));
+  CHECK (p.executor.enabled && !p.executor.reachable && has_warning (&p, "through its unix socket only"));
+  CHECK (p.opts.executor_socket);
   CHECK (listens_on (p.opts.command, "127.0.0.1") && strcmp (p.opts.command[0], "9001") == 0);
   CHECK (p.opts.executor_url == NULL && p.opts.executor_port == 0);
   ohbox_run_plan_clear (&p);

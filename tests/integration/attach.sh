@@ -150,14 +150,22 @@ test_monitor_memory ()
   start_tty mem
   local sock=$OHBOX_RUNROOT/$SB_ID/attach.sock before after fds
   assert_eq "$(stat -c %a "$sock")" 600
-  # warm up, then 300 connections (each handed the terminal, then gone)
+  # warm up, then 300 connections (each handed the terminal, then gone).
+  # A leak grows with every round, a one-time growth (a region the
+  # allocator maps, code first run) once: a round that grew is followed by
+  # a second, which must not grow (once seen in CI: +1988 kB, a sanitizer
+  # build under the suite's load).
   attach_churn "$sock" 20 0
-  before=$(rss_kb "$SB_MONITOR")
   fds=$(ls "/proc/$SB_MONITOR/fd" | wc -l)
-  attach_churn "$sock" 300 0.002
-  after=$(rss_kb "$SB_MONITOR")
-  echo "monitor RSS: $before kB before, $after kB after 300 attaches" >&9
-  [ "$after" -le $((before + 32)) ] || _t_assert_fail "the monitor grew from $before to $after kB"
+  local round
+  for round in 1 2; do
+    before=$(rss_kb "$SB_MONITOR")
+    attach_churn "$sock" 300 0.002
+    after=$(rss_kb "$SB_MONITOR")
+    echo "monitor RSS: $before kB before, $after kB after 300 attaches (round $round)" >&9
+    [ "$after" -gt $((before + 32)) ] || break
+  done
+  [ "$after" -le $((before + 32)) ] || _t_assert_fail "the monitor grew from $before to $after kB in each of two rounds"
   # no descriptor left behind either
   # (counted on each try: a descriptor may close just after the last attach)
   t_wait_until 5 fd_count_is "$SB_MONITOR" "$fds"

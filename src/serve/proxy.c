@@ -1,6 +1,8 @@
-/* proxy.c: each sandbox's URL, BASE/<runtime id>/..., forwarded to the
- * port its server listens on (published on the host's 127.0.0.1 by the run
- * policy), with libcurl.
+/* proxy.c: each sandbox's URL, BASE/<runtime id>/..., forwarded with
+ * libcurl to its server: ohbox's executor through the unix socket the run
+ * made in the sandbox's state directory (serve_upstream), an image's own
+ * server through the port the run policy published on the host's
+ * 127.0.0.1.
  *
  * RUNTIME-API.md asks three things of a sandbox's URL: a frozen sandbox
  * must not take a request and never answer (detail 4), the server's

@@ -18,7 +18,6 @@
 #include <sys/signalfd.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
-#include <sys/un.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
 
@@ -149,29 +148,7 @@ timeout_step (struct ohbox_monitor *m, bool *timed_out, bool *killed)
 int
 ohbox_monitor_attach_listen (int state_dirfd, ohbox_error_t *err)
 {
-  /* Through /proc/self/fd: sun_path holds 108 bytes, a state directory's
-   * path may be longer. The directory is the sandbox's (0700, ours); the
-   * umask makes the socket 0600 from its creation on (the monitor is one
-   * thread here). */
-  struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", state_dirfd, OHBOX_ATTACH_SOCK);
-  int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | SOCK_NONBLOCK, 0);
-  if (fd < 0)
-    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create the attach socket");
-  unlinkat (state_dirfd, OHBOX_ATTACH_SOCK, 0);
-  mode_t old = umask (0077);
-  int r = bind (fd, (struct sockaddr *) &sa, sizeof sa);
-  umask (old);
-  /* 0700 from bind: execute means nothing on a socket, 0600 says so. */
-  if (r == 0)
-    r = fchmodat (state_dirfd, OHBOX_ATTACH_SOCK, 0600, 0);
-  if (r < 0 || listen (fd, 4) < 0)
-    {
-      ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "listen on `%s`", OHBOX_ATTACH_SOCK);
-      close (fd);
-      return -1;
-    }
-  return fd;
+  return ohbox_state_listen (state_dirfd, OHBOX_ATTACH_SOCK, SOCK_NONBLOCK, 4, err);
 }
 
 /* A connection to attach.sock: the terminal's master goes to a client of

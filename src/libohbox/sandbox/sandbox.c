@@ -24,7 +24,6 @@
 #include <sys/stat.h>
 #include <sys/socket.h>
 #include <sys/sysmacros.h>
-#include <sys/un.h>
 #include <sys/wait.h>
 #include <sys/syscall.h>
 #include <sys/ioctl.h>
@@ -555,22 +554,12 @@ write_config (int dfd, const char *id, const struct ohbox_run_options *o, struct
  * fd it can only accept on; the path is in a directory of the caller's,
  * mode 0700, that the sandbox never sees, so only the caller (and root)
  * can connect, and nothing in the sandbox can swap the path for another
- * socket. Bound through /proc/self/fd: a socket address holds 107
- * bytes, and state directories can be deeper. */
+ * socket. */
 static int
 executor_socket_open (int dfd, int *ret, ohbox_error_t *err)
 {
-  struct sockaddr_un sa = { .sun_family = AF_UNIX };
-  snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dfd, OHBOX_EXECUTOR_SOCKET);
-  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0);
-  if (fd < 0)
-    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "the executor's socket");
-  /* (0600 once bound: the directory already keeps others out) */
-  if (bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0 || fchmodat (dfd, OHBOX_EXECUTOR_SOCKET, 0600, 0) < 0
-      || listen (fd, SOMAXCONN) < 0)
-    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "bind the executor's socket in the state directory");
-  *ret = steal_fd (&fd);
-  return 0;
+  *ret = ohbox_state_listen (dfd, OHBOX_EXECUTOR_SOCKET, 0, SOMAXCONN, err);
+  return *ret < 0 ? -1 : 0;
 }
 
 /* executor.json, once the network is prepared: a published executor port

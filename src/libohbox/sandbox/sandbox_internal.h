@@ -39,6 +39,9 @@ int ohbox_state_claim_name (struct ohbox_runtime *rt, const char *name, const ch
  * keep there (network.json, exec.json, executor.json); config.json and
  * state.json are the state module's (state.h). */
 int ohbox_state_write_json (int dirfd, const char *file, json_t *j, ohbox_error_t *err);
+/* A unix socket listening on NAME in the state directory DIRFD, mode
+ * 0600 (SOCK_FLAGS: socket(2)'s type flags beside SOCK_STREAM), or -1. */
+int ohbox_state_listen (int dirfd, const char *name, int sock_flags, int backlog, ohbox_error_t *err);
 int ohbox_state_read_json (int dirfd, const char *file, json_t **ret, ohbox_error_t *err);
 /* True while the monitor holds monitor.lock. */
 bool ohbox_state_monitor_alive (int dirfd);

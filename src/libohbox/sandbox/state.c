@@ -12,6 +12,8 @@
 #include <pwd.h>
 #include <string.h>
 #include <sys/file.h>
+#include <sys/socket.h>
+#include <sys/un.h>
 #include <sys/random.h>
 #include <sys/stat.h>
 #include <sys/syscall.h>
@@ -769,4 +771,25 @@ ohbox_state_recorded_end (int dirfd, bool *ret_exited, bool *ret_rm)
     ohbox_sandbox_record_clear (&rec);
   if (have_cfg)
     ohbox_sandbox_config_clear (&cfg);
+}
+
+/* Through /proc/self/fd: a socket address holds 107 bytes, and a state
+ * directory's path can be longer. Connecting needs write permission on
+ * the socket: bind gives it 0777 less the umask, inside the caller's
+ * private state root (0700), and fchmodat makes it 0600 at once (no
+ * umask(2) here: it is the whole process's, and libohbox may be one
+ * thread of many). */
+int
+ohbox_state_listen (int dirfd, const char *name, int sock_flags, int backlog, ohbox_error_t *err)
+{
+  struct sockaddr_un sa = { .sun_family = AF_UNIX };
+  snprintf (sa.sun_path, sizeof sa.sun_path, "/proc/self/fd/%d/%s", dirfd, name);
+  cleanup_close int fd = socket (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC | sock_flags, 0);
+  if (fd < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "create the socket `%s`", name);
+  unlinkat (dirfd, name, 0);
+  if (bind (fd, (struct sockaddr *) &sa, sizeof sa) < 0 || fchmodat (dirfd, name, 0600, 0) < 0
+      || listen (fd, backlog) < 0)
+    return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "listen on `%s` in the state directory", name);
+  return steal_fd (&fd);
 }

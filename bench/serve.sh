@@ -6,11 +6,13 @@
 # beside `podman run -d` of the same runtime image plus polling its /alive
 # (the peer's cold start). The proxy's added round trip: GET /alive and a
 # `run` action through the server's URL and straight to the sandbox's port,
-# in turns (which goes first alternating). Last, 1000 sessions started and stopped one after the other and
-# what is left of them (nothing, expected).
+# in turns (which goes first rotating), and through nginx proxying to the
+# same executor socket (the peer; when installed). Last, 1000 sessions
+# started and stopped one after the other and what is left of them
+# (nothing, expected).
 #
-#   bench/serve.sh [N]        (root; hyperfine and jq for common.sh; podman if installed)
-#   BENCH_SKIP=podman,leaks   leave some out
+#   bench/serve.sh [N]        (root; hyperfine and jq for common.sh; podman, nginx if installed)
+#   BENCH_SKIP=podman,nginx,leaks   leave some out
 #   OHBOX_BIN=...             the ohbox to measure (an -O2 build, not the sanitizers')
 # Its own network and mount namespaces, /run a tmpfs (own_namespaces.sh).
 . "$(dirname "$0")/own_namespaces.sh"
@@ -66,7 +68,7 @@ stats "cold, one at a time: first action" "$W/cold1.json" first
 $LOAD sessions "$URL" "$K" "$RT" "$N" 20 >"$W/cold20.json"
 stats "cold, 20 at a time: /start answered" "$W/cold20.json" start
 stats "cold, 20 at a time: first action" "$W/cold20.json" first
-$LOAD proxy "$URL" "$K" "$RT" 1000 >"$W/proxy.json"
+$LOAD proxy "$URL" "$K" "$RT" 1000 $(want nginx && echo --nginx) >"$W/proxy.json"
 serve_down
 
 serve_up --pool "$RT=20"
@@ -101,14 +103,18 @@ case $SKIP in
 esac
 
 echo
-echo "# the proxy's added round trip (ms; 1000 in turns, one keep-alive client each)"
-printf 'request\tdirect p50\tproxied p50\tadded p50\tdirect p99\tproxied p99\n'
+echo "# the proxy's added round trip (ms; 1000 in turns, one keep-alive client each; nginx: the peer)"
+printf 'request\tproxy\tdirect p50\tproxied p50\tadded p50\tdirect p99\tproxied p99\n'
 for k in alive action; do
-  jq -r --arg k "$k" 'def p($q): sort | .[(length * $q | floor)] * 1000 | round / 1000;
-    (.[$k + "_direct"] | p(0.5)) as $d | (.[$k + "_proxy"] | p(0.5)) as $p
-    | "\($k)\t\($d)\t\($p)\t\(($p - $d) * 1000 | round / 1000)\t\(.[$k + "_direct"] | p(0.99))\t\(.[$k + "_proxy"] | p(0.99))"' \
-    "$W/proxy.json"
+  for side in proxy nginx; do
+    jq -r --arg k "$k" --arg s "$side" 'def p($q): sort | .[(length * $q | floor)] * 1000 | round / 1000;
+      select(has($k + "_" + $s)) | (.[$k + "_direct"] | p(0.5)) as $d | (.[$k + "_" + $s] | p(0.5)) as $p
+      | "\($k)\t\(if $s == "proxy" then "ohbox serve" else $s end)\t\($d)\t\($p)\t\(($p - $d) * 1000 | round / 1000)\t\(.[$k + "_direct"] | p(0.99))\t\(.[$k + "_" + $s] | p(0.99))"' \
+      "$W/proxy.json"
+  done
 done
+jq -r 'def p50: sort | .[length / 2 | floor]; select(has("action_nginx"))
+  | "ohbox serve adds \(((.action_proxy | p50) - (.action_direct | p50)) / ((.action_nginx | p50) - (.action_direct | p50)) * 100 | round / 100) times what nginx adds to an action"' "$W/proxy.json"
 
 case $SKIP in
   *,leaks,*) ;;

@@ -8,9 +8,11 @@
       to the first successful action), one per session. --pool-wait: before
       each batch, wait until the server's pool is full again (each start is
       then one "from the pool").
-  proxy URL KEY IMAGE N
+  proxy URL KEY IMAGE N [--nginx]
       One session; N round trips of GET /alive and of a `run` action, in turns,
-      through the server's URL and straight to the sandbox's published port.
+      through the server's URL and straight to the sandbox's published port;
+      --nginx: also through nginx (the peer) proxying to the same executor
+      socket as the server.
   podman PODMAN-ARGS... run RUN-OPTIONS... -- IMAGE N
       N times: `podman run -d` of IMAGE, polling its /alive until 200, the
       first action, `podman rm -f` (the peer of a cold start).
@@ -95,7 +97,44 @@ def sessions(url, key, image, n, conc, pool_wait):
     print(json.dumps({"start": [a for a, _ in out], "first": [b for _, b in out]}))
 
 
-def proxy(url, key, image, n):
+NGINX_CONF = """daemon off; user root; worker_processes 1; pid %(d)s/nginx.pid; error_log %(d)s/error.log;
+events { worker_connections 64; }
+http { access_log %(d)s/access.log; client_body_temp_path %(d)s/body; proxy_temp_path %(d)s/proxy;
+  upstream executor { server unix:%(d)s/executor.sock; keepalive 8; }
+  server { listen 127.0.0.1:%(port)d;
+    location / { proxy_pass http://executor; proxy_http_version 1.1; proxy_set_header Connection "";
+                 proxy_buffering off; } } }
+"""
+
+
+def start_nginx(runtime_dir):
+    """nginx on a free 127.0.0.1 port, proxying to the executor's socket
+    (like the server: one worker, a kept connection, a log line per
+    request); (process, URL, its directory)."""
+    import socket
+    import tempfile
+    d = tempfile.mkdtemp(prefix="ohbox-bench-nginx.")
+    # The socket's path is too long for a socket address: a link to it.
+    os.symlink(os.path.join(runtime_dir, "executor.sock"), os.path.join(d, "executor.sock"))
+    s = socket.socket()
+    s.bind(("127.0.0.1", 0))
+    port = s.getsockname()[1]
+    s.close()
+    with open(os.path.join(d, "nginx.conf"), "w") as f:
+        f.write(NGINX_CONF % {"d": d, "port": port})
+    p = subprocess.Popen(["nginx", "-c", os.path.join(d, "nginx.conf")])
+    url = "http://127.0.0.1:%d" % port
+    for _ in range(200):
+        try:
+            Conn(url).call("GET", "/")
+            break
+        except OSError:
+            time.sleep(0.02)
+    return p, url, d
+
+
+def proxy(url, key, image, n, with_nginx):
+    import shutil
     c = Conn(url)
     h = {"X-API-Key": key}
     st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": "proxy"}), h)
@@ -103,26 +142,36 @@ def proxy(url, key, image, n):
     path = urllib.parse.urlparse(j["url"]).path
     sk = {"X-Session-API-Key": j["session_api_key"]}
     # The sandbox's own published port, from its executor record.
-    rec = json.load(open(os.path.join(os.environ["OHBOX_RUNROOT"], j["runtime_id"], "executor.json")))
-    direct = Conn(rec["url"])
-    res = {"alive_proxy": [], "alive_direct": [], "action_proxy": [], "action_direct": []}
-    turns = (("proxy", c, path), ("direct", direct, ""))
-    for i in range(n + 50):
-        # Which goes first alternates: a request right after an action
-        # meets the shell's after-work (its prompt), ~0.1 ms here, and a
-        # fixed order gave that to one side only.
-        for kind, conn, p in turns if i % 2 else turns[::-1]:
-            t = time.perf_counter()
-            st, _ = conn.call("GET", p + "/alive", headers=sk)
-            a = (time.perf_counter() - t) * 1000
-            t = time.perf_counter()
-            st2, _ = conn.call("POST", p + "/execute_action", ACTION, sk)
-            b = (time.perf_counter() - t) * 1000
-            if st != 200 or st2 != 200:
-                raise SystemExit("proxy bench: %d %d" % (st, st2))
-            if i >= 50:  # warm-up
-                res["alive_" + kind].append(a)
-                res["action_" + kind].append(b)
+    runtime_dir = os.path.join(os.environ["OHBOX_RUNROOT"], j["runtime_id"])
+    rec = json.load(open(os.path.join(runtime_dir, "executor.json")))
+    turns = [("proxy", c, path), ("direct", Conn(rec["url"]), "")]
+    ng = None
+    if with_nginx:
+        ng, ng_url, ng_dir = start_nginx(runtime_dir)
+        turns.append(("nginx", Conn(ng_url), ""))
+    res = {"%s_%s" % (r, k): [] for r in ("alive", "action") for k, _, _ in turns}
+    try:
+        for i in range(n + 50):
+            # Which goes first rotates: a request right after an action
+            # meets the shell's after-work (its prompt), ~0.1 ms here, and a
+            # fixed order gave that to one side only.
+            for kind, conn, p in turns[i % len(turns):] + turns[:i % len(turns)]:
+                t = time.perf_counter()
+                st, _ = conn.call("GET", p + "/alive", headers=sk)
+                a = (time.perf_counter() - t) * 1000
+                t = time.perf_counter()
+                st2, _ = conn.call("POST", p + "/execute_action", ACTION, sk)
+                b = (time.perf_counter() - t) * 1000
+                if st != 200 or st2 != 200:
+                    raise SystemExit("proxy bench (%s): %d %d" % (kind, st, st2))
+                if i >= 50:  # warm-up
+                    res["alive_" + kind].append(a)
+                    res["action_" + kind].append(b)
+    finally:
+        if ng:
+            ng.terminate()
+            ng.wait()
+            shutil.rmtree(ng_dir, ignore_errors=True)
     c.call("POST", "/stop", json.dumps({"runtime_id": j["runtime_id"]}), h)
     print(json.dumps(res))
 
@@ -177,7 +226,7 @@ def main():
     if a[0] == "sessions":
         sessions(a[1], a[2], a[3], int(a[4]), int(a[5]), "--pool-wait" in a)
     elif a[0] == "proxy":
-        proxy(a[1], a[2], a[3], int(a[4]))
+        proxy(a[1], a[2], a[3], int(a[4]), "--nginx" in a[5:])
     elif a[0] == "podman":
         k = a.index("--")
         podman(a[1:k], a[k + 1], int(a[k + 2]))

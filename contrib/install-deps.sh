@@ -18,7 +18,7 @@ MHD_NOTLS=${OHBOX_MHD_NOTLS_PREFIX:-/usr/local/lib/ohbox-mhd-notls}
 # Build: autotools, compilers, and the -dev packages configure.ac checks.
 BUILD="autoconf automake libtool pkg-config gcc make clang clang-format xz-utils
   libcurl4-openssl-dev libjansson-dev libssl-dev libarchive-dev libminizip-dev libyaml-dev libseccomp-dev
-  libcap-dev libmnl-dev libnftables-dev libmicrohttpd-dev libvterm-dev libzstd-dev dpkg-dev
+  libcap-dev libmnl-dev libnftables-dev libmicrohttpd-dev libhttp-parser-dev libvterm-dev libzstd-dev dpkg-dev
   libsystemd-dev"
 # Tests (tests/lib, tests/integration): a real registry, skopeo/umoci to push
 # and read images, htpasswd for Basic auth, busybox-static and zstd for the

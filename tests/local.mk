@@ -12,9 +12,12 @@ check_PROGRAMS += tests/unit/test-digest tests/unit/test-reference tests/unit/te
 	tests/unit/test-layer tests/unit/test-store tests/unit/test-seccomp tests/unit/test-capabilities \
 	tests/unit/test-cgroup tests/unit/test-cgroup-lifecycle tests/unit/test-cgroup-parse tests/unit/test-build-tags \
 	tests/unit/test-network tests/unit/test-egress tests/unit/test-dl tests/unit/test-run-policy tests/unit/test-cdi \
-	tests/unit/test-strv tests/unit/test-state
+	tests/unit/test-strv tests/unit/test-state tests/unit/test-upstream
 tests_unit_test_seccomp_LDADD = $(LDADD) $(SECCOMP_LIBS) $(CAP_LIBS)
 tests_unit_test_capabilities_LDADD = $(LDADD) $(CAP_LIBS)
+# ohbox serve's HTTP client to sandboxes, with http-parser (loaded on first use).
+tests_unit_test_upstream_SOURCES = tests/unit/test-upstream.c src/serve/upstream.c src/serve/dl_http_parser.c
+tests_unit_test_upstream_CPPFLAGS = $(AM_CPPFLAGS) -I$(top_srcdir)/src
 # Libraries loaded on first use (dl.h): the nftables table too.
 tests_unit_test_dl_CPPFLAGS = $(AM_CPPFLAGS) $(NFTABLES_CFLAGS)
 

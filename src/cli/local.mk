@@ -25,8 +25,8 @@ ohbox_SOURCES += src/cli/ci_gitlab.c src/cli/ci_gitlab.h src/cli/ci_gitlab_job.c
 ohbox_SOURCES += src/cli/attach.c
 ohbox_SOURCES += src/cli/check.c
 ohbox_SOURCES += src/cli/serve.c
-# ohbox serve (src/serve/): libmicrohttpd is loaded when the server starts
-# (dl_mhd.h), never by the other commands.
+# ohbox serve (src/serve/): libmicrohttpd and http-parser are loaded when the
+# server starts (dl_mhd.h, dl_http_parser.h), never by the other commands.
 ohbox_SOURCES += \
 	src/serve/serve.h src/serve/serve_internal.h \
 	src/serve/serve.c \
@@ -35,8 +35,10 @@ ohbox_SOURCES += \
 	src/serve/registry.c \
 	src/serve/starter.c \
 	src/serve/proxy.c \
+	src/serve/upstream.c src/serve/upstream.h \
 	src/serve/pool.c \
 	src/serve/builds.c \
 	src/serve/metrics.c \
 	src/serve/validate.c \
-	src/serve/dl_mhd.c src/serve/dl_mhd.h
+	src/serve/dl_mhd.c src/serve/dl_mhd.h \
+	src/serve/dl_http_parser.c src/serve/dl_http_parser.h

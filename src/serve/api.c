@@ -534,7 +534,7 @@ record_session (struct serve *srv, const char *id, const char *key, const char *
  * usually comes on that connection, finds the connection to its sandbox
  * open. */
 static bool
-start_from_pool (struct serve *srv, const struct start_req *sr, struct proxy_conn **pc, struct reply *out, double t0)
+start_from_pool (struct serve *srv, const struct start_req *sr, struct upstream **up, struct reply *out, double t0)
 {
   if (!sr->openhands_server || sr->run_as_user >= 0 || sr->run_as_group >= 0 || sr->factor != 1)
     return false;
@@ -554,7 +554,7 @@ start_from_pool (struct serve *srv, const struct start_req *sr, struct proxy_con
   json_t *body = json_pack ("{s:s, s:O?, s:O?, s:s?}", "session_api_key", key, "argv", sr->server_args, "environment",
                             sr->environment, "working_dir", sr->working_dir);
   struct proxy_post *adoption = NULL;
-  int r = proxy_post_begin (pc, s->upstream, "/ohbox/adopt", s->key, body, &adoption, &e);
+  int r = proxy_post_begin (up, s->upstream, "/ohbox/adopt", s->key, body, &adoption, &e);
   json_decref (body);
   /* Recorded while the executor adopts: a server killed before the
    * adoption finished finds a session whose key does not work yet, and
@@ -642,7 +642,7 @@ existing_session (struct serve *srv, const struct start_req *sr, struct reply *o
 }
 
 static void
-api_start (struct serve *srv, json_t *body, struct proxy_conn **pc, struct reply *out)
+api_start (struct serve *srv, json_t *body, struct upstream **up, struct reply *out)
 {
   double t0 = serve_now ();
   struct start_req sr;
@@ -656,7 +656,7 @@ api_start (struct serve *srv, json_t *body, struct proxy_conn **pc, struct reply
       reply_error (out, 409, "session_id", "a start of session `%s` is in progress", sr.session_id);
       goto done;
     }
-  if (existing_session (srv, &sr, out) || start_from_pool (srv, &sr, pc, out, t0))
+  if (existing_session (srv, &sr, out) || start_from_pool (srv, &sr, up, out, t0))
     goto release;
   pthread_mutex_lock (&srv->reg.lock);
   if (srv->cfg->max_sandboxes && reg_active (&srv->reg) >= srv->cfg->max_sandboxes)
@@ -987,7 +987,7 @@ api_image_exists (struct serve *srv, struct MHD_Connection *mc, const char *imag
 }
 
 void
-api_dispatch (struct serve *srv, struct proxy_conn **pc, const char *method, const char *url, json_t *body,
+api_dispatch (struct serve *srv, struct upstream **up, const char *method, const char *url, json_t *body,
               struct reply *out)
 {
   struct MHD_Connection *mc = NULL;
@@ -995,7 +995,7 @@ api_dispatch (struct serve *srv, struct proxy_conn **pc, const char *method, con
   bool post = strcmp (method, "POST") == 0;
   const char *tail;
   if (strcmp (url, "/start") == 0 && post)
-    api_start (srv, body, pc, out);
+    api_start (srv, body, up, out);
   else if (strcmp (url, "/stop") == 0 && post)
     api_stop (srv, body, out);
   else if (strcmp (url, "/pause") == 0 && post)

@@ -27,8 +27,10 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "serve/dl_http_parser.h"
 #include "serve/dl_mhd.h"
 #include "serve/serve_internal.h"
+#include "serve/upstream.h"
 
 #define API_BODY_MAX (2 * 1024 * 1024)
 
@@ -41,7 +43,7 @@ enum req_kind
 
 struct conn_ctx
 {
-  struct proxy_conn *pc;
+  struct upstream *up; /* to the sandbox it last talked to (proxy.c) */
 };
 
 struct req
@@ -144,7 +146,7 @@ notify_connection (void *cls, struct MHD_Connection *mc, void **socket_context, 
   else if (*socket_context)
     {
       struct conn_ctx *cc = *socket_context;
-      proxy_conn_free (cc->pc);
+      upstream_free (cc->up);
       free (cc);
       *socket_context = NULL;
     }
@@ -293,9 +295,7 @@ finish_api (struct serve *srv, struct req *rq, struct MHD_Connection *mc, const 
   else
     body = json_null ();
   struct conn_ctx *cc = conn_context (mc);
-  struct proxy_conn *tmp = NULL;
-  api_dispatch (srv, cc ? &cc->pc : &tmp, rq->method, url, body, &out);
-  proxy_conn_free (tmp);
+  api_dispatch (srv, cc ? &cc->up : NULL, rq->method, url, body, &out);
   json_decref (body);
   return send_reply (rq, mc, &out);
 }
@@ -340,11 +340,8 @@ handler (void *cls, struct MHD_Connection *mc, const char *url, const char *meth
   if (rq->kind == KIND_PROXY)
     {
       struct conn_ctx *cc = conn_context (mc);
-      struct proxy_conn *tmp = NULL;
       struct proxy_xfer *px = steal_pointer (&rq->px);
-      enum MHD_Result r = proxy_finish (px, mc, cc ? &cc->pc : &tmp, &rq->status);
-      proxy_conn_free (tmp);
-      return r;
+      return proxy_finish (px, mc, cc ? &cc->up : NULL, &rq->status);
     }
   if (rq->kind == KIND_BUILD)
     {
@@ -452,7 +449,7 @@ mhd_log (void *cls, const char *fmt, va_list ap)
 int
 http_start (struct serve *srv, ohbox_error_t *err)
 {
-  if (ohbox_dl_mhd_load (err) < 0)
+  if (ohbox_dl_mhd_load (err) < 0 || ohbox_dl_http_parser_load (err) < 0)
     return -1;
   bool v6;
   int fd = listen_socket (srv, &v6, err);

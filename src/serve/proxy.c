@@ -1,5 +1,5 @@
-/* proxy.c: each sandbox's URL, BASE/<runtime id>/..., forwarded with
- * libcurl to its server: ohbox's executor through the unix socket the run
+/* proxy.c: each sandbox's URL, BASE/<runtime id>/..., forwarded to its
+ * server (upstream.c): ohbox's executor through the unix socket the run
  * made in the sandbox's state directory (serve_upstream), an image's own
  * server through the port the run policy published on the host's
  * 127.0.0.1.
@@ -17,14 +17,14 @@
  * key put in when only the API key came (its holder can read every session
  * key from /list anyway).
  *
- * libmicrohttpd gives each connection a thread; each keeps a libcurl multi
- * handle whose connection cache keeps the connection to the sandbox open
- * between requests (a keep-alive client costs no new connection on either
- * side). The request body is kept in memory up to 1 MiB, beyond that in an
- * unlinked file (uploads of up to 2 GiB). The answer is streamed: the
- * status and headers are sent once libcurl has them, the body as it comes
- * (a zip download of a whole workspace is never held in memory); an
- * answer complete by then goes out in one buffer. */
+ * libmicrohttpd gives each connection a thread; each keeps one connection
+ * to the sandbox it last talked to (a keep-alive client costs no new
+ * connection on either side). The request body is kept in memory up to
+ * 1 MiB, beyond that in an unlinked file (uploads of up to 2 GiB). The
+ * answer is streamed: the status and headers are sent once they came, the
+ * body as the client takes it (a zip download of a whole workspace is
+ * never held in memory); an answer complete by then goes out in one
+ * buffer. */
 #include "config.h"
 
 #include <errno.h>
@@ -35,20 +35,13 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "common/dl_curl.h"
 #include "sandbox/sandbox.h"
 #include "serve/dl_mhd.h"
 #include "serve/serve_internal.h"
+#include "serve/upstream.h"
 
 #define BODY_IN_MEMORY (1024 * 1024)
 #define BODY_MAX (2ULL * 1024 * 1024 * 1024 + 64 * 1024 * 1024) /* the executor's upload limit, and the form */
-#define OUT_HIGH_WATER (1024 * 1024)                            /* buffered answer bytes before curl pauses */
-
-struct proxy_conn
-{
-  CURLM *multi;
-  CURL *easy;
-};
 
 struct proxy_xfer
 {
@@ -56,39 +49,19 @@ struct proxy_xfer
   char id[65];
   char *upstream, *path; /* the sandbox's server, and what follows the runtime's id in the URL */
   char *method;
-  struct curl_slist *headers;
+  char **headers; /* "Name: value" lines to forward */
+  size_t n_headers;
   /* the request body */
   struct ohbox_buf body;
   int spool_fd;
-  uint64_t body_len, read_off;
+  uint64_t body_len;
   bool has_body;
-  /* the answer */
-  CURLM *multi;
-  CURL *easy;
-  bool added;
-  long status;
-  char **rh; /* "Name", "value" pairs */
-  size_t n_rh;
-  bool headers_done, done, paused;
-  CURLcode result;
-  struct ohbox_buf out;
-  size_t out_off;
-  int64_t content_length;
+  /* the answer, on UP: the client connection's, or OWN_UP made for it */
+  struct upstream *up, *own_up;
+  struct upstream_answer answer;
 };
 
-void
-proxy_conn_free (struct proxy_conn *pc)
-{
-  if (pc == NULL)
-    return;
-  if (pc->easy)
-    curl_easy_cleanup (pc->easy);
-  if (pc->multi)
-    curl_multi_cleanup (pc->multi);
-  free (pc);
-}
-
-/* Hop-by-hop headers (RFC 9110 7.6.1) and what libcurl or libmicrohttpd
+/* Hop-by-hop headers (RFC 9110 7.6.1) and what upstream.c or libmicrohttpd
  * write themselves. */
 static bool
 not_forwarded (const char *name, bool request)
@@ -105,15 +78,19 @@ not_forwarded (const char *name, bool request)
   return strcasecmp (name, "Date") == 0;
 }
 
+static void
+push_header (struct proxy_xfer *px, char *line)
+{
+  px->headers = xrealloc (px->headers, (px->n_headers + 1) * sizeof (char *));
+  px->headers[px->n_headers++] = line;
+}
+
 static enum MHD_Result
 add_header (void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
   (void) kind;
-  struct proxy_xfer *px = cls;
-  if (key == NULL || not_forwarded (key, true))
-    return MHD_YES;
-  cleanup_free char *h = xasprintf ("%s: %s", key, value ? value : "");
-  px->headers = curl_slist_append (px->headers, h);
+  if (key && !not_forwarded (key, true))
+    push_header (cls, xasprintf ("%s: %s", key, value ? value : ""));
   return MHD_YES;
 }
 
@@ -208,18 +185,15 @@ proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const
   memcpy (px->id, s->id, sizeof px->id);
   px->upstream = xstrdup (s->upstream);
   px->path = xstrdup (raw_rest && *raw_rest ? raw_rest : "/");
-  cleanup_free char *inject = !by_session ? xasprintf ("X-Session-API-Key: %s", s->key) : NULL;
+  char *inject = !by_session ? xasprintf ("X-Session-API-Key: %s", s->key) : NULL;
   pthread_mutex_unlock (&srv->reg.lock);
   if (resume)
     resume_idle (srv, px->id);
   px->method = xstrdup (method);
   px->spool_fd = -1;
-  px->content_length = -1;
   MHD_get_connection_values (mc, MHD_HEADER_KIND, add_header, px);
   if (inject)
-    px->headers = curl_slist_append (px->headers, inject);
-  /* No "Expect: 100-continue" round trip. */
-  px->headers = curl_slist_append (px->headers, "Expect:");
+    push_header (px, inject);
   metrics_count (&srv->metrics, &srv->metrics.proxied);
   return px;
 }
@@ -261,214 +235,26 @@ proxy_body (struct proxy_xfer *px, const char *data, size_t len)
   return true;
 }
 
-static size_t
-read_body (char *buf, size_t size, size_t n, void *data)
-{
-  struct proxy_xfer *px = data;
-  size_t want = size * n;
-  ssize_t r = pread (px->spool_fd, buf, want, (off_t) px->read_off);
-  if (r < 0)
-    return CURL_READFUNC_ABORT;
-  px->read_off += (uint64_t) r;
-  return (size_t) r;
-}
-
-static size_t
-on_header (char *buf, size_t size, size_t n, void *data)
-{
-  struct proxy_xfer *px = data;
-  size_t len = size * n;
-  if (len >= 5 && strncmp (buf, "HTTP/", 5) == 0)
-    {
-      /* A new status line (after a 100 Continue): its headers only. */
-      for (size_t i = 0; i < px->n_rh * 2; i++)
-        free (px->rh[i]);
-      px->n_rh = 0;
-      return len;
-    }
-  if (len <= 2)
-    {
-      long code = 0;
-      curl_easy_getinfo (px->easy, CURLINFO_RESPONSE_CODE, &code);
-      if (code >= 200)
-        {
-          px->status = code;
-          px->headers_done = true;
-        }
-      return len;
-    }
-  const char *colon = memchr (buf, ':', len);
-  if (colon == NULL)
-    return len;
-  size_t nl = (size_t) (colon - buf), vs = nl + 1;
-  while (vs < len && (buf[vs] == ' ' || buf[vs] == '\t'))
-    vs++;
-  size_t ve = len;
-  while (ve > vs && (buf[ve - 1] == '\r' || buf[ve - 1] == '\n' || buf[ve - 1] == ' '))
-    ve--;
-  char *name = xstrndup (buf, nl);
-  if (strcasecmp (name, "Content-Length") == 0)
-    px->content_length = strtoll (buf + vs, NULL, 10);
-  if (not_forwarded (name, false))
-    {
-      free (name);
-      return len;
-    }
-  px->rh = xrealloc (px->rh, (px->n_rh + 1) * 2 * sizeof (char *));
-  px->rh[px->n_rh * 2] = name;
-  px->rh[px->n_rh * 2 + 1] = xstrndup (buf + vs, ve - vs);
-  px->n_rh++;
-  return len;
-}
-
-static size_t
-on_data (char *buf, size_t size, size_t n, void *data)
-{
-  struct proxy_xfer *px = data;
-  size_t len = size * n;
-  if (px->out.len - px->out_off > OUT_HIGH_WATER && px->headers_done)
-    {
-      /* The client reads slower than the sandbox writes. */
-      px->paused = true;
-      return CURL_WRITEFUNC_PAUSE;
-    }
-  if (px->out_off > 0 && px->out_off == px->out.len)
-    {
-      px->out.len = 0;
-      px->out_off = 0;
-    }
-  ohbox_buf_append (&px->out, buf, len);
-  return len;
-}
-
-/* One round of MULTI's transfers: true once EASY's ended, with *RESULT. */
-static bool
-multi_round (CURLM *multi, CURL *easy, CURLcode *result)
-{
-  int running = 0;
-  CURLMcode mc = curl_multi_perform (multi, &running);
-  bool done = false;
-  CURLMsg *msg;
-  int left;
-  while ((msg = curl_multi_info_read (multi, &left)))
-    if (msg->msg == CURLMSG_DONE && msg->easy_handle == easy)
-      {
-        done = true;
-        *result = msg->data.result;
-      }
-  if (mc != CURLM_OK && !done)
-    {
-      done = true;
-      *result = CURLE_FAILED_INIT;
-    }
-  return done;
-}
-
-/* Drives the transfer until COND holds or it ended. */
-static void
-pump (struct proxy_xfer *px, bool (*cond) (struct proxy_xfer *))
-{
-  while (!px->done && !cond (px))
-    {
-      px->done = multi_round (px->multi, px->easy, &px->result);
-      if (px->done || cond (px))
-        break;
-      curl_multi_poll (px->multi, NULL, 0, 1000, NULL);
-    }
-}
-
-static bool
-have_headers (struct proxy_xfer *px)
-{
-  return px->headers_done;
-}
-
-static bool
-have_data (struct proxy_xfer *px)
-{
-  return px->out.len > px->out_off;
-}
-
 static ssize_t
 read_answer (void *cls, uint64_t pos, char *buf, size_t max)
 {
   (void) pos;
   struct proxy_xfer *px = cls;
-  if (!have_data (px) && !px->done)
+  ohbox_error_t e = NULL;
+  ssize_t n = upstream_read_body (px->up, &px->answer, buf, max, 0, &e);
+  if (n < 0)
     {
-      if (px->paused)
-        {
-          px->paused = false;
-          curl_easy_pause (px->easy, CURLPAUSE_CONT);
-        }
-      pump (px, have_data);
+      serve_log (px->srv, json_pack ("{s:s, s:s, s:s}", "event", "answer-cut", "runtime_id", px->id, "error", e->msg));
+      ohbox_error_release (&e);
+      return MHD_CONTENT_READER_END_WITH_ERROR;
     }
-  size_t avail = px->out.len - px->out_off;
-  if (avail > 0)
-    {
-      size_t n = avail < max ? avail : max;
-      memcpy (buf, px->out.data + px->out_off, n);
-      px->out_off += n;
-      return (ssize_t) n;
-    }
-  return px->result == CURLE_OK ? MHD_CONTENT_READER_END_OF_STREAM : MHD_CONTENT_READER_END_WITH_ERROR;
+  return n > 0 ? n : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
 static void
 free_answer (void *cls)
 {
   proxy_free (cls);
-}
-
-/* PATH of UPSTREAM (serve_upstream's): through the executor's unix socket
- * (no TCP, no NAT; serve.c), or to its published port. */
-static void
-set_target (CURL *c, const char *upstream, const char *path)
-{
-  bool unix_socket = strncmp (upstream, "unix:", 5) == 0;
-  curl_easy_setopt (c, CURLOPT_UNIX_SOCKET_PATH, unix_socket ? upstream + 5 : NULL);
-  cleanup_free char *url = xasprintf ("%s%s", unix_socket ? "http://localhost" : upstream, path);
-  curl_easy_setopt (c, CURLOPT_URL, url);
-}
-
-static int
-configure (struct proxy_xfer *px)
-{
-  CURL *c = px->easy;
-  curl_easy_reset (c);
-  set_target (c, px->upstream, px->path);
-  curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt (c, CURLOPT_HTTP_VERSION, (long) CURL_HTTP_VERSION_1_1);
-  curl_easy_setopt (c, CURLOPT_CONNECTTIMEOUT_MS, 10000L);
-  curl_easy_setopt (c, CURLOPT_HTTPHEADER, px->headers);
-  curl_easy_setopt (c, CURLOPT_HEADERFUNCTION, on_header);
-  curl_easy_setopt (c, CURLOPT_HEADERDATA, px);
-  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, on_data);
-  curl_easy_setopt (c, CURLOPT_WRITEDATA, px);
-  /* Only where the registry said: no redirect is followed, no proxy of the
-   * environment is used for 127.0.0.1. */
-  curl_easy_setopt (c, CURLOPT_FOLLOWLOCATION, 0L);
-  curl_easy_setopt (c, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt (c, CURLOPT_PROTOCOLS_STR, "http");
-  bool head = strcmp (px->method, "HEAD") == 0;
-  if (head)
-    curl_easy_setopt (c, CURLOPT_NOBODY, 1L);
-  if (px->has_body || strcmp (px->method, "POST") == 0 || strcmp (px->method, "PUT") == 0
-      || strcmp (px->method, "PATCH") == 0)
-    {
-      curl_easy_setopt (c, CURLOPT_POST, 1L);
-      curl_easy_setopt (c, CURLOPT_POSTFIELDSIZE_LARGE, (curl_off_t) px->body_len);
-      if (px->spool_fd >= 0)
-        {
-          curl_easy_setopt (c, CURLOPT_READFUNCTION, read_body);
-          curl_easy_setopt (c, CURLOPT_READDATA, px);
-        }
-      else
-        curl_easy_setopt (c, CURLOPT_POSTFIELDS, px->body.data ? px->body.data : "");
-    }
-  if (!head && strcmp (px->method, "GET") != 0 && strcmp (px->method, "POST") != 0)
-    curl_easy_setopt (c, CURLOPT_CUSTOMREQUEST, px->method);
-  return 0;
 }
 
 static struct MHD_Response *
@@ -484,72 +270,79 @@ error_response (unsigned *status, unsigned code, const char *detail)
   return r;
 }
 
-/* The handles of a client connection (made at its first use); NULL when
- * libcurl cannot make them. */
-static struct proxy_conn *
-conn_handles (struct proxy_conn **pcp)
+static struct upstream_request
+request_of (const struct proxy_xfer *px)
 {
-  struct proxy_conn *pc = *pcp;
-  if (pc == NULL)
-    {
-      pc = xcalloc (1, sizeof *pc);
-      pc->multi = curl_multi_init ();
-      pc->easy = curl_easy_init ();
-      *pcp = pc;
-    }
-  return pc->multi && pc->easy ? pc : NULL;
+  const char *m = px->method;
+  return (struct upstream_request){
+    .method = m,
+    .path = px->path,
+    .headers = px->headers,
+    .n_headers = px->n_headers,
+    .send_length = px->has_body || strcmp (m, "POST") == 0 || strcmp (m, "PUT") == 0 || strcmp (m, "PATCH") == 0,
+    .body = px->body.data,
+    .body_fd = px->spool_fd,
+    .body_len = px->body_len,
+  };
 }
 
-int
-proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct proxy_conn **pcp, unsigned *status)
+/* The answer's status and headers on MC, with its body in one buffer when
+ * all of it came with them, else read as the client takes it. */
+static struct MHD_Response *
+answer_response (struct proxy_xfer *px, bool *streamed)
 {
-  struct proxy_conn *pc = conn_handles (pcp);
-  if (pc == NULL)
-    {
-      struct MHD_Response *r = error_response (status, 500, "cannot set up the proxy (libcurl)");
-      int q = MHD_queue_response (mc, *status, r);
-      MHD_destroy_response (r);
-      proxy_free (px);
-      return q;
-    }
-  px->multi = pc->multi;
-  px->easy = pc->easy;
-  configure (px);
-  curl_multi_add_handle (px->multi, px->easy);
-  px->added = true;
-  pump (px, have_headers);
+  struct upstream_answer *a = &px->answer;
   struct MHD_Response *r;
-  if (!px->headers_done)
-    {
-      /* No answer: the sandbox's server is gone, or died under the request. */
-      reg_refresh (px->srv);
-      cleanup_free char *d = xasprintf ("the runtime's server did not answer: %s", curl_easy_strerror (px->result));
-      r = error_response (status, 502, d);
-      int q = MHD_queue_response (mc, *status, r);
-      MHD_destroy_response (r);
-      proxy_free (px);
-      return q;
-    }
-  *status = (unsigned) px->status;
-  bool streamed = !px->done;
-  if (streamed)
-    r = MHD_create_response_from_callback (px->content_length >= 0 ? (uint64_t) px->content_length : MHD_SIZE_UNKNOWN,
+  *streamed = !a->done;
+  if (*streamed)
+    r = MHD_create_response_from_callback (a->content_length >= 0 ? (uint64_t) a->content_length : MHD_SIZE_UNKNOWN,
                                            64 * 1024, read_answer, px, free_answer);
   else
     {
-      size_t n = px->out.len - px->out_off;
+      size_t n = a->body.len - a->body_off;
       char *copy = xmalloc (n + 1);
       if (n > 0) /* (a HEAD's or an empty answer has no buffer at all) */
-        memcpy (copy, px->out.data + px->out_off, n);
+        memcpy (copy, a->body.data + a->body_off, n);
       r = MHD_create_response_from_buffer (n, copy, MHD_RESPMEM_MUST_FREE);
     }
+  for (size_t i = 0; r && i < a->n_headers; i++)
+    if (!not_forwarded (a->headers[i * 2], false))
+      MHD_add_response_header (r, a->headers[i * 2], a->headers[i * 2 + 1]);
+  return r;
+}
+
+int
+proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct upstream **upp, unsigned *status)
+{
+  if (upp && *upp == NULL)
+    *upp = upstream_new ();
+  px->up = upp ? *upp : (px->own_up = upstream_new ());
+  struct upstream_request rq = request_of (px);
+  ohbox_error_t e = NULL;
+  if (upstream_send (px->up, px->upstream, &rq, &e) < 0
+      || upstream_read_head (px->up, px->upstream, &rq, &px->answer, 0, &e) < 0)
+    {
+      /* A request that cannot be written (a line break in a header), or no
+       * answer: the sandbox's server is gone, or died under the request. */
+      bool refused = e->kind == OHBOX_ERR_USAGE;
+      if (!refused)
+        reg_refresh (px->srv);
+      cleanup_free char *d = refused ? xstrdup (e->msg) : xasprintf ("the runtime's server did not answer: %s", e->msg);
+      ohbox_error_release (&e);
+      struct MHD_Response *r = error_response (status, refused ? 400 : 502, d);
+      int q = MHD_queue_response (mc, *status, r);
+      MHD_destroy_response (r);
+      proxy_free (px);
+      return q;
+    }
+  *status = px->answer.status;
+  bool streamed;
+  struct MHD_Response *r = answer_response (px, &streamed);
   if (r == NULL)
     {
-      proxy_free (px);
+      proxy_free (px); /* (a response not made never calls free_answer) */
       return MHD_NO;
     }
-  for (size_t i = 0; i < px->n_rh; i++)
-    MHD_add_response_header (r, px->rh[i * 2], px->rh[i * 2 + 1]);
   int q = MHD_queue_response (mc, *status, r);
   MHD_destroy_response (r); /* a streamed answer's transfer goes with it (free_answer) */
   if (!streamed)
@@ -562,8 +355,8 @@ proxy_free (struct proxy_xfer *px)
 {
   if (px == NULL)
     return;
-  if (px->added)
-    curl_multi_remove_handle (px->multi, px->easy);
+  upstream_answer_end (px->up, &px->answer);
+  upstream_free (px->own_up);
   struct serve *srv = px->srv;
   pthread_mutex_lock (&srv->reg.lock);
   struct sbx *s = reg_find (&srv->reg, px->id);
@@ -574,31 +367,19 @@ proxy_free (struct proxy_xfer *px)
       s->last_activity = serve_now ();
     }
   pthread_mutex_unlock (&srv->reg.lock);
-  curl_slist_free_all (px->headers);
+  for (size_t i = 0; i < px->n_headers; i++)
+    free (px->headers[i]);
+  free (px->headers);
   free (px->upstream);
   free (px->path);
   free (px->method);
   ohbox_buf_free (&px->body);
   if (px->spool_fd >= 0)
     close (px->spool_fd);
-  for (size_t i = 0; i < px->n_rh * 2; i++)
-    free (px->rh[i]);
-  free (px->rh);
-  ohbox_buf_free (&px->out);
   free (px);
 }
 
 /* ---- the server's own requests to sandboxes ---- */
-
-static size_t
-collect (char *buf, size_t size, size_t n, void *data)
-{
-  struct ohbox_buf *b = data;
-  if (b->len + size * n > 1024 * 1024)
-    return 0;
-  ohbox_buf_append (b, buf, size * n);
-  return size * n;
-}
 
 static void
 sleep_ms (double ms)
@@ -615,39 +396,35 @@ sleep_ms (double ms)
  * once (10,000 tries a second) took the CPU their sandboxes needed: 20
  * cold starts at once 880-1060 -> 1070-1120 ms. */
 #define READY_POLL_MAX_MS 2.0
+#define READY_TRY_S 2.0        /* for one try's answer */
 static unsigned ready_waiters; /* proxy_wait_ready calls under way */
 
 int
 proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*alive_fn) (void *), void *data,
                   ohbox_error_t *err)
 {
-  CURL *c = curl_easy_init ();
-  if (c == NULL)
-    return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_easy_init");
-  struct ohbox_buf body = { 0 };
-  set_target (c, upstream, "/alive");
-  curl_easy_setopt (c, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt (c, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt (c, CURLOPT_TIMEOUT_MS, 2000L);
-  curl_easy_setopt (c, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt (c, CURLOPT_WRITEDATA, &body);
+  struct upstream *up = upstream_new ();
+  const struct upstream_request rq = { .method = "GET", .path = "/alive", .body_fd = -1 };
   double wait = 1;
   __atomic_add_fetch (&ready_waiters, 1, __ATOMIC_RELAXED);
-  CURLcode last = CURLE_OK;
-  long code = 0;
+  ohbox_error_t last = NULL;
   int ret = -1;
   for (;;)
     {
-      body.len = 0;
-      last = curl_easy_perform (c);
-      code = 0;
-      if (last == CURLE_OK)
-        curl_easy_getinfo (c, CURLINFO_RESPONSE_CODE, &code);
-      if (last == CURLE_OK && (executor ? code == 200 : code > 0))
+      struct upstream_answer a = { 0 };
+      ohbox_error_release (&last);
+      int r = upstream_send (up, upstream, &rq, &last);
+      if (r == 0)
+        r = upstream_read_head (up, upstream, &rq, &a, serve_now () + READY_TRY_S, &last);
+      unsigned code = r == 0 ? a.status : 0;
+      upstream_answer_end (up, &a);
+      if (r == 0 && (executor ? code == 200 : code > 0))
         {
           ret = 0;
           break;
         }
+      if (r == 0)
+        ohbox_error (&last, OHBOX_ERR_SANDBOX, 0, "GET /alive answered %u", code);
       if (alive_fn && !alive_fn (data))
         {
           ohbox_error (err, OHBOX_ERR_NOT_FOUND, 0, "the sandbox exited");
@@ -655,10 +432,7 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
         }
       if (serve_now () >= deadline)
         {
-          if (last != CURLE_OK)
-            ohbox_error (err, OHBOX_ERR_GENERIC, 0, "%s", curl_easy_strerror (last));
-          else
-            ohbox_error (err, OHBOX_ERR_GENERIC, 0, "GET /alive answered %ld", code);
+          *err = steal_pointer (&last);
           break;
         }
       sleep_ms (wait);
@@ -666,92 +440,62 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
       wait = wait * 1.5 > cap ? cap : wait * 1.5;
     }
   __atomic_sub_fetch (&ready_waiters, 1, __ATOMIC_RELAXED);
-  ohbox_buf_free (&body);
-  curl_easy_cleanup (c);
+  ohbox_error_release (&last);
+  upstream_free (up);
   return ret;
 }
 
+#define POST_TIMEOUT_S 120.0
+#define POST_ANSWER_MAX (1024 * 1024)
+
 struct proxy_post
 {
-  struct proxy_conn *pc, *own; /* OWN: handles of this request alone */
-  CURL *easy;
-  char *path, *text;
-  struct curl_slist *headers;
-  struct ohbox_buf out;
-  bool done;
-  CURLcode result;
+  struct upstream *up, *own_up; /* OWN_UP: made for this request alone */
+  char *upstream, *path, *text;
+  char *headers[2];
+  struct upstream_request rq;
 };
-
-/* One round of PP's transfer on its multi handle (whose connection cache
- * keeps the connection open for what comes next on a client connection),
- * waiting for the sockets first with WAIT: true once it ended. */
-static bool
-post_step (struct proxy_post *pp, bool wait)
-{
-  if (wait)
-    curl_multi_poll (pp->pc->multi, NULL, 0, 1000, NULL);
-  pp->done = multi_round (pp->pc->multi, pp->easy, &pp->result);
-  return pp->done;
-}
-
-/* Whether the whole request is on the socket (libcurl counts the body as
- * uploaded once it wrote it). */
-static bool
-post_sent (struct proxy_post *pp)
-{
-  curl_off_t up = 0;
-  return curl_easy_getinfo (pp->easy, CURLINFO_SIZE_UPLOAD_T, &up) == CURLE_OK && up >= (curl_off_t) strlen (pp->text);
-}
 
 static void
 post_free (struct proxy_post *pp)
 {
-  if (pp->easy && pp->pc)
-    curl_multi_remove_handle (pp->pc->multi, pp->easy);
-  proxy_conn_free (pp->own);
-  curl_slist_free_all (pp->headers);
-  ohbox_buf_free (&pp->out);
+  upstream_free (pp->own_up);
+  free (pp->upstream);
   free (pp->path);
   free (pp->text);
+  free (pp->headers[0]);
+  free (pp->headers[1]);
   free (pp);
 }
 
 int
-proxy_post_begin (struct proxy_conn **pcp, const char *upstream, const char *path, const char *key, json_t *body,
+proxy_post_begin (struct upstream **upp, const char *upstream, const char *path, const char *key, json_t *body,
                   struct proxy_post **ret, ohbox_error_t *err)
 {
   *ret = NULL;
   struct proxy_post *pp = xcalloc (1, sizeof *pp);
-  pp->pc = conn_handles (pcp ? pcp : &pp->own);
-  if (pp->pc == NULL)
-    {
-      post_free (pp);
-      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "curl_multi_init");
-    }
-  pp->easy = pp->pc->easy;
-  curl_easy_reset (pp->easy);
+  if (upp && *upp == NULL)
+    *upp = upstream_new ();
+  pp->up = upp ? *upp : (pp->own_up = upstream_new ());
+  pp->upstream = xstrdup (upstream);
   pp->path = xstrdup (path);
   pp->text = json_dumps (body, JSON_COMPACT) ?: xstrdup ("{}");
-  cleanup_free char *hkey = xasprintf ("X-Session-API-Key: %s", key);
-  pp->headers = curl_slist_append (NULL, "Content-Type: application/json");
-  pp->headers = curl_slist_append (pp->headers, hkey);
-  pp->headers = curl_slist_append (pp->headers, "Expect:");
-  set_target (pp->easy, upstream, path);
-  curl_easy_setopt (pp->easy, CURLOPT_NOSIGNAL, 1L);
-  curl_easy_setopt (pp->easy, CURLOPT_NOPROXY, "*");
-  curl_easy_setopt (pp->easy, CURLOPT_TIMEOUT_MS, 120000L);
-  curl_easy_setopt (pp->easy, CURLOPT_HTTPHEADER, pp->headers);
-  curl_easy_setopt (pp->easy, CURLOPT_POSTFIELDS, pp->text);
-  curl_easy_setopt (pp->easy, CURLOPT_WRITEFUNCTION, collect);
-  curl_easy_setopt (pp->easy, CURLOPT_WRITEDATA, &pp->out);
-  if (curl_multi_add_handle (pp->pc->multi, pp->easy) != CURLM_OK)
+  pp->headers[0] = xstrdup ("Content-Type: application/json");
+  pp->headers[1] = xasprintf ("X-Session-API-Key: %s", key);
+  pp->rq = (struct upstream_request){ .method = "POST",
+                                      .path = pp->path,
+                                      .headers = pp->headers,
+                                      .n_headers = 2,
+                                      .send_length = true,
+                                      .body = pp->text,
+                                      .body_fd = -1,
+                                      .body_len = strlen (pp->text) };
+  if (upstream_send (pp->up, pp->upstream, &pp->rq, err) < 0)
     {
-      pp->easy = NULL;
+      ohbox_error_prefix (err, "POST %s", path);
       post_free (pp);
-      return ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST %s: curl_multi_add_handle", path);
+      return -1;
     }
-  for (bool wait = false; !post_step (pp, wait) && !post_sent (pp); wait = true)
-    ;
   *ret = pp;
   return 0;
 }
@@ -762,30 +506,42 @@ proxy_post_end (struct proxy_post *pp, long *status, json_t **reply, ohbox_error
   if (reply)
     *reply = NULL;
   *status = 0;
-  while (!pp->done)
-    post_step (pp, true);
-  int ret = 0;
-  if (pp->result != CURLE_OK)
-    ret = ohbox_error (err, OHBOX_ERR_GENERIC, 0, "POST %s: %s", pp->path, curl_easy_strerror (pp->result));
-  else
+  struct upstream_answer a = { 0 };
+  struct ohbox_buf out = { 0 };
+  double deadline = serve_now () + POST_TIMEOUT_S;
+  int ret = upstream_read_head (pp->up, pp->upstream, &pp->rq, &a, deadline, err);
+  char buf[16 * 1024];
+  ssize_t n = 0;
+  while (ret == 0 && (n = upstream_read_body (pp->up, &a, buf, sizeof buf, deadline, err)) > 0)
+    if (out.len + (size_t) n > POST_ANSWER_MAX)
+      ret = ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "the answer is larger than %d bytes", POST_ANSWER_MAX);
+    else
+      ohbox_buf_append (&out, buf, (size_t) n);
+  if (n < 0)
+    ret = -1;
+  if (ret == 0)
     {
-      curl_easy_getinfo (pp->easy, CURLINFO_RESPONSE_CODE, status);
+      *status = (long) a.status;
       if (reply)
-        *reply = json_loadb (pp->out.data ? pp->out.data : "", pp->out.len, 0, NULL);
+        *reply = json_loadb (out.data ? out.data : "", out.len, 0, NULL);
     }
+  else
+    ohbox_error_prefix (err, "POST %s", pp->path);
+  upstream_answer_end (pp->up, &a);
+  ohbox_buf_free (&out);
   post_free (pp);
   return ret;
 }
 
 int
-proxy_post_json (struct proxy_conn **pcp, const char *upstream, const char *path, const char *key, json_t *body,
+proxy_post_json (struct upstream **upp, const char *upstream, const char *path, const char *key, json_t *body,
                  long *status, json_t **reply, ohbox_error_t *err)
 {
   struct proxy_post *pp;
   *status = 0;
   if (reply)
     *reply = NULL;
-  if (proxy_post_begin (pcp, upstream, path, key, body, &pp, err) < 0)
+  if (proxy_post_begin (upp, upstream, path, key, body, &pp, err) < 0)
     return -1;
   return proxy_post_end (pp, status, reply, err);
 }

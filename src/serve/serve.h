@@ -14,8 +14,10 @@
  *   starter.c   the process that starts sandboxes and runs builds: forked
  *               before any thread or socket exists, so that no sandbox
  *               monitor inherits the server's sockets
- *   proxy.c     each sandbox's URL: http://SERVER/<runtime id>/... to the
- *               port its server listens on (libcurl)
+ *   proxy.c     each sandbox's URL: http://SERVER/<runtime id>/... to its
+ *               executor's socket or the port its server listens on
+ *   upstream.c  HTTP/1.1 to a sandbox's server over a kept connection
+ *               (answers read with http-parser)
  *   pool.c      warm pools of runtime sandboxes on standby
  *   builds.c    /build: OpenHands' build context, `ohbox build` onto its FROM
  *   metrics.c   GET /metrics (Prometheus text)

@@ -165,7 +165,7 @@ int starter_job (struct starter *st, json_t *job, int *ret_fd, ohbox_error_t *er
 int starter_result (int fd, void (*line_cb) (json_t *line, void *data), void *data, json_t **ret, ohbox_error_t *err);
 
 /* api.c */
-struct proxy_conn;
+struct upstream; /* upstream.h: a client connection's connection to a sandbox */
 struct reply
 {
   unsigned status;
@@ -178,9 +178,9 @@ struct reply
   json_t *log_after;
   bool wake_pools_after;
 };
-/* Dispatches an API request (the body parsed as JSON when it has one); PC:
- * the client connection's handles for requests to sandboxes (proxy.c). */
-void api_dispatch (struct serve *srv, struct proxy_conn **pc, const char *method, const char *url, json_t *body,
+/* Dispatches an API request (the body parsed as JSON when it has one); UP:
+ * the client connection's connection to a sandbox (proxy.c). */
+void api_dispatch (struct serve *srv, struct upstream **up, const char *method, const char *url, json_t *body,
                    struct reply *out);
 /* {"detail": MSG[, "field": FIELD]} with STATUS. */
 void reply_error (struct reply *out, unsigned status, const char *field, const char *fmt, ...)
@@ -208,16 +208,16 @@ bool serve_key_matches (const char *expected, const char *given);
 
 /* proxy.c */
 struct proxy_xfer;
-struct proxy_conn;
-void proxy_conn_free (struct proxy_conn *pc);
 /* A request to BASE/<ID>/REST: checks the keys and the sandbox's state.
  * Returns NULL and sets *STATUS / *DETAIL when it is refused. */
 struct proxy_xfer *proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const char *raw_rest,
                                 const char *method, unsigned *status, char **detail);
 /* The request body, piece by piece; false: too large (413). */
 bool proxy_body (struct proxy_xfer *px, const char *data, size_t len);
-/* Sends the request upstream and queues the answer on MC. */
-int proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct proxy_conn **pc, unsigned *status);
+/* Sends the request upstream and queues the answer on MC. UP: the client
+ * connection's connection to a sandbox (made if *UP is NULL), kept for what
+ * comes next on it; NULL: one for this request alone. */
+int proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct upstream **up, unsigned *status);
 void proxy_free (struct proxy_xfer *px);
 /* Waits until the server of the sandbox at UPSTREAM answers (an executor:
  * 200 from /alive; any other server: any HTTP answer) or DEADLINE
@@ -225,17 +225,14 @@ void proxy_free (struct proxy_xfer *px);
 int proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*alive_fn) (void *), void *data,
                       ohbox_error_t *err);
 /* POSTs JSON BODY to UPSTREAM/PATH with KEY as X-Session-API-Key; *STATUS
- * and *REPLY (may be NULL) get the answer. With PC (a client connection's
- * handles, made if *PC is NULL) the connection to UPSTREAM stays open for
- * the requests that come next on that client connection; NULL: a
- * connection of its own. */
-int proxy_post_json (struct proxy_conn **pc, const char *upstream, const char *path, const char *key, json_t *body,
+ * and *REPLY (may be NULL) get the answer. UP as for proxy_finish. */
+int proxy_post_json (struct upstream **up, const char *upstream, const char *path, const char *key, json_t *body,
                      long *status, json_t **reply, ohbox_error_t *err);
 /* The same in two steps: proxy_post_begin returns once the request is on
  * the socket (or its transfer ended), so that the caller works while the
  * sandbox answers; proxy_post_end waits for the answer and frees PP. */
 struct proxy_post;
-int proxy_post_begin (struct proxy_conn **pc, const char *upstream, const char *path, const char *key, json_t *body,
+int proxy_post_begin (struct upstream **up, const char *upstream, const char *path, const char *key, json_t *body,
                       struct proxy_post **pp, ohbox_error_t *err);
 int proxy_post_end (struct proxy_post *pp, long *status, json_t **reply, ohbox_error_t *err);
 

@@ -107,8 +107,8 @@ test_keys ()
 run_test keys test_keys
 
 # Uploads beyond the proxy's memory buffer (spooled), a zip download
-# streamed back, a HEAD, a query string and an encoded path, all through a
-# sandbox's URL.
+# streamed back and one cut short by its client, a HEAD, a query string
+# and an encoded path, all through a sandbox's URL.
 test_proxy_files ()
 {
   trap sv_cleanup EXIT
@@ -127,6 +127,13 @@ test_proxy_files ()
   "$T_PY" -c 'import sys, zipfile; zipfile.ZipFile(sys.argv[1]).extractall(sys.argv[2])' "$T_WORK/d.zip" "$T_WORK/unz"
   assert_eq "$(t_sha256 "$T_WORK/unz/big.bin")" "$(t_sha256 "$T_WORK/big.bin")" "the download through the proxy"
   assert_eq "$(cat "$T_WORK/unz/a b/c")" x
+  # A download its client cuts short: the server drops the half-read answer
+  # with its connection to the sandbox (not used again half-read), and the
+  # client's next request, on a new connection, is answered.
+  { curl -s -H "X-Session-API-Key: $SV_SK" "$SV_URL/$SV_ID/download_files?path=/tmp/d" || true; } | head -c 1000 >/dev/null
+  sv_run_action "$SV_ID" 'echo after the cut download'
+  assert_eq "$code" 200 "$out"
+  assert_contains "$out" "after the cut download"
   code=$(curl -s -o /dev/null -w '%{http_code}' -I -H "X-Session-API-Key: $SV_SK" "$SV_URL/$SV_ID/alive")
   assert_match "$code" '^(200|405)$'
   sv_call POST /stop "{\"runtime_id\":\"$SV_ID\"}"

@@ -41,6 +41,7 @@ struct upstream
   bool used;         /* FD carried a whole answer before: its server may have closed it since */
   bool reused;       /* the request under way went out on a used connection */
   bool closed_early; /* the last read found the connection ended before any byte of the answer */
+  int cut_send;      /* errno: the server stopped reading the request, maybe having answered it */
   http_parser parser;
   struct upstream_answer *answer; /* what the parser fills */
   char *rbuf;
@@ -432,6 +433,7 @@ send_iov (int fd, struct iovec *iov, int n)
   return 0;
 }
 
+/* (sendfile has no MSG_NOSIGNAL: ohbox serve ignores SIGPIPE.) */
 static int
 write_request (int fd, const struct ohbox_buf *head, const struct upstream_request *rq)
 {
@@ -480,16 +482,29 @@ upstream_send (struct upstream *up, const char *target, const struct upstream_re
           up->target = xstrdup (target);
         }
       up->reused = !fresh;
+      up->cut_send = 0;
       http_parser_init (&up->parser, HTTP_RESPONSE);
       up->parser.data = up;
       if (write_request (up->fd, &head, rq) == 0)
         break;
       int e = errno;
-      close_conn (up);
+      bool closed = e == EPIPE || e == ECONNRESET;
       /* A kept connection its server closed meanwhile: once more on a new
        * one (the server read nothing of this request). */
-      if (!fresh && attempt == 0 && (e == EPIPE || e == ECONNRESET))
-        continue;
+      if (!fresh && attempt == 0 && closed)
+        {
+          close_conn (up);
+          continue;
+        }
+      /* A server that answers before reading the whole request (a refused
+       * upload) and closes: its answer is read, as a client of its own
+       * would (upstream_read_head reports E when there is none). */
+      if (closed)
+        {
+          up->cut_send = e;
+          break;
+        }
+      close_conn (up);
       ret = ohbox_error (err, OHBOX_ERR_SANDBOX, e, "send the request to the sandbox's server");
       break;
     }
@@ -523,6 +538,11 @@ upstream_read_head (struct upstream *up, const char *target, const struct upstre
         return 0;
       close_conn (up);
       up->answer = NULL;
+      if (up->cut_send)
+        {
+          ohbox_error_release (&e);
+          return ohbox_error (err, OHBOX_ERR_SANDBOX, up->cut_send, "send the request to the sandbox's server");
+        }
       /* A kept connection its server closed as the request went out:
        * nothing of it was read there; once more on a new connection. */
       if (attempt == 0 && up->reused && up->closed_early)
@@ -568,7 +588,7 @@ upstream_answer_end (struct upstream *up, struct upstream_answer *a)
 {
   if (up && up->answer == a)
     {
-      if (a->done && a->keep)
+      if (a->done && a->keep && !up->cut_send)
         up->used = true;
       else
         close_conn (up); /* an answer not read to its end leaves its connection unusable */

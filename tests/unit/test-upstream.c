@@ -12,6 +12,7 @@
 #include <netinet/in.h>
 #include <pthread.h>
 #include <stdbool.h>
+#include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/un.h>
@@ -28,6 +29,7 @@ enum how
   CLOSE_AFTER,  /* answer, then close */
   CLOSE_SILENT, /* close without answering */
   HANG,         /* never answer; close once the client went */
+  EARLY,        /* answer after the request's head, then close, its body unread */
 };
 
 struct step
@@ -64,9 +66,10 @@ write_all (int fd, const char *p, size_t n)
   return true;
 }
 
-/* One request from C into srv.last; false at the connection's end. */
+/* One request from C into srv.last (its head only with HEAD_ONLY); false
+ * at the connection's end. */
 static bool
-read_request (int c)
+read_request (int c, bool head_only)
 {
   struct ohbox_buf b = { 0 };
   char buf[4096];
@@ -84,7 +87,7 @@ read_request (int c)
     }
   size_t head = (size_t) (end + 4 - b.data);
   const char *cl = strcasestr (b.data, "\r\nContent-Length: ");
-  size_t want = cl && cl < end ? strtoul (cl + 18, NULL, 10) : 0;
+  size_t want = cl && cl < end && !head_only ? strtoul (cl + 18, NULL, 10) : 0;
   while (b.len < head + want)
     {
       ssize_t r = recv (c, buf, sizeof buf, 0);
@@ -99,6 +102,40 @@ read_request (int c)
   return true;
 }
 
+/* One connection: requests answered by the script's next step. */
+static void *
+serve_connection (void *arg)
+{
+  int c = (int) (intptr_t) arg;
+  for (;;)
+    {
+      pthread_mutex_lock (&srv.lock);
+      bool early = srv.next < srv.n_steps && srv.steps[srv.next].how == EARLY;
+      pthread_mutex_unlock (&srv.lock);
+      if (!read_request (c, early))
+        break;
+      pthread_mutex_lock (&srv.lock);
+      struct step st = srv.next < srv.n_steps ? srv.steps[srv.next++] : (struct step){ NULL, 0, CLOSE_SILENT };
+      pthread_mutex_unlock (&srv.lock);
+      if (st.how == CLOSE_SILENT)
+        break;
+      if (st.how == HANG)
+        {
+          char x;
+          while (recv (c, &x, 1, 0) > 0)
+            ;
+          break;
+        }
+      write_all (c, st.answer, st.len ? st.len : strlen (st.answer));
+      if (st.how == CLOSE_AFTER || st.how == EARLY)
+        break;
+    }
+  close (c);
+  return NULL;
+}
+
+/* Each connection in a thread of its own: one a failed test left open
+ * does not hold up the next test's. */
 static void *
 server_main (void *arg)
 {
@@ -111,25 +148,9 @@ server_main (void *arg)
       pthread_mutex_lock (&srv.lock);
       srv.accepts++;
       pthread_mutex_unlock (&srv.lock);
-      while (read_request (c))
-        {
-          pthread_mutex_lock (&srv.lock);
-          struct step st = srv.next < srv.n_steps ? srv.steps[srv.next++] : (struct step){ NULL, 0, CLOSE_SILENT };
-          pthread_mutex_unlock (&srv.lock);
-          if (st.how == CLOSE_SILENT)
-            break;
-          if (st.how == HANG)
-            {
-              char x;
-              while (recv (c, &x, 1, 0) > 0)
-                ;
-              break;
-            }
-          write_all (c, st.answer, st.len ? st.len : strlen (st.answer));
-          if (st.how == CLOSE_AFTER)
-            break;
-        }
-      close (c);
+      pthread_t t;
+      pthread_create (&t, NULL, serve_connection, (void *) (intptr_t) c);
+      pthread_detach (t);
     }
 }
 
@@ -185,7 +206,8 @@ body_of (struct upstream *up, struct upstream_answer *a, ohbox_error_t *err)
   struct ohbox_buf b = { 0 };
   char buf[4096];
   ssize_t n;
-  while ((n = upstream_read_body (up, a, buf, sizeof buf, 0, err)) > 0)
+  double deadline = ohbox_monotonic () + 5; /* (a test that fails does not hang) */
+  while ((n = upstream_read_body (up, a, buf, sizeof buf, deadline, err)) > 0)
     ohbox_buf_append (&b, buf, (size_t) n);
   if (n < 0)
     {
@@ -193,6 +215,19 @@ body_of (struct upstream *up, struct upstream_answer *a, ohbox_error_t *err)
       return NULL;
     }
   return b.data ? b.data : xstrdup ("");
+}
+
+/* One exchange of RQ on UP, answered with STATUS and BODY. */
+static void
+check_answer (struct upstream *up, const struct upstream_request *rq, unsigned status, const char *body)
+{
+  cleanup_error ohbox_error_t err = NULL;
+  struct upstream_answer a;
+  CHECK (exchange (up, rq, &a, 5, &err) == 0, "%s", err->msg);
+  cleanup_free char *b = body_of (up, &a, &err);
+  upstream_answer_end (up, &a);
+  CHECK (a.status == status, "status %u, expected %u", a.status, status);
+  CHECK (b && strcmp (b, body) == 0, "body `%s`, expected `%s`", b ? b : err->msg, body);
 }
 
 static const char *
@@ -352,14 +387,7 @@ test_reopened (void)
   struct upstream *up = upstream_new ();
   for (int i = 0; i < 3; i++)
     {
-      cleanup_error ohbox_error_t err = NULL;
-      struct upstream_answer a;
-      if (i == 0)
-        usleep (1000);
-      CHECK (exchange (up, &get_alive, &a, 0, &err) == 0, "request %d: %s", i, err->msg);
-      cleanup_free char *b = body_of (up, &a, &err);
-      CHECK (b && strcmp (b, "ok") == 0, "request %d", i);
-      upstream_answer_end (up, &a);
+      check_answer (up, &get_alive, 200, "ok");
       usleep (20000); /* the server's close reaches this side */
     }
   CHECK (accepts () == 3, "three connections, not %d", accepts ());
@@ -426,16 +454,32 @@ test_cut_and_silent (void)
   upstream_answer_end (up, &a);
   ohbox_error_release (&err);
 
-  const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\n";
+  const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
   script (2, (struct step[]){ { "HTTP/1.1 200 OK\r\nContent-Length: 1\r\n\r\nxHTTP/1.1 200 OK\r\n\r\n", 0, KEEP },
                               { ok, 0, KEEP } });
-  CHECK (exchange (up, &get_alive, &a, 0, &err) == 0, "%s", err->msg);
-  cleanup_free char *x = body_of (up, &a, &err);
-  CHECK (x && strcmp (x, "x") == 0);
-  upstream_answer_end (up, &a);
-  CHECK (exchange (up, &get_alive, &a, 0, &err) == 0, "%s", err->msg);
-  upstream_answer_end (up, &a);
+  check_answer (up, &get_alive, 200, "x");
+  check_answer (up, &get_alive, 200, "");
   CHECK (accepts () == 2, "bytes after an answer: its connection is not used again");
+  upstream_free (up);
+}
+
+/* A server that answers an upload before reading it, and closes: its
+ * answer is what comes back, not the failed send. */
+static void
+test_answered_early (void)
+{
+  size_t n = 8 * 1024 * 1024;
+  cleanup_free char *big = xmalloc (n);
+  memset (big, 'u', n);
+  script (1, (struct step[]){ { "HTTP/1.1 413 Too Large\r\nContent-Length: 4\r\n\r\nbig!", 0, EARLY } });
+  struct upstream *up = upstream_new ();
+  struct upstream_request rq = {
+    .method = "POST", .path = "/upload_file", .send_length = true, .body = big, .body_len = n, .body_fd = -1
+  };
+  check_answer (up, &rq, 413, "big!");
+  script (1, (struct step[]){ { "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 0, KEEP } });
+  check_answer (up, &get_alive, 200, "");
+  CHECK (accepts () == 1, "the cut connection is not used again");
   upstream_free (up);
 }
 
@@ -529,6 +573,7 @@ RUN_TEST (test_streamed);
 RUN_TEST (test_reopened);
 RUN_TEST (test_hostile_answers);
 RUN_TEST (test_cut_and_silent);
+RUN_TEST (test_answered_early);
 RUN_TEST (test_refused_requests);
 RUN_TEST (test_tcp);
 unlink (sock_path);

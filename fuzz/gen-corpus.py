@@ -225,10 +225,23 @@ def cmdsplit():
         put("cmdsplit", "cmd-%d" % i, s)
 
 
+def upstream():
+    """Answers of a sandbox's server (fuzz-upstream.c)."""
+    for i, s in enumerate([
+            "HTTP/1.1 200 OK\r\nContent-Type: application/json\r\nContent-Length: 15\r\n\r\n{\"status\":\"ok\"}",
+            "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\nX-T: 1\r\n\r\n",
+            "HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 201 Created\r\nContent-Length: 1\r\n\r\nz",
+            "HTTP/1.0 200 OK\r\n\r\nuntil the end",
+            "HTTP/1.1 204 No Content\r\nConnection: close\r\n\r\n",
+            "HTTP/1.1 404 Not Found\r\nContent-Length: 0\r\n\r\nHTTP/1.1 200 OK\r\n\r\n"]):
+        put("upstream", "answer-%d" % i, s)
+
+
 def main():
     if os.path.isdir(OUT):
         shutil.rmtree(OUT)
     references(); oci(); auth_challenges(); authfiles(); registries_conf(); seccomp(); layers(); zips(); cmdsplit()
+    upstream()
     return 0
 
 

@@ -8,7 +8,7 @@
 # The default suite runs them briefly (tests/integration/fuzz.sh, which is
 # also what `make fuzz` runs).  Seeds: fuzz/corpus/NAME/, written by
 # fuzz/gen-corpus.py.  New inputs found by `make fuzz` stay in fuzz/work/.
-FUZZ_TARGETS = reference oci auth-challenge authfile registries-conf seccomp layer zip cmdsplit
+FUZZ_TARGETS = reference oci auth-challenge authfile registries-conf seccomp layer zip cmdsplit upstream
 FUZZ_SECONDS = 60
 FUZZ_JOBS = 2
 
@@ -20,7 +20,8 @@ FUZZ_LIB_SRCS = \
 	src/libohbox/registry/authfile.c src/libohbox/registry/auth_challenge.c \
 	src/libohbox/image/layer.c src/libohbox/image/layer_stream.c src/libohbox/common/dl.c src/libohbox/common/dl_archive.c src/libohbox/common/dl_crypto.c \
 	src/libohbox/security/seccomp.c src/libohbox/security/seccomp_bpf.c src/libohbox/security/capabilities.c \
-	oci/image_spec.c executor/archive.c executor/cmdsplit.c executor/obs.c
+	oci/image_spec.c executor/archive.c executor/cmdsplit.c executor/obs.c \
+	src/serve/upstream.c src/serve/dl_http_parser.c
 # A change to any of these rebuilds every object (simpler than per-file
 # dependencies, and a full rebuild takes well under a minute).
 FUZZ_LIB_HDRS = \
@@ -29,14 +30,15 @@ FUZZ_LIB_HDRS = \
 	src/libohbox/registry/authfile.h src/libohbox/registry/auth_challenge.h src/libohbox/image/layer.h src/libohbox/image/layer_stream.h \
 	src/libohbox/common/dl.h src/libohbox/common/dl_archive.h src/libohbox/common/dl_crypto.h src/libohbox/security/seccomp.h src/libohbox/security/seccomp_internal.h src/libohbox/security/capabilities.h \
 	oci/image_spec.h executor/executor.h executor/server.h executor/cmdsplit.h executor/obs.h \
-	seccomp-profiles/default.json
+	src/serve/upstream.h src/serve/dl_http_parser.h seccomp-profiles/default.json
 FUZZ_TARGET_SRCS = fuzz/fuzz.h fuzz/escape-check.h \
 	fuzz/fuzz-reference.c fuzz/fuzz-oci.c fuzz/fuzz-auth-challenge.c fuzz/fuzz-authfile.c \
-	fuzz/fuzz-registries-conf.c fuzz/fuzz-seccomp.c fuzz/fuzz-layer.c fuzz/fuzz-zip.c fuzz/fuzz-cmdsplit.c
+	fuzz/fuzz-registries-conf.c fuzz/fuzz-seccomp.c fuzz/fuzz-layer.c fuzz/fuzz-zip.c fuzz/fuzz-cmdsplit.c \
+	fuzz/fuzz-upstream.c
 
 FUZZ_CFLAGS = -g -O1 -fno-omit-frame-pointer -fsanitize=address,undefined -fno-sanitize-recover=undefined \
 	-pthread $(WARN_CFLAGS) -Wno-unused-parameter -Wno-format-nonliteral -I$(top_builddir) -I$(top_srcdir) -I$(top_srcdir)/src/libohbox \
-	-I$(top_srcdir)/executor -DLOCALSTATEDIR=\"$(localstatedir)\" -DSYSCONFDIR=\"$(sysconfdir)\" \
+	-I$(top_srcdir)/src -I$(top_srcdir)/executor -DLOCALSTATEDIR=\"$(localstatedir)\" -DSYSCONFDIR=\"$(sysconfdir)\" \
 	-DOHBOX_SECCOMP_DEFAULT_PROFILE_FILE=\"$(abs_top_srcdir)/seccomp-profiles/default.json\" \
 	$(JANSSON_CFLAGS) $(ARCHIVE_CFLAGS) $(MINIZIP_CFLAGS) $(CRYPTO_CFLAGS) $(SECCOMP_CFLAGS) $(CAP_CFLAGS) $(CURL_CFLAGS)
 FUZZ_LIBS = $(JANSSON_LIBS) $(ARCHIVE_LIBS) $(MINIZIP_LIBS) $(CRYPTO_LIBS) $(SECCOMP_LIBS) $(CAP_LIBS) -ldl

@@ -17,7 +17,7 @@ build=${OHBOX_BUILDDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 src=${OHBOX_SRCDIR:-$(cd "$(dirname "$0")/../.." && pwd)}
 seconds=${FUZZ_SECONDS:-8}
 jobs=${FUZZ_JOBS:-2}
-targets=${FUZZ_TARGETS:-reference oci auth-challenge authfile registries-conf seccomp layer zip cmdsplit}
+targets=${FUZZ_TARGETS:-reference oci auth-challenge authfile registries-conf seccomp layer zip cmdsplit upstream}
 work=${FUZZ_WORK:-${OHBOX_TEST_WORK:-$build/tests/work}/fuzz}
 bin=$build/fuzz/bin
 

@@ -54,8 +54,7 @@ LLVMFuzzerTestOneInput (const uint8_t *data, size_t size)
   FUZZ_CHECK (c >= 0, "accept");
   char req[512];
   ssize_t r = recv (c, req, sizeof req - 1, 0);
-  FUZZ_CHECK (r > 0 && strncmp (req, "GET /alive HTTP/1.1\r\nHost: localhost\r\n\r\n", (size_t) r) == 0,
-              "the request");
+  FUZZ_CHECK (r > 0 && strncmp (req, "GET /alive HTTP/1.1\r\nHost: localhost\r\n\r\n", (size_t) r) == 0, "the request");
   FUZZ_CHECK (size == 0 || send (c, data, size, MSG_NOSIGNAL) == (ssize_t) size, "send");
   close (c);
 

@@ -530,9 +530,9 @@ record_session (struct serve *srv, const char *id, const char *key, const char *
 }
 
 /* From a pool: the member's executor adopts the session (adopt.c), through
- * the client connection's handles PC: the session's first request, which
- * usually comes on that connection, finds the connection to its sandbox
- * open. */
+ * the client connection's connection UP: the session's first request, which
+ * usually comes on that client connection, finds the connection to its
+ * sandbox open. */
 static bool
 start_from_pool (struct serve *srv, const struct start_req *sr, struct upstream **up, struct reply *out, double t0)
 {

@@ -229,8 +229,8 @@ int proxy_wait_ready (const char *upstream, bool executor, double deadline, bool
 int proxy_post_json (struct upstream **up, const char *upstream, const char *path, const char *key, json_t *body,
                      long *status, json_t **reply, ohbox_error_t *err);
 /* The same in two steps: proxy_post_begin returns once the request is on
- * the socket (or its transfer ended), so that the caller works while the
- * sandbox answers; proxy_post_end waits for the answer and frees PP. */
+ * the socket, so that the caller works while the sandbox answers;
+ * proxy_post_end waits for the answer and frees PP. */
 struct proxy_post;
 int proxy_post_begin (struct upstream **up, const char *upstream, const char *path, const char *key, json_t *body,
                       struct proxy_post **pp, ohbox_error_t *err);

@@ -117,7 +117,10 @@ on_header_field (http_parser *p, const char *at, size_t len)
   if (a->n_headers == 0 || a->in_value)
     {
       if (a->n_headers == MAX_HEADERS)
-        return -1;
+        {
+          a->refusal = "more than 256 headers";
+          return -1;
+        }
       a->headers = xrealloc (a->headers, (a->n_headers + 1) * 2 * sizeof (char *));
       a->headers[a->n_headers * 2] = xstrndup (at, len);
       a->headers[a->n_headers * 2 + 1] = xstrdup ("");
@@ -156,8 +159,16 @@ on_headers_complete (http_parser *p)
 {
   struct upstream_answer *a = answer_of (p);
   a->in_value = false;
-  if (p->upgrade || p->status_code < 100 || p->status_code > 599)
-    return -1; /* no protocol switch is asked for, so none is forwarded */
+  if (p->upgrade || p->status_code == 101)
+    {
+      a->refusal = "a switch of protocols, which nothing asked for";
+      return -1;
+    }
+  if (p->status_code < 100 || p->status_code > 599)
+    {
+      a->refusal = "a status outside 100-599";
+      return -1;
+    }
   if (p->status_code < 200)
     {
       a->interim = true; /* a 1xx: its headers are dropped at its end */
@@ -250,7 +261,7 @@ fill (struct upstream *up, double deadline, ohbox_error_t *err)
                                : "the sandbox's server closed the connection without answering");
   if (he != HPE_OK)
     return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "the sandbox's server sent a malformed answer: %s",
-                        http_errno_description (he));
+                        a->refusal ? a->refusal : http_errno_description (he));
   return 0;
 }
 

@@ -43,7 +43,8 @@ struct upstream_answer
   struct ohbox_buf body; /* body bytes read and not yet taken */
   size_t body_off;
   bool no_body, interim, keep, in_value;
-  uint64_t got; /* bytes of this answer received */
+  const char *refusal; /* why a callback stopped the parser */
+  uint64_t got;        /* bytes of this answer received */
 };
 
 struct upstream *upstream_new (void);

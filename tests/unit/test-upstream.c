@@ -413,9 +413,11 @@ test_hostile_answers (void)
 {
   check_refused ("HTTP/1.1 2x0 OK\r\n\r\n", 0, "malformed");
   check_refused ("SSH-2.0-OpenSSH\r\n\r\n", 0, "malformed");
+  check_refused ("HTTP/1.1 600 Beyond\r\nContent-Length: 0\r\n\r\n", 0, "malformed answer");
   check_refused ("HTTP/1.1 200 OK\r\nContent-Length: 1\r\nContent-Length: 2\r\n\r\nx", 0, "malformed");
   check_refused ("HTTP/1.1 200 OK\r\nContent-Length: -1\r\n\r\n", 0, "malformed");
-  check_refused ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n", 0, "malformed");
+  check_refused ("HTTP/1.1 101 Switching Protocols\r\nUpgrade: x\r\nConnection: upgrade\r\n\r\n", 0,
+                 "malformed answer: a switch of protocols");
   /* Endless headers: refused at 80 KiB, not buffered. */
   size_t big = 200 * 1024;
   cleanup_free char *endless = xmalloc (big + 1);
@@ -429,7 +431,7 @@ test_hostile_answers (void)
   for (int i = 0; i < 1000; i++)
     ohbox_buf_append (&many, "X: y\r\n", 6);
   ohbox_buf_append (&many, "Content-Length: 0\r\n\r\n", 21);
-  check_refused (many.data, many.len, "malformed");
+  check_refused (many.data, many.len, "malformed answer: more than 256 headers");
   ohbox_buf_free (&many);
 }
 

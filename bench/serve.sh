@@ -1,15 +1,18 @@
 #!/bin/bash
 # bench/serve.sh: `ohbox serve` as OpenHands uses it. From POST /start to the
 # first successful action through the sandbox's URL (OpenHands' V0 command
-# on the runtime image of the harness's busybox), p50 and p99 over N
-# sessions: cold and from a warm pool, one at a time and 20 at a time;
-# beside `podman run -d` of the same runtime image plus polling its /alive
-# (the peer's cold start). The proxy's added round trip: GET /alive and a
-# `run` action through the server's URL and straight to the sandbox's port,
-# in turns (which goes first rotating), and through nginx proxying to the
-# same executor socket (the peer; when installed). Last, 1000 sessions
-# started and stopped one after the other and what is left of them
-# (nothing, expected).
+# on the runtime image of the harness's busybox, on the connection of the
+# session's lookup, as OpenHands does), p50 and p99 over N sessions: cold
+# and from a warm pool, one at a time (also on a new connection each) and
+# 20 at a time; beside `podman run -d` of the same runtime image plus
+# polling its /alive (the peer's cold start). The proxy's added round trip:
+# GET /alive and a `run` action through the server's URL and straight to
+# the sandbox's port, in turns (which goes first rotating), and through
+# nginx proxying to the same executor socket (the peer; when installed). An
+# action back to back and after 50 ms idle, beside bash on a
+# pseudo-terminal without ohbox (what waking idle threads costs the
+# machine). Last, 1000 sessions started and stopped one after the other and
+# what is left of them (nothing, expected).
 #
 #   bench/serve.sh [N]        (root; hyperfine and jq for common.sh; podman, nginx if installed)
 #   BENCH_SKIP=podman,nginx,leaks   leave some out
@@ -69,12 +72,16 @@ $LOAD sessions "$URL" "$K" "$RT" "$N" 20 >"$W/cold20.json"
 stats "cold, 20 at a time: /start answered" "$W/cold20.json" start
 stats "cold, 20 at a time: first action" "$W/cold20.json" first
 $LOAD proxy "$URL" "$K" "$RT" 1000 $(want nginx && echo --nginx) >"$W/proxy.json"
+$LOAD idle "$URL" "$K" "$RT" "$N" >"$W/idle.json"
 serve_down
 
 serve_up --pool "$RT=20"
 $LOAD sessions "$URL" "$K" "$RT" "$N" 1 --pool-wait >"$W/pool1.json"
 stats "pool, one at a time: /start answered" "$W/pool1.json" start
 stats "pool, one at a time: first action" "$W/pool1.json" first
+$LOAD sessions "$URL" "$K" "$RT" "$N" 1 --pool-wait --new-connection >"$W/pool1n.json"
+stats "pool, one at a time, a new connection each: /start answered" "$W/pool1n.json" start
+stats "pool, one at a time, a new connection each: first action" "$W/pool1n.json" first
 $LOAD sessions "$URL" "$K" "$RT" "$N" 20 --pool-wait >"$W/pool20.json"
 stats "pool, 20 at a time: /start answered" "$W/pool20.json" start
 stats "pool, 20 at a time: first action" "$W/pool20.json" first
@@ -115,6 +122,18 @@ for k in alive action; do
 done
 jq -r 'def p50: sort | .[length / 2 | floor]; select(has("action_nginx"))
   | "ohbox serve adds \(((.action_proxy | p50) - (.action_direct | p50)) / ((.action_nginx | p50) - (.action_direct | p50)) * 100 | round / 100) times what nginx adds to an action"' "$W/proxy.json"
+
+# A first action comes after the client's own work: threads and CPUs gone
+# idle, each woken again on the way (client, server, executor, its
+# worker, the terminal's kernel worker, bash, and back). What that costs
+# this machine, with bash on a pseudo-terminal of the client's own as the
+# floor of any executor.
+echo
+echo "# an action back to back and after 50 ms idle (ms, p50 / p90 of $N in turns)"
+printf 'path\tback to back\tafter 50 ms idle\n'
+jq -r 'def p: sort | "\(.[length / 2 | floor] * 1000 | round / 1000) / \(.[length * 0.9 | floor] * 1000 | round / 1000)";
+  ["pty", "bash on a pseudo-terminal (no ohbox)"], ["direct", "a run action, straight"], ["proxy", "a run action, through ohbox serve"]
+  | "\(.[1])\t\($d[0][.[0] + "_0"] | p)\t\($d[0][.[0] + "_0.05"] | p)"' --slurpfile d "$W/idle.json" -n
 
 case $SKIP in
   *,leaks,*) ;;

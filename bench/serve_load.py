@@ -1,13 +1,16 @@
 #!/usr/bin/env python3
 """bench/serve_load.py: the client side of bench/serve.sh (stdlib only).
 
-  sessions URL KEY IMAGE N CONCURRENCY [--pool-wait]
-      N sessions, CONCURRENCY at a time, each: POST /start (OpenHands' V0
-      command), the first `run` action through the sandbox's URL, POST /stop.
+  sessions URL KEY IMAGE N CONCURRENCY [--pool-wait] [--new-connection]
+      N sessions, CONCURRENCY at a time, each as OpenHands V0 on one
+      connection: GET /sessions/ID (404), POST /start (V0's command), the
+      first `run` action through the sandbox's URL, POST /stop.
       Prints JSON: start (ms to the /start answer) and first (ms from /start
       to the first successful action), one per session. --pool-wait: before
       each batch, wait until the server's pool is full again (each start is
-      then one "from the pool").
+      then one "from the pool"). --new-connection: /start on a connection
+      of its own, without the lookup (a new connection costs the server a
+      thread).
   proxy URL KEY IMAGE N [--nginx]
       One session; N round trips of GET /alive and of a `run` action, in turns,
       through the server's URL and straight to the sandbox's published port;
@@ -18,6 +21,11 @@
       first action, `podman rm -f` (the peer of a cold start).
   cycles URL KEY IMAGE N
       N start/stop cycles, one at a time.
+  idle URL KEY IMAGE N
+      One session; N `run` actions through the server's URL and straight to
+      the sandbox's port, and N round trips of `echo hi` to a bash on a
+      pseudo-terminal of this process's own (no ohbox: the machine's floor
+      for an executor), in turns, back to back and each after 50 ms idle.
 """
 import http.client
 import json
@@ -56,9 +64,16 @@ def metric(url, key, name):
     return 0.0
 
 
-def one_session(url, key, image, sid, out):
+def one_session(url, key, image, sid, out, new_connection):
     c = Conn(url)
     h = {"X-API-Key": key}
+    # V0's first call for a session, on the connection it then uses for
+    # /start and the sandbox's URL (RUNTIME-API.md, detail 10): /start comes
+    # on an open connection, as from OpenHands.
+    if not new_connection:
+        st, _ = c.call("GET", "/sessions/" + sid, headers=h)
+        if st != 404:
+            raise SystemExit("session lookup %s: %d" % (sid, st))
     t0 = time.perf_counter()
     st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": sid, "command": V0,
                                                   "working_dir": "/openhands/code/", "environment": {}}), h)
@@ -75,7 +90,7 @@ def one_session(url, key, image, sid, out):
     c.call("POST", "/stop", json.dumps({"runtime_id": j["runtime_id"]}), h)
 
 
-def sessions(url, key, image, n, conc, pool_wait):
+def sessions(url, key, image, n, conc, pool_wait, new_connection):
     out = []
     done = 0
     target = metric(url, key, "ohbox_serve_pool_target") if pool_wait else 0
@@ -87,7 +102,7 @@ def sessions(url, key, image, n, conc, pool_wait):
                 if time.time() - t > 120:
                     raise SystemExit("the pool does not fill")
                 time.sleep(0.05)
-        threads = [threading.Thread(target=one_session, args=(url, key, image, "b%d" % (done + i), out))
+        threads = [threading.Thread(target=one_session, args=(url, key, image, "b%d" % (done + i), out, new_connection))
                    for i in range(batch)]
         for th in threads:
             th.start()
@@ -221,10 +236,66 @@ def cycles(url, key, image, n):
     print(json.dumps({"cycles": n, "seconds": time.time() - t0}))
 
 
+class PtyBash:
+    """A bash on a pseudo-terminal of its own, prompt `#END#`, no echo."""
+
+    def __init__(self):
+        import pty
+        self.pid, self.fd = pty.fork()
+        if self.pid == 0:
+            os.execvp("bash", ["bash", "--norc", "--noprofile", "-i"])
+        os.write(self.fd, b"PS1='#END#'; stty -echo\n")
+        self.read_prompt()
+
+    def read_prompt(self):
+        import select
+        buf = b""
+        while not buf.endswith(b"#END#"):
+            select.select([self.fd], [], [])
+            buf += os.read(self.fd, 65536)
+
+    def call(self):
+        os.write(self.fd, b"echo hi\n")
+        self.read_prompt()
+
+    def close(self):
+        os.kill(self.pid, 9)
+        os.waitpid(self.pid, 0)
+
+
+def idle(url, key, image, n):
+    c = Conn(url)
+    h = {"X-API-Key": key}
+    st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": "idle"}), h)
+    j = json.loads(d)
+    path = urllib.parse.urlparse(j["url"]).path
+    sk = {"X-Session-API-Key": j["session_api_key"]}
+    rec = json.load(open(os.path.join(os.environ["OHBOX_RUNROOT"], j["runtime_id"], "executor.json")))
+    direct = Conn(rec["url"])
+    bash = PtyBash()
+    turns = [("pty", bash.call), ("direct", lambda: direct.call("POST", "/execute_action", ACTION, sk)),
+             ("proxy", lambda: c.call("POST", path + "/execute_action", ACTION, sk))]
+    res = {}
+    for gap in (0, 0.05):
+        for kind, _ in turns:
+            res["%s_%g" % (kind, gap)] = []
+        for i in range(n + 10):
+            for kind, f in turns[i % 3:] + turns[:i % 3]:
+                if gap:
+                    time.sleep(gap)
+                t = time.perf_counter()
+                f()
+                if i >= 10:
+                    res["%s_%g" % (kind, gap)].append((time.perf_counter() - t) * 1000)
+    bash.close()
+    c.call("POST", "/stop", json.dumps({"runtime_id": j["runtime_id"]}), h)
+    print(json.dumps(res))
+
+
 def main():
     a = sys.argv[1:]
     if a[0] == "sessions":
-        sessions(a[1], a[2], a[3], int(a[4]), int(a[5]), "--pool-wait" in a)
+        sessions(a[1], a[2], a[3], int(a[4]), int(a[5]), "--pool-wait" in a, "--new-connection" in a)
     elif a[0] == "proxy":
         proxy(a[1], a[2], a[3], int(a[4]), "--nginx" in a[5:])
     elif a[0] == "podman":
@@ -232,6 +303,8 @@ def main():
         podman(a[1:k], a[k + 1], int(a[k + 2]))
     elif a[0] == "cycles":
         cycles(a[1], a[2], a[3], int(a[4]))
+    elif a[0] == "idle":
+        idle(a[1], a[2], a[3], int(a[4]))
 
 
 if __name__ == "__main__":

@@ -148,17 +148,26 @@ def start_nginx(runtime_dir):
     return p, url, d
 
 
+def one_sandbox(c, key, sid):
+    """POST /start of the runtime image on C: its answer, its path on the
+    server, its session key header, its state directory and its executor
+    record (the sandbox's own published port)."""
+    st, d = c.call("POST", "/start", json.dumps({"image": c.image, "session_id": sid}), {"X-API-Key": key})
+    if st != 200:
+        raise SystemExit("start %s: %d %s" % (sid, st, d[:300]))
+    j = json.loads(d)
+    runtime_dir = os.path.join(os.environ["OHBOX_RUNROOT"], j["runtime_id"])
+    rec = json.load(open(os.path.join(runtime_dir, "executor.json")))
+    return (j, urllib.parse.urlparse(j["url"]).path, {"X-Session-API-Key": j["session_api_key"]}, runtime_dir,
+            rec)
+
+
 def proxy(url, key, image, n, with_nginx):
     import shutil
     c = Conn(url)
+    c.image = image
     h = {"X-API-Key": key}
-    st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": "proxy"}), h)
-    j = json.loads(d)
-    path = urllib.parse.urlparse(j["url"]).path
-    sk = {"X-Session-API-Key": j["session_api_key"]}
-    # The sandbox's own published port, from its executor record.
-    runtime_dir = os.path.join(os.environ["OHBOX_RUNROOT"], j["runtime_id"])
-    rec = json.load(open(os.path.join(runtime_dir, "executor.json")))
+    j, path, sk, runtime_dir, rec = one_sandbox(c, key, "proxy")
     turns = [("proxy", c, path), ("direct", Conn(rec["url"]), "")]
     ng = None
     if with_nginx:
@@ -265,12 +274,9 @@ class PtyBash:
 
 def idle(url, key, image, n):
     c = Conn(url)
+    c.image = image
     h = {"X-API-Key": key}
-    st, d = c.call("POST", "/start", json.dumps({"image": image, "session_id": "idle"}), h)
-    j = json.loads(d)
-    path = urllib.parse.urlparse(j["url"]).path
-    sk = {"X-Session-API-Key": j["session_api_key"]}
-    rec = json.load(open(os.path.join(os.environ["OHBOX_RUNROOT"], j["runtime_id"], "executor.json")))
+    j, path, sk, _, rec = one_sandbox(c, key, "idle")
     direct = Conn(rec["url"])
     bash = PtyBash()
     turns = [("pty", bash.call), ("direct", lambda: direct.call("POST", "/execute_action", ACTION, sk)),

@@ -13,9 +13,10 @@
  * here, then forwarded (the client never paused it); a sandbox whose
  * command exited: 502. It is forwarded only with the sandbox's own session
  * key (X-Session-API-Key) or the server's API key (X-API-Key), both
- * compared in constant time; X-API-Key is then dropped, and the session
- * key put in when only the API key came (its holder can read every session
- * key from /list anyway).
+ * compared in constant time; X-API-Key is then dropped, and the sandbox's
+ * own session key forwarded in place of any the client sent (the API key's
+ * holder can read every session key from /list anyway; another sandbox's
+ * key sent beside it must not reach this one).
  *
  * libmicrohttpd gives each connection a thread; each keeps one connection
  * to the sandbox it last talked to (a keep-alive client costs no new
@@ -24,7 +25,8 @@
  * answer is streamed: the status and headers are sent once they came, the
  * body as the client takes it (a zip download of a whole workspace is
  * never held in memory); an answer complete by then goes out in one
- * buffer. */
+ * buffer. A client that hangs up ends the wait for its answer: a sandbox
+ * that never answers holds no thread or connection of the server. */
 #include "config.h"
 
 #include <errno.h>
@@ -73,8 +75,12 @@ not_forwarded (const char *name, bool request)
   for (size_t i = 0; i < sizeof hop / sizeof hop[0]; i++)
     if (strcasecmp (name, hop[i]) == 0)
       return true;
+  /* The request's keys: the server's never reaches a sandbox, and the
+   * session key forwarded is always the sandbox's own (proxy_begin), not
+   * whatever else the client sent beside the API key. */
   if (request)
-    return strcasecmp (name, "Host") == 0 || strcasecmp (name, "Expect") == 0 || strcasecmp (name, "X-API-Key") == 0;
+    return strcasecmp (name, "Host") == 0 || strcasecmp (name, "Expect") == 0 || strcasecmp (name, "X-API-Key") == 0
+           || strcasecmp (name, "X-Session-API-Key") == 0;
   return strcasecmp (name, "Date") == 0;
 }
 
@@ -83,6 +89,25 @@ push_header (struct proxy_xfer *px, char *line)
 {
   px->headers = xrealloc (px->headers, (px->n_headers + 1) * sizeof (char *));
   px->headers[px->n_headers++] = line;
+}
+
+/* A header forwarded as it came must mean the same to the sandbox's
+ * server as to libmicrohttpd, which accepts more (a space before the
+ * colon, control characters): a name of RFC 9110's token characters, a
+ * value without control characters but tabs. The first that is not, as
+ * "name" in CLS. */
+static enum MHD_Result
+check_header (void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
+{
+  (void) kind;
+  static const char token[] = "!#$%&'*+-.^_`|~0123456789abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ";
+  bool ok = key && *key && key[strspn (key, token)] == '\0';
+  for (const unsigned char *c = (const unsigned char *) (value ? value : ""); ok && *c; c++)
+    ok = (*c >= ' ' || *c == '\t') && *c != 0x7f;
+  if (ok)
+    return MHD_YES;
+  *(char **) cls = xstrndup (key ? key : "", 64);
+  return MHD_NO;
 }
 
 static enum MHD_Result
@@ -120,6 +145,17 @@ struct proxy_xfer *
 proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const char *raw_rest, const char *method,
              unsigned *status, char **detail)
 {
+  char *bad = NULL;
+  MHD_get_connection_values (mc, MHD_HEADER_KIND, check_header, &bad);
+  if (bad)
+    {
+      *status = 400;
+      *detail = xasprintf ("the request header `%s` is not forwarded: a name of token characters and a value "
+                           "without control characters, please",
+                           bad);
+      free (bad);
+      return NULL;
+    }
   const char *skey = MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-Session-API-Key");
   const char *akey = MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "X-API-Key");
   bool by_api_key = srv->cfg->api_key == NULL || serve_key_matches (srv->cfg->api_key, akey);
@@ -185,15 +221,14 @@ proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const
   memcpy (px->id, s->id, sizeof px->id);
   px->upstream = xstrdup (s->upstream);
   px->path = xstrdup (raw_rest && *raw_rest ? raw_rest : "/");
-  char *inject = !by_session ? xasprintf ("X-Session-API-Key: %s", s->key) : NULL;
+  char *inject = xasprintf ("X-Session-API-Key: %s", s->key);
   pthread_mutex_unlock (&srv->reg.lock);
   if (resume)
     resume_idle (srv, px->id);
   px->method = xstrdup (method);
   px->spool_fd = -1;
   MHD_get_connection_values (mc, MHD_HEADER_KIND, add_header, px);
-  if (inject)
-    push_header (px, inject);
+  push_header (px, inject);
   metrics_count (&srv->metrics, &srv->metrics.proxied);
   return px;
 }
@@ -261,11 +296,15 @@ static struct MHD_Response *
 error_response (unsigned *status, unsigned code, const char *detail)
 {
   json_t *j = json_pack ("{s:s}", "detail", detail);
-  char *s = json_dumps (j, JSON_COMPACT);
+  char *s = j ? json_dumps (j, JSON_COMPACT) : NULL;
   json_decref (j);
+  if (s == NULL)
+    s = xstrdup ("{}");
   struct MHD_Response *r = MHD_create_response_from_buffer (strlen (s), s, MHD_RESPMEM_MUST_FREE);
   if (r)
     MHD_add_response_header (r, "Content-Type", "application/json");
+  else
+    free (s);
   *status = code;
   return r;
 }
@@ -304,6 +343,8 @@ answer_response (struct proxy_xfer *px, bool *streamed)
       if (n > 0) /* (a HEAD's or an empty answer has no buffer at all) */
         memcpy (copy, a->body.data + a->body_off, n);
       r = MHD_create_response_from_buffer (n, copy, MHD_RESPMEM_MUST_FREE);
+      if (r == NULL)
+        free (copy);
     }
   for (size_t i = 0; r && i < a->n_headers; i++)
     if (!not_forwarded (a->headers[i * 2], false))
@@ -317,6 +358,9 @@ proxy_finish (struct proxy_xfer *px, struct MHD_Connection *mc, struct upstream 
   if (upp && *upp == NULL)
     *upp = upstream_new ();
   px->up = upp ? *upp : (px->own_up = upstream_new ());
+  /* A client that hangs up ends the wait for its sandbox's server. */
+  const union MHD_ConnectionInfo *ci = MHD_get_connection_info (mc, MHD_CONNECTION_INFO_CONNECTION_FD);
+  upstream_watch (px->up, ci ? ci->connect_fd : -1);
   struct upstream_request rq = request_of (px);
   ohbox_error_t e = NULL;
   if (upstream_send (px->up, px->upstream, &rq, &e) < 0
@@ -356,6 +400,8 @@ proxy_free (struct proxy_xfer *px)
   if (px == NULL)
     return;
   upstream_answer_end (px->up, &px->answer);
+  if (px->up)
+    upstream_watch (px->up, -1);
   upstream_free (px->own_up);
   struct serve *srv = px->srv;
   pthread_mutex_lock (&srv->reg.lock);

@@ -11,11 +11,14 @@
  *
  * The sandbox's side is untrusted: its answer can be malformed, endless or
  * slow. http-parser bounds the headers (80 KiB) and frames the body; at
- * most one read (16 KiB) of body is held here before the client takes it;
- * a malformed answer is an error, and its connection is closed. */
+ * most one read (16 KiB) of body is held here before the client takes it,
+ * and 1xx answers have none (at most 8 of them); a malformed answer is an
+ * error, and its connection is closed; a wait for the sandbox ends at a
+ * deadline, or when the client it is for hangs up (upstream_watch). */
 #include "config.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <netdb.h>
 #include <netinet/in.h>
 #include <netinet/tcp.h>
@@ -33,15 +36,25 @@
 #define CONNECT_TIMEOUT_S 10
 #define READ_SIZE (16 * 1024)
 #define MAX_HEADERS 256
+#define MAX_INTERIM 8 /* 1xx answers before the answer */
+/* A kept connection idle this long is not used again: its server may be
+ * closing it as the request goes out, and a POST is then lost rather than
+ * sent twice (upstream_read_head). Below the idle limits of the servers
+ * behind: ohbox's executor (60 s, conn_guard.c), uvicorn's keep-alive (5 s)
+ * of an image's own server such as OpenHands' agent server. */
+#define KEEP_IDLE_UNIX_S 50.0
+#define KEEP_IDLE_TCP_S 4.0
 
 struct upstream
 {
   int fd;            /* -1: no connection */
   char *target;      /* what FD is connected to */
   bool used;         /* FD carried a whole answer before: its server may have closed it since */
+  double idle_since; /* (monotonic) when it did */
   bool reused;       /* the request under way went out on a used connection */
   bool closed_early; /* the last read found the connection ended before any byte of the answer */
   int cut_send;      /* errno: the server stopped reading the request, maybe having answered it */
+  int watch_fd;      /* >= 0: waits end when this connection (the client's) is hung up */
   http_parser parser;
   struct upstream_answer *answer; /* what the parser fills */
   char *rbuf;
@@ -52,6 +65,7 @@ upstream_new (void)
 {
   struct upstream *up = xcalloc (1, sizeof *up);
   up->fd = -1;
+  up->watch_fd = -1;
   return up;
 }
 
@@ -114,6 +128,8 @@ static int
 on_header_field (http_parser *p, const char *at, size_t len)
 {
   struct upstream_answer *a = answer_of (p);
+  if (a->head_done)
+    return 0; /* a trailer after chunks: not forwarded */
   if (a->n_headers == 0 || a->in_value)
     {
       if (a->n_headers == MAX_HEADERS)
@@ -136,6 +152,8 @@ static int
 on_header_value (http_parser *p, const char *at, size_t len)
 {
   struct upstream_answer *a = answer_of (p);
+  if (a->head_done)
+    return 0;
   if (a->n_headers == 0)
     return -1;
   a->in_value = true;
@@ -171,8 +189,17 @@ on_headers_complete (http_parser *p)
     }
   if (p->status_code < 200)
     {
-      a->interim = true; /* a 1xx: its headers are dropped at its end */
-      return 0;
+      /* A 1xx: its headers are dropped at its end, and it has no body
+       * whatever it says (http-parser would read one a Content-Length
+       * announces); the bytes of one it sent are then taken for the
+       * answer's start, and refused. */
+      if (++a->n_interim > MAX_INTERIM)
+        {
+          a->refusal = "more than 8 interim (1xx) answers";
+          return -1;
+        }
+      a->interim = true;
+      return 1;
     }
   a->status = p->status_code;
   a->content_length = (p->flags & F_CHUNKED) ? -1 : content_length_of (a);
@@ -183,7 +210,13 @@ on_headers_complete (http_parser *p)
 static int
 on_body (http_parser *p, const char *at, size_t len)
 {
-  ohbox_buf_append (&answer_of (p)->body, at, len);
+  struct upstream_answer *a = answer_of (p);
+  if (!a->head_done)
+    {
+      a->refusal = "a body in an interim (1xx) answer";
+      return -1;
+    }
+  ohbox_buf_append (&a->body, at, len);
   return 0;
 }
 
@@ -209,21 +242,54 @@ static const http_parser_settings settings = { .on_message_begin = on_message_be
                                                .on_body = on_body,
                                                .on_message_complete = on_message_complete };
 
+void
+upstream_watch (struct upstream *up, int client_fd)
+{
+  up->watch_fd = client_fd;
+}
+
+/* Until UP's connection is ready for EVENTS; -1 with errno ETIMEDOUT past
+ * DEADLINE (0: none), or ECANCELED when the watched client hung up: a
+ * request nobody waits for any more holds no thread or connection of the
+ * server, whatever the sandbox's side does. */
 static int
-wait_readable (int fd, double deadline, ohbox_error_t *err)
+wait_for (struct upstream *up, short events, double deadline)
 {
   for (;;)
     {
-      double left = deadline - ohbox_monotonic ();
-      if (left <= 0)
-        return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "the sandbox's server did not answer in time");
-      struct pollfd pfd = { .fd = fd, .events = POLLIN };
-      int n = poll (&pfd, 1, (int) (left * 1000) + 1);
-      if (n > 0)
-        return 0;
+      int timeout = -1;
+      if (deadline > 0)
+        {
+          double left = deadline - ohbox_monotonic ();
+          if (left <= 0)
+            {
+              errno = ETIMEDOUT;
+              return -1;
+            }
+          timeout = (int) (left * 1000) + 1;
+        }
+      struct pollfd pfd[2] = { { .fd = up->fd, .events = events }, { .fd = up->watch_fd, .events = POLLRDHUP } };
+      int n = poll (pfd, up->watch_fd >= 0 ? 2 : 1, timeout);
       if (n < 0 && errno != EINTR)
-        return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "poll");
+        return -1;
+      if (n > 0 && up->watch_fd >= 0 && pfd[1].revents) /* (POLLRDHUP, POLLHUP, POLLERR, POLLNVAL) */
+        {
+          errno = ECANCELED;
+          return -1;
+        }
+      if (n > 0 && pfd[0].revents)
+        return 0;
     }
+}
+
+static int
+wait_error (ohbox_error_t *err)
+{
+  if (errno == ETIMEDOUT)
+    return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "the sandbox's server did not answer in time");
+  if (errno == ECANCELED)
+    return ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "the client went away before the sandbox's server answered");
+  return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "poll");
 }
 
 /* Reads once from UP's connection and parses it into UP's answer; -1 when
@@ -235,12 +301,14 @@ fill (struct upstream *up, double deadline, ohbox_error_t *err)
   struct upstream_answer *a = up->answer;
   if (up->rbuf == NULL)
     up->rbuf = xmalloc (READ_SIZE);
-  if (deadline > 0 && wait_readable (up->fd, deadline, err) < 0)
-    return -1;
   ssize_t n;
   do
-    n = recv (up->fd, up->rbuf, READ_SIZE, 0);
-  while (n < 0 && errno == EINTR);
+    {
+      if (wait_for (up, POLLIN, deadline) < 0)
+        return wait_error (err);
+      n = recv (up->fd, up->rbuf, READ_SIZE, MSG_DONTWAIT);
+    }
+  while (n < 0 && (errno == EINTR || errno == EAGAIN));
   up->closed_early = a->got == 0 && (n == 0 || (n < 0 && (errno == ECONNRESET || errno == EPIPE)));
   if (n < 0)
     return ohbox_error_sys (err, OHBOX_ERR_SANDBOX, "read from the sandbox's server");
@@ -350,13 +418,16 @@ open_unix (const char *target, ohbox_error_t *err)
   return fd;
 }
 
-/* Whether UP's connection can carry a request to TARGET: open to it, and
- * idle (readable now means its server closed it, or wrote what nobody
- * asked for). */
+/* Whether UP's connection can carry a request to TARGET: open to it, idle
+ * (readable now means its server closed it, or wrote what nobody asked
+ * for), and not for too long (KEEP_IDLE_*). */
 static bool
 usable (struct upstream *up, const char *target)
 {
   if (up->fd < 0 || up->target == NULL || strcmp (up->target, target) != 0)
+    return false;
+  double limit = strncmp (target, "unix:", 5) == 0 ? KEEP_IDLE_UNIX_S : KEEP_IDLE_TCP_S;
+  if (up->used && ohbox_monotonic () - up->idle_since > limit)
     return false;
   struct pollfd pfd = { .fd = up->fd, .events = POLLIN | POLLRDHUP };
   return poll (&pfd, 1, 0) == 0;
@@ -418,15 +489,23 @@ build_head (const char *target, const struct upstream_request *rq, struct ohbox_
   return 0;
 }
 
+/* The connection is non-blocking (upstream_send): a full socket buffer is
+ * waited for, and the wait ends with the client (upstream_watch). */
 static int
-send_iov (int fd, struct iovec *iov, int n)
+send_iov (struct upstream *up, struct iovec *iov, int n)
 {
   while (n > 0)
     {
       struct msghdr mh = { .msg_iov = iov, .msg_iovlen = (size_t) n };
-      ssize_t w = sendmsg (fd, &mh, MSG_NOSIGNAL);
+      ssize_t w = sendmsg (up->fd, &mh, MSG_NOSIGNAL);
       if (w < 0 && errno == EINTR)
         continue;
+      if (w < 0 && errno == EAGAIN)
+        {
+          if (wait_for (up, POLLOUT, 0) < 0)
+            return -1;
+          continue;
+        }
       if (w < 0)
         return -1;
       while (n > 0 && (size_t) w >= iov->iov_len)
@@ -446,19 +525,25 @@ send_iov (int fd, struct iovec *iov, int n)
 
 /* (sendfile has no MSG_NOSIGNAL: ohbox serve ignores SIGPIPE.) */
 static int
-write_request (int fd, const struct ohbox_buf *head, const struct upstream_request *rq)
+write_request (struct upstream *up, const struct ohbox_buf *head, const struct upstream_request *rq)
 {
   bool in_memory = rq->body_fd < 0 && rq->body_len > 0;
   struct iovec iov[2] = { { head->data, head->len }, { (void *) rq->body, in_memory ? rq->body_len : 0 } };
-  if (send_iov (fd, iov, in_memory ? 2 : 1) < 0)
+  if (send_iov (up, iov, in_memory ? 2 : 1) < 0)
     return -1;
   off_t off = 0;
   while (rq->body_fd >= 0 && (uint64_t) off < rq->body_len)
     {
       uint64_t left = rq->body_len - (uint64_t) off;
-      ssize_t w = sendfile (fd, rq->body_fd, &off, left > (1u << 30) ? (1u << 30) : (size_t) left);
+      ssize_t w = sendfile (up->fd, rq->body_fd, &off, left > (1u << 30) ? (1u << 30) : (size_t) left);
       if (w < 0 && errno == EINTR)
         continue;
+      if (w < 0 && errno == EAGAIN)
+        {
+          if (wait_for (up, POLLOUT, 0) < 0)
+            return -1;
+          continue;
+        }
       if (w <= 0)
         {
           if (w == 0)
@@ -488,6 +573,7 @@ upstream_send (struct upstream *up, const char *target, const struct upstream_re
               ret = -1;
               break;
             }
+          fcntl (fd, F_SETFL, fcntl (fd, F_GETFL) | O_NONBLOCK);
           up->fd = fd;
           free (up->target);
           up->target = xstrdup (target);
@@ -496,7 +582,7 @@ upstream_send (struct upstream *up, const char *target, const struct upstream_re
       up->cut_send = 0;
       http_parser_init (&up->parser, HTTP_RESPONSE);
       up->parser.data = up;
-      if (write_request (up->fd, &head, rq) == 0)
+      if (write_request (up, &head, rq) == 0)
         break;
       int e = errno;
       bool closed = e == EPIPE || e == ECONNRESET;
@@ -516,7 +602,8 @@ upstream_send (struct upstream *up, const char *target, const struct upstream_re
           break;
         }
       close_conn (up);
-      ret = ohbox_error (err, OHBOX_ERR_SANDBOX, e, "send the request to the sandbox's server");
+      ret = e == ECANCELED ? ohbox_error (err, OHBOX_ERR_SANDBOX, 0, "the client went away during the request")
+                           : ohbox_error (err, OHBOX_ERR_SANDBOX, e, "send the request to the sandbox's server");
       break;
     }
   ohbox_buf_free (&head);
@@ -531,6 +618,16 @@ answer_reset (struct upstream_answer *a)
   bool no_body = a->no_body;
   memset (a, 0, sizeof *a);
   a->no_body = no_body;
+}
+
+static bool
+idempotent (const char *method)
+{
+  static const char *const safe[] = { "GET", "HEAD", "OPTIONS", "PUT", "DELETE" };
+  for (size_t i = 0; i < sizeof safe / sizeof safe[0]; i++)
+    if (strcmp (method, safe[i]) == 0)
+      return true;
+  return false;
 }
 
 int
@@ -555,8 +652,10 @@ upstream_read_head (struct upstream *up, const char *target, const struct upstre
           return ohbox_error (err, OHBOX_ERR_SANDBOX, up->cut_send, "send the request to the sandbox's server");
         }
       /* A kept connection its server closed as the request went out:
-       * nothing of it was read there; once more on a new connection. */
-      if (attempt == 0 && up->reused && up->closed_early)
+       * likely nothing of it was read there; once more on a new
+       * connection, unless the server may have acted on it (a POST: an
+       * action run twice is worse than a 502). */
+      if (attempt == 0 && up->reused && up->closed_early && idempotent (rq->method))
         {
           ohbox_error_release (&e);
           answer_reset (a);
@@ -600,7 +699,10 @@ upstream_answer_end (struct upstream *up, struct upstream_answer *a)
   if (up && up->answer == a)
     {
       if (a->done && a->keep && !up->cut_send)
-        up->used = true;
+        {
+          up->used = true;
+          up->idle_since = ohbox_monotonic ();
+        }
       else
         close_conn (up); /* an answer not read to its end leaves its connection unusable */
       up->answer = NULL;

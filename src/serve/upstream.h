@@ -43,6 +43,7 @@ struct upstream_answer
   struct ohbox_buf body; /* body bytes read and not yet taken */
   size_t body_off;
   bool no_body, interim, keep, in_value;
+  unsigned n_interim;  /* 1xx answers so far */
   const char *refusal; /* why a callback stopped the parser */
   uint64_t got;        /* bytes of this answer received */
 };
@@ -50,14 +51,20 @@ struct upstream_answer
 struct upstream *upstream_new (void);
 void upstream_free (struct upstream *up);
 
+/* From now on (CLIENT_FD >= 0), until called with -1: a wait for the
+ * sandbox's server on UP ends, as an error, when the client's connection
+ * CLIENT_FD is hung up. */
+void upstream_watch (struct upstream *up, int client_fd);
+
 /* Sends RQ to TARGET: on UP's connection when it is open to TARGET and
  * still usable, else on a new one (10 s to connect). */
 int upstream_send (struct upstream *up, const char *target, const struct upstream_request *rq, ohbox_error_t *err);
 
 /* Reads the status line and headers of the answer to RQ into A (zeroed by
  * the caller). A kept connection the server closed before answering is
- * opened again and RQ sent again, once. DEADLINE: monotonic seconds, or 0
- * for none. */
+ * opened again and RQ sent again, once, when RQ's method is idempotent
+ * (RFC 9110 9.2.2: the server may have acted on it). DEADLINE: monotonic
+ * seconds, or 0 for none. */
 int upstream_read_head (struct upstream *up, const char *target, const struct upstream_request *rq,
                         struct upstream_answer *a, double deadline, ohbox_error_t *err);
 

@@ -142,6 +142,56 @@ test_proxy_files ()
 }
 run_test proxy_files test_proxy_files
 
+# What the proxy forwards of a request, seen by an image's own server (a
+# CGI prints its environment): the sandbox's own session key, whatever
+# other one came beside the server's key; header lines the sandbox's
+# server may read otherwise than libmicrohttpd (a space before the colon, a
+# control character) refused with 400. And a client that hangs up while
+# the sandbox never answers takes its thread on the server with it.
+test_proxy_headers ()
+{
+  trap sv_cleanup EXIT
+  sv_start
+  sv_new_session heads-a
+  local other=$SV_SK a_id=$SV_ID
+  local script='mkdir -p /tmp/www/cgi-bin && printf "#!/bin/sh\necho Content-Type: text/plain\necho\nenv\n" >/tmp/www/cgi-bin/env && printf "#!/bin/sh\nsleep 1000\n" >/tmp/www/cgi-bin/hang && chmod 755 /tmp/www/cgi-bin/env /tmp/www/cgi-bin/hang && echo ok >/tmp/www/index.html && exec httpd -f -p 60000 -h /tmp/www'
+  sv_new_session heads-v1 "$(jq -cn --arg i "$SV_BB" --arg s "$script" '{image: $i, command: ["sh", "-c", $s]}')"
+  out=$(curl -s -H "X-API-Key: $SV_KEY" -H "X-Session-API-Key: $other" "$SV_URL/$SV_ID/cgi-bin/env")
+  assert_contains "$out" "HTTP_X_SESSION_API_KEY=$SV_SK"
+  assert_not_contains "$out" "$other" "another sandbox's key reached this one"
+  assert_not_contains "$out" "$SV_KEY" "the server's key reached a sandbox"
+  # The same to ohbox's executor, which reads the first of two keys: with
+  # the other's forwarded first, it refused the request.
+  code=$(curl -s -o "$T_WORK/act" -w '%{http_code}' -H "X-API-Key: $SV_KEY" -H "X-Session-API-Key: $SV_SK" \
+    -H 'Content-Type: application/json' --data '{"action":{"action":"run","args":{"command":"echo via-api-key"}}}' \
+    "$SV_URL/$a_id/execute_action")
+  assert_eq "$code" 200 "the server's key beside another sandbox's: $(cat "$T_WORK/act")"
+  assert_contains "$(cat "$T_WORK/act")" via-api-key
+  code=$(curl -s -o "$T_WORK/odd" -w '%{http_code}' -H "X-Session-API-Key: $SV_SK" -H "X-Odd : 1" \
+    "$SV_URL/$SV_ID/cgi-bin/env")
+  assert_eq "$code" 400 "a space before a header's colon: $(cat "$T_WORK/odd")"
+  assert_contains "$(cat "$T_WORK/odd")" "X-Odd"
+  assert_http_status 400 "a control character in a header" -H "X-Session-API-Key: $SV_SK" -H "$(printf 'X-Ctl: a\001b')" \
+    "$SV_URL/$SV_ID/cgi-bin/env"
+  # The hanging CGI: the client gives up after 1 s; the server's thread for
+  # it ends with it (it waited for the sandbox with no end before).
+  local before after
+  sleep 0.3 # (the threads of the connections above are gone)
+  before=$(ls "/proc/$SV_PID/task" | wc -l)
+  curl -s -m 1 -H "X-Session-API-Key: $SV_SK" "$SV_URL/$SV_ID/cgi-bin/hang" >/dev/null || true
+  for _ in $(seq 50); do
+    after=$(ls "/proc/$SV_PID/task" | wc -l)
+    [ "$after" -le "$before" ] && break
+    sleep 0.1
+  done
+  assert_eq "$after" "$before" "threads of the server after a client gave up on a sandbox that never answers"
+  assert_match "$(grep -F '/cgi-bin/hang' "$SV_LOG")" '"status": ?502'
+  sv_stop
+  sv_cleanup
+  sv_assert_clean
+}
+run_test proxy_headers test_proxy_headers
+
 # ---------------------------------------------------------------- fields
 
 # bad_start BODY FIELD: /start answers 400 naming FIELD.

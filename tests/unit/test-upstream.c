@@ -5,11 +5,14 @@
  * file; a kept connection the server closed is opened again (idle, and as
  * the request went out); and what the sandbox's side may send to hurt:
  * malformed status lines, endless or countless headers, bytes after the
- * answer, an answer cut short, no answer at all. */
+ * answer, an answer cut short, no answer at all, 1xx answers with a body
+ * or without end, trailers; a POST is not sent twice; a client that hangs
+ * up ends the wait for an answer or for the server to read. */
 #include "config.h"
 
 #include <fcntl.h>
 #include <netinet/in.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdbool.h>
 #include <stdint.h>
@@ -30,6 +33,7 @@ enum how
   CLOSE_SILENT, /* close without answering */
   HANG,         /* never answer; close once the client went */
   EARLY,        /* answer after the request's head, then close, its body unread */
+  STALL,        /* read the request's head only, never answer; close once the client went */
 };
 
 struct step
@@ -110,7 +114,7 @@ serve_connection (void *arg)
   for (;;)
     {
       pthread_mutex_lock (&srv.lock);
-      bool early = srv.next < srv.n_steps && srv.steps[srv.next].how == EARLY;
+      bool early = srv.next < srv.n_steps && (srv.steps[srv.next].how == EARLY || srv.steps[srv.next].how == STALL);
       pthread_mutex_unlock (&srv.lock);
       if (!read_request (c, early))
         break;
@@ -119,6 +123,13 @@ serve_connection (void *arg)
       pthread_mutex_unlock (&srv.lock);
       if (st.how == CLOSE_SILENT)
         break;
+      if (st.how == STALL)
+        {
+          struct pollfd p = { .fd = c, .events = POLLRDHUP };
+          while (poll (&p, 1, -1) >= 0 && !(p.revents & (POLLRDHUP | POLLHUP | POLLERR)))
+            ;
+          break;
+        }
       if (st.how == HANG)
         {
           char x;
@@ -126,7 +137,13 @@ serve_connection (void *arg)
             ;
           break;
         }
-      write_all (c, st.answer, st.len ? st.len : strlen (st.answer));
+      /* A copy: a test done with the answer before all of it went out
+       * (test_streamed reads part of one) frees its own. It is alive here:
+       * the test waits for the answer it scripted. */
+      size_t len = st.len ? st.len : strlen (st.answer);
+      cleanup_free char *answer = xmalloc (len);
+      memcpy (answer, st.answer, len);
+      write_all (c, answer, len);
       if (st.how == CLOSE_AFTER || st.how == EARLY)
         break;
     }
@@ -433,6 +450,118 @@ test_hostile_answers (void)
   ohbox_buf_append (&many, "Content-Length: 0\r\n\r\n", 21);
   check_refused (many.data, many.len, "malformed answer: more than 256 headers");
   ohbox_buf_free (&many);
+  /* A 1xx has no body: one it announces is not read (nor held), its bytes
+   * are not an answer. */
+  check_refused ("HTTP/1.1 100 Continue\r\nContent-Length: 5\r\n\r\nhelloHTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n",
+                 0, "malformed");
+  check_refused ("HTTP/1.1 102 Processing\r\nTransfer-Encoding: chunked\r\n\r\n5\r\nhello\r\n0\r\n\r\n", 0,
+                 "malformed");
+  /* Endless 1xx answers: eight, then refused. */
+  struct ohbox_buf interim = { 0 };
+  for (int i = 0; i < 9; i++)
+    ohbox_buf_append (&interim, "HTTP/1.1 100 Continue\r\n\r\n", 25);
+  ohbox_buf_append (&interim, "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n", 38);
+  check_refused (interim.data, interim.len, "more than 8 interim");
+  script (1, (struct step[]){ { interim.data + 25, interim.len - 25, KEEP } });
+  struct upstream *up = upstream_new ();
+  check_answer (up, &get_alive, 200, "");
+  upstream_free (up);
+  ohbox_buf_free (&interim);
+}
+
+/* Trailers after chunks are not headers of the answer (nor glued to its
+ * last one). */
+static void
+test_trailers (void)
+{
+  script (1, (struct step[]){ { "HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\nX-Last: v\r\n\r\n"
+                                "2\r\nhi\r\n0\r\nX-Trailer: t\r\n\r\n",
+                                0, KEEP } });
+  struct upstream *up = upstream_new ();
+  cleanup_error ohbox_error_t err = NULL;
+  struct upstream_answer a;
+  CHECK (exchange (up, &get_alive, &a, 5, &err) == 0, "%s", err->msg);
+  cleanup_free char *b = body_of (up, &a, &err);
+  CHECK (b && strcmp (b, "hi") == 0, "body `%s`", b ? b : err->msg);
+  const char *last = header_of (&a, "X-Last");
+  CHECK (last && strcmp (last, "v") == 0, "X-Last: `%s`", last ? last : "(none)");
+  CHECK (header_of (&a, "X-Trailer") == NULL && a.n_headers == 2, "%zu headers", a.n_headers);
+  upstream_answer_end (up, &a);
+  upstream_free (up);
+}
+
+/* A POST whose kept connection its server closed after reading it is not
+ * sent again: the server may have run it. (A GET is: test_reopened.) */
+static void
+test_post_not_resent (void)
+{
+  struct upstream_request post = {
+    .method = "POST", .path = "/execute_action", .send_length = true, .body = "{}", .body_len = 2, .body_fd = -1
+  };
+  const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 2\r\n\r\nok";
+  script (3, (struct step[]){ { ok, 0, KEEP }, { NULL, 0, CLOSE_SILENT }, { ok, 0, KEEP } });
+  struct upstream *up = upstream_new ();
+  check_answer (up, &post, 200, "ok");
+  cleanup_error ohbox_error_t err = NULL;
+  struct upstream_answer a;
+  CHECK (exchange (up, &post, &a, 5, &err) < 0 && strstr (err->msg, "without answering") != NULL, "%s",
+         err ? err->msg : "answered");
+  upstream_answer_end (up, &a);
+  CHECK (accepts () == 1, "sent again on %d connections", accepts ());
+  upstream_free (up);
+}
+
+struct hangup
+{
+  int fd;
+  unsigned ms;
+};
+
+static void *
+hang_up_later (void *arg)
+{
+  struct hangup *h = arg;
+  usleep (h->ms * 1000);
+  close (h->fd);
+  return NULL;
+}
+
+/* The wait for a server that never answers, or never reads an upload,
+ * ends when the client it is for hangs up (no deadline otherwise). */
+static void
+test_client_hangs_up (void)
+{
+  size_t n = 16 * 1024 * 1024;
+  cleanup_free char *big = xmalloc (n);
+  memset (big, 'u', n);
+  struct upstream_request upload = {
+    .method = "POST", .path = "/upload_file", .send_length = true, .body = big, .body_len = n, .body_fd = -1
+  };
+  const struct upstream_request *rqs[] = { &get_alive, &upload };
+  for (int i = 0; i < 2; i++)
+    {
+      script (1, (struct step[]){ { NULL, 0, i == 0 ? HANG : STALL } });
+      int sv[2];
+      CHECK (socketpair (AF_UNIX, SOCK_STREAM | SOCK_CLOEXEC, 0, sv) == 0);
+      struct upstream *up = upstream_new ();
+      upstream_watch (up, sv[0]);
+      struct hangup h = { sv[1], 200 };
+      pthread_t t;
+      pthread_create (&t, NULL, hang_up_later, &h);
+      cleanup_error ohbox_error_t err = NULL;
+      struct upstream_answer a;
+      double t0 = ohbox_monotonic ();
+      memset (&a, 0, sizeof a);
+      int r = upstream_send (up, target, rqs[i], &err);
+      if (r == 0)
+        r = upstream_read_head (up, target, rqs[i], &a, i == 0 ? ohbox_monotonic () + 10 : 0, &err);
+      CHECK (r < 0 && strstr (err->msg, "client went away") != NULL, "%s", err ? err->msg : "answered");
+      CHECK (ohbox_monotonic () - t0 < 5, "took %.1f s", ohbox_monotonic () - t0);
+      pthread_join (t, NULL);
+      upstream_answer_end (up, &a);
+      upstream_free (up);
+      close (sv[0]);
+    }
 }
 
 /* An answer cut short, none at all, bytes after the answer. */
@@ -511,7 +640,8 @@ test_refused_requests (void)
   upstream_free (up);
 }
 
-/* A published port: TCP, with the port in Host. */
+/* A published port: TCP, with the port in Host; a kept connection not
+ * used after a long idle time. */
 static void
 test_tcp (void)
 {
@@ -534,7 +664,16 @@ test_tcp (void)
   struct upstream_answer a = { 0 };
   CHECK (upstream_read_head (up, tcp, &get_alive, &a, 0, &err) == 0 && a.status == 204 && a.done);
   upstream_answer_end (up, &a);
+  /* Kept, but not past 4 s idle (an image's server may close it then): a
+   * new connection. */
+  sleep (5);
+  CHECK (upstream_send (up, tcp, &get_alive, &err) == 0, "%s", err->msg);
+  struct pollfd p = { .fd = fd, .events = POLLIN };
+  CHECK (poll (&p, 1, 2000) == 1, "no new connection after 5 s idle");
+  int c2 = accept (fd, NULL, NULL);
+  CHECK (c2 >= 0 && recv (c2, buf, sizeof buf - 1, 0) > 0);
   upstream_free (up);
+  close (c2);
   close (c);
   close (fd);
 }
@@ -574,6 +713,9 @@ RUN_TEST (test_framing);
 RUN_TEST (test_streamed);
 RUN_TEST (test_reopened);
 RUN_TEST (test_hostile_answers);
+RUN_TEST (test_trailers);
+RUN_TEST (test_post_not_resent);
+RUN_TEST (test_client_hangs_up);
 RUN_TEST (test_cut_and_silent);
 RUN_TEST (test_answered_early);
 RUN_TEST (test_refused_requests);

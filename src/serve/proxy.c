@@ -57,6 +57,7 @@ struct proxy_xfer
   struct ohbox_buf body;
   int spool_fd;
   uint64_t body_len;
+  const char *connection; /* the request's Connection header (libmicrohttpd's) */
   bool has_body;
   /* the answer, on UP: the client connection's, or OWN_UP made for it */
   struct upstream *up, *own_up;
@@ -82,6 +83,23 @@ not_forwarded (const char *name, bool request)
     return strcasecmp (name, "Host") == 0 || strcasecmp (name, "Expect") == 0 || strcasecmp (name, "X-API-Key") == 0
            || strcasecmp (name, "X-Session-API-Key") == 0;
   return strcasecmp (name, "Date") == 0;
+}
+
+/* Whether NAME is one of the tokens of LIST, a Connection header's value:
+ * the headers it names are for one hop only too (RFC 9110 7.6.1). */
+static bool
+named_in (const char *list, const char *name)
+{
+  size_t n = strlen (name);
+  for (const char *p = list; p && *p;)
+    {
+      p += strspn (p, " \t,");
+      size_t len = strcspn (p, " \t,");
+      if (len == n && strncasecmp (p, name, n) == 0)
+        return true;
+      p += len;
+    }
+  return false;
 }
 
 static void
@@ -114,8 +132,9 @@ static enum MHD_Result
 add_header (void *cls, enum MHD_ValueKind kind, const char *key, const char *value)
 {
   (void) kind;
-  if (key && !not_forwarded (key, true))
-    push_header (cls, xasprintf ("%s: %s", key, value ? value : ""));
+  struct proxy_xfer *px = cls;
+  if (key && !not_forwarded (key, true) && !named_in (px->connection, key))
+    push_header (px, xasprintf ("%s: %s", key, value ? value : ""));
   return MHD_YES;
 }
 
@@ -227,7 +246,9 @@ proxy_begin (struct serve *srv, struct MHD_Connection *mc, const char *id, const
     resume_idle (srv, px->id);
   px->method = xstrdup (method);
   px->spool_fd = -1;
+  px->connection = MHD_lookup_connection_value (mc, MHD_HEADER_KIND, "Connection");
   MHD_get_connection_values (mc, MHD_HEADER_KIND, add_header, px);
+  px->connection = NULL;
   push_header (px, inject);
   metrics_count (&srv->metrics, &srv->metrics.proxied);
   return px;
@@ -346,8 +367,12 @@ answer_response (struct proxy_xfer *px, bool *streamed)
       if (r == NULL)
         free (copy);
     }
+  const char *connection = NULL;
+  for (size_t i = 0; i < a->n_headers; i++)
+    if (strcasecmp (a->headers[i * 2], "Connection") == 0)
+      connection = a->headers[i * 2 + 1];
   for (size_t i = 0; r && i < a->n_headers; i++)
-    if (!not_forwarded (a->headers[i * 2], false))
+    if (!not_forwarded (a->headers[i * 2], false) && !named_in (connection, a->headers[i * 2]))
       MHD_add_response_header (r, a->headers[i * 2], a->headers[i * 2 + 1]);
   return r;
 }

@@ -144,7 +144,8 @@ run_test proxy_files test_proxy_files
 
 # What the proxy forwards of a request, seen by an image's own server (a
 # CGI prints its environment): the sandbox's own session key, whatever
-# other one came beside the server's key; header lines the sandbox's
+# other one came beside the server's key; not the headers a Connection
+# header names, either way; header lines the sandbox's
 # server may read otherwise than libmicrohttpd (a space before the colon, a
 # control character) refused with 400. And a client that hangs up while
 # the sandbox never answers takes its thread on the server with it.
@@ -154,12 +155,21 @@ test_proxy_headers ()
   sv_start
   sv_new_session heads-a
   local other=$SV_SK a_id=$SV_ID
-  local script='mkdir -p /tmp/www/cgi-bin && printf "#!/bin/sh\necho Content-Type: text/plain\necho\nenv\n" >/tmp/www/cgi-bin/env && printf "#!/bin/sh\nsleep 1000\n" >/tmp/www/cgi-bin/hang && chmod 755 /tmp/www/cgi-bin/env /tmp/www/cgi-bin/hang && echo ok >/tmp/www/index.html && exec httpd -f -p 60000 -h /tmp/www'
+  local script='mkdir -p /tmp/www/cgi-bin && printf "#!/bin/sh\necho Content-Type: text/plain\necho\nenv\n" >/tmp/www/cgi-bin/env && printf "#!/bin/sh\nsleep 1000\n" >/tmp/www/cgi-bin/hang && printf "#!/bin/sh\necho Content-Type: text/plain\necho Connection: X-Hop\necho X-Hop: 1\necho X-Kept: 2\necho\necho hop\n" >/tmp/www/cgi-bin/hop && chmod 755 /tmp/www/cgi-bin/* && echo ok >/tmp/www/index.html && exec httpd -f -p 60000 -h /tmp/www'
   sv_new_session heads-v1 "$(jq -cn --arg i "$SV_BB" --arg s "$script" '{image: $i, command: ["sh", "-c", $s]}')"
   out=$(curl -s -H "X-API-Key: $SV_KEY" -H "X-Session-API-Key: $other" "$SV_URL/$SV_ID/cgi-bin/env")
   assert_contains "$out" "HTTP_X_SESSION_API_KEY=$SV_SK"
   assert_not_contains "$out" "$other" "another sandbox's key reached this one"
   assert_not_contains "$out" "$SV_KEY" "the server's key reached a sandbox"
+  # Headers a Connection header names are for one hop: not forwarded,
+  # either way.
+  out=$(curl -s -H "X-Session-API-Key: $SV_SK" -H "Connection: X-Drop" -H "X-Drop: hop" -H "X-Stay: on" \
+    "$SV_URL/$SV_ID/cgi-bin/env")
+  assert_contains "$out" "HTTP_X_STAY=on"
+  assert_not_contains "$out" "HTTP_X_DROP" "a header the request's Connection names reached the sandbox"
+  out=$(curl -s -D - -o /dev/null -H "X-Session-API-Key: $SV_SK" "$SV_URL/$SV_ID/cgi-bin/hop")
+  assert_contains "$out" "X-Kept: 2"
+  assert_not_contains "$out" "X-Hop:" "a header the answer's Connection names reached the client"
   # The same to ohbox's executor, which reads the first of two keys: with
   # the other's forwarded first, it refused the request.
   code=$(curl -s -o "$T_WORK/act" -w '%{http_code}' -H "X-API-Key: $SV_KEY" -H "X-Session-API-Key: $SV_SK" \

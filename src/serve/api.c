@@ -554,7 +554,7 @@ start_from_pool (struct serve *srv, const struct start_req *sr, struct upstream 
   json_t *body = json_pack ("{s:s, s:O?, s:O?, s:s?}", "session_api_key", key, "argv", sr->server_args, "environment",
                             sr->environment, "working_dir", sr->working_dir);
   struct proxy_post *adoption = NULL;
-  int r = proxy_post_begin (up, s->upstream, "/ohbox/adopt", s->key, body, &adoption, &e);
+  int r = proxy_post_begin (up, s->id, s->upstream, "/ohbox/adopt", s->key, body, &adoption, &e);
   json_decref (body);
   /* Recorded while the executor adopts: a server killed before the
    * adoption finished finds a session whose key does not work yet, and

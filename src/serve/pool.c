@@ -269,7 +269,8 @@ probe_members (struct serve *srv)
       long status = 0;
       ohbox_error_t e = NULL;
       json_t *empty = json_object ();
-      int r = upstream && key ? proxy_post_json (NULL, upstream, "/ohbox/adopt", key, empty, &status, NULL, &e) : -1;
+      int r = upstream && key ? proxy_post_json (NULL, id, upstream, "/ohbox/adopt", key, empty, &status, NULL, &e)
+                              : -1;
       json_decref (empty);
       ohbox_error_release (&e);
       if (r == 0 && status == (given ? 409 : 400))

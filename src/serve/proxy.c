@@ -307,6 +307,13 @@ read_answer (void *cls, uint64_t pos, char *buf, size_t max)
   return n > 0 ? n : MHD_CONTENT_READER_END_OF_STREAM;
 }
 
+static ssize_t
+read_nothing (void *cls, uint64_t pos, char *buf, size_t max)
+{
+  (void) cls, (void) pos, (void) buf, (void) max;
+  return MHD_CONTENT_READER_END_OF_STREAM;
+}
+
 static void
 free_answer (void *cls)
 {
@@ -337,6 +344,7 @@ request_of (const struct proxy_xfer *px)
   return (struct upstream_request){
     .method = m,
     .path = px->path,
+    .owner = px->id,
     .headers = px->headers,
     .n_headers = px->n_headers,
     .send_length = px->has_body || strcmp (m, "POST") == 0 || strcmp (m, "PUT") == 0 || strcmp (m, "PATCH") == 0,
@@ -357,6 +365,11 @@ answer_response (struct proxy_xfer *px, bool *streamed)
   if (*streamed)
     r = MHD_create_response_from_callback (a->content_length >= 0 ? (uint64_t) a->content_length : MHD_SIZE_UNKNOWN,
                                            64 * 1024, read_answer, px, free_answer);
+  else if (a->no_body && a->content_length > 0)
+    /* A HEAD's answer: its Content-Length is the size of what a GET would
+     * get, which libmicrohttpd takes from the response's size (it sends no
+     * body, and never calls the reader). */
+    r = MHD_create_response_from_callback ((uint64_t) a->content_length, 1, read_nothing, NULL, NULL);
   else
     {
       size_t n = a->body.len - a->body_off;
@@ -522,7 +535,7 @@ proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*a
 struct proxy_post
 {
   struct upstream *up, *own_up; /* OWN_UP: made for this request alone */
-  char *upstream, *path, *text;
+  char *id, *upstream, *path, *text;
   char *headers[2];
   struct upstream_request rq;
 };
@@ -531,6 +544,7 @@ static void
 post_free (struct proxy_post *pp)
 {
   upstream_free (pp->own_up);
+  free (pp->id);
   free (pp->upstream);
   free (pp->path);
   free (pp->text);
@@ -540,14 +554,15 @@ post_free (struct proxy_post *pp)
 }
 
 int
-proxy_post_begin (struct upstream **upp, const char *upstream, const char *path, const char *key, json_t *body,
-                  struct proxy_post **ret, ohbox_error_t *err)
+proxy_post_begin (struct upstream **upp, const char *id, const char *upstream, const char *path, const char *key,
+                  json_t *body, struct proxy_post **ret, ohbox_error_t *err)
 {
   *ret = NULL;
   struct proxy_post *pp = xcalloc (1, sizeof *pp);
   if (upp && *upp == NULL)
     *upp = upstream_new ();
   pp->up = upp ? *upp : (pp->own_up = upstream_new ());
+  pp->id = xstrdup (id);
   pp->upstream = xstrdup (upstream);
   pp->path = xstrdup (path);
   pp->text = json_dumps (body, JSON_COMPACT) ?: xstrdup ("{}");
@@ -555,6 +570,7 @@ proxy_post_begin (struct upstream **upp, const char *upstream, const char *path,
   pp->headers[1] = xasprintf ("X-Session-API-Key: %s", key);
   pp->rq = (struct upstream_request){ .method = "POST",
                                       .path = pp->path,
+                                      .owner = pp->id,
                                       .headers = pp->headers,
                                       .n_headers = 2,
                                       .send_length = true,
@@ -605,14 +621,14 @@ proxy_post_end (struct proxy_post *pp, long *status, json_t **reply, ohbox_error
 }
 
 int
-proxy_post_json (struct upstream **upp, const char *upstream, const char *path, const char *key, json_t *body,
-                 long *status, json_t **reply, ohbox_error_t *err)
+proxy_post_json (struct upstream **upp, const char *id, const char *upstream, const char *path, const char *key,
+                 json_t *body, long *status, json_t **reply, ohbox_error_t *err)
 {
   struct proxy_post *pp;
   *status = 0;
   if (reply)
     *reply = NULL;
-  if (proxy_post_begin (upp, upstream, path, key, body, &pp, err) < 0)
+  if (proxy_post_begin (upp, id, upstream, path, key, body, &pp, err) < 0)
     return -1;
   return proxy_post_end (pp, status, reply, err);
 }

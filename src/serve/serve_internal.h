@@ -224,16 +224,17 @@ void proxy_free (struct proxy_xfer *px);
  * (monotonic) passes; ALIVE_FN (may be NULL) says whether to keep trying. */
 int proxy_wait_ready (const char *upstream, bool executor, double deadline, bool (*alive_fn) (void *), void *data,
                       ohbox_error_t *err);
-/* POSTs JSON BODY to UPSTREAM/PATH with KEY as X-Session-API-Key; *STATUS
- * and *REPLY (may be NULL) get the answer. UP as for proxy_finish. */
-int proxy_post_json (struct upstream **up, const char *upstream, const char *path, const char *key, json_t *body,
-                     long *status, json_t **reply, ohbox_error_t *err);
+/* POSTs JSON BODY to UPSTREAM/PATH, the server of sandbox ID, with KEY as
+ * X-Session-API-Key; *STATUS and *REPLY (may be NULL) get the answer. UP as
+ * for proxy_finish. */
+int proxy_post_json (struct upstream **up, const char *id, const char *upstream, const char *path, const char *key,
+                     json_t *body, long *status, json_t **reply, ohbox_error_t *err);
 /* The same in two steps: proxy_post_begin returns once the request is on
  * the socket, so that the caller works while the sandbox answers;
  * proxy_post_end waits for the answer and frees PP. */
 struct proxy_post;
-int proxy_post_begin (struct upstream **up, const char *upstream, const char *path, const char *key, json_t *body,
-                      struct proxy_post **pp, ohbox_error_t *err);
+int proxy_post_begin (struct upstream **up, const char *id, const char *upstream, const char *path, const char *key,
+                      json_t *body, struct proxy_post **pp, ohbox_error_t *err);
 int proxy_post_end (struct proxy_post *pp, long *status, json_t **reply, ohbox_error_t *err);
 
 /* pool.c */

@@ -49,6 +49,7 @@ struct upstream
 {
   int fd;            /* -1: no connection */
   char *target;      /* what FD is connected to */
+  char *owner;       /* for whom (upstream_request.owner) */
   bool used;         /* FD carried a whole answer before: its server may have closed it since */
   double idle_since; /* (monotonic) when it did */
   bool reused;       /* the request under way went out on a used connection */
@@ -85,6 +86,7 @@ upstream_free (struct upstream *up)
     return;
   close_conn (up);
   free (up->target);
+  free (up->owner);
   free (up->rbuf);
   free (up);
 }
@@ -418,13 +420,15 @@ open_unix (const char *target, ohbox_error_t *err)
   return fd;
 }
 
-/* Whether UP's connection can carry a request to TARGET: open to it, idle
- * (readable now means its server closed it, or wrote what nobody asked
- * for), and not for too long (KEEP_IDLE_*). */
+/* Whether UP's connection can carry a request to TARGET for OWNER: open to
+ * it for the same owner (an address a stopped sandbox had may be another's
+ * now), idle (readable now means its server closed it, or wrote what nobody
+ * asked for), and not for too long (KEEP_IDLE_*). */
 static bool
-usable (struct upstream *up, const char *target)
+usable (struct upstream *up, const char *target, const char *owner)
 {
-  if (up->fd < 0 || up->target == NULL || strcmp (up->target, target) != 0)
+  if (up->fd < 0 || up->target == NULL || strcmp (up->target, target) != 0
+      || strcmp (up->owner ? up->owner : "", owner ? owner : "") != 0)
     return false;
   double limit = strncmp (target, "unix:", 5) == 0 ? KEEP_IDLE_UNIX_S : KEEP_IDLE_TCP_S;
   if (up->used && ohbox_monotonic () - up->idle_since > limit)
@@ -563,7 +567,7 @@ upstream_send (struct upstream *up, const char *target, const struct upstream_re
   int ret = 0;
   for (int attempt = 0;; attempt++)
     {
-      bool fresh = !usable (up, target);
+      bool fresh = !usable (up, target, rq->owner);
       if (fresh)
         {
           close_conn (up);
@@ -577,6 +581,8 @@ upstream_send (struct upstream *up, const char *target, const struct upstream_re
           up->fd = fd;
           free (up->target);
           up->target = xstrdup (target);
+          free (up->owner);
+          up->owner = rq->owner ? xstrdup (rq->owner) : NULL;
         }
       up->reused = !fresh;
       up->cut_send = 0;

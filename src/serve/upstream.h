@@ -24,6 +24,7 @@ struct upstream_request
 {
   const char *method;
   const char *path;     /* origin form: "/alive?x=1" */
+  const char *owner;    /* the sandbox it is for (or NULL): a kept connection carries requests of one owner only */
   char *const *headers; /* "Name: value" lines, without Host and Content-Length */
   size_t n_headers;
   bool send_length; /* Content-Length goes out (a body, POST, PUT, PATCH) */
@@ -56,8 +57,8 @@ void upstream_free (struct upstream *up);
  * CLIENT_FD is hung up. */
 void upstream_watch (struct upstream *up, int client_fd);
 
-/* Sends RQ to TARGET: on UP's connection when it is open to TARGET and
- * still usable, else on a new one (10 s to connect). */
+/* Sends RQ to TARGET: on UP's connection when it is open to TARGET for
+ * RQ's owner and still usable, else on a new one (10 s to connect). */
 int upstream_send (struct upstream *up, const char *target, const struct upstream_request *rq, ohbox_error_t *err);
 
 /* Reads the status line and headers of the answer to RQ into A (zeroed by

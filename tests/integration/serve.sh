@@ -170,6 +170,9 @@ test_proxy_headers ()
   out=$(curl -s -D - -o /dev/null -H "X-Session-API-Key: $SV_SK" "$SV_URL/$SV_ID/cgi-bin/hop")
   assert_contains "$out" "X-Kept: 2"
   assert_not_contains "$out" "X-Hop:" "a header the answer's Connection names reached the client"
+  # A HEAD's answer says how long the GET's body is (it was 0).
+  out=$(curl -s -I -H "X-Session-API-Key: $SV_SK" "$SV_URL/$SV_ID/index.html" | tr -d '\r')
+  assert_contains "$out" "Content-Length: 3"
   # The same to ohbox's executor, which reads the first of two keys: with
   # the other's forwarded first, it refused the request.
   code=$(curl -s -o "$T_WORK/act" -w '%{http_code}' -H "X-API-Key: $SV_KEY" -H "X-Session-API-Key: $SV_SK" \

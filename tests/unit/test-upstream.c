@@ -286,6 +286,27 @@ test_keep_alive (void)
   upstream_free (up);
 }
 
+/* A kept connection carries the requests of one sandbox: its address may
+ * be another's once it stopped. */
+static void
+test_owner (void)
+{
+  const char *ok = "HTTP/1.1 200 OK\r\nContent-Length: 0\r\n\r\n";
+  script (4, (struct step[]){ { ok, 0, KEEP }, { ok, 0, KEEP }, { ok, 0, KEEP }, { ok, 0, KEEP } });
+  struct upstream *up = upstream_new ();
+  const char *owners[] = { "a", "a", "b", "b" };
+  for (int i = 0; i < 4; i++)
+    {
+      cleanup_error ohbox_error_t err = NULL;
+      struct upstream_request rq = { .method = "GET", .path = "/alive", .owner = owners[i], .body_fd = -1 };
+      struct upstream_answer a;
+      CHECK (exchange (up, &rq, &a, 0, &err) == 0, "%s", err->msg);
+      upstream_answer_end (up, &a);
+    }
+  CHECK (accepts () == 2, "one connection for each sandbox, not %d", accepts ());
+  upstream_free (up);
+}
+
 static void
 test_bodies (void)
 {
@@ -708,6 +729,7 @@ UNIT_MAIN_BEGIN ("test-upstream")
   start_server ();
 }
 RUN_TEST (test_keep_alive);
+RUN_TEST (test_owner);
 RUN_TEST (test_bodies);
 RUN_TEST (test_framing);
 RUN_TEST (test_streamed);

@@ -8,10 +8,11 @@
 # polling its /alive (the peer's cold start). The proxy's added round trip:
 # GET /alive and a `run` action through the server's URL and straight to
 # the sandbox's port, in turns (which goes first rotating), and through
-# nginx proxying to the same executor socket (the peer; when installed). An
-# action back to back and after 50 ms idle, beside bash on a
-# pseudo-terminal without ohbox (what waking idle threads costs the
-# machine). Last, 1000 sessions started and stopped one after the other and
+# nginx proxying to the same executor socket (the peer; when installed);
+# then with all of them on one CPU (the proxies' own work, without the
+# wake-ups of other CPUs). An action back to back and after 50 ms idle,
+# beside bash on a pseudo-terminal without ohbox (what waking idle threads
+# costs the machine). Last, 1000 sessions started and stopped one after the other and
 # what is left of them (nothing, expected).
 #
 #   bench/serve.sh [N]        (root; hyperfine and jq for common.sh; podman, nginx if installed)
@@ -71,7 +72,7 @@ stats "cold, one at a time: first action" "$W/cold1.json" first
 $LOAD sessions "$URL" "$K" "$RT" "$N" 20 >"$W/cold20.json"
 stats "cold, 20 at a time: /start answered" "$W/cold20.json" start
 stats "cold, 20 at a time: first action" "$W/cold20.json" first
-$LOAD proxy "$URL" "$K" "$RT" 1000 $(want nginx && echo --nginx) >"$W/proxy.json"
+$LOAD proxy "$URL" "$K" "$RT" 1000 --serve-pid="$SPID" $(want nginx && echo --nginx) >"$W/proxy.json"
 $LOAD idle "$URL" "$K" "$RT" "$N" >"$W/idle.json"
 serve_down
 
@@ -110,18 +111,23 @@ case $SKIP in
 esac
 
 echo
-echo "# the proxy's added round trip (ms; 1000 in turns, one keep-alive client each; nginx: the peer)"
+echo "# the proxy's added round trip (ms; 1000 in turns, one keep-alive client each; nginx: the peer;"
+echo "# then the same with the client, the server, nginx and the sandbox on one CPU: no cross-CPU wake-ups)"
 printf 'request\tproxy\tdirect p50\tproxied p50\tadded p50\tdirect p99\tproxied p99\n'
-for k in alive action; do
-  for side in proxy nginx; do
-    jq -r --arg k "$k" --arg s "$side" 'def p($q): sort | .[(length * $q | floor)] * 1000 | round / 1000;
-      select(has($k + "_" + $s)) | (.[$k + "_direct"] | p(0.5)) as $d | (.[$k + "_" + $s] | p(0.5)) as $p
-      | "\($k)\t\(if $s == "proxy" then "ohbox serve" else $s end)\t\($d)\t\($p)\t\(($p - $d) * 1000 | round / 1000)\t\(.[$k + "_direct"] | p(0.99))\t\(.[$k + "_" + $s] | p(0.99))"' \
-      "$W/proxy.json"
+for ph in "" _1cpu; do
+  for k in alive action; do
+    for side in proxy nginx; do
+      jq -r --arg k "$k" --arg s "$side" --arg ph "$ph" 'def p($q): sort | .[(length * $q | floor)] * 1000 | round / 1000;
+        select(has($k + "_" + $s + $ph)) | (.[$k + "_direct" + $ph] | p(0.5)) as $d | (.[$k + "_" + $s + $ph] | p(0.5)) as $p
+        | "\($k)\t\(if $s == "proxy" then "ohbox serve" else $s end)\(if $ph == "" then "" else ", one CPU" end)\t\($d)\t\($p)\t\(($p - $d) * 1000 | round / 1000)\t\(.[$k + "_direct" + $ph] | p(0.99))\t\(.[$k + "_" + $s + $ph] | p(0.99))"' \
+        "$W/proxy.json"
+    done
   done
 done
-jq -r 'def p50: sort | .[length / 2 | floor]; select(has("action_nginx"))
-  | "ohbox serve adds \(((.action_proxy | p50) - (.action_direct | p50)) / ((.action_nginx | p50) - (.action_direct | p50)) * 100 | round / 100) times what nginx adds to an action"' "$W/proxy.json"
+for ph in "" _1cpu; do
+  jq -r --arg ph "$ph" 'def p50: sort | .[length / 2 | floor]; select(has("action_nginx" + $ph))
+    | "ohbox serve adds \(((.["action_proxy" + $ph] | p50) - (.["action_direct" + $ph] | p50)) / ((.["action_nginx" + $ph] | p50) - (.["action_direct" + $ph] | p50)) * 100 | round / 100) times what nginx adds to an action\(if $ph == "" then "" else ", on one CPU" end)"' "$W/proxy.json"
+done
 
 # A first action comes after the client's own work: threads and CPUs gone
 # idle, each woken again on the way (client, server, executor, its

@@ -11,11 +11,13 @@
       then one "from the pool"). --new-connection: /start on a connection
       of its own, without the lookup (a new connection costs the server a
       thread).
-  proxy URL KEY IMAGE N [--nginx]
+  proxy URL KEY IMAGE N [--nginx] [--serve-pid=PID]
       One session; N round trips of GET /alive and of a `run` action, in turns,
       through the server's URL and straight to the sandbox's published port;
       --nginx: also through nginx (the peer) proxying to the same executor
-      socket as the server.
+      socket as the server. --serve-pid: then N more with this client, the
+      server (PID), nginx and the sandbox's processes on one CPU (keys
+      ending in _1cpu), their masks restored after.
   podman PODMAN-ARGS... run RUN-OPTIONS... -- IMAGE N
       N times: `podman run -d` of IMAGE, polling its /alive until 200, the
       first action, `podman rm -f` (the peer of a cold start).
@@ -162,7 +164,63 @@ def one_sandbox(c, key, sid):
             rec)
 
 
-def proxy(url, key, image, n, with_nginx):
+def threads_of(pids):
+    """Every thread of PIDS and of their descendants."""
+    children = {}
+    for d in os.listdir("/proc"):
+        if d.isdigit():
+            try:
+                with open("/proc/%s/stat" % d) as f:
+                    ppid = int(f.read().rsplit(")", 1)[1].split()[1])
+            except OSError:
+                continue
+            children.setdefault(ppid, []).append(int(d))
+    out, todo = [], list(pids)
+    while todo:
+        p = todo.pop()
+        try:
+            out += [int(t) for t in os.listdir("/proc/%d/task" % p)]
+        except OSError:
+            continue
+        todo += children.get(p, [])
+    return out
+
+
+def in_cgroup_of(runtime_id):
+    """The processes whose cgroup path names RUNTIME_ID (the sandbox's)."""
+    out = []
+    for d in os.listdir("/proc"):
+        try:
+            if d.isdigit() and runtime_id in open("/proc/%s/cgroup" % d).read():
+                out.append(int(d))
+        except OSError:
+            pass
+    return out
+
+
+def pin_to_one_cpu(tids):
+    """Each of TIDS on the first CPU this process may use; returns how to
+    undo it (each one's own mask)."""
+    cpu = min(os.sched_getaffinity(0))
+    saved = []
+    for t in tids:
+        try:
+            saved.append((t, os.sched_getaffinity(t)))
+            os.sched_setaffinity(t, {cpu})
+        except OSError:
+            pass
+    return saved
+
+
+def unpin(saved):
+    for t, mask in saved:
+        try:
+            os.sched_setaffinity(t, mask)
+        except OSError:
+            pass
+
+
+def proxy(url, key, image, n, with_nginx, serve_pid):
     import shutil
     c = Conn(url)
     c.image = image
@@ -173,24 +231,20 @@ def proxy(url, key, image, n, with_nginx):
     if with_nginx:
         ng, ng_url, ng_dir = start_nginx(runtime_dir)
         turns.append(("nginx", Conn(ng_url), ""))
-    res = {"%s_%s" % (r, k): [] for r in ("alive", "action") for k, _, _ in turns}
+    res = {}
     try:
-        for i in range(n + 50):
-            # Which goes first rotates: a request right after an action
-            # meets the shell's after-work (its prompt), ~0.1 ms here, and a
-            # fixed order gave that to one side only.
-            for kind, conn, p in turns[i % len(turns):] + turns[:i % len(turns)]:
-                t = time.perf_counter()
-                st, _ = conn.call("GET", p + "/alive", headers=sk)
-                a = (time.perf_counter() - t) * 1000
-                t = time.perf_counter()
-                st2, _ = conn.call("POST", p + "/execute_action", ACTION, sk)
-                b = (time.perf_counter() - t) * 1000
-                if st != 200 or st2 != 200:
-                    raise SystemExit("proxy bench (%s): %d %d" % (kind, st, st2))
-                if i >= 50:  # warm-up
-                    res["alive_" + kind].append(a)
-                    res["action_" + kind].append(b)
+        # Then again with the client, the server, nginx and the sandbox on
+        # one CPU: no hop is a wake-up of another, maybe halted, CPU (what
+        # the proxy's own work costs, beside nginx's).
+        for phase in ("", "_1cpu"):
+            saved = []
+            if phase and serve_pid:
+                saved = pin_to_one_cpu(threads_of([os.getpid(), serve_pid] + ([ng.pid] if ng else []))
+                                       + threads_of(in_cgroup_of(j["runtime_id"])))
+            try:
+                res.update(proxy_turns(turns, n, sk, phase))
+            finally:
+                unpin(saved)
     finally:
         if ng:
             ng.terminate()
@@ -198,6 +252,27 @@ def proxy(url, key, image, n, with_nginx):
             shutil.rmtree(ng_dir, ignore_errors=True)
     c.call("POST", "/stop", json.dumps({"runtime_id": j["runtime_id"]}), h)
     print(json.dumps(res))
+
+
+def proxy_turns(turns, n, sk, phase):
+    res = {"%s_%s%s" % (r, k, phase): [] for r in ("alive", "action") for k, _, _ in turns}
+    for i in range(n + 50):
+        # Which goes first rotates: a request right after an action meets
+        # the shell's after-work (its prompt), ~0.1 ms here, and a fixed
+        # order gave that to one side only.
+        for kind, conn, p in turns[i % len(turns):] + turns[:i % len(turns)]:
+            t = time.perf_counter()
+            st, _ = conn.call("GET", p + "/alive", headers=sk)
+            a = (time.perf_counter() - t) * 1000
+            t = time.perf_counter()
+            st2, _ = conn.call("POST", p + "/execute_action", ACTION, sk)
+            b = (time.perf_counter() - t) * 1000
+            if st != 200 or st2 != 200:
+                raise SystemExit("proxy bench (%s): %d %d" % (kind, st, st2))
+            if i >= 50:  # warm-up
+                res["alive_%s%s" % (kind, phase)].append(a)
+                res["action_%s%s" % (kind, phase)].append(b)
+    return res
 
 
 def podman(run, image, n):
@@ -303,7 +378,8 @@ def main():
     if a[0] == "sessions":
         sessions(a[1], a[2], a[3], int(a[4]), int(a[5]), "--pool-wait" in a, "--new-connection" in a)
     elif a[0] == "proxy":
-        proxy(a[1], a[2], a[3], int(a[4]), "--nginx" in a[5:])
+        pin = [int(x.split("=", 1)[1]) for x in a[5:] if x.startswith("--serve-pid=")]
+        proxy(a[1], a[2], a[3], int(a[4]), "--nginx" in a[5:], pin[0] if pin else 0)
     elif a[0] == "podman":
         k = a.index("--")
         podman(a[1:k], a[k + 1], int(a[k + 2]))

@@ -58,7 +58,9 @@ void *bash_reader_main (void *arg);
 /* Bytes typed into the terminal that bash (or the program in front) has
  * not read yet. */
 int bash_pending_input (struct bash_session *s);
-/* Forks bash on a new pseudo-terminal (s->master, s->pid). */
-int bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *err);
+/* Forks bash on a new pseudo-terminal (s->master, s->pid); SETUP_FD >= 0
+ * is bash's fd SETUP_FD_IN_BASH. */
+#define SETUP_FD_IN_BASH 3
+int bash_spawn (struct bash_session *s, const struct bash_opts *o, int setup_fd, ohbox_error_t *err);
 
 #endif

@@ -225,7 +225,7 @@ build_env (const struct bash_opts *o, const char *bash)
 }
 
 int
-bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *err)
+bash_spawn (struct bash_session *s, const struct bash_opts *o, int setup_fd, ohbox_error_t *err)
 {
   cleanup_free char *bash = find_bash (o->bash_path);
   s->master = posix_openpt (O_RDWR | O_NOCTTY | O_CLOEXEC);
@@ -262,7 +262,11 @@ bash_spawn (struct bash_session *s, const struct bash_opts *o, ohbox_error_t *er
       dup2 (slave, 0);
       dup2 (slave, 1);
       dup2 (slave, 2);
-      if (users_child_become (3, o->switch_user, groups, ngroups, o->gid, o->uid, dir) < 0)
+      if (setup_fd >= 0 && dup2 (setup_fd, SETUP_FD_IN_BASH) < 0)
+        _exit (126);
+      if (users_child_become (setup_fd >= 0 ? SETUP_FD_IN_BASH + 1 : 3, o->switch_user, groups, ngroups, o->gid, o->uid,
+                              dir)
+          < 0)
         _exit (126);
       execve (bash, argv, env);
       _exit (127);

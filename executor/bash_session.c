@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
@@ -63,6 +64,29 @@ static const char setup_line[] =
   "\"py_interpreter_path\": \"$__oh_py\"\\n}\\n" PS1_END "\\n'; }; export -f __oh_prompt; "
   "export PROMPT_COMMAND=__oh_prompt PS1 PS2=; "
   "bind 'set enable-bracketed-paste off' 2>/dev/null; alias git=\"git --no-pager\"; cd -- %s\r";
+
+/* The setup reaches bash as a file it sources: typed, readline takes it a
+ * byte at a time, two system calls and a redisplay each (~4 ms of a cold
+ * start here; sourced, ~0.6 ms). The file (a memfd: a regular file, which
+ * every bash sources, where a pipe is read by bash 4 and later only) is
+ * bash's fd 3 and closed at once, so no command of the agent inherits it. */
+static const char source_setup_line[] = ". /dev/fd/3; exec 3<&-\r";
+
+/* A memfd holding TEXT, or -1 (typed then). */
+static int
+setup_file (const char *text)
+{
+  int fd = memfd_create ("ohbox-bash-setup", MFD_CLOEXEC);
+  if (fd < 0)
+    return -1;
+  size_t n = strlen (text);
+  if (write (fd, text, n) != (ssize_t) n)
+    {
+      close (fd);
+      return -1;
+    }
+  return fd;
+}
 
 static void
 deadline_ts (double when, struct timespec *ts)
@@ -348,7 +372,12 @@ bash_session_start (const struct bash_opts *o, struct bash_session **out, ohbox_
       bash_session_free (s);
       return ohbox_error_sys (err, OHBOX_ERR_GENERIC, "create a pipe");
     }
-  if (bash_spawn (s, o, err) < 0)
+  cleanup_free char *q = shell_quote (s->cwd);
+  cleanup_free char *line = xasprintf (setup_line, q);
+  line[strlen (line) - 1] = '\n'; /* (as a file's last line) */
+  cleanup_close int setup_fd = setup_file (line);
+  line[strlen (line) - 1] = '\r';
+  if (bash_spawn (s, o, setup_fd, err) < 0)
     {
       bash_session_free (s);
       return ohbox_error_prefix (err, "start bash in `%s`", s->cwd);
@@ -361,11 +390,9 @@ bash_session_start (const struct bash_opts *o, struct bash_session **out, ohbox_
   s->reader_started = true;
 
   /* Install the prompt, then wait for the first prompt block. */
-  cleanup_free char *q = shell_quote (s->cwd);
-  cleanup_free char *line = xasprintf (setup_line, q);
   double deadline = ohbox_monotonic () + STARTUP_TIMEOUT;
   pthread_mutex_lock (&s->lock);
-  if (bash_send_keys (s, line, false, deadline) < 0)
+  if (bash_send_keys (s, setup_fd >= 0 ? source_setup_line : line, false, deadline) < 0)
     {
       pthread_mutex_unlock (&s->lock);
       bash_session_free (s);

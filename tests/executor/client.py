@@ -177,6 +177,13 @@ def test_run_observed_echo_false():
     eq(o['message'], 'Command `echo hello; false` executed with exit code 1.', 'message')
 
 
+def test_run_shell_holds_only_its_terminal():
+    # The prompt's setup came as a file on bash's fd 3 (bash_session.c):
+    # closed before the agent's first command, which inherits nothing else.
+    o = run('ls /proc/$$/fd')
+    eq(sorted(int(n) for n in o['content'].split()), [0, 1, 2, 255], 'the shell\'s open files')
+
+
 def test_run_cd_tracks_working_dir():
     o = run('cd /tmp && pwd')
     eq(o['content'], '/tmp', 'content')
@@ -841,7 +848,7 @@ ALL = {
              test_browse_unknown_and_malformed, test_list_files, test_upload_download_and_zip_slip,
              test_zip_directories_not_made_through_symlinks,
              test_vscode_and_mcp],
-    'run': [test_run_observed_echo_false, test_run_cd_tracks_working_dir, test_run_background_job_pid,
+    'run': [test_run_observed_echo_false, test_run_shell_holds_only_its_terminal, test_run_cd_tracks_working_dir, test_run_background_job_pid,
             test_run_state_persists, test_run_multiple_commands_refused, test_run_command_is_reported_escaped,
             test_run_comment_lines, test_run_alternate_screen, test_run_nested_shell, test_run_nothing_running,
             test_run_no_change_timeout_continue_and_ctrl_c, test_run_input_to_read,

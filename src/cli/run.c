@@ -331,6 +331,7 @@ run_request (const struct ohbox_run_request *q)
     goto fail;
   struct run_events ev = { .executor = &plan.executor };
   plan.opts.warn = print_warning;
+  plan.opts.detach_caller_exits = true; /* (main returns) */
   plan.opts.on_executor = on_executor;
   plan.opts.event_data = &ev;
   if (json_events)

@@ -7,10 +7,11 @@
  * connections (which then never see the server go away). So the server
  * forks, before it opens any socket or starts any thread, a starter: a
  * single-threaded process with nothing but a control socket. For each job
- * the server sends it a socket of a new socketpair; the starter forks a
- * worker, which keeps only that socket (as its stdout; stdin is /dev/null,
- * stderr the server's log), reads the job (JSON) from it, does the work
- * through the library and writes the answer (JSON lines) back. A monitor
+ * the server sends it a socket of a new socketpair; the starter hands it to
+ * a worker forked ahead (spare_fork), or forks one, which keeps only that
+ * socket (as its stdout; stdin is /dev/null, stderr the server's log),
+ * reads the job (JSON) from it, does the work through the library and
+ * writes the answer (JSON lines) back. A monitor
  * forked by the worker lets go of the worker's stdio before it reports
  * that the sandbox runs (sandbox.c), so the server sees the end of the
  * answer when the worker exits.
@@ -181,6 +182,7 @@ start_job (struct serve *srv, const struct ohbox_host_abilities *host, json_t *r
         {
           plan.opts.warn = collect_warning;
           plan.opts.warn_data = warnings;
+          plan.opts.detach_caller_exits = true; /* (the worker's _exit) */
           r = ohbox_sandbox_run (rt, &plan.opts, &id, NULL, err);
         }
       ohbox_run_plan_clear (&plan);
@@ -257,6 +259,73 @@ reap (void)
     ;
 }
 
+/* A worker forked ahead of its job: it waits on the returned socket for the
+ * job's own (ohbox_send_with_fd), so that a start does not wait for a fork
+ * (~2-3 ms on a VM whose page faults are slow). -1: none could be made. An
+ * idle spare dies with the starter; a worker with a job does not. */
+static int
+spare_fork (struct serve *srv, const struct ohbox_host_abilities *host, int ctl)
+{
+  int sv[2];
+  if (socketpair (AF_UNIX, SOCK_SEQPACKET | SOCK_CLOEXEC, 0, sv) < 0)
+    return -1;
+  pid_t starter = getpid ();
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      close (ctl);
+      close (sv[0]);
+      prctl (PR_SET_PDEATHSIG, SIGKILL);
+      if (getppid () != starter)
+        _exit (0);
+      char type;
+      int sock = -1;
+      if (ohbox_recv_with_fd (sv[1], &type, 1, &sock) <= 0 || sock < 0)
+        _exit (0);
+      prctl (PR_SET_PDEATHSIG, 0);
+      worker_main (srv, host, sock);
+    }
+  close (sv[1]);
+  if (pid < 0)
+    {
+      close (sv[0]);
+      return -1;
+    }
+  return sv[0];
+}
+
+/* A worker for the job on SOCK: the spare when it takes it, else a fork. */
+static void
+start_worker (struct serve *srv, const struct ohbox_host_abilities *host, int ctl, int *spare, int sock)
+{
+  bool handed = *spare >= 0 && ohbox_send_with_fd (*spare, "j", 1, sock) == 1;
+  if (*spare >= 0)
+    close (*spare);
+  *spare = -1;
+  if (handed)
+    return;
+  pid_t pid = fork ();
+  if (pid == 0)
+    {
+      close (ctl);
+      worker_main (srv, host, sock);
+    }
+  if (pid < 0)
+    {
+      ohbox_error_t err = NULL;
+      ohbox_error_sys (&err, OHBOX_ERR_GENERIC, "fork a worker");
+      int save = dup (1);
+      if (save >= 0 && dup2 (sock, 1) >= 0)
+        {
+          answer_error (err);
+          dup2 (save, 1);
+        }
+      if (save >= 0)
+        close (save);
+      ohbox_error_release (&err);
+    }
+}
+
 static _Noreturn void
 starter_main (struct serve *srv, int ctl)
 {
@@ -281,10 +350,15 @@ starter_main (struct serve *srv, int ctl)
       _exit (1);
     }
   serve_close (store, rt);
+  int spare = -1;
   for (;;)
     {
       reap ();
       struct pollfd p = { .fd = ctl, .events = POLLIN };
+      /* A new spare when no job waits (in a burst, jobs are not held up
+       * by forks of spares). */
+      if (spare < 0 && poll (&p, 1, 0) == 0)
+        spare = spare_fork (srv, &host, ctl);
       if (poll (&p, 1, 1000) <= 0)
         continue;
       char type;
@@ -294,25 +368,7 @@ starter_main (struct serve *srv, int ctl)
         _exit (0); /* the server is gone */
       if (sock < 0)
         continue;
-      pid_t pid = fork ();
-      if (pid == 0)
-        {
-          close (ctl);
-          worker_main (srv, &host, sock);
-        }
-      if (pid < 0)
-        {
-          ohbox_error_sys (&err, OHBOX_ERR_GENERIC, "fork a worker");
-          int save = dup (1);
-          if (save >= 0 && dup2 (sock, 1) >= 0)
-            {
-              answer_error (err);
-              dup2 (save, 1);
-            }
-          if (save >= 0)
-            close (save);
-          ohbox_error_release (&err);
-        }
+      start_worker (srv, &host, ctl, &spare, sock);
       close (sock);
     }
 }

@@ -177,5 +177,23 @@ sv_assert_clean ()
   local netroot=${OHBOX_NETROOT:-/run/ohbox/net}
   left=$(find "$netroot/ip" "$netroot/port" -type l -lname "$SV_RUN/*" 2>/dev/null || true)
   [ -z "$left" ] || { _t_assert_fail "leases left: $left"; return 1; }
+  # Once the server is gone: its starter and the starter's spare worker.
+  if ! kill -0 "${SV_PID:-0}" 2>/dev/null; then
+    t_wait_until 5 sv_no_starters ||
+      { _t_assert_fail "the server's starter processes left: $(sv_starters)"; return 1; }
+  fi
   return 0
 }
+
+# The processes of this test's server's starter (forks of the server,
+# named ohbox-starter, whose command line names its store).
+sv_starters ()
+{
+  local p cmdline
+  for p in $(pgrep -x ohbox-starter); do
+    cmdline=$(tr '\0' ' ' <"/proc/$p/cmdline" 2>/dev/null) || continue
+    [[ $cmdline == *" $SV_ROOT "* ]] && echo "$p"
+  done
+  return 0
+}
+sv_no_starters () { [ -z "$(sv_starters)" ]; }

@@ -981,10 +981,14 @@ run_detached (struct ohbox_runtime *rt, const struct ohbox_run_options *o, char 
       setsid ();
       signal (SIGHUP, SIG_IGN);
       signal (SIGPIPE, SIG_IGN);
-      /* A grandchild: `ohbox run -d` returns and nobody has to reap us. */
-      pid_t again = fork ();
-      if (again != 0)
-        _exit (again < 0 ? 1 : 0);
+      /* A grandchild: `ohbox run -d` returns and nobody has to reap us
+       * (unless the caller exits anyway). */
+      if (!o->detach_caller_exits)
+        {
+          pid_t again = fork ();
+          if (again != 0)
+            _exit (again < 0 ? 1 : 0);
+        }
       ohbox_error_t e = NULL;
       int code;
       if (run_here (rt, o, p[1], NULL, &code, &e) < 0 && e)
@@ -996,7 +1000,8 @@ run_detached (struct ohbox_runtime *rt, const struct ohbox_run_options *o, char 
       _exit (0);
     }
   close (p[1]);
-  waitpid (pid, NULL, 0);
+  if (!o->detach_caller_exits)
+    waitpid (pid, NULL, 0);
   cleanup_free char *text = NULL;
   size_t len;
   int r = ohbox_read_fd (p[0], "the monitor's report", 64 * 1024, &text, &len, err);

@@ -83,6 +83,12 @@ struct ohbox_run_options
   char **env;           /* K=V entries, applied over the image's Env (NULL-terminated or NULL) */
   const char *name;     /* NULL: none */
   bool detach;
+  /* Detached, from a process that exits right after (ohbox run -d, serve's
+   * start worker): the monitor is its child, not a grandchild. One fork
+   * less (~2 ms on a VM whose page faults are slow); the caller's exit
+   * hands the monitor to init. Off: a long-lived caller never has to reap
+   * it. */
+  bool detach_caller_exits;
   bool rm;
   bool interactive; /* keep stdin (foreground) */
   bool tty;         /* a pseudo-terminal for the command (foreground) */

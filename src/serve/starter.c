@@ -11,10 +11,10 @@
  * a worker forked ahead (spare_fork), or forks one, which keeps only that
  * socket (as its stdout; stdin is /dev/null, stderr the server's log),
  * reads the job (JSON) from it, does the work through the library and
- * writes the answer (JSON lines) back. A monitor
- * forked by the worker lets go of the worker's stdio before it reports
- * that the sandbox runs (sandbox.c), so the server sees the end of the
- * answer when the worker exits.
+ * writes the answer (JSON lines) back. A monitor forked by the worker lets
+ * go of the worker's stdio before it reports that the sandbox runs
+ * (sandbox.c), so the server sees the end of the answer when the worker
+ * exits.
  *
  * Jobs:
  *   {"type": "start", "request": {...}}   plan and start a sandbox

@@ -246,6 +246,12 @@ test_teardown_killed ()
     fi
   done
   [ -n "$caught" ] || skip "the teardown finished before it could be killed (5 tries)"
+  # kill returns before the process is dead: until it is (or a zombie), its
+  # teardown lock is held and the next look leaves the sandbox to it.
+  local p
+  for p in $td; do
+    t_wait_until 10 sh -c "[ ! -e /proc/$p/stat ] || [ \"\$(cut -d')' -f2 /proc/$p/stat | cut -c2)\" = Z ]"
+  done
   # What it left is finished by the next look, not reported as lost.
   assert_eq "$("$OHBOX_BIN" --root "$SV_ROOT" ps -a -q)" ""
   t_wait_until 30 sh -c "! ls -A '$SV_RUN' | grep -Eq '^([0-9a-f]{64}|\.rm-)'"
